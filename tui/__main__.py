@@ -1,0 +1,55 @@
+"""The ``infertop`` command: the TUI by default, plus headless subcommands.
+
+Each subcommand lives in ``tui/cli/<name>.py`` with ``add_arguments(parser)`` and
+``main(args) -> int``; they are imported only to build the parser and must stay cheap
+to import (no model loading, no Textual import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tui import __version__
+
+# subcommand -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("tui.cli.run", "stream one prompt headlessly and print its metrics"),
+    "doctor": ("tui.cli.doctor", "say what was found (engines, model, GPU, config) and why"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infertop",
+        description="Watch LLM inference happen: tokens stream beside TTFT, ITL and tok/s.",
+        epilog="Run without a subcommand to start the terminal UI.",
+    )
+    parser.add_argument("--version", action="version", version=f"infertop {__version__}")
+    parser.add_argument("--config", metavar="PATH", help="config file (default: lookup order)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command or "ui"
+    if command == "ui":
+        module_name = "tui.cli.ui"
+    else:
+        module_name = SUBCOMMANDS[command][0]
+    try:
+        return int(importlib.import_module(module_name).main(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Headless subcommands of the ``infertop`` command (see tui/__main__.py)."""

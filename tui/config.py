@@ -1,0 +1,261 @@
+"""Configuration: find, load, validate strictly, save.
+
+Lookup order: ``--config PATH``, ``$INFERTOP_CONFIG``, ``./infertop.toml``, then the
+platform config dir (``platformdirs.user_config_dir("infertop")/config.toml``). With no
+file, built-in defaults apply: one engine, ``local``, llama.cpp on the embedded model.
+Every key is documented in config.example.toml; an unknown key or a wrong type is a
+:class:`ConfigError` naming the file, the key and (where found) the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tui.engines.base import EngineSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ENV_CONFIG = "INFERTOP_CONFIG"
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message names file, key and line."""
+
+
+@dataclass
+class GenerationDefaults:
+    max_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int | None = None
+
+
+@dataclass
+class UISettings:
+    theme: str = "infertop-dark"
+    refresh_hz: float = 10.0
+    ab_concurrent: bool = False
+    keys: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TelemetrySettings:
+    interval_s: float = 0.5
+    gpu: bool = True
+    peak_bandwidth_gbs: float | None = None
+
+
+@dataclass
+class Config:
+    default_engine: str = "local"
+    session_dir: str | None = None
+    engines: dict[str, EngineSpec] = field(default_factory=dict)
+    generation: GenerationDefaults = field(default_factory=GenerationDefaults)
+    ui: UISettings = field(default_factory=UISettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    path: Path | None = None  # where it was read from (None: built-in defaults)
+
+    def engine(self, name: str) -> EngineSpec:
+        try:
+            return self.engines[name]
+        except KeyError:
+            known = ", ".join(self.engines) or "none"
+            raise ConfigError(f"unknown engine {name!r} (configured engines: {known})") from None
+
+
+def builtin_engines() -> dict[str, EngineSpec]:
+    return {"local": EngineSpec(name="local", kind="llamacpp", model="default")}
+
+
+# --- schema: key -> (accepted types, description). Nested tables are validated apart.
+_NUM = (int, float)
+TOP_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "default_engine": ((str,), "name of the [engines.NAME] table used at start"),
+    "session_dir": ((str,), "folder for JSONL session logs"),
+}
+GENERATION_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "max_tokens": ((int,), "tokens to generate at most"),
+    "temperature": (_NUM, "sampling temperature"),
+    "top_p": (_NUM, "nucleus sampling"),
+    "seed": ((int,), "sampling seed"),
+}
+UI_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "theme": ((str,), "theme name"),
+    "refresh_hz": (_NUM, "metrics panel refresh rate"),
+    "ab_concurrent": ((bool,), "A/B: run both engines at once"),
+    "keys": ((dict,), "binding id -> key"),
+}
+TELEMETRY_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "interval_s": (_NUM, "hardware sampling interval"),
+    "gpu": ((bool,), "sample NVIDIA GPUs via NVML"),
+    "peak_bandwidth_gbs": (_NUM, "device peak memory bandwidth for the roofline line"),
+}
+ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "kind": ((str,), "engine kind"),
+    "model": ((str,), "GGUF path, 'default', or model name on a server"),
+    "url": ((str,), "server base URL"),
+    "n_ctx": ((int,), "context size"),
+    "n_threads": ((int,), "CPU threads"),
+    "n_gpu_layers": ((int,), "layers offloaded to the GPU"),
+    "api_key_env": ((str,), "environment variable holding the API key"),
+    "headers": ((dict,), "extra HTTP headers"),
+    "verify_tls": ((bool,), "verify TLS certificates"),
+    "connect_timeout_s": (_NUM, "connect timeout"),
+    "read_timeout_s": (_NUM, "read / stall timeout"),
+    "endpoint": ((str,), "'chat' or 'completions'"),
+    "options": ((dict,), "engine-specific options passed through"),
+}
+
+
+def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to use, by the lookup order; None when there is none."""
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"{p}: config file not found")
+        return p
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        p = Path(env).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"{p}: config file not found (from ${ENV_CONFIG})")
+        return p
+    local = Path("infertop.toml")
+    if local.is_file():
+        return local
+    user = user_config_path()
+    return user if user.is_file() else None
+
+
+def user_config_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("infertop")) / "config.toml"
+
+
+def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
+    """Find and load the config; built-in defaults when no file exists."""
+    path = find_config(explicit)
+    if path is None:
+        return Config(engines=builtin_engines())
+    return parse_config(path.read_bytes().decode("utf-8", errors="replace"), path)
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """Validate and build a Config from TOML text (``path`` is for messages)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    v = _Validator(text, path)
+    cfg = Config(path=path)
+    for key, value in data.items():
+        if key in TOP_KEYS:
+            v.check(key, value, TOP_KEYS[key][0])
+            setattr(cfg, key, value)
+        elif key == "generation":
+            cfg.generation = GenerationDefaults(**v.table("generation", value, GENERATION_KEYS))
+        elif key == "ui":
+            cfg.ui = UISettings(**v.table("ui", value, UI_KEYS))
+            for k, key_value in cfg.ui.keys.items():
+                v.check(f"ui.keys.{k}", key_value, (str,))
+        elif key == "telemetry":
+            cfg.telemetry = TelemetrySettings(**v.table("telemetry", value, TELEMETRY_KEYS))
+        elif key == "engines":
+            v.check("engines", value, (dict,))
+            for name, table in value.items():
+                fields = v.table(f"engines.{name}", table, ENGINE_KEYS)
+                if "kind" not in fields:
+                    raise ConfigError(f"{path}: engines.{name}: missing required key 'kind'")
+                cfg.engines[name] = EngineSpec(name=name, **fields)
+        else:
+            raise v.error(key, "unknown key")
+    if not cfg.engines:
+        cfg.engines = builtin_engines()
+    if cfg.default_engine not in cfg.engines:
+        raise v.error("default_engine", f"names no engine table ({cfg.default_engine!r})")
+    _check_values(cfg, v)
+    return cfg
+
+
+def _check_values(cfg: Config, v: _Validator) -> None:
+    from tui.engines.registry import ENGINE_KINDS
+
+    g = cfg.generation
+    if g.max_tokens < 1:
+        raise v.error("generation.max_tokens", "must be at least 1")
+    if g.temperature < 0:
+        raise v.error("generation.temperature", "must be >= 0")
+    if cfg.telemetry.interval_s <= 0:
+        raise v.error("telemetry.interval_s", "must be > 0")
+    for name, spec in cfg.engines.items():
+        if spec.kind not in ENGINE_KINDS:
+            known = ", ".join(sorted(ENGINE_KINDS))
+            raise v.error(f"engines.{name}.kind", f"unknown kind {spec.kind!r} (known: {known})")
+        if spec.endpoint not in ("chat", "completions"):
+            raise v.error(f"engines.{name}.endpoint", "must be 'chat' or 'completions'")
+
+
+class _Validator:
+    def __init__(self, text: str, path: Path) -> None:
+        self.lines = text.splitlines()
+        self.path = path
+
+    def line_of(self, dotted: str) -> int | None:
+        """Best-effort line of a key: its table header, then the key inside it."""
+        parts = dotted.split(".")
+        leaf = re.escape(parts[-1])
+        start = 0
+        if len(parts) > 1:
+            header = re.compile(r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, parts[:-1])) + r"\s*\]+")
+            for i, line in enumerate(self.lines):
+                if header.match(line):
+                    start = i
+                    break
+        key_re = re.compile(r"^\s*[\"']?" + leaf + r"[\"']?\s*=")
+        head_re = re.compile(r"^\s*\[+[^\]]*\b" + leaf + r"\s*\]+")
+        for i in range(start, len(self.lines)):
+            if key_re.match(self.lines[i]) or head_re.match(self.lines[i]):
+                return i + 1
+        return None
+
+    def error(self, dotted: str, what: str) -> ConfigError:
+        line = self.line_of(dotted)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return ConfigError(f"{where}: key '{dotted}': {what}")
+
+    def check(self, dotted: str, value: Any, types: tuple[type, ...]) -> None:
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            want = " or ".join(t.__name__ for t in types).replace("dict", "table")
+            raise self.error(dotted, f"expected {want}, got {type(value).__name__} ({value!r})")
+
+    def table(
+        self, name: str, value: Any, schema: dict[str, tuple[tuple[type, ...], str]]
+    ) -> dict[str, Any]:
+        self.check(name, value, (dict,))
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key not in schema:
+                raise self.error(f"{name}.{key}", "unknown key")
+            self.check(f"{name}.{key}", item, schema[key][0])
+            out[key] = float(item) if schema[key][0] is _NUM else item
+        return out
+
+
+def save_config(cfg_data: dict[str, Any], path: Path) -> None:
+    """Write a config mapping as TOML (atomically)."""
+    import tomli_w
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(tomli_w.dumps(cfg_data).encode())
+    tmp.replace(path)

@@ -1,0 +1,131 @@
+"""Stream events: what an engine says while it answers one request.
+
+Every event carries ``t_ns``, a ``time.perf_counter_ns()`` reading taken where the event
+happened: in the generation thread for in-process engines, where the bytes were read for
+HTTP engines. Never where it is drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSent:
+    """The request left the client (start of TTFT, TTFR and e2e)."""
+
+    t_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class FirstByte:
+    """The first bytes of any response chunk arrived (TTFR), content or not."""
+
+    t_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A response chunk. ``text`` may be empty (a role-only chunk): that is not a token.
+
+    ``tokens`` is how many generated tokens the engine says this chunk carries, or
+    ``None`` when the engine does not say.
+    """
+
+    t_ns: int
+    text: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineTruth:
+    """The engine's own account of a request, as it reported it (None = not reported).
+
+    prompt_ms / prompt_eval_tokens: prefill time and the tokens actually evaluated in it
+    (prefix-cache hits excluded). decode_ms / decode_tokens: generation time and tokens as
+    the engine timed them. ``raw`` keeps the engine's fields verbatim.
+    """
+
+    prompt_tokens: int | None = None
+    prompt_eval_tokens: int | None = None
+    prompt_ms: float | None = None
+    output_tokens: int | None = None
+    decode_tokens: int | None = None
+    decode_ms: float | None = None
+    cached_tokens: int | None = None
+    load_ms: float | None = None
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prefill_tps(self) -> float | None:
+        """Engine prefill speed: prompt_eval_tokens / prompt_ms (tokens per second)."""
+        n = self.prompt_eval_tokens if self.prompt_eval_tokens is not None else self.prompt_tokens
+        if n is None or not self.prompt_ms:
+            return None
+        return n / (self.prompt_ms / 1000.0)
+
+    @property
+    def decode_tps(self) -> float | None:
+        """Engine decode speed: decode_tokens / decode_ms (tokens per second)."""
+        if self.decode_tokens is None or not self.decode_ms:
+            return None
+        return self.decode_tokens / (self.decode_ms / 1000.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "prompt_tokens": self.prompt_tokens,
+            "prompt_eval_tokens": self.prompt_eval_tokens,
+            "prompt_ms": self.prompt_ms,
+            "output_tokens": self.output_tokens,
+            "decode_tokens": self.decode_tokens,
+            "decode_ms": self.decode_ms,
+            "cached_tokens": self.cached_tokens,
+            "load_ms": self.load_ms,
+            "prefill_tps": self.prefill_tps,
+            "decode_tps": self.decode_tps,
+            "raw": self.raw,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the engine reports them (OpenAI ``usage``, Ollama counts, ids)."""
+
+    t_ns: int
+    prompt_tokens: int | None
+    output_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineReport:
+    """The engine's own timings for this request (see :class:`EngineTruth`)."""
+
+    t_ns: int
+    truth: EngineTruth
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The stream ended normally. ``reason``: stop, length, cancelled."""
+
+    t_ns: int
+    reason: str = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The stream ended with an error; what streamed before it is kept.
+
+    ``kind`` is a short machine-readable class: connect, http, protocol, timeout, load,
+    engine, cancelled.
+    """
+
+    t_ns: int
+    message: str
+    kind: str = "engine"
+
+
+StreamEvent = Union[RequestSent, FirstByte, TextChunk, Usage, EngineReport, Finished, Failed]

@@ -1,0 +1,107 @@
+"""Order statistics and bootstrap intervals, exact and dependency-free.
+
+``percentile`` interpolates linearly between closest ranks (NumPy's default, "type 7"):
+for sorted x of length n, rank r = (n − 1)·q/100, value = x[⌊r⌋] + (r − ⌊r⌋)·(x[⌊r⌋+1] − x[⌊r⌋]).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation; ValueError when empty."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    xs = sorted(values)
+    r = (len(xs) - 1) * q / 100.0
+    lo = math.floor(r)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (r - lo) * (xs[hi] - xs[lo])
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """n, mean, min, max and the standard percentiles of a sample."""
+
+    n: int
+    mean: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return dict(self.__dict__)
+
+
+def summarize(values: Sequence[float | None]) -> Summary:
+    """Summary of the non-None values (None = not measurable for that request)."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return Summary(0, None, None, None, None, None, None, None)
+    p = [percentile(xs, q) for q in PERCENTILES]
+    return Summary(len(xs), sum(xs) / len(xs), min(xs), max(xs), *p)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a bootstrap confidence interval."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float = 0.95
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    stat: Callable[[Sequence[float]], float] = median,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Percentile-bootstrap interval of ``stat`` over ``values`` (resampled with replacement)."""
+    if not values:
+        raise ValueError("bootstrap of no values")
+    rng = random.Random(seed)
+    n = len(values)
+    boots = [stat([values[rng.randrange(n)] for _ in range(n)]) for _ in range(n_boot)]
+    alpha = (1 - level) / 2 * 100
+    return Interval(stat(values), percentile(boots, alpha), percentile(boots, 100 - alpha), level)
+
+
+def ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    stat: Callable[[Sequence[float]], float] = median,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Interval of stat(a) / stat(b), resampling a and b independently."""
+    if not a or not b:
+        raise ValueError("ratio of an empty sample")
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(n_boot):
+        sa = stat([a[rng.randrange(len(a))] for _ in a])
+        sb = stat([b[rng.randrange(len(b))] for _ in b])
+        if sb:
+            ratios.append(sa / sb)
+    alpha = (1 - level) / 2 * 100
+    est = stat(a) / stat(b)
+    return Interval(est, percentile(ratios, alpha), percentile(ratios, 100 - alpha), level)

@@ -1,0 +1,117 @@
+"""RequestTimeline: the stamped events of one request, in arrival order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    FirstByte,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+
+
+@dataclass
+class ChunkStamp:
+    """One response chunk: when it arrived, its text, its engine-given token count."""
+
+    t_ns: int
+    text: str
+    tokens: int | None
+
+
+@dataclass
+class RequestTimeline:
+    """Everything measured about one request; metrics are computed from this alone."""
+
+    t_sent_ns: int | None = None
+    t_first_byte_ns: int | None = None
+    t_end_ns: int | None = None
+    chunks: list[ChunkStamp] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    usage_output_tokens: int | None = None
+    truth: EngineTruth | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+
+    def add(self, event: StreamEvent) -> None:
+        """Record one event. Events must come in the order the engine produced them."""
+        if isinstance(event, TextChunk):
+            if self.t_first_byte_ns is None:
+                self.t_first_byte_ns = event.t_ns
+            self.chunks.append(ChunkStamp(event.t_ns, event.text, event.tokens))
+        elif isinstance(event, RequestSent):
+            self.t_sent_ns = event.t_ns
+        elif isinstance(event, FirstByte):
+            if self.t_first_byte_ns is None:
+                self.t_first_byte_ns = event.t_ns
+        elif isinstance(event, Usage):
+            if event.prompt_tokens is not None:
+                self.prompt_tokens = event.prompt_tokens
+            if event.output_tokens is not None:
+                self.usage_output_tokens = event.output_tokens
+        elif isinstance(event, EngineReport):
+            self.truth = event.truth
+        elif isinstance(event, Finished):
+            self.t_end_ns = event.t_ns
+            self.finish_reason = event.reason
+        elif isinstance(event, Failed):
+            self.t_end_ns = event.t_ns
+            self.error = event.message
+            self.error_kind = event.kind
+            self.finish_reason = "error"
+
+    @property
+    def text(self) -> str:
+        return "".join(c.text for c in self.chunks)
+
+    @property
+    def content_chunks(self) -> list[ChunkStamp]:
+        """Chunks that carry generated text (role-only / empty chunks excluded)."""
+        return [c for c in self.chunks if c.text]
+
+    @property
+    def done(self) -> bool:
+        return self.t_end_ns is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Raw timeline for logs and reports; times in ns relative to the request start."""
+        t0 = self.t_sent_ns or 0
+
+        def rel(t: int | None) -> int | None:
+            return None if t is None else t - t0
+
+        return {
+            "t_first_byte_ns": rel(self.t_first_byte_ns),
+            "t_end_ns": rel(self.t_end_ns),
+            "chunks": [[c.t_ns - t0, c.text, c.tokens] for c in self.chunks],
+            "prompt_tokens": self.prompt_tokens,
+            "usage_output_tokens": self.usage_output_tokens,
+            "finish_reason": self.finish_reason,
+            "error": self.error,
+            "error_kind": self.error_kind,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], truth: EngineTruth | None = None) -> RequestTimeline:
+        """Inverse of :meth:`to_dict` (times come back relative to a start at 0)."""
+        return cls(
+            t_sent_ns=0,
+            t_first_byte_ns=d.get("t_first_byte_ns"),
+            t_end_ns=d.get("t_end_ns"),
+            chunks=[ChunkStamp(int(t), str(x), k) for t, x, k in d.get("chunks", [])],
+            prompt_tokens=d.get("prompt_tokens"),
+            usage_output_tokens=d.get("usage_output_tokens"),
+            truth=truth,
+            finish_reason=d.get("finish_reason"),
+            error=d.get("error"),
+            error_kind=d.get("error_kind"),
+        )

@@ -1,0 +1,1 @@
+"""Engines: one module per engine behind one interface (no Textual imports here)."""

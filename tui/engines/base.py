@@ -1,0 +1,137 @@
+"""The engine interface every backend implements, and the values it exchanges."""
+
+from __future__ import annotations
+
+import abc
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from tui.core.events import StreamEvent
+
+
+class EngineError(Exception):
+    """An engine could not do what was asked; the message is meant for the user."""
+
+
+@dataclass
+class EngineSpec:
+    """How to reach or start one engine, as written in config (``[engines.NAME]``)."""
+
+    name: str
+    kind: str
+    model: str | None = None  # GGUF path ("default" = the embedded model) or model name
+    url: str | None = None
+    n_ctx: int = 2048
+    n_threads: int | None = None
+    n_gpu_layers: int = 0
+    api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    verify_tls: bool = True
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    endpoint: str = "chat"  # "chat" (/v1/chat/completions) or "completions"
+    options: dict[str, Any] = field(default_factory=dict)  # passed through to the engine
+
+
+@dataclass
+class GenerationRequest:
+    """One prompt to answer. ``messages`` are OpenAI-style chat messages."""
+
+    messages: list[dict[str, str]]
+    max_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int | None = None
+    cache_prompt: bool = True  # False: no prefix-cache reuse (fair, cold prefill)
+    ignore_eos: bool = False  # True: generate exactly max_tokens where supported
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @classmethod
+    def from_prompt(cls, prompt: str, **kw: Any) -> GenerationRequest:
+        return cls(messages=[{"role": "user", "content": prompt}], **kw)
+
+    def validate(self) -> None:
+        """Raise EngineError on a request no engine should be sent."""
+        if not self.messages or not any(m.get("content", "").strip() for m in self.messages):
+            raise EngineError("the prompt is empty")
+        if self.max_tokens < 1:
+            raise EngineError(f"max tokens must be at least 1 (got {self.max_tokens})")
+        if self.temperature < 0:
+            raise EngineError(f"temperature must be >= 0 (got {self.temperature})")
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "cache_prompt": self.cache_prompt,
+            "ignore_eos": self.ignore_eos,
+        }
+
+
+@dataclass
+class EngineInfo:
+    """What an engine is running, for the engine bar and reports."""
+
+    engine: str
+    kind: str
+    model: str
+    quantisation: str | None = None
+    context_size: int | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    load_ms: float | None = None
+    pid: int | None = None  # the process doing the work (for RSS telemetry)
+    url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class CancelToken:
+    """Set from any thread to stop a stream; engines check it between tokens."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+class Engine(abc.ABC):
+    """A backend that streams stamped events for a generation request.
+
+    Lifecycle: ``await load()`` (cold start; returns load time in ms), any number of
+    ``stream()`` calls, ``await close()``. ``stream`` yields RequestSent first and ends
+    with exactly one Finished or Failed; it never raises for engine faults — a fault is a
+    Failed event, so what streamed before it is kept.
+    """
+
+    kind: ClassVar[str]
+
+    def __init__(self, spec: EngineSpec) -> None:
+        self.spec = spec
+
+    @abc.abstractmethod
+    async def load(self) -> float:
+        """Make the engine ready; return the cold load time in milliseconds."""
+
+    @abc.abstractmethod
+    def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """Answer ``request``, yielding events stamped where they happened."""
+
+    @abc.abstractmethod
+    def info(self) -> EngineInfo:
+        """Engine, model, quantisation, context size and parameters."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the model or connections."""

@@ -1,0 +1,41 @@
+"""Engine kinds → implementations, imported only when an engine of that kind is built."""
+
+from __future__ import annotations
+
+import importlib
+
+from tui.engines.base import Engine, EngineError, EngineSpec
+
+# kind -> "module:Class"; modules load lazily so a missing optional library only matters
+# to the engine that needs it.
+ENGINE_KINDS: dict[str, str] = {
+    "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
+}
+
+KIND_HELP: dict[str, str] = {
+    "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
+}
+
+
+def register(kind: str, target: str, help_text: str = "") -> None:
+    """Add an engine kind (``target`` = "module:Class")."""
+    ENGINE_KINDS[kind] = target
+    if help_text:
+        KIND_HELP[kind] = help_text
+
+
+def engine_class(kind: str) -> type[Engine]:
+    try:
+        target = ENGINE_KINDS[kind]
+    except KeyError:
+        known = ", ".join(sorted(ENGINE_KINDS))
+        raise EngineError(f"unknown engine kind {kind!r} (known kinds: {known})") from None
+    module_name, _, cls_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    cls: type[Engine] = getattr(module, cls_name)
+    return cls
+
+
+def create_engine(spec: EngineSpec) -> Engine:
+    """Build (not load) the engine a spec describes."""
+    return engine_class(spec.kind)(spec)
