@@ -10,10 +10,12 @@ from tui.engines.base import Engine, EngineError, EngineSpec
 # to the engine that needs it.
 ENGINE_KINDS: dict[str, str] = {
     "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
+    "synthetic": "tui.engines.synthetic:SyntheticEngine",
 }
 
 KIND_HELP: dict[str, str] = {
     "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
+    "synthetic": "in-process synthetic token stream at options.tokens_per_s (demos, tests)",
 }
 
 

@@ -1,0 +1,1 @@
+"""Hardware telemetry (no Textual): psutil, NVML, Apple Silicon, a sampler thread."""
