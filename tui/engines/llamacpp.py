@@ -80,9 +80,9 @@ class LlamaCppEngine(Engine):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
         loop = asyncio.get_running_loop()
-        self._llm, self._load_ms = await loop.run_in_executor(self._executor, self._load, path)
-        self._model_path = path
-        return self._load_ms
+        self._llm, load_ms = await loop.run_in_executor(self._executor, self._load, path)
+        self._model_path, self._load_ms = path, load_ms
+        return load_ms
 
     def _load(self, path: Path) -> tuple[Any, float]:
         try:
@@ -282,7 +282,7 @@ def _prompt_tokens(llm: Any, request: GenerationRequest) -> list[int]:
             eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
             bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
         )
-        result = fmt(messages=request.messages)
+        result = fmt(messages=request.messages)  # type: ignore[arg-type]
         return list(
             llm.tokenize(result.prompt.encode(), add_bos=not result.added_special, special=True)
         )
