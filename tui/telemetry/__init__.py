@@ -1,1 +1,1 @@
-"""Hardware telemetry (no Textual): psutil, NVML, Apple Silicon, a sampler thread."""
+"""Hardware and engine-side telemetry samplers (no Textual imports)."""

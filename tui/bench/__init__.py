@@ -1,0 +1,1 @@
+"""Headless benchmarking: load patterns, runs, reports (no Textual imports)."""
