@@ -1,5 +1,1 @@
-<<<<<<< HEAD
-"""The Textual app (the only package that imports Textual)."""
-=======
 """The Textual UI (the only package that imports Textual)."""
->>>>>>> main
