@@ -49,6 +49,7 @@ class Turn(Vertical):
             return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.answer)
+            self.query_one(".summary", Static).update(f"{self.engine} · streaming…")
         self.text += fragment
         await self._stream.write(fragment)
 
