@@ -139,7 +139,9 @@ async def test_ab_mode_runs_both_engines_and_fills_delta_table(make_config, buil
 async def test_engine_error_mid_stream_keeps_text(make_config, build_app, wait_for):
     """Fault injection needs exact control: the synthetic engine fails after 5 tokens."""
     cfg = make_config(
-        'default_engine = "flaky"\n' + gen(50) + '[engines.flaky]\nkind = "synthetic"\noptions = { fail_after = 5 }\n'
+        'default_engine = "flaky"\n'
+        + gen(50)
+        + '[engines.flaky]\nkind = "synthetic"\noptions = { fail_after = 5 }\n'
     )
     app = build_app(cfg)
     async with app.run_test(size=SIZE) as pilot:
@@ -156,7 +158,8 @@ async def test_engine_error_mid_stream_keeps_text(make_config, build_app, wait_f
 async def test_model_that_fails_to_load(make_config, build_app, wait_for, tmp_path, notes):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a model at all" * 10)
-    cfg = make_config('default_engine = "broken"\n' + gen(5) + f'[engines.broken]\nkind = "llamacpp"\nmodel = "{bad}"\n')
+    engine = f'[engines.broken]\nkind = "llamacpp"\nmodel = "{bad}"\n'
+    cfg = make_config('default_engine = "broken"\n' + gen(5) + engine)
     app = build_app(cfg)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "error" in bar(app))
