@@ -70,7 +70,7 @@ class EngineBar(Static):
             if view.model:
                 text.append(f" · {view.model}")
             text.append(f" · {view.state}", style=STATE_STYLE.get(view.state, ""))
-            if view.detail:
+            if view.detail and (view.state == "error" or not self.ab):
                 text.append(f" ({view.detail})", style="dim" if view.state != "error" else "red")
         return text
 

@@ -100,7 +100,7 @@ class MetricsPanel(Vertical):
                 note = " (est.)"
             self.row(key).show(values, current, note)
         if last is not None:
-            self.query_one(".phase", Static).update(phase_bar(last, self.size.width - 4))
+            self.query_one(".phase", Static).update(phase_bar(last, max(self.size.width - 4, 60)))
             self.query_one(".truth", Static).update(truth_line(last))
 
     def show_live(self, snap: LiveSnapshot | None) -> None:
