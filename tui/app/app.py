@@ -66,8 +66,12 @@ class InfertopApp(App):
         state_path: Path | None = None,
         theme_dirs: list[Path] | None = None,
         telemetry: bool = True,
+        record_session: bool = True,
+        autoplay: list[str] | None = None,
     ) -> None:
         super().__init__()
+        self.record_session = record_session
+        self.autoplay = list(autoplay or [])
         self.config = config
         self.state_path = state_path
         self.state = load_state(state_path)
@@ -172,6 +176,8 @@ class InfertopApp(App):
         live: LiveRequest,
         metrics: RequestMetrics,
     ) -> None:
+        if not self.record_session:
+            return
         host = self.hosts.get(name)
         info = host.info() if host else None
         rec = session_record(
@@ -258,6 +264,8 @@ def create_app(
     state_path: Path | None = None,
     theme_dirs: list[Path] | None = None,
     telemetry: bool = True,
+    record_session: bool = True,
+    autoplay: list[str] | None = None,
 ) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
@@ -270,6 +278,8 @@ def create_app(
         state_path=state_path,
         theme_dirs=theme_dirs,
         telemetry=telemetry,
+        record_session=record_session,
+        autoplay=autoplay,
     )
 
 

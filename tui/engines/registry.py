@@ -11,11 +11,13 @@ from tui.engines.base import Engine, EngineError, EngineSpec
 ENGINE_KINDS: dict[str, str] = {
     "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
     "synthetic": "tui.engines.synthetic:SyntheticEngine",
+    "replay": "tui.engines.replay:ReplayEngine",
 }
 
 KIND_HELP: dict[str, str] = {
     "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
     "synthetic": "in-process synthetic token stream at options.tokens_per_s (demos, tests)",
+    "replay": "plays a recorded session file (options.file) back at its recorded pace",
 }
 
 

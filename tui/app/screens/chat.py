@@ -90,6 +90,14 @@ class ChatScreen(Screen):
         self._layout_for(self.size.width, self.size.height)
         self.set_interval(1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live)
         self._start_load("A")
+        if app.autoplay:
+            self.run_worker(
+                self.autoplay(app.autoplay),
+                group="autoplay",
+                exclusive=True,
+                exit_on_error=False,
+                description="replay the recorded prompts",
+            )
 
     def on_resize(self, event) -> None:  # type: ignore[no-untyped-def]
         self._layout_for(event.size.width, event.size.height)
@@ -243,14 +251,18 @@ class ChatScreen(Screen):
     # -- a turn ---------------------------------------------------------------------
     @on(PromptInput.Submitted)
     async def _submitted(self, msg: PromptInput.Submitted) -> None:
-        text = msg.text
+        if await self.submit_text(msg.text):
+            msg.prompt_input.clear()
+
+    async def submit_text(self, text: str) -> bool:
+        """Start a turn for ``text`` (both slots in A/B mode); False when refused."""
         if not text.strip():
             self.notify("the prompt is empty — type something first", severity="warning")
-            return
+            return False
         if self.busy:
             self.notify("still answering — wait, or press Esc to cancel", severity="warning")
-            return
-        msg.prompt_input.clear()
+            return False
+        self.busy = True
         self.turn_no += 1
         slots = ["A", "B"] if self.ab else ["A"]
         requests: dict[str, GenerationRequest] = {}
@@ -259,11 +271,9 @@ class ChatScreen(Screen):
             assert name is not None
             req = self._request(slot, text)
             requests[slot] = req
-            turn = await self.query_one(f"#conv-{slot}", Conversation).add_turn(
-                text, name, req.request_id
-            )
+            conv = self.query_one(f"#conv-{slot}", Conversation)
+            turn = await conv.add_turn(text, name, req.request_id)
             self.turns[(slot, req.request_id)] = turn
-        self.busy = True
         names = " vs ".join(str(self.slot_engine[s]) for s in slots)
         self.run_worker(
             self._run_turn(text, requests, self.turn_no),
@@ -272,6 +282,21 @@ class ChatScreen(Screen):
             exit_on_error=False,
             description=f"turn {self.turn_no} on {names}",
         )
+        return True
+
+    async def autoplay(self, prompts: list[str]) -> None:
+        """Submit prompts one after another (``infertop replay``); a worker runs this."""
+        for prompt in prompts:
+            while self.busy:
+                await asyncio.sleep(0.05)
+            host = await self._ensure_loaded("A")
+            if host is None:
+                return
+            await self.submit_text(prompt)
+            await asyncio.sleep(0.05)
+        while self.busy:
+            await asyncio.sleep(0.05)
+        self.notify(f"replay finished: {len(prompts)} request(s)", timeout=10)
 
     def _request(self, slot: str, prompt: str) -> GenerationRequest:
         g = self.app.config.generation
