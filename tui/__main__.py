@@ -17,7 +17,7 @@ from tui import __version__
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("tui.cli.run", "stream one prompt headlessly and print its metrics"),
     "doctor": ("tui.cli.doctor", "say what was found (engines, model, GPU, config) and why"),
-    "replay": ("tui.cli.replay", "play a recorded session file back in the UI at its recorded pace"),
+    "replay": ("tui.cli.replay", "play a recorded session back in the UI at its recorded pace"),
 }
 
 
