@@ -14,6 +14,8 @@ Options (``[engines.NAME.options]``):
 - ``fail_after`` (int, default none): emit a Failed event after this many tokens.
 - ``fail_load`` (str, default none): ``load()`` raises EngineError with this message.
 - ``text`` (str): the passage to cycle instead of the built-in one.
+- ``load_stderr`` (str): written straight to file descriptor 2 during ``load()``, the way
+  llama.cpp's C code logs while a model loads (tests that the UI keeps it off screen).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class SyntheticEngine(Engine):
         except (TypeError, ValueError) as e:
             raise EngineError(f"engine {spec.name!r}: bad synthetic option: {e}") from None
         self.fail_load = opts.pop("fail_load", None)
+        self.load_stderr = opts.pop("load_stderr", None)
         text = str(opts.pop("text", PASSAGE))
         if opts:
             raise EngineError(
@@ -76,6 +79,8 @@ class SyntheticEngine(Engine):
 
     async def load(self) -> float:
         t0 = time.perf_counter()
+        if self.load_stderr:
+            os.write(2, str(self.load_stderr).encode() + b"\n")
         if self.fail_load:
             raise EngineError(str(self.fail_load))
         if self.load_delay_ms:
