@@ -130,14 +130,17 @@ class InfertopApp(App):
         for text, severity in self.startup_notes:
             self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
         if self.telemetry_enabled:
-            self.run_worker(
-                self.sampler.run,
-                thread=True,
-                group="telemetry",
-                exclusive=True,
-                exit_on_error=False,
-                description="hardware sampler",
-            )
+            self.call_after_refresh(self._start_sampler)
+
+    def _start_sampler(self) -> None:
+        self.run_worker(
+            self.sampler.run,
+            thread=True,
+            group="telemetry",
+            exclusive=True,
+            exit_on_error=False,
+            description="hardware sampler",
+        )
 
     async def on_unmount(self) -> None:
         self.sampler.stop()

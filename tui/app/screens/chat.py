@@ -88,8 +88,11 @@ class ChatScreen(Screen):
         self._show_slot("A")
         self.query_one("#prompt", PromptInput).focus()
         self._layout_for(self.size.width, self.size.height)
-        self.set_interval(1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live)
-        self._start_load("A")
+        self._live_timer = self.set_interval(
+            1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live, pause=True
+        )
+        # after the first frame: the engine import/load must not delay the first paint
+        self.call_after_refresh(self._start_load, "A")
         if app.autoplay:
             self.run_worker(
                 self.autoplay(app.autoplay),
@@ -275,6 +278,7 @@ class ChatScreen(Screen):
             turn = await conv.add_turn(text, name, req.request_id)
             self.turns[(slot, req.request_id)] = turn
         names = " vs ".join(str(self.slot_engine[s]) for s in slots)
+        self._live_timer.resume()
         self.run_worker(
             self._run_turn(text, requests, self.turn_no),
             group="turn",
@@ -325,6 +329,7 @@ class ChatScreen(Screen):
         finally:
             self.cancels.clear()
             self.busy = False
+            self._live_timer.pause()
         a, b = results.get("A"), results.get("B")
         if a is not None and b is not None:
             self.query_one(ABTable).add_turn(turn, a, b)
@@ -428,7 +433,7 @@ class ChatScreen(Screen):
         if s is not None:
             g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
             text += " GPU " + ("–" if g is None else f"{g:.0f}%")
-        self.query_one("#strip", Static).update(text + " │ F2 panels")
+        self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
 
     # -- telemetry ------------------------------------------------------------------
     @on(TelemetrySampled)

@@ -75,4 +75,4 @@ class EngineBar(Static):
         return text
 
     def refresh_bar(self) -> None:
-        self.update(self._text())
+        self.update(self._text(), layout=False)  # always one line

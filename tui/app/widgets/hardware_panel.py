@@ -34,14 +34,22 @@ class HardwarePanel(Vertical):
             yield Static("", id="cpu-spark", markup=False)
         yield Static("waiting for the first sample…", classes="hw", markup=False)
 
+    _lines: tuple[int, bool] = (-1, False)
+
     def on_mount(self) -> None:
         self.border_title = "hardware"
 
     def show(self, sample: TelemetrySample, cpu_history: list[float], roofline: str | None) -> None:
         spark = self.query_one("#cpu-spark", Static)
         width = max(1, spark.size.width or 40)
-        spark.update(core_bars(cpu_history[-width:]))
-        self.query_one(".hw", Static).update(hardware_text(sample, roofline))
+        spark.update(core_bars(cpu_history[-width:]), layout=False)  # one fixed-size line
+        text = hardware_text(sample, roofline)
+        # a re-layout of the screen costs far more than the repaint: only when lines change
+        hw = self.query_one(".hw", Static)
+        width = hw.content_size.width or 1
+        lines = (text.plain.count("\n"), any(len(x) > width for x in text.plain.splitlines()))
+        hw.update(text, layout=lines != self._lines)
+        self._lines = lines
 
     @property
     def text(self) -> str:

@@ -63,7 +63,7 @@ class MetricRow(Horizontal):
             )
         else:
             text = _fmt(self.unit, current)
-        self.query_one(".values", Static).update(text + note)
+        self.query_one(".values", Static).update(text + note, layout=False)  # fixed size
 
     @property
     def values_text(self) -> str:
