@@ -74,8 +74,14 @@ class SyntheticEngine(Engine):
         if self.tokens_per_s <= 0:
             raise EngineError(f"engine {spec.name!r}: tokens_per_s must be > 0")
         words = text.split(" ")
-        self._tokens = [w if i == 0 else " " + w for i, w in enumerate(words)] or ["?"]
+        self._words = words or ["?"]
         self._load_ms: float | None = None
+
+    def _token(self, i: int) -> str:
+        """Token i: the passage's words in turn; each repeat starts a new paragraph."""
+        k = len(self._words)
+        sep = "" if i == 0 else ("\n\n" if i % k == 0 else " ")
+        return sep + self._words[i % k]
 
     async def load(self) -> float:
         t0 = time.perf_counter()
@@ -156,7 +162,7 @@ class SyntheticEngine(Engine):
                     put(Failed(time.perf_counter_ns(), "synthetic engine fault (fail_after)"))
                     return
                 t = time.perf_counter_ns()
-                put(TextChunk(t, self._tokens[i % len(self._tokens)], 1))
+                put(TextChunk(t, self._token(i), 1))
                 n += 1
                 t_first = t if t_first is None else t_first
                 t_last = t

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from functools import partial
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,6 +23,7 @@ from textual.widgets import Footer, Static
 from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
 from tui.app.format import ms, summary_line, tps
 from tui.app.messages import EngineStateChanged, StreamEnded, StreamUpdated, TelemetrySampled
+from tui.app.pacing import AppendPacer
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar, SlotView
@@ -36,6 +38,7 @@ from tui.engines.base import CancelToken, EngineError, GenerationRequest
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
+TEXT_MAX_HZ = 30.0  # Markdown appends per second per pane (each one re-parses a block)
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 
@@ -62,6 +65,8 @@ class ChatScreen(Screen):
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
         self.last_sample = None
         self._load_locks: dict[str, asyncio.Lock] = {}
+        self._last_append: dict[str, float] = {}
+        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ)
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -364,9 +369,24 @@ class ChatScreen(Screen):
 
     @on(StreamUpdated)
     async def _stream_updated(self, msg: StreamUpdated) -> None:
-        text = msg.live.drain()
-        turn = self.turns.get((msg.slot, msg.live.request_id))
-        if turn is not None and text:
+        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (fewer when
+        the UI thread is over its CPU budget: see AppendPacer).
+
+        LiveRequest posts no further StreamUpdated until drained, so deferring the drain
+        to a timer batches everything that arrives meanwhile into one Markdown append.
+        """
+        gap = self._pacer.interval()
+        wait = self._last_append.get(msg.slot, 0.0) + gap - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, partial(self._flush_stream, msg.slot, msg.live))
+        else:
+            await self._flush_stream(msg.slot, msg.live)
+
+    async def _flush_stream(self, slot: str, live: LiveRequest) -> None:
+        self._last_append[slot] = time.monotonic()
+        text = live.drain()
+        turn = self.turns.get((slot, live.request_id))
+        if turn is not None and text and not turn.finished:
             await turn.append(text)
 
     @on(StreamEnded)
