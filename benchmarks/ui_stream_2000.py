@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -127,7 +128,7 @@ def main() -> None:
         f"(real terminal, 120×36)"
     )
     print(
-        f"    backlog (produced − shown) while streaming: median {sorted(backlog)[len(backlog) // 2]}"
+        f"    backlog (produced − shown) while streaming: median {statistics.median(backlog):.0f}"
         f" tokens, max {max(backlog)}, slope {b_slope:+.1f} tokens/s; at the end "
         f"{last['produced'] - last['shown']} (all {last['produced']} shown: {last['done']})"
     )
