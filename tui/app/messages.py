@@ -39,3 +39,11 @@ class TelemetrySampled(Message):
     def __init__(self, sample: TelemetrySample) -> None:
         super().__init__()
         self.sample = sample
+
+
+class ServerSampled(Message):
+    """Lines from the engine's server metrics (None: this engine has none)."""
+
+    def __init__(self, engine: str, lines: list[str] | None) -> None:
+        super().__init__()
+        self.engine, self.lines = engine, lines

@@ -19,10 +19,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
 from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
 from tui.app.format import ms, summary_line, tps
-from tui.app.messages import EngineStateChanged, StreamEnded, StreamUpdated, TelemetrySampled
+from tui.app.messages import (
+    EngineStateChanged,
+    ServerSampled,
+    StreamEnded,
+    StreamUpdated,
+    TelemetrySampled,
+)
 from tui.app.pacing import AppendPacer
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation, Turn
@@ -30,11 +37,13 @@ from tui.app.widgets.engine_bar import EngineBar, SlotView
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
+from tui.app.widgets.server_panel import ServerPanel
 from tui.core.events import Failed
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.window import RollingWindow
 from tui.engines.base import CancelToken, EngineError, GenerationRequest
+from tui.telemetry.server import server_probe
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
@@ -82,6 +91,7 @@ class ChatScreen(Screen):
             with Vertical(id="side"):
                 yield MetricsPanel(id="metrics")
                 yield HardwarePanel(id="hardware")
+                yield ServerPanel(id="server")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -179,6 +189,15 @@ class ChatScreen(Screen):
         if msg.slot == "A" and msg.state == "ready":
             info = self.host("A").info()
             self.app.watch_pid(info.pid if info else None)
+            if self.app.telemetry_enabled:
+                self.run_worker(
+                    partial(self._server_metrics, msg.engine),
+                    thread=True,
+                    group="server-telemetry",
+                    exclusive=True,
+                    exit_on_error=False,
+                    description=f"server metrics of {msg.engine}",
+                )
 
     def use_engine(self, slot: str, name: str) -> None:
         """Point a slot at a configured engine (engine switch / command palette)."""
@@ -192,6 +211,8 @@ class ChatScreen(Screen):
         if old == name:
             return
         self.slot_engine[slot] = name
+        if slot == "A":
+            self.query_one(ServerPanel).show_lines(None)
         self.history[slot] = _windows()
         self.last_metrics[slot] = None
         self.messages[slot] = []
@@ -456,6 +477,25 @@ class ChatScreen(Screen):
         self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
 
     # -- telemetry ------------------------------------------------------------------
+    def _server_metrics(self, name: str) -> None:
+        """Thread worker: scrape the engine's server at the telemetry interval."""
+        worker = get_current_worker()
+        probe = server_probe(self.app.config.engines[name])
+        if probe is None:
+            self.post_message(ServerSampled(name, None))
+            return
+        interval = self.app.config.telemetry.interval_s
+        while not worker.is_cancelled:
+            self.post_message(ServerSampled(name, probe.sample()))
+            deadline = time.monotonic() + max(interval, 0.5)
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.05)
+
+    @on(ServerSampled)
+    def _server_sampled(self, msg: ServerSampled) -> None:
+        if msg.engine == self.slot_engine["A"]:
+            self.query_one(ServerPanel).show_lines(msg.lines)
+
     @on(TelemetrySampled)
     def _telemetry(self, msg: TelemetrySampled) -> None:
         self.last_sample = msg.sample

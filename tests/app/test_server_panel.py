@@ -1,0 +1,57 @@
+"""Server-side panel against a real llama-server (llama.cpp's own binary, test dependency).
+
+Runs once the llama-server engine kind and its /metrics scraper are in the tree (they
+come from the HTTP-engines work); until then it is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from app_support import SIZE, gen
+
+from tui.app.widgets.server_panel import ServerPanel
+from tui.engines.registry import ENGINE_KINDS
+
+pytestmark = pytest.mark.engine
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+
+if "llama-server" not in ENGINE_KINDS or importlib.util.find_spec(
+    "tui.telemetry.llamacpp_metrics"
+) is None:
+    pytest.skip("llama-server engine/scraper not in this tree yet", allow_module_level=True)
+
+
+@pytest.fixture
+def llama_server(tmp_path, model_path):  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(SUPPORT))
+    from servers import start_llama_server
+
+    server = start_llama_server(model_path, tmp_path)
+    yield server
+    server.stop()
+
+
+async def test_llama_server_slots_shown_and_hidden_for_in_process(
+    llama_server, make_config, build_app, wait_for
+):
+    cfg = make_config(
+        'default_engine = "srv"\n'
+        + gen(8)
+        + f'[engines.srv]\nkind = "llama-server"\nurl = "{llama_server.url}"\n'
+        + '[engines.synth]\nkind = "synthetic"\n'
+        + "[telemetry]\ninterval_s = 0.3\n"
+    )
+    app = build_app(cfg, telemetry=True)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.chat.query_one(ServerPanel)
+        await wait_for(pilot, lambda: panel.display and "slots" in panel.text, 60)
+        assert "/1 busy" in panel.text  # -np 1: one slot
+        await app.chat.submit_text("Hi.")
+        await wait_for(pilot, lambda: not app.chat.busy, 60)
+        await wait_for(pilot, lambda: "decode" in panel.text and "decode – " not in panel.text)
+        await pilot.press("ctrl+n")  # the in-process synthetic engine has no server
+        await wait_for(pilot, lambda: not panel.display)
