@@ -19,9 +19,10 @@ from tui.engines.registry import ENGINE_KINDS
 pytestmark = pytest.mark.engine
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
-if "llama-server" not in ENGINE_KINDS or importlib.util.find_spec(
-    "tui.telemetry.llamacpp_metrics"
-) is None:
+if (
+    "llama-server" not in ENGINE_KINDS
+    or importlib.util.find_spec("tui.telemetry.llamacpp_metrics") is None
+):
     pytest.skip("llama-server engine/scraper not in this tree yet", allow_module_level=True)
 
 
@@ -40,7 +41,7 @@ async def test_llama_server_slots_shown_and_hidden_for_in_process(
 ):
     cfg = make_config(
         'default_engine = "srv"\n'
-        + gen(8)
+        + gen(24)
         + f'[engines.srv]\nkind = "llama-server"\nurl = "{llama_server.url}"\n'
         + '[engines.synth]\nkind = "synthetic"\n'
         + "[telemetry]\ninterval_s = 0.3\n"
@@ -49,9 +50,16 @@ async def test_llama_server_slots_shown_and_hidden_for_in_process(
     async with app.run_test(size=SIZE) as pilot:
         panel = app.chat.query_one(ServerPanel)
         await wait_for(pilot, lambda: panel.display and "slots" in panel.text, 60)
-        assert "/1 busy" in panel.text  # -np 1: one slot
-        await app.chat.submit_text("Hi.")
-        await wait_for(pilot, lambda: not app.chat.busy, 60)
-        await wait_for(pilot, lambda: "decode" in panel.text and "decode – " not in panel.text)
+        assert "0/1 busy" in panel.text  # -np 1: one slot, idle
+        seen: set[str] = set()
+
+        def watch() -> bool:
+            seen.add(panel.text)
+            return not app.chat.busy
+
+        await app.chat.submit_text("Write a short poem about the sea.")
+        await wait_for(pilot, watch, 90)
+        assert any("1/1 busy" in t and "processing 1" in t for t in seen), seen
+        await wait_for(pilot, lambda: "0/1 busy" in panel.text)
         await pilot.press("ctrl+n")  # the in-process synthetic engine has no server
         await wait_for(pilot, lambda: not panel.display)
