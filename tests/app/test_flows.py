@@ -164,7 +164,7 @@ async def test_model_that_fails_to_load(make_config, build_app, wait_for, tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "error" in bar(app))
         assert "not a GGUF model" in bar(app)
-        assert any("not a GGUF model" in n for n in notes(app))
+        await wait_for(pilot, lambda: any("not a GGUF model" in n for n in notes(app)), 5)
         await submit(pilot, "hello")
         await wait_for(pilot, lambda: turns(app) and turns(app)[0].finished)
         assert "ERROR" in summary(turns(app)[0])
@@ -176,7 +176,7 @@ async def test_empty_prompt_is_refused_politely(make_config, build_app, wait_for
         await submit(pilot, "   \n ")
         await pilot.pause(0.1)
         assert turns(app) == []
-        assert any("prompt is empty" in n for n in notes(app))
+        await wait_for(pilot, lambda: any("prompt is empty" in n for n in notes(app)), 5)
 
 
 async def test_huge_paste_fails_cleanly(make_config, build_app, wait_for):
@@ -242,6 +242,8 @@ async def test_bench_key_without_bench_screen(make_config, build_app, wait_for, 
         try:
             import tui.app.screens.bench  # noqa: F401
         except ImportError:
-            assert any("bench screen not available" in n for n in notes(app))
+            await wait_for(
+                pilot, lambda: any("bench screen not available" in n for n in notes(app)), 5
+            )
         else:
             assert type(app.screen).__name__ == "BenchScreen"

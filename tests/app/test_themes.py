@@ -53,7 +53,7 @@ async def test_theme_key_cycles_and_is_remembered(make_config, build_app, tmp_pa
 
 
 async def test_user_theme_folder_and_broken_theme_fallback(
-    make_config, build_app, user_theme_dir, notes
+    make_config, build_app, user_theme_dir, notes, wait_for
 ):
     (user_theme_dir / "mine.toml").write_text(
         'name = "mine"\nprimary = "#123456"\ndark = true\nbackground = "#000000"\n'
@@ -65,6 +65,7 @@ async def test_user_theme_folder_and_broken_theme_fallback(
         await pilot.pause()
         assert "mine" in app.available_themes and "mine" in app.our_themes
         assert app.theme == "infertop-dark"  # the broken one fell back to the default
+        await wait_for(pilot, lambda: len(notes(app)) >= 2, 5)
         shown = notes(app)
         assert any("broken.toml" in n and "is not a colour" in n for n in shown)
         assert any("theme 'broken' not found" in n for n in shown)
