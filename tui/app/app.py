@@ -28,7 +28,7 @@ from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
 GIL_SWITCH_INTERVAL_S = 0.0002
 
 # binding ids a user may remap in [ui.keys] (id -> key)
-BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "quit")
+BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "help", "quit")
 
 
 class EngineCommands(Provider):
@@ -59,6 +59,7 @@ class InfertopApp(App):
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
         Binding("b", "bench", "Bench", id="bench"),
+        Binding("f1", "toggle_help", "Keys", id="help", priority=True),
     ]
 
     def __init__(
@@ -244,6 +245,13 @@ class InfertopApp(App):
     def watch_theme(self, theme: str) -> None:
         if self.is_running:
             self.remember(theme=theme)
+
+    def action_toggle_help(self) -> None:
+        """F1: Textual's key panel (it lists the bindings as remapped)."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
 
     def action_bench(self) -> None:
         try:
