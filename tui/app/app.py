@@ -56,7 +56,7 @@ class InfertopApp(App):
     TITLE = "infertop"
     COMMANDS = App.COMMANDS | {EngineCommands}
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
         Binding("b", "bench", "Bench", id="bench"),
         Binding("f1", "toggle_help", "Keys", id="help", priority=True),

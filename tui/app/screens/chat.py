@@ -57,7 +57,7 @@ class ChatScreen(Screen):
         Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),
         Binding("ctrl+o", "toggle_ab", "A/B", id="ab", priority=True),
         Binding("f2", "toggle_panels", "Panels", id="panels", priority=True),
-        Binding("ctrl+l", "clear", "Clear", id="clear", priority=True),
+        Binding("ctrl+l", "clear", "Clear", id="clear", priority=True, show=False),
     ]
 
     def __init__(self) -> None:
