@@ -63,3 +63,25 @@ async def test_llama_server_slots_shown_and_hidden_for_in_process(
         await wait_for(pilot, lambda: "0/1 busy" in panel.text)
         await pilot.press("ctrl+n")  # the in-process synthetic engine has no server
         await wait_for(pilot, lambda: not panel.display)
+
+
+async def test_server_going_away_mid_stream(llama_server, make_config, build_app, wait_for):
+    cfg = make_config(
+        'default_engine = "srv"\n'
+        + gen(400)
+        + f'[engines.srv]\nkind = "llama-server"\nurl = "{llama_server.url}"\n'
+        + "[telemetry]\ninterval_s = 0.3\n"
+    )
+    app = build_app(cfg, telemetry=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one("EngineBar").plain(), 60)
+        await app.chat.submit_text("Write a very long story about a dragon.")
+        turns = lambda: app.chat.query_one("#conv-A").turns  # noqa: E731
+        await wait_for(pilot, lambda: turns() and len(turns()[0].text) > 10, 60)
+        llama_server.stop()
+        await wait_for(pilot, lambda: not app.chat.busy, 60)
+        turn = turns()[0]
+        assert "ERROR" in str(turn.query_one(".summary").render())
+        assert len(turn.text) > 10  # what streamed before the server went away is kept
+        panel = app.chat.query_one(ServerPanel)
+        await wait_for(pilot, lambda: "no metrics" in panel.text, 10)
