@@ -20,6 +20,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds per thread of a process: "main" (the UI's) and the others by tid."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = "main" if task.name == str(pid) else f"tid {task.name}"
+        fields = stat.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
 def cpu_share(pid: int, seconds: float) -> float:
     """Share of one core the process used over the next ``seconds`` (1.0 = one core)."""
     c0, t0 = cpu_seconds(pid), time.monotonic()

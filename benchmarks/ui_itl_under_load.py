@@ -53,6 +53,9 @@ def engine_toml(port: int | None, tokens: int) -> str:
 
 def inside(cfg_path: str, session_path: str, requests: int) -> None:
     """Runs in the tmux pane: the real app, autoplaying the prompts, recording a session."""
+    from tui.cli.ui import prepare_terminal_ui
+
+    prepare_terminal_ui()  # as the infertop command does, before Textual is imported
     from tui.app.app import create_app
     from tui.app.terminal import engine_stderr_to
     from tui.config import load_config

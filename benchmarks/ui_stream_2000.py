@@ -24,11 +24,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ui_common import ROOT, TmuxApp, cpu_seconds  # noqa: E402
+from ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
 
 
 def inside(cfg_path: str, probe_path: str) -> None:
     """Runs in the tmux pane: the real app plus a backlog probe."""
+    from tui.cli.ui import prepare_terminal_ui
+
+    prepare_terminal_ui()  # as the infertop command does, before Textual is imported
     from tui.app.app import create_app
     from tui.app.terminal import engine_stderr_to
     from tui.config import load_config
@@ -107,6 +110,7 @@ def main() -> None:
                 raise TimeoutError("the stream did not start")
             time.sleep(0.02)
         c0, t0 = cpu_seconds(app.pid), time.monotonic()
+        th0 = thread_cpu(app.pid)
         deadline = time.monotonic() + args.tokens / args.rate * 4 + 30
         while True:
             rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
@@ -115,7 +119,10 @@ def main() -> None:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)
+        th1 = thread_cpu(app.pid)
         cpu = (cpu_seconds(app.pid) - c0) / (time.monotonic() - t0)
+        span = time.monotonic() - t0
+        threads = {k: (v - th0.get(k, 0.0)) / span for k, v in th1.items()}
     finally:
         app.close()
     rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
@@ -136,6 +143,8 @@ def main() -> None:
         f"    app CPU while streaming: {cpu * 100:.1f} % of one core; goal < 50 %; "
         f"ratio to goal {cpu / 0.5:.2f}"
     )
+    busy = sorted(threads.items(), key=lambda kv: -kv[1])[:5]
+    print("    by thread: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in busy))
 
 
 if __name__ == "__main__":

@@ -41,8 +41,10 @@ def build_replay_app(path: Path, speed: float = 1.0):  # type: ignore[no-untyped
 
 
 def main(args: argparse.Namespace) -> int:
+    from tui.cli.ui import engine_log_path, prepare_terminal_ui
+
+    prepare_terminal_ui()
     from tui.app.terminal import engine_stderr_to
-    from tui.cli.ui import engine_log_path
 
     try:
         app, bad_lines = build_replay_app(Path(args.file), args.speed)
