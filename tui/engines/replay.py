@@ -109,7 +109,7 @@ class ReplayEngine(Engine):
             yield Usage(now, tl.get("prompt_tokens"), tl.get("usage_output_tokens"))
         truth = rec.get("engine_truth")
         if isinstance(truth, dict):
-            fields = {k: truth.get(k) for k in _TRUTH_FIELDS}
+            fields: dict[str, Any] = {k: truth.get(k) for k in _TRUTH_FIELDS}
             yield EngineReport(
                 now, EngineTruth(**fields, source=f"recorded: {truth.get('source')}")
             )

@@ -168,7 +168,9 @@ class SyntheticEngine(Engine):
                 t_last = t
             t_end = time.perf_counter_ns()
             put(Usage(t_end, prompt_tokens, n))
-            decode_ms = None if t_first is None or n < 2 else (t_last - t_first) / 1e6
+            decode_ms = None
+            if t_first is not None and t_last is not None and n >= 2:
+                decode_ms = (t_last - t_first) / 1e6
             put(
                 EngineReport(
                     t_end,

@@ -79,11 +79,11 @@ class NvmlProbe:
             return self._set(ABSENT, "no NVIDIA GPU (NVML sees 0 devices)")
         self._handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
         for h in self._handles:
-            name = self._get(lambda h=h: nv.nvmlDeviceGetName(h)) or "NVIDIA GPU"
+            name = self._get(nv.nvmlDeviceGetName, h) or "NVIDIA GPU"
             if isinstance(name, bytes):
                 name = name.decode(errors="replace")
-            bus = self._get(lambda h=h: nv.nvmlDeviceGetMemoryBusWidth(h))
-            mclk = self._get(lambda h=h: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM))
+            bus = self._get(nv.nvmlDeviceGetMemoryBusWidth, h)
+            mclk = self._get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM)
             self._static.append((str(name), peak_bandwidth_bps(bus, mclk)))
         return self._set(OK, f"{count} NVIDIA GPU(s)")
 
@@ -99,8 +99,9 @@ class NvmlProbe:
         try:
             for i, h in enumerate(self._handles):
                 mem = nv.nvmlDeviceGetMemoryInfo(h)
-                util = self._get(lambda h=h: nv.nvmlDeviceGetUtilizationRates(h))
-                power = self._get(lambda h=h: nv.nvmlDeviceGetPowerUsage(h))
+                util = self._get(nv.nvmlDeviceGetUtilizationRates, h)
+                power = self._get(nv.nvmlDeviceGetPowerUsage, h)
+                temp = self._get(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
                 gpus.append(
                     GpuSample(
                         index=i,
@@ -109,17 +110,9 @@ class NvmlProbe:
                         mem_used=int(mem.used),
                         mem_total=int(mem.total),
                         power_w=None if power is None else power / 1000.0,
-                        temp_c=self._get(
-                            lambda h=h: float(
-                                nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
-                            )
-                        ),
-                        sm_clock_mhz=self._get(
-                            lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
-                        ),
-                        mem_clock_mhz=self._get(
-                            lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)
-                        ),
+                        temp_c=None if temp is None else float(temp),
+                        sm_clock_mhz=self._get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+                        mem_clock_mhz=self._get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
                         proc_mem=self._proc_mem(h, pid),
                         peak_bandwidth_bps=self._static[i][1],
                     )
@@ -133,17 +126,20 @@ class NvmlProbe:
     def _proc_mem(self, handle: Any, pid: int | None) -> int | None:
         if pid is None:
             return None
-        procs = self._get(lambda: self._nvml.nvmlDeviceGetComputeRunningProcesses(handle)) or []
+        nv = self._nvml
+        if nv is None:
+            return None
+        procs = self._get(nv.nvmlDeviceGetComputeRunningProcesses, handle) or []
         for p in procs:
             if getattr(p, "pid", None) == pid:
                 used = getattr(p, "usedGpuMemory", None)
                 return int(used) if isinstance(used, int) else None
         return None
 
-    def _get(self, fn: Callable[[], Any]) -> Any:
+    def _get(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A field the device may not support: None on NotSupported-style errors."""
         try:
-            return fn()
+            return fn(*args)
         except Exception as e:
             if "Not Supported" in _nvml_text(e) or "NotSupported" in type(e).__name__:
                 return None

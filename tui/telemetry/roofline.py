@@ -24,9 +24,10 @@ class Roofline:
 
     def describe(self) -> str:
         text = f"decode reads ≈{self.achieved_bps / 1e9:.2f} GB/s (weights × tok/s, est.)"
-        if self.share is not None:
+        share = self.share
+        if share is not None and self.peak_bps:
             peak = f"{self.peak_bps / 1e9:.0f} GB/s peak ({self.peak_source})"
-            text += f" = {100 * self.share:.1f}% of {peak}"
+            text += f" = {100 * share:.1f}% of {peak}"
         else:
             text += "; peak unknown (set telemetry.peak_bandwidth_gbs)"
         return text
