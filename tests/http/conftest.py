@@ -20,6 +20,7 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 import fault_server  # noqa: E402
+import ollama_emulator  # noqa: E402
 import pace_server  # noqa: E402
 import servers  # noqa: E402
 
@@ -92,3 +93,14 @@ def faults() -> Iterator[str]:
 def closed_port_url() -> str:
     """A loopback URL where nothing listens (connection refused)."""
     return f"http://127.0.0.1:{servers.free_port()}"
+
+
+@pytest.fixture(scope="session")
+def ollama_emu(smollm2_gguf: Path) -> Iterator[tuple[str, ollama_emulator.OllamaEmulator]]:
+    """The Ollama emulator serving SmolLM2 (real generation, llama.cpp in-process)."""
+    emu = ollama_emulator.OllamaEmulator(smollm2_gguf, n_threads=2)
+    port, stop = ollama_emulator.start_in_thread(emu)
+    try:
+        yield f"http://127.0.0.1:{port}", emu
+    finally:
+        stop()

@@ -79,8 +79,7 @@ async def test_server_closing_mid_stream(faults: str, mode: str) -> None:
 
 
 async def test_stall_after_first_chunk_hits_the_stall_timeout(faults: str) -> None:
-    e = engine(f"{faults}/stall", read_timeout_s=5.0)
-    e.timeouts = type(e.timeouts)(connect=5.0, read=5.0, stall=0.5)
+    e = engine(f"{faults}/stall", read_timeout_s=5.0, stall_timeout_s=0.5)
     t0 = time.monotonic()
     r = await collect(e, REQ)
     elapsed = time.monotonic() - t0

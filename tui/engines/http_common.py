@@ -42,7 +42,7 @@ class HttpTimeouts:
 
     @classmethod
     def from_spec(cls, spec: EngineSpec) -> HttpTimeouts:
-        stall = getattr(spec, "stall_timeout_s", None) or spec.read_timeout_s
+        stall = spec.stall_timeout_s or spec.read_timeout_s
         return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
 
 
