@@ -26,13 +26,7 @@ import servers  # noqa: E402
 
 from tui.engines.default_model import default_model_path  # noqa: E402
 
-
-def _unavailable(what: str, why: str) -> None:
-    msg = f"{what} could not start: {why}"
-    if os.environ.get("INFERTOP_REQUIRE_SERVERS") == "1":
-        pytest.fail(msg, pytrace=False)
-    sys.stderr.write(f"\n*** SKIPPING: {msg}\n")
-    pytest.skip(msg)
+_unavailable = servers.unavailable
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +98,18 @@ def ollama_emu(smollm2_gguf: Path) -> Iterator[tuple[str, ollama_emulator.Ollama
         yield f"http://127.0.0.1:{port}", emu
     finally:
         stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server_keyed(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
+    """A second llama-server that demands an API key (real 401s)."""
+    try:
+        sp = servers.start_llama_server(
+            smollm2_gguf, server_logs, ["--api-key", servers.TEST_API_KEY]
+        )
+    except servers.ServerStartError as e:
+        _unavailable("llama-server (--api-key)", str(e))
+    try:
+        yield sp
+    finally:
+        sp.stop()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CACHE = Path.home() / ".cache" / "infertop"
+TEST_API_KEY = "infertop-test-key-123"  # the key the keyed test llama-server demands
 
 
 def free_port() -> int:
@@ -56,6 +57,20 @@ def vllm_model_dir() -> Path:
 
 class ServerStartError(RuntimeError):
     pass
+
+
+def unavailable(what: str, why: str) -> None:
+    """Skip, loudly, because a server cannot start; fail instead under
+    INFERTOP_REQUIRE_SERVERS=1 (CI must run them)."""
+    import sys
+
+    import pytest
+
+    msg = f"{what} could not start: {why}"
+    if os.environ.get("INFERTOP_REQUIRE_SERVERS") == "1":
+        pytest.fail(msg, pytrace=False)
+    sys.stderr.write(f"\n*** SKIPPING: {msg}\n")
+    pytest.skip(msg)
 
 
 @dataclass
