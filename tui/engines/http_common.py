@@ -134,6 +134,13 @@ def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeout
             or "getaddrinfo" in low
         ):
             return Failed(now, f"unknown host: {urlsplit(url).hostname} ({text})", "connect")
+        if "certificate_verify_failed" in low or "certificate verify failed" in low:
+            return Failed(
+                now,
+                f"TLS certificate of {host} is not trusted ({text}); for a self-signed "
+                "server you trust, set verify_tls = false",
+                "connect",
+            )
         if "refused" in low:
             return Failed(now, f"connection refused by {host} (is the server running?)", "connect")
         return Failed(now, f"cannot connect to {host}: {text or type(exc).__name__}", "connect")
