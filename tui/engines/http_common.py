@@ -46,33 +46,46 @@ class HttpTimeouts:
         return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
 
 
-class HttpReader:
+class LoopThread:
+    """A daemon thread running its own asyncio loop, where work is stamped."""
+
+    def __init__(self, name: str = "infertop-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    async def call(self, coro: Awaitable[Any]) -> Any:
+        """Run ``coro`` on this loop and await its result from the caller's loop."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+class HttpReader(LoopThread):
     """The one thread + event loop where HTTP bytes are read and stamped."""
 
     _lock = threading.Lock()
     _instance: HttpReader | None = None
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="infertop-http-reader", daemon=True
-        )
-        self._thread.start()
+        super().__init__("infertop-http-reader")
 
     @classmethod
     def shared(cls) -> HttpReader:
         """The process-wide reader, started on first use (never at import)."""
         with cls._lock:
-            if cls._instance is None or not cls._instance._thread.is_alive():
+            if cls._instance is None or not cls._instance.alive:
                 cls._instance = cls()
             return cls._instance
-
-    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-
-    async def call(self, coro: Awaitable[Any]) -> Any:
-        """Run ``coro`` on the reader loop and await its result from the caller's loop."""
-        return await asyncio.wrap_future(self.submit(coro))
 
 
 def api_key_from_env(spec: EngineSpec) -> str | None:
@@ -291,7 +304,7 @@ Emit = Callable[[StreamEvent], None]
 
 
 async def relay(
-    reader: HttpReader,
+    reader: LoopThread,
     run: Callable[[Emit], Awaitable[None]],
     cancel: CancelToken | None,
 ) -> AsyncIterator[StreamEvent]:
