@@ -100,6 +100,7 @@ class PaceServer:
         self._slots: asyncio.Semaphore | None = None
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
         """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
@@ -111,15 +112,19 @@ class PaceServer:
         """Stop listening and end every open connection."""
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Abort the sockets (not the tasks: asyncio logs cancelled connection handlers).
+        for w in list(self._writers):
+            w.transport.abort()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
 
     async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        self._writers.add(writer)
+        task.add_done_callback(lambda _t: self._writers.discard(writer))
         try:
             while True:
                 req = await read_request(reader)
