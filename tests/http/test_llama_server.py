@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from servers import TEST_API_KEY
-from streams import collect
+from real_servers import TEST_API_KEY
+from stream_check import collect
 
 from tui.core.events import Usage
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest

@@ -6,7 +6,7 @@ import json
 import urllib.request
 
 import pytest
-from streams import collect
+from stream_check import collect
 
 from tui.core.events import EngineReport, Usage
 from tui.engines.base import EngineSpec, GenerationRequest

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import servers
-from streams import collect
+import real_servers as servers
+from stream_check import collect
 
 from tui.core.events import TextChunk, Usage
 from tui.engines.base import EngineSpec, GenerationRequest

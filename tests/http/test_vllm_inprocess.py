@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import servers
+import real_servers as servers
 
 SCRIPT = Path(__file__).resolve().parents[1] / "support" / "vllm_inprocess_check.py"
 pytestmark = [pytest.mark.engine, pytest.mark.vllm]
