@@ -4,8 +4,9 @@ The last stream chunk carries ``timings``: prompt_n (prompt tokens evaluated; pr
 hits excluded), prompt_ms, predicted_n, predicted_ms, predicted_per_second, cache_n
 (prompt tokens reused from the cache). predicted_ms spans first to last generated token,
 so the engine's decode speed is (predicted_n − 1) / predicted_ms — the same definition
-as ours, and exactly llama-server's predicted_per_second. ``cache_prompt: false`` is sent when the request
-asks for a cold prefill; ``ignore_eos`` when it asks for exactly max_tokens.
+as ours, and exactly llama-server's predicted_per_second. ``cache_prompt: false`` is sent
+when the request asks for a cold prefill; ``ignore_eos`` when it asks for exactly
+max_tokens.
 """
 
 from __future__ import annotations
