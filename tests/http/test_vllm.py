@@ -27,7 +27,7 @@ from tui.telemetry.vllm_metrics import VLLMMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me about the moon."
-pytestmark = [pytest.mark.engine, pytest.mark.vllm]
+pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
