@@ -10,12 +10,22 @@ from tui.engines.base import Engine, EngineError, EngineSpec
 # to the engine that needs it.
 ENGINE_KINDS: dict[str, str] = {
     "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
+    "openai": "tui.engines.openai_compat:OpenAICompatEngine",
+    "llama-server": "tui.engines.llama_server:LlamaServerEngine",
+    "vllm": "tui.engines.vllm:VLLMEngine",
+    "ollama": "tui.engines.ollama:OllamaEngine",
+    "vllm-inprocess": "tui.engines.vllm_inprocess:VLLMInProcessEngine",
     "synthetic": "tui.engines.synthetic:SyntheticEngine",
     "replay": "tui.engines.replay:ReplayEngine",
 }
 
 KIND_HELP: dict[str, str] = {
     "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
+    "openai": "any OpenAI-compatible server at url (streaming chat or completions)",
+    "llama-server": "llama.cpp's llama-server at url; its timings are the engine truth",
+    "vllm": "vLLM's OpenAI server at url; engine truth from its /metrics",
+    "ollama": "Ollama at url (native /api/chat; durations are the engine truth)",
+    "vllm-inprocess": "vLLM in-process (AsyncLLM; needs the vllm extra), model = HF folder/name",
     "synthetic": "in-process synthetic token stream at options.tokens_per_s (demos, tests)",
     "replay": "plays a recorded session file (options.file) back at its recorded pace",
 }
