@@ -1,12 +1,8 @@
-"""Server-side panel against a real llama-server (llama.cpp's own binary, test dependency).
-
-Runs once the llama-server engine kind and its /metrics scraper are in the tree (they
-come from the HTTP-engines work); until then it is skipped with that reason.
-"""
+"""Server-side panel against a real llama-server (llama.cpp's own binary, test dependency),
+and a server going away mid-stream."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -14,7 +10,6 @@ import pytest
 from app_support import SIZE, gen
 
 from tui.app.widgets.server_panel import ServerPanel
-from tui.engines.registry import ENGINE_KINDS
 
 pytestmark = pytest.mark.engine
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
@@ -29,7 +24,7 @@ if (
 @pytest.fixture
 def llama_server(tmp_path, model_path):  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(SUPPORT))
-    from servers import start_llama_server
+    from real_servers import start_llama_server
 
     server = start_llama_server(model_path, tmp_path)
     yield server
