@@ -14,12 +14,6 @@ from tui.app.widgets.server_panel import ServerPanel
 pytestmark = pytest.mark.engine
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
-if (
-    "llama-server" not in ENGINE_KINDS
-    or importlib.util.find_spec("tui.telemetry.llamacpp_metrics") is None
-):
-    pytest.skip("llama-server engine/scraper not in this tree yet", allow_module_level=True)
-
 
 @pytest.fixture
 def llama_server(tmp_path, model_path):  # type: ignore[no-untyped-def]
