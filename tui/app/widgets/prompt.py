@@ -2,6 +2,7 @@
 
 Enter submits; Ctrl+J (or Shift+Enter where the terminal reports it) inserts a newline.
 Up on the first line recalls the previous prompt, Down on the last line the next one.
+The cursor does not blink (no idle redraws).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class PromptInput(TextArea):
         kw.setdefault("show_line_numbers", False)
         kw.setdefault("tab_behavior", "focus")
         super().__init__(**kw)
+        # a blinking cursor redraws twice a second forever: CPU when idle and bytes over SSH
+        self.cursor_blink = False
         self.prompt_history: list[str] = []
         self._hist_pos: int | None = None
         self._draft = ""
