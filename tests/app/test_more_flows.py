@@ -4,6 +4,8 @@ timing (a slow load, overlapping streams); the default flows use the real engine
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from app_support import LOCAL, SIZE, SYNTH, gen
 
@@ -124,3 +126,18 @@ def test_apple_silicon_memory_is_labelled_unified(monkeypatch):
     assert "unified memory" in (apple.gpu_note() or "")
     monkeypatch.setattr(apple.platform, "system", lambda: "Linux")
     assert apple.memory_label() == "RAM" and apple.gpu_note() is None
+
+
+async def test_in_process_llamacpp_leaves_a_core_for_the_ui(make_config, build_app, wait_for):
+    cfg = make_config(
+        gen(5)
+        + '[engines.local]\nkind = "llamacpp"\nmodel = "default"\n'
+        + '[engines.pinned]\nkind = "llamacpp"\nmodel = "default"\nn_threads = 1\n'
+    )
+    app = build_app(cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "ready" in bar(app))
+        info = app.host("local").info()
+        assert info.parameters["n_threads"] == max(1, (os.cpu_count() or 2) - 1)
+        assert app.host("pinned").spec.n_threads == 1
+        assert cfg.engines["local"].n_threads is None  # the config itself is unchanged

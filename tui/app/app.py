@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 from functools import partial
@@ -21,7 +22,7 @@ from tui.config import Config
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
 from tui.core.session import SessionRecorder, default_session_path, session_record
-from tui.engines.base import GenerationRequest
+from tui.engines.base import EngineSpec, GenerationRequest
 from tui.telemetry.roofline import roofline
 from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
 
@@ -164,7 +165,7 @@ class InfertopApp(App):
     # -- engines ---------------------------------------------------------------------
     def host(self, name: str) -> EngineHost:
         if name not in self.hosts:
-            self.hosts[name] = EngineHost(self.config.engines[name])
+            self.hosts[name] = EngineHost(ui_engine_spec(self.config.engines[name]))
         return self.hosts[name]
 
     def release_host(self, name: str) -> None:
@@ -260,6 +261,19 @@ class InfertopApp(App):
             self.notify("bench screen not available", severity="warning")
             return
         self.push_screen(BenchScreen())
+
+
+def ui_engine_spec(spec: EngineSpec) -> EngineSpec:
+    """The spec an engine runs with under the UI.
+
+    An in-process llama.cpp engine with no ``n_threads`` in config would use every core;
+    the UI needs one to draw, and llama.cpp's threads spin at barriers, so sharing a core
+    with the UI stalls decode (gaps of up to 2 s measured with 2 threads on 2 cores). Under
+    the UI it therefore uses all cores but one. A configured ``n_threads`` is kept as is.
+    """
+    if spec.kind == "llamacpp" and spec.n_threads is None:
+        return dataclasses.replace(spec, n_threads=max(1, (os.cpu_count() or 2) - 1))
+    return spec
 
 
 def _model_bytes(host: EngineHost | None, spec) -> int | None:  # type: ignore[no-untyped-def]
