@@ -153,3 +153,22 @@ def test_engine_load_error(snap_compare, make_config, build_app):
 def test_light_theme(snap_compare, make_config, build_app):
     app = build_app(make_config('[ui]\ntheme = "infertop-light"\n' + gen() + LOCAL))
     assert snap_compare(app, terminal_size=(120, 36), run_before=_settle)
+
+
+def test_cancelled_and_failed_answers(snap_compare, make_config, build_app):
+    app = build_app(make_config(gen() + LOCAL))
+
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _settle(pilot, answer=False)
+        conv = pilot.app.chat.query_one("#conv-A", Conversation)
+        cancelled = RequestMetrics(**{**FIXED.__dict__, "finish_reason": "cancelled"})
+        failed = RequestMetrics(
+            **{**FIXED.__dict__, "finish_reason": "error", "error": "server went away"}
+        )
+        for i, (m, state) in enumerate([(cancelled, "cancelled"), (failed, "error")]):
+            turn = await conv.add_turn(f"Question {i + 1}?", "local", f"r{i}")
+            await turn.append("A partial answer that was cut")
+            await turn.finish(summary_line(m), state)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run)
