@@ -215,7 +215,9 @@ class _Validator:
         leaf = re.escape(parts[-1])
         start = 0
         if len(parts) > 1:
-            header = re.compile(r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, parts[:-1])) + r"\s*\]+")
+            header = re.compile(
+                r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, parts[:-1])) + r"\s*\]+"
+            )
             for i, line in enumerate(self.lines):
                 if header.match(line):
                     start = i

@@ -8,7 +8,7 @@ HTTP engines. Never where it is drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,4 +128,4 @@ class Failed:
     kind: str = "engine"
 
 
-StreamEvent = Union[RequestSent, FirstByte, TextChunk, Usage, EngineReport, Finished, Failed]
+StreamEvent = RequestSent | FirstByte | TextChunk | Usage | EngineReport | Finished | Failed

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's second command: set up everything the tests need, then run the whole suite.
+# Real engines: llama.cpp in-process, llama-server and vLLM's CPU build are installed
+# (cached after the first run) and started by the tests on free loopback ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --dev
+for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh; do
+  [ -f "$extra" ] && bash "$extra"
+done
+exec .venv/bin/python -m pytest "$@"

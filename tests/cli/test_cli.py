@@ -1,0 +1,153 @@
+"""The headless CLI: `infertop run`, `infertop doctor`, and every bad input.
+
+Each bad input must give one clear line on stderr, a non-zero exit and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+pytestmark = pytest.mark.engine
+
+
+def run(cmd, env, *args, timeout=180):
+    return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_clean_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines, "no error message"
+    last = lines[-1]
+    for needle in needles:
+        assert needle in last, last
+
+
+def test_help(infertop_cmd, cli_env):
+    proc = run(infertop_cmd, cli_env, "--help")
+    assert proc.returncode == 0
+    for word in ("run", "doctor"):
+        assert word in proc.stdout
+
+
+def test_run_json_has_every_field(infertop_cmd, cli_env):
+    proc = run(
+        infertop_cmd,
+        cli_env,
+        "run",
+        "--prompt",
+        "Say hello.",
+        "--max-tokens",
+        "12",
+        "--temperature",
+        "0",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in (
+        "engine",
+        "model",
+        "text",
+        "prompt_tokens",
+        "output_tokens",
+        "ttft_ms",
+        "itl_ms_p50",
+        "itl_ms_p90",
+        "tpot_ms",
+        "decode_tps",
+        "prefill_tps",
+        "prefill_tps_source",
+        "e2e_ms",
+        "load_ms",
+        "engine_truth",
+    ):
+        assert key in out, key
+    assert out["text"].strip()
+    assert out["prefill_tps_source"] == "engine"
+    assert 0 < out["output_tokens"] <= 12
+    assert out["output_tokens"] == out["engine_truth"]["output_tokens"]
+    assert 0 < out["ttft_ms"] < out["e2e_ms"]
+    assert out["load_ms"] > 0
+    assert out["engine_truth"]["prompt_tokens"] == out["prompt_tokens"]
+
+
+def test_run_streams_text_then_metrics(infertop_cmd, cli_env):
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "Say hello.", "--max-tokens", "10")
+    assert proc.returncode == 0, proc.stderr
+    assert "TTFT" in proc.stdout and "decode" in proc.stdout and "(engine)" in proc.stdout
+
+
+def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):
+    proc = run(infertop_cmd, cli_env, "doctor")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "llama-cpp-python" in proc.stdout
+    assert "SmolLM2" in proc.stdout
+    assert "NVIDIA GPU" in proc.stdout  # found or "none (...)", never a crash
+    assert "can run" in proc.stdout
+
+
+def test_doctor_says_why_with_a_broken_config(infertop_cmd, cli_env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[ui]\ncolour = 1\n")
+    proc = run(infertop_cmd, cli_env, "--config", str(bad), "doctor", "--no-load")
+    assert proc.returncode == 1
+    assert "ui.colour" in proc.stdout and str(bad) in proc.stdout
+
+
+def test_missing_model_path(infertop_cmd, cli_env, tmp_path):
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "hi", "--model", str(tmp_path / "x.gguf"))
+    assert_clean_error(proc, "model file not found")
+
+
+def test_corrupt_gguf(infertop_cmd, cli_env, tmp_path, model_path):
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(model_path.read_bytes()[:3_000_000])
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "hi", "--model", str(cut))
+    assert_clean_error(proc, "could not load", "cut.gguf")
+
+
+def test_not_a_gguf(infertop_cmd, cli_env, tmp_path):
+    junk = tmp_path / "junk.gguf"
+    junk.write_text("this is not a model at all, just some text")
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "hi", "--model", str(junk))
+    assert_clean_error(proc, "not a GGUF model")
+
+
+def test_unknown_engine_name(infertop_cmd, cli_env):
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "hi", "--engine", "nope")
+    assert_clean_error(proc, "unknown engine 'nope'")
+
+
+def test_empty_prompt(infertop_cmd, cli_env):
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "  ")
+    assert_clean_error(proc, "prompt is empty")
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_bad_max_tokens(infertop_cmd, cli_env, n):
+    proc = run(infertop_cmd, cli_env, "run", "--prompt", "hi", f"--max-tokens={n}")
+    assert_clean_error(proc, "max tokens must be at least 1")
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        (
+            '[engines.local]\nkind = "llamacpp"\nmodle = "x"\n',
+            ["engines.local.modle", "unknown key", ":3:"],
+        ),
+        ('[generation]\nmax_tokens = "many"\n', ["generation.max_tokens", "expected int", ":2:"]),
+        ("[generation\nmax_tokens = 3\n", ["invalid TOML", "line 1"]),
+    ],
+    ids=["unknown-key", "wrong-type", "broken-toml"],
+)
+def test_bad_config(infertop_cmd, cli_env, tmp_path, text, needles):
+    cfg = tmp_path / "infertop.toml"
+    cfg.write_text(text)
+    proc = run(infertop_cmd, cli_env, "--config", str(cfg), "run", "--prompt", "hi")
+    assert_clean_error(proc, str(cfg), *needles)

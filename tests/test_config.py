@@ -1,0 +1,144 @@
+"""Config discovery, validation and every error path (messages name file, key, line)."""
+
+from pathlib import Path
+
+import pytest
+
+from tui.config import (
+    ConfigError,
+    find_config,
+    load_config,
+    parse_config,
+    save_config,
+)
+
+GOOD = """
+default_engine = "tiny"
+
+[generation]
+max_tokens = 64
+temperature = 0
+
+[ui]
+theme = "infertop-light"
+
+[telemetry]
+interval_s = 1
+
+[engines.tiny]
+kind = "llamacpp"
+model = "default"
+n_threads = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "infertop.toml"
+    p.write_text(text)
+    return p
+
+
+def test_good_config(tmp_path):
+    cfg = load_config(write(tmp_path, GOOD))
+    assert cfg.default_engine == "tiny"
+    assert cfg.engines["tiny"].n_threads == 2
+    assert cfg.generation.max_tokens == 64
+    assert cfg.generation.temperature == 0.0 and isinstance(cfg.generation.temperature, float)
+    assert cfg.telemetry.interval_s == 1.0
+    assert cfg.ui.theme == "infertop-light"
+
+
+def test_example_config_is_valid():
+    example = Path(__file__).resolve().parents[1] / "config.example.toml"
+    cfg = load_config(example)
+    assert cfg.default_engine in cfg.engines
+
+
+def test_unknown_key_names_file_key_and_line(tmp_path):
+    p = write(tmp_path, GOOD.replace("n_threads = 2", "n_threads = 2\nn_thread = 4"))
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert str(p) in msg and "engines.tiny.n_thread" in msg and "unknown key" in msg
+    line = (
+        GOOD.replace("n_threads = 2", "n_threads = 2\nn_thread = 4")
+        .splitlines()
+        .index("n_thread = 4")
+        + 1
+    )
+    assert f":{line}:" in msg
+
+
+def test_unknown_top_level_key(tmp_path):
+    with pytest.raises(ConfigError, match="key 'colour': unknown key"):
+        load_config(write(tmp_path, 'colour = "red"\n'))
+
+
+def test_wrong_type_names_the_key(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, GOOD.replace("max_tokens = 64", 'max_tokens = "lots"')))
+    assert "generation.max_tokens" in str(e.value) and "expected int" in str(e.value)
+    assert ":5:" in str(e.value)
+
+
+def test_bool_is_not_an_int(tmp_path):
+    with pytest.raises(ConfigError, match="engines.tiny.n_threads"):
+        load_config(write(tmp_path, GOOD.replace("n_threads = 2", "n_threads = true")))
+
+
+def test_broken_toml_names_file_and_line(tmp_path):
+    p = write(tmp_path, "[engines.x\nkind = 'llamacpp'\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert str(p) in str(e.value) and "invalid TOML" in str(e.value) and "line 1" in str(e.value)
+
+
+def test_unknown_engine_kind(tmp_path):
+    with pytest.raises(ConfigError, match="engines.tiny.kind.*unknown kind 'gpt5'"):
+        load_config(write(tmp_path, GOOD.replace('kind = "llamacpp"', 'kind = "gpt5"')))
+
+
+def test_engine_table_needs_a_kind(tmp_path):
+    with pytest.raises(ConfigError, match="missing required key 'kind'"):
+        load_config(write(tmp_path, GOOD.replace('kind = "llamacpp"\n', "")))
+
+
+def test_default_engine_must_exist(tmp_path):
+    with pytest.raises(ConfigError, match="default_engine"):
+        load_config(
+            write(tmp_path, GOOD.replace('default_engine = "tiny"', 'default_engine = "big"'))
+        )
+
+
+def test_bad_values(tmp_path):
+    with pytest.raises(ConfigError, match="generation.max_tokens.*at least 1"):
+        load_config(write(tmp_path, GOOD.replace("max_tokens = 64", "max_tokens = 0")))
+
+
+def test_lookup_order(tmp_path, monkeypatch):
+    explicit = write(tmp_path, GOOD)
+    env_file = tmp_path / "env.toml"
+    env_file.write_text('default_engine = "local"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INFERTOP_CONFIG", str(env_file))
+    assert find_config(explicit) == explicit
+    assert find_config() == env_file
+    monkeypatch.delenv("INFERTOP_CONFIG")
+    assert find_config() == Path("infertop.toml")
+    with pytest.raises(ConfigError, match="config file not found"):
+        find_config(tmp_path / "nope.toml")
+
+
+def test_no_file_gives_builtin_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INFERTOP_CONFIG", raising=False)
+    monkeypatch.setattr("tui.config.user_config_path", lambda: tmp_path / "none.toml")
+    cfg = load_config()
+    assert cfg.path is None and cfg.engines["local"].kind == "llamacpp"
+
+
+def test_save_round_trips(tmp_path):
+    out = tmp_path / "sub" / "config.toml"
+    save_config({"default_engine": "local", "ui": {"theme": "infertop-dark"}}, out)
+    cfg = parse_config(out.read_text(), out)
+    assert cfg.ui.theme == "infertop-dark"

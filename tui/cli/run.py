@@ -1,0 +1,154 @@
+"""``infertop run``: stream one prompt to stdout, then print its metrics (or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.core.events import StreamEvent, TextChunk
+from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.timeline import RequestTimeline
+from tui.engines.base import EngineError, EngineInfo, GenerationRequest
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", required=True, help="the prompt text")
+    add_engine_arguments(p)
+    p.add_argument("--max-tokens", type=int, help="tokens to generate at most (default: config)")
+    p.add_argument("--temperature", type=float, help="sampling temperature (default: config)")
+    p.add_argument("--seed", type=int, help="sampling seed")
+    p.add_argument(
+        "--no-cache-prompt",
+        action="store_true",
+        help="no prompt-prefix reuse: a cold, fair prefill",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        cfg = load(args)
+        spec = engine_spec(args, cfg)
+        gen = cfg.generation
+        request = GenerationRequest.from_prompt(
+            args.prompt,
+            max_tokens=gen.max_tokens if args.max_tokens is None else args.max_tokens,
+            temperature=gen.temperature if args.temperature is None else args.temperature,
+            top_p=gen.top_p,
+            seed=args.seed if args.seed is not None else gen.seed,
+            cache_prompt=not args.no_cache_prompt,
+        )
+        request.validate()
+        from tui.engines.registry import engine_class
+
+        engine_class(spec.kind)  # unknown kinds fail before any loading
+    except CLIError as e:
+        return fail(str(e), e.code)
+    except EngineError as e:
+        return fail(str(e))
+    try:
+        info, load_ms, timeline = asyncio.run(_run(spec, request, echo=not args.json))
+    except EngineError as e:
+        return fail(str(e), 1)
+    metrics = compute_metrics(timeline)
+    if args.json:
+        print(json.dumps(result_dict(info, load_ms, timeline, metrics), indent=2))
+    else:
+        print()
+        print(format_summary(info, load_ms, metrics))
+    if timeline.error:
+        if not args.json:
+            print(f"infertop: error: {timeline.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _run(
+    spec: Any, request: GenerationRequest, echo: bool
+) -> tuple[EngineInfo, float, RequestTimeline]:
+    from tui.engines.collect import run_request
+    from tui.engines.registry import create_engine
+
+    engine = create_engine(spec)
+
+    def on_event(event: StreamEvent) -> None:
+        if echo and isinstance(event, TextChunk) and event.text:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+    try:
+        load_ms = await engine.load()
+        timeline = await run_request(engine, request, on_event)
+        return engine.info(), load_ms, timeline
+    finally:
+        await engine.close()
+
+
+def result_dict(
+    info: EngineInfo, load_ms: float, tl: RequestTimeline, m: RequestMetrics
+) -> dict[str, Any]:
+    """The ``--json`` object: one request, our numbers beside the engine's."""
+    return {
+        "engine": info.engine,
+        "kind": info.kind,
+        "model": info.model,
+        "quantisation": info.quantisation,
+        "text": tl.text,
+        "prompt_tokens": m.prompt_tokens,
+        "output_tokens": m.output_tokens,
+        "output_tokens_source": m.output_tokens_source,
+        "ttft_ms": m.ttft_ms,
+        "ttfr_ms": m.ttfr_ms,
+        "itl_ms_p50": m.itl_ms_p50,
+        "itl_ms_p90": m.itl_ms_p90,
+        "itl_estimated": m.itl_token_estimated,
+        "tpot_ms": m.tpot_ms,
+        "decode_tps": m.decode_tps,
+        "prefill_tps": m.prefill_tps,
+        "prefill_tps_source": m.prefill_tps_source,
+        "e2e_ms": m.e2e_ms,
+        "load_ms": load_ms,
+        "finish_reason": m.finish_reason,
+        "error": m.error,
+        "engine_truth": tl.truth.to_dict() if tl.truth else None,
+        "vs_engine": {
+            "ttft_minus_engine_prefill_ms": m.ttft_minus_engine_prefill_ms,
+            "decode_tps_ours_over_engine": m.decode_tps_vs_engine,
+        },
+    }
+
+
+def _f(value: float | None, unit: str, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f} {unit}"
+
+
+def format_summary(info: EngineInfo, load_ms: float, m: RequestMetrics) -> str:
+    """A few human lines; estimates say so."""
+    quant = f" {info.quantisation}" if info.quantisation else ""
+    prefill_note = " (engine)" if m.prefill_tps_source == "engine" else " (estimate)"
+    tokens_note = " (estimate: chunk count)" if m.output_tokens_estimated else ""
+    lines = [
+        f"── {info.engine} · {info.kind} · {info.model}{quant} ──",
+        f"TTFT {_f(m.ttft_ms, 'ms')}   TTFR {_f(m.ttfr_ms, 'ms')}   e2e {_f(m.e2e_ms, 'ms')}"
+        f"   load {_f(load_ms, 'ms')}",
+        f"decode {_f(m.decode_tps, 'tok/s')}   prefill {_f(m.prefill_tps, 'tok/s')}"
+        f"{prefill_note if m.prefill_tps is not None else ''}",
+        f"ITL p50 {_f(m.itl_ms_p50, 'ms', 2)}   p90 {_f(m.itl_ms_p90, 'ms', 2)}"
+        f"   TPOT {_f(m.tpot_ms, 'ms', 2)}",
+        f"tokens: prompt {m.prompt_tokens if m.prompt_tokens is not None else 'unknown'}, "
+        f"output {m.output_tokens}{tokens_note}   finish: {m.finish_reason}",
+    ]
+    if m.engine_prefill_ms is not None or m.engine_decode_tps is not None:
+        diff = m.ttft_minus_engine_prefill_ms
+        ratio = m.decode_tps_vs_engine
+        lines.append(
+            f"engine says: prefill {_f(m.engine_prefill_ms, 'ms')}, "
+            f"decode {_f(m.engine_decode_tps, 'tok/s')}   "
+            f"TTFT − engine prefill {_f(diff, 'ms')}   "
+            f"our decode ÷ engine {'n/a' if ratio is None else f'{ratio:.3f}'}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,290 @@
+"""llama.cpp in-process (llama-cpp-python): generation in a thread, tokens stamped there.
+
+The generation thread samples one token at a time with ``Llama.generate`` and stamps it
+with ``perf_counter_ns`` the moment the token id is returned, before any hand-off to
+asyncio. Token counts are the number of token ids generated (end-of-generation excluded).
+Engine truth comes from llama.cpp's perf context (``llama_perf_context``): prefill
+(t_p_eval_ms, n_p_eval) and decode (t_eval_ms, n_eval) as llama.cpp itself timed them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
+from tui.engines.gguf import check_gguf
+from tui.engines.stderr_capture import captured_stderr
+
+# llama.cpp's general.file_type enum -> name (the common ones)
+FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    32: "BF16",
+}
+
+_DONE = object()
+
+
+class LlamaCppEngine(Engine):
+    """llama.cpp in this process. Options (``[engines.X.options]``): ``quiet_stderr``
+    (default true: keep llama.cpp's log lines off the terminal), ``seed``."""
+
+    kind = "llamacpp"
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        self._llm: Any = None
+        self._model_path: Path | None = None
+        self._load_ms: float | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._quiet = bool(spec.options.get("quiet_stderr", True))
+
+    # --- lifecycle -------------------------------------------------------------------
+    async def load(self) -> float:
+        """Load the GGUF in a thread (the event loop stays free); return load ms."""
+        path = resolve_model_path(self.spec.model)
+        check_gguf(path)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        loop = asyncio.get_running_loop()
+        self._llm, load_ms = await loop.run_in_executor(self._executor, self._load, path)
+        self._model_path, self._load_ms = path, load_ms
+        return load_ms
+
+    def _load(self, path: Path) -> tuple[Any, float]:
+        try:
+            import llama_cpp
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise EngineError(f"llama-cpp-python is not installed ({e})") from None
+        n_threads = self.spec.n_threads or max(1, os.cpu_count() or 1)
+        t0 = time.perf_counter_ns()
+        with captured_stderr(self._quiet) as log:
+            try:
+                llm = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self.spec.n_ctx,
+                    n_threads=n_threads,
+                    n_gpu_layers=self.spec.n_gpu_layers,
+                    seed=int(self.spec.options.get("seed", llama_cpp.LLAMA_DEFAULT_SEED)),
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as e:
+                err: Exception | None = e
+            else:
+                err = None
+        if err is not None:
+            why = log.last_line() or str(err)
+            raise EngineError(f"llama.cpp could not load {path}: {why}")
+        return llm, (time.perf_counter_ns() - t0) / 1e6
+
+    async def close(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            executor = self._executor
+            if executor is not None:
+                await asyncio.get_running_loop().run_in_executor(executor, llm.close)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def info(self) -> EngineInfo:
+        llm = self._llm
+        meta: dict[str, str] = dict(getattr(llm, "metadata", {}) or {}) if llm else {}
+        ftype = meta.get("general.file_type")
+        quant = FILE_TYPES.get(int(ftype)) if ftype and ftype.isdigit() else None
+        is_default = self.spec.model in (None, "", "default")
+        name = (
+            DEFAULT_MODEL_NAME
+            if is_default
+            else meta.get("general.name")
+            or (self._model_path.name if self._model_path else str(self.spec.model))
+        )
+        return EngineInfo(
+            engine=self.spec.name,
+            kind=self.kind,
+            model=name,
+            quantisation=quant,
+            context_size=llm.n_ctx() if llm else self.spec.n_ctx,
+            parameters={
+                "n_threads": self.spec.n_threads or os.cpu_count(),
+                "n_gpu_layers": self.spec.n_gpu_layers,
+                "model_path": str(self._model_path) if self._model_path else self.spec.model,
+                "model_bytes": self._model_path.stat().st_size if self._model_path else None,
+            },
+            load_ms=self._load_ms,
+            pid=os.getpid(),
+        )
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    # --- generation -----------------------------------------------------------------
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        if self._llm is None or self._executor is None:
+            yield Failed(time.perf_counter_ns(), "engine is not loaded", "load")
+            return
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        token = cancel or CancelToken()
+
+        def emit(item: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        future = loop.run_in_executor(
+            self._executor, _generate, self._llm, request, emit, stop, token
+        )
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                yield item
+        finally:
+            stop.set()
+            await asyncio.shield(future)
+
+
+def _generate(
+    llm: Any,
+    request: GenerationRequest,
+    emit: Callable[[Any], None],
+    stop: threading.Event,
+    cancel: CancelToken,
+) -> None:
+    """Runs in the engine thread: every event is stamped here, where it happens."""
+    import llama_cpp
+
+    now = time.perf_counter_ns
+    emit(RequestSent(now()))
+    n_out = 0
+    prompt_tokens: list[int] = []
+    try:
+        prompt_tokens = _prompt_tokens(llm, request)
+        if len(prompt_tokens) >= llm.n_ctx():
+            raise EngineError(
+                f"prompt is {len(prompt_tokens)} tokens; the context holds {llm.n_ctx()}"
+            )
+        max_tokens = min(request.max_tokens, llm.n_ctx() - len(prompt_tokens))
+        if not request.cache_prompt:
+            llm.reset()
+        ctx = llm._ctx.ctx
+        llama_cpp.llama_perf_context_reset(ctx)
+        vocab = llm._model.vocab
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = 0
+        reason = "length"
+        gen = llm.generate(
+            prompt_tokens,
+            temp=request.temperature,
+            top_p=request.top_p,
+            reset=True,
+        )
+        for tok in gen:
+            t = now()  # the token exists now
+            if stop.is_set() or cancel.cancelled:
+                reason = "cancelled"
+                break
+            if not request.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
+                reason = "stop"
+                break
+            n_out += 1
+            pending += 1
+            text = decoder.decode(llm.detokenize([tok]))
+            if text:
+                emit(TextChunk(t, text, pending))
+                pending = 0
+            if n_out >= max_tokens:
+                reason = "length"
+                break
+        gen.close()
+        tail = decoder.decode(b"", final=True)
+        if tail or pending:
+            emit(TextChunk(now(), tail, pending))
+        perf = llama_cpp.llama_perf_context(ctx)
+        t_end = now()
+        emit(Usage(t_end, len(prompt_tokens), n_out))
+        emit(EngineReport(t_end, _truth(perf, len(prompt_tokens), n_out)))
+        emit(Finished(t_end, reason))
+    except EngineError as e:
+        emit(Failed(now(), str(e), "engine"))
+    except Exception as e:  # noqa: BLE001 - a native fault must end the stream, not the app
+        emit(Usage(now(), len(prompt_tokens) or None, n_out))
+        emit(Failed(now(), f"llama.cpp failed: {type(e).__name__}: {e}", "engine"))
+    finally:
+        emit(_DONE)
+
+
+def _truth(perf: Any, prompt_tokens: int, n_out: int) -> EngineTruth:
+    return EngineTruth(
+        prompt_tokens=prompt_tokens,
+        prompt_eval_tokens=int(perf.n_p_eval),
+        prompt_ms=float(perf.t_p_eval_ms),
+        output_tokens=n_out,
+        decode_tokens=int(perf.n_eval),
+        decode_ms=float(perf.t_eval_ms),
+        cached_tokens=max(0, prompt_tokens - int(perf.n_p_eval)),
+        source="llama.cpp perf context",
+        raw={
+            "t_p_eval_ms": float(perf.t_p_eval_ms),
+            "n_p_eval": int(perf.n_p_eval),
+            "t_eval_ms": float(perf.t_eval_ms),
+            "n_eval": int(perf.n_eval),
+        },
+    )
+
+
+def _prompt_tokens(llm: Any, request: GenerationRequest) -> list[int]:
+    """Format the chat with the model's own template and tokenize it."""
+    from llama_cpp import llama_chat_format
+
+    template = (llm.metadata or {}).get("tokenizer.chat_template")
+    if template:
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        fmt = llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+        )
+        result = fmt(messages=request.messages)  # type: ignore[arg-type]
+        return list(
+            llm.tokenize(result.prompt.encode(), add_bos=not result.added_special, special=True)
+        )
+    text = "".join(f"{m['role']}: {m['content']}\n" for m in request.messages) + "assistant:"
+    return list(llm.tokenize(text.encode(), add_bos=True, special=False))

@@ -1,0 +1,1 @@
+"""Hardware and engine-side telemetry samplers (no Textual imports)."""
