@@ -57,7 +57,12 @@ def interval_dict(values: list[float], seed: int = 0) -> dict[str, Any] | None:
 
 def meets_slo(record: RequestRecord, slo: dict[str, float]) -> bool:
     m = record.metrics
-    values = {"ttft_ms": m.ttft_ms, "tpot_ms": m.tpot_ms, "e2e_ms": m.e2e_ms, "itl_ms": m.itl_ms_p90}
+    values = {
+        "ttft_ms": m.ttft_ms,
+        "tpot_ms": m.tpot_ms,
+        "e2e_ms": m.e2e_ms,
+        "itl_ms": m.itl_ms_p90,
+    }
     for key, limit in slo.items():
         v = values.get(key)
         if v is None or v > limit:

@@ -18,11 +18,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from tui.bench.records import LevelRun, RequestRecord, classify
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import CancelToken, Engine, GenerationRequest
-from tui.bench.records import LevelRun, RequestRecord, classify
 
 MakeRequest = Callable[[int], GenerationRequest]
 STOP_POLL_S = 0.05

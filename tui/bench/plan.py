@@ -104,7 +104,7 @@ def preset_values(name: str) -> dict[str, Any]:
 
 
 def parse_concurrency(text: str) -> list[int]:
-    """"1,8,16" -> [1, 8, 16]; sorted, duplicates removed; BenchError when it does not parse."""
+    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; BenchError when it does not parse."""
     parts = [p.strip() for p in text.split(",")]
     levels: list[int] = []
     for p in parts:
@@ -120,7 +120,7 @@ def parse_concurrency(text: str) -> list[int]:
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """"ttft_ms=500,tpot_ms=50" -> {"ttft_ms": 500.0, "tpot_ms": 50.0}."""
+    """ "ttft_ms=500,tpot_ms=50" -> {"ttft_ms": 500.0, "tpot_ms": 50.0}."""
     out: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",")):
         key, sep, value = part.partition("=")

@@ -35,8 +35,19 @@ COLUMNS = (
     "error_kind",
     "error",
 )
-_RECORD_KEYS = {"engine", "phase", "level", "concurrency", "rate", "index", "request_id",
-                "status", "t_start_s", "t_end_s", "load_ms"}
+_RECORD_KEYS = {
+    "engine",
+    "phase",
+    "level",
+    "concurrency",
+    "rate",
+    "index",
+    "request_id",
+    "status",
+    "t_start_s",
+    "t_end_s",
+    "load_ms",
+}
 
 
 def rows(report: dict[str, Any]) -> list[dict[str, Any]]:

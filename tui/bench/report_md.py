@@ -22,7 +22,7 @@ def num(x: float | int | None, digits: int = 1) -> str:
 
 
 def ci(iv: dict[str, Any] | None, digits: int = 1) -> str:
-    """"95.1 [93.0, 96.2]" — a median and its 95 % bootstrap interval."""
+    """ "95.1 [93.0, 96.2]" — a median and its 95 % bootstrap interval."""
     if not iv:
         return DASH
     if iv.get("low") is None:
@@ -62,19 +62,40 @@ def markdown(report: dict[str, Any]) -> str:
     models = {e["name"]: (e.get("info") or {}).get("model", DASH) for e in report["engines"]}
     lines = ["# infertop bench report", ""]
     if report.get("partial"):
-        lines += [f"> **PARTIAL REPORT** ({report.get('partial_reason')}): the bench was "
-                  "stopped; only what was measured is shown.", ""]
+        lines += [
+            f"> **PARTIAL REPORT** ({report.get('partial_reason')}): the bench was "
+            "stopped; only what was measured is shown.",
+            "",
+        ]
     lines += [f"Started {report['started_at']}, finished {report.get('finished_at') or DASH}.", ""]
     lines += ["## Setup", ""]
     lines += table(
-        ["runs", "warm-up", "concurrency", "rate", "prompt tokens", "max tokens", "temperature",
-         "cold", "preset", "SLO"],
-        [[str(plan["runs"]), str(plan["warmup"]), ",".join(map(str, plan["concurrency"])),
-          num(plan["rate"], 2) if plan["rate"] else DASH, str(plan["prompt_tokens"]),
-          str(plan["max_tokens"]), num(plan["temperature"], 2),
-          f"yes ({plan['cold_runs']} per engine)" if plan["cold"] else "no",
-          plan["preset"] or DASH,
-          ", ".join(f"{k}≤{v:g}" for k, v in plan["slo"].items()) or DASH]],
+        [
+            "runs",
+            "warm-up",
+            "concurrency",
+            "rate",
+            "prompt tokens",
+            "max tokens",
+            "temperature",
+            "cold",
+            "preset",
+            "SLO",
+        ],
+        [
+            [
+                str(plan["runs"]),
+                str(plan["warmup"]),
+                ",".join(map(str, plan["concurrency"])),
+                num(plan["rate"], 2) if plan["rate"] else DASH,
+                str(plan["prompt_tokens"]),
+                str(plan["max_tokens"]),
+                num(plan["temperature"], 2),
+                f"yes ({plan['cold_runs']} per engine)" if plan["cold"] else "no",
+                plan["preset"] or DASH,
+                ", ".join(f"{k}≤{v:g}" for k, v in plan["slo"].items()) or DASH,
+            ]
+        ],
     )
     lines += ["Environment: " + _environment(report.get("environment") or {}), ""]
 
@@ -83,15 +104,38 @@ def markdown(report: dict[str, Any]) -> str:
     for e in engines:
         lv = _level(e, e["headline"])
         med = lv["medians"] if lv else {}
-        rows.append([
-            e["name"], e["kind"], str(models.get(e["name"], DASH)), lv["label"] if lv else DASH,
-            ci(med.get("decode_tps")), ci(med.get("prefill_tps")), ci(med.get("ttft_ms")),
-            ci(med.get("itl_ms"), 2), ci(med.get("tpot_ms"), 2), num(e["load_ms"]),
-            f"{e['ok']} / {e['failed']}" + (f" / {e['cancelled']} cancelled" if e["cancelled"]
-                                            else ""),
-        ])
-    lines += table(["engine", "kind", "model", "level", "decode tok/s", "prompt tok/s",
-                    "TTFT ms", "ITL ms", "TPOT ms", "load ms", "ok / failed"], rows)
+        rows.append(
+            [
+                e["name"],
+                e["kind"],
+                str(models.get(e["name"], DASH)),
+                lv["label"] if lv else DASH,
+                ci(med.get("decode_tps")),
+                ci(med.get("prefill_tps")),
+                ci(med.get("ttft_ms")),
+                ci(med.get("itl_ms"), 2),
+                ci(med.get("tpot_ms"), 2),
+                num(e["load_ms"]),
+                f"{e['ok']} / {e['failed']}"
+                + (f" / {e['cancelled']} cancelled" if e["cancelled"] else ""),
+            ]
+        )
+    lines += table(
+        [
+            "engine",
+            "kind",
+            "model",
+            "level",
+            "decode tok/s",
+            "prompt tok/s",
+            "TTFT ms",
+            "ITL ms",
+            "TPOT ms",
+            "load ms",
+            "ok / failed",
+        ],
+        rows,
+    )
     for e in engines:
         if e["error"]:
             lines += [f"- **{e['name']} did not run**: {e['error']}"]
@@ -105,17 +149,42 @@ def markdown(report: dict[str, Any]) -> str:
             cold = e.get("cold")
             warm = _level(e, e["headline"])
             if not e["cold_method"] or cold is None or not cold["ok"]:
-                rows.append([e["name"], e["cold_note"] or "cold start not measured",
-                             DASH, DASH, DASH, DASH, DASH])
+                rows.append(
+                    [
+                        e["name"],
+                        e["cold_note"] or "cold start not measured",
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                    ]
+                )
                 continue
             wm = warm["medians"] if warm else {}
-            rows.append([
-                e["name"], e["cold_method"], ci(cold.get("load_ms")),
-                ci(cold["medians"].get("ttft_ms")), ci(wm.get("ttft_ms")),
-                ci(cold["medians"].get("decode_tps")), ci(wm.get("decode_tps")),
-            ])
-        lines += table(["engine", "how cold is forced", "time to ready ms", "cold TTFT ms",
-                        "warm TTFT ms", "cold decode tok/s", "warm decode tok/s"], rows)
+            rows.append(
+                [
+                    e["name"],
+                    e["cold_method"],
+                    ci(cold.get("load_ms")),
+                    ci(cold["medians"].get("ttft_ms")),
+                    ci(wm.get("ttft_ms")),
+                    ci(cold["medians"].get("decode_tps")),
+                    ci(wm.get("decode_tps")),
+                ]
+            )
+        lines += table(
+            [
+                "engine",
+                "how cold is forced",
+                "time to ready ms",
+                "cold TTFT ms",
+                "warm TTFT ms",
+                "cold decode tok/s",
+                "warm decode tok/s",
+            ],
+            rows,
+        )
 
     for e in engines:
         if not e["levels"]:
@@ -127,18 +196,39 @@ def markdown(report: dict[str, Any]) -> str:
         for lv in e["levels"]:
             p = lv["percentiles"]
             g = lv.get("goodput")
-            rows.append([
-                lv["label"] + ("" if lv["complete"] else " (stopped)"),
-                f"{lv['ok']} / {lv['failed']}", num(lv["total_tps"]),
-                ci(lv["medians"].get("decode_tps")), num(lv["eta"], 2),
-                num(lv["eta_per_slot"], 2), pcts(p["ttft_ms"]), pcts(p["itl_ms"], 2),
-                pcts(p["tpot_ms"], 2), pcts(p["e2e_ms"], 0),
-                f"{num(g['requests_per_s'], 2)} req/s ({g['good']}/{lv['requests']})"
-                if g else DASH,
-            ])
-        lines += table(["level", "ok / failed", "total tok/s", "per-request tok/s", "η", "η/c",
-                        "TTFT ms p50/90/95/99", "ITL ms p50/90/95/99", "TPOT ms p50/90/95/99",
-                        "e2e ms p50/90/95/99", "goodput"], rows)
+            rows.append(
+                [
+                    lv["label"] + ("" if lv["complete"] else " (stopped)"),
+                    f"{lv['ok']} / {lv['failed']}",
+                    num(lv["total_tps"]),
+                    ci(lv["medians"].get("decode_tps")),
+                    num(lv["eta"], 2),
+                    num(lv["eta_per_slot"], 2),
+                    pcts(p["ttft_ms"]),
+                    pcts(p["itl_ms"], 2),
+                    pcts(p["tpot_ms"], 2),
+                    pcts(p["e2e_ms"], 0),
+                    f"{num(g['requests_per_s'], 2)} req/s ({g['good']}/{lv['requests']})"
+                    if g
+                    else DASH,
+                ]
+            )
+        lines += table(
+            [
+                "level",
+                "ok / failed",
+                "total tok/s",
+                "per-request tok/s",
+                "η",
+                "η/c",
+                "TTFT ms p50/90/95/99",
+                "ITL ms p50/90/95/99",
+                "TPOT ms p50/90/95/99",
+                "e2e ms p50/90/95/99",
+                "goodput",
+            ],
+            rows,
+        )
 
     if summary["comparisons"]:
         lines += ["## Comparisons (ratio of medians [95% CI])", ""]
@@ -153,12 +243,16 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["## Fairness checks", ""]
     for e in engines:
         cap = e["capacity"]
-        lines.append(f"- {e['name']}: parallel capacity "
-                     f"{cap if cap is not None else 'unknown'} ({e['capacity_note']})")
+        lines.append(
+            f"- {e['name']}: parallel capacity "
+            f"{cap if cap is not None else 'unknown'} ({e['capacity_note']})"
+        )
         pr = e.get("prompt")
         if pr:
-            lines.append(f"- {e['name']}: prompt {num(pr['counted_tokens'])} tokens "
-                         f"(target {pr['target_tokens']}, by {pr['method']})")
+            lines.append(
+                f"- {e['name']}: prompt {num(pr['counted_tokens'])} tokens "
+                f"(target {pr['target_tokens']}, by {pr['method']})"
+            )
         lines += [f"- ⚠ {w}" for w in e["warnings"]]
     lines += [f"- {n}" for n in summary["fairness"]]
     lines.append("")
@@ -166,16 +260,28 @@ def markdown(report: dict[str, Any]) -> str:
     failures = [(e["name"], f) for e in engines for f in e["failures"]]
     if failures:
         lines += ["## Failed requests", ""]
-        lines += table(["engine", "level", "#", "kind", "message"],
-                       [[n, f["level"], str(f["index"]), str(f["kind"]),
-                         str(f["message"]).replace("|", "\\|")] for n, f in failures])
+        lines += table(
+            ["engine", "level", "#", "kind", "message"],
+            [
+                [
+                    n,
+                    f["level"],
+                    str(f["index"]),
+                    str(f["kind"]),
+                    str(f["message"]).replace("|", "\\|"),
+                ]
+                for n, f in failures
+            ],
+        )
 
     lines += [
-        "## Definitions", "",
+        "## Definitions",
+        "",
         "TTFT: request sent → first chunk with generated text. ITL: gaps between content "
         "chunks, per token. TPOT: (e2e − TTFT) / (output tokens − 1). Decode tok/s: "
         "(output tokens − 1) / (last − first content chunk). Total tok/s: output tokens of a "
         "level / its wall time. η = total tok/s ÷ the c=1 total tok/s (ideal: η = c). "
-        "Intervals: percentile bootstrap of the median over requests (2000 resamples).", "",
+        "Intervals: percentile bootstrap of the median over requests (2000 resamples).",
+        "",
     ]
     return "\n".join(lines)

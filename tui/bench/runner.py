@@ -211,7 +211,9 @@ class BenchRunner:
                 if self.stopped:
                     break
                 self._stage = (spec.name, f"c={c}")
-                run.levels.append(await run_concurrency(driver, c, self.plan.runs, self._maker(run)))
+                run.levels.append(
+                    await run_concurrency(driver, c, self.plan.runs, self._maker(run))
+                )
                 self._save()
             if self.plan.rate and not self.stopped:
                 self._stage = (spec.name, f"rate={self.plan.rate:g}")

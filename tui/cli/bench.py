@@ -152,8 +152,10 @@ async def _run_with_sigint(runner: Any, display: Any) -> Any:
         nonlocal presses
         presses += 1
         if presses == 1:
-            display.message("stopping: cancelling requests, writing a partial report "
-                            "(Ctrl-C again to quit at once)")
+            display.message(
+                "stopping: cancelling requests, writing a partial report "
+                "(Ctrl-C again to quit at once)"
+            )
             runner.stop("interrupted (Ctrl-C)")
         else:
             loop.remove_signal_handler(signal.SIGINT)
@@ -187,7 +189,8 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
         print(
             f"{e['name']}: {e['ok']} ok, {e['failed']} failed"
             + (f", {e['cancelled']} cancelled" if e["cancelled"] else "")
-            + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}, TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
+            + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
         )
         if e["all_failed"] and e["failures"]:
             print(f"  every request failed; first error: {e['failures'][0]['message']}")
