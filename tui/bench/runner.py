@@ -267,7 +267,7 @@ class BenchRunner:
                 )
         run.cold_method = hooks.cold_start_method(engine)
         if self.plan.cold and run.cold_method is None:
-            run.cold_note = f"a cold start cannot be forced on a {engine.kind!r} engine"
+            run.cold_note = hooks.cold_unavailable_note(engine)
         run.prompt = await self._calibrate(engine, run, driver)
         if run.prompt.method == "estimate":
             run.warnings.append(
@@ -323,6 +323,8 @@ class BenchRunner:
                 break
             i = driver.next_index()
             rec = await driver.run(make(i), "cold", "cold", i, concurrency=1, load_ms=ms)
+            if ms is None and rec.timeline.truth is not None:
+                rec.load_ms = rec.timeline.truth.load_ms  # reported by the engine (Ollama)
             level.records.append(rec)
         level.complete = not self.stopped
 

@@ -1,0 +1,1 @@
+"""infertop's screens. Screens are imported where they are used (bench lazily)."""
