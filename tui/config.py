@@ -109,7 +109,8 @@ ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "headers": ((dict,), "extra HTTP headers"),
     "verify_tls": ((bool,), "verify TLS certificates"),
     "connect_timeout_s": (_NUM, "connect timeout"),
-    "read_timeout_s": (_NUM, "read / stall timeout"),
+    "read_timeout_s": (_NUM, "HTTP: wait for the response to start (queue + prefill)"),
+    "stall_timeout_s": (_NUM, "HTTP: longest gap between streamed bytes (default: read)"),
     "endpoint": ((str,), "'chat' or 'completions'"),
     "options": ((dict,), "engine-specific options passed through"),
 }

@@ -32,6 +32,7 @@ class EngineSpec:
     verify_tls: bool = True
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
+    stall_timeout_s: float | None = None  # HTTP: longest gap between body reads (None: read)
     endpoint: str = "chat"  # "chat" (/v1/chat/completions) or "completions"
     options: dict[str, Any] = field(default_factory=dict)  # passed through to the engine
 

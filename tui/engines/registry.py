@@ -10,10 +10,18 @@ from tui.engines.base import Engine, EngineError, EngineSpec
 # to the engine that needs it.
 ENGINE_KINDS: dict[str, str] = {
     "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
+    "openai": "tui.engines.openai_compat:OpenAICompatEngine",
+    "llama-server": "tui.engines.llama_server:LlamaServerEngine",
+    "vllm": "tui.engines.vllm:VLLMEngine",
+    "ollama": "tui.engines.ollama:OllamaEngine",
 }
 
 KIND_HELP: dict[str, str] = {
     "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
+    "openai": "any OpenAI-compatible server at url (streaming chat or completions)",
+    "llama-server": "llama.cpp's llama-server at url; its timings are the engine truth",
+    "vllm": "vLLM's OpenAI server at url; engine truth from its /metrics",
+    "ollama": "Ollama at url (native /api/chat; durations are the engine truth)",
 }
 
 

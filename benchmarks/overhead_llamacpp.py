@@ -1,0 +1,69 @@
+"""Decode tok/s through infertop's llama.cpp engine ÷ a bare llama-cpp-python loop.
+
+Same model, same prompt, same Llama instance, fixed output length (EOS ignored), greedy,
+no prompt-cache reuse; runs alternate (ours, bare, ours, bare, ...) in one process so
+machine noise hits both alike. Decode tok/s is (N − 1) / (t_last − t_first) for both.
+Goal: median ratio >= 0.98.
+
+    .venv/bin/python benchmarks/overhead_llamacpp.py [--runs 8] [--tokens 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from tui.core.metrics import compute_metrics
+from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.collect import run_request
+from tui.engines.llamacpp import LlamaCppEngine, _prompt_tokens
+
+PROMPT = "Explain in detail how a bicycle works, part by part."
+
+
+def bare_decode_tps(llm, request: GenerationRequest) -> float:
+    """The bare loop: llama-cpp-python's own generator, stamped as tokens arrive."""
+    tokens = _prompt_tokens(llm, request)
+    llm.reset()
+    stamps = []
+    gen = llm.generate(tokens, temp=request.temperature, top_p=request.top_p, reset=True)
+    for _tok in gen:
+        stamps.append(time.perf_counter_ns())
+        llm.detokenize([_tok])
+        if len(stamps) >= request.max_tokens:
+            break
+    gen.close()
+    return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
+
+
+async def main(runs: int, n_tokens: int, threads: int) -> None:
+    engine = LlamaCppEngine(EngineSpec(name="bench", kind="llamacpp", n_threads=threads))
+    await engine.load()
+    request = GenerationRequest.from_prompt(
+        PROMPT, max_tokens=n_tokens, temperature=0.0, cache_prompt=False, ignore_eos=True
+    )
+    loop = asyncio.get_running_loop()
+    ours, bare = [], []
+    await run_request(engine, request)  # warm-up
+    for i in range(runs):
+        tl = await run_request(engine, request)
+        ours.append(compute_metrics(tl).decode_tps)
+        bare.append(await loop.run_in_executor(engine._executor, bare_decode_tps, engine._llm, request))
+        print(f"run {i + 1}/{runs}: ours {ours[-1]:7.2f} tok/s   bare {bare[-1]:7.2f} tok/s")
+    await engine.close()
+    ratios = [o / b for o, b in zip(ours, bare)]
+    print(f"\nmedian decode tok/s: ours {statistics.median(ours):.2f}, "
+          f"bare {statistics.median(bare):.2f}")
+    print(f"ratio ours/bare: median {statistics.median(ratios):.4f} "
+          f"(min {min(ratios):.4f}, max {max(ratios):.4f}); goal >= 0.98")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    asyncio.run(main(a.runs, a.tokens, a.threads))

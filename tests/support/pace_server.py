@@ -1,0 +1,307 @@
+"""A small, fast OpenAI-compatible SSE server that emits one token every X ms.
+
+For benchmarks and tests of the measuring side: its timing is known, so a client's
+measured TTFT / ITL / tok/s can be checked against it. It is not an LLM: a "token" is the
+word ``tok<i> `` and prompt tokens are the prompt's whitespace-separated words.
+
+Behaviour, per request to /v1/chat/completions or /v1/completions (``"stream": true``):
+- wait for a free slot (``concurrency`` slots; others queue, like a real server);
+- send a role-only chunk at once (chat endpoint), like vLLM (it is not a token);
+- token i (0-based) is sent at slot_start + ttft_ms + i * interval_ms (absolute schedule,
+  so delays do not accumulate); N = the request's max_tokens, else ``tokens``;
+- then a chunk with finish_reason "length", a ``usage`` chunk (``choices: []``) when
+  ``stream_options.include_usage`` is true, and ``data: [DONE]``.
+Non-streaming requests get one JSON answer after the same total time. Also: GET
+/v1/models, GET /health, GET /stats (requests served, max concurrent seen).
+
+Run: ``python tests/support/pace_server.py --port N --interval-ms 10`` or import it and
+use :func:`start_in_thread`. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MODEL_ID = "pace"
+
+
+@dataclass
+class PaceConfig:
+    interval_ms: float = 10.0
+    ttft_ms: float | None = None  # None: one interval
+    tokens: int = 64
+    concurrency: int = 64
+    model: str = MODEL_ID
+
+
+@dataclass
+class PaceStats:
+    requests: int = 0
+    active: int = 0
+    max_active: int = 0
+    tokens_sent: int = 0
+    starts_ns: list[int] = field(default_factory=list)
+
+
+class HttpRequest:
+    def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
+        self.method, self.path, self.headers, self.body = method, path, headers, body
+
+    @property
+    def keep_alive(self) -> bool:
+        return self.headers.get("connection", "").lower() != "close"
+
+
+async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
+    """One HTTP/1.1 request (Content-Length bodies only); None at a clean EOF."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) < 2:
+        return None
+    headers: dict[str, str] = {}
+    for ln in lines[1:]:
+        if ":" in ln:
+            k, v = ln.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    n = int(headers.get("content-length", "0") or 0)
+    body = await reader.readexactly(n) if n else b""
+    return HttpRequest(parts[0], parts[1].split("?")[0], headers, body)
+
+
+def response_head(status: str, ctype: str, length: int | None, keep_alive: bool) -> bytes:
+    h = [f"HTTP/1.1 {status}", f"Content-Type: {ctype}"]
+    h.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+    h.append("Connection: keep-alive" if keep_alive else "Connection: close")
+    return ("\r\n".join(h) + "\r\n\r\n").encode()
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def sse(obj: object) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+class PaceServer:
+    def __init__(self, config: PaceConfig) -> None:
+        self.config = config
+        self.stats = PaceStats()
+        self._slots: asyncio.Semaphore | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        self._slots = asyncio.Semaphore(self.config.concurrency)
+        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and end every open connection."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            while True:
+                req = await read_request(reader)
+                if req is None:
+                    break
+                await self._handle(req, writer)
+                if not req.keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _json(self, writer: asyncio.StreamWriter, status: str, obj: object, ka: bool) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(response_head(status, "application/json", len(data), ka) + data)
+        await writer.drain()
+
+    async def _handle(self, req: HttpRequest, writer: asyncio.StreamWriter) -> None:
+        ka = req.keep_alive
+        if req.method == "GET" and req.path == "/health":
+            return await self._json(writer, "200 OK", {"status": "ok"}, ka)
+        if req.method == "GET" and req.path == "/v1/models":
+            model = {"id": self.config.model, "object": "model", "owned_by": "pace"}
+            return await self._json(writer, "200 OK", {"object": "list", "data": [model]}, ka)
+        if req.method == "GET" and req.path == "/stats":
+            s = self.stats
+            body = {"requests": s.requests, "max_active": s.max_active, "tokens": s.tokens_sent}
+            return await self._json(writer, "200 OK", body, ka)
+        if req.method == "POST" and req.path in ("/v1/chat/completions", "/v1/completions"):
+            try:
+                body = json.loads(req.body or b"{}")
+                assert isinstance(body, dict)
+            except (ValueError, AssertionError):
+                err = {"error": {"message": "request body is not a JSON object", "code": 400}}
+                return await self._json(writer, "400 Bad Request", err, ka)
+            return await self._generate(req.path.endswith("chat/completions"), body, writer, ka)
+        err = {"error": {"message": f"no route {req.method} {req.path}", "code": 404}}
+        await self._json(writer, "404 Not Found", err, ka)
+
+    async def _generate(
+        self, chat: bool, body: dict, writer: asyncio.StreamWriter, ka: bool
+    ) -> None:
+        cfg = self.config
+        n = int(body.get("max_tokens") or cfg.tokens)
+        if chat:
+            prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        else:
+            prompt = str(body.get("prompt", ""))
+        usage = {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": n,
+            "total_tokens": len(prompt.split()) + n,
+        }
+        stream = bool(body.get("stream"))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        assert self._slots is not None
+        async with self._slots:
+            s = self.stats
+            s.requests += 1
+            s.active += 1
+            s.max_active = max(s.max_active, s.active)
+            try:
+                await self._emit(chat, n, usage, stream, include_usage, writer, ka)
+            finally:
+                s.active -= 1
+
+    async def _emit(
+        self,
+        chat: bool,
+        n: int,
+        usage: dict,
+        stream: bool,
+        include_usage: bool,
+        writer: asyncio.StreamWriter,
+        ka: bool,
+    ) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        ttft = (cfg.ttft_ms if cfg.ttft_ms is not None else cfg.interval_ms) / 1000.0
+        step = cfg.interval_ms / 1000.0
+        rid = f"pace-{self.stats.requests}"
+        obj_kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def choice(text: str | None, finish: str | None) -> dict:
+            if chat:
+                delta = {} if text is None else {"content": text}
+                return {"index": 0, "delta": delta, "finish_reason": finish}
+            return {"index": 0, "text": text or "", "finish_reason": finish}
+
+        def frame(choices: list, extra: dict | None = None) -> bytes:
+            obj = {"id": rid, "object": obj_kind, "model": cfg.model, "choices": choices}
+            if extra:
+                obj.update(extra)
+            return sse(obj)
+
+        if not stream:
+            await asyncio.sleep(max(0.0, t0 + ttft + (n - 1) * step - loop.time()))
+            text = "".join(f"tok{i} " for i in range(n))
+            msg = {"index": 0, "finish_reason": "length"}
+            msg.update(
+                {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
+            )
+            self.stats.tokens_sent += n
+            return await self._json(
+                writer, "200 OK", {"id": rid, "choices": [msg], "usage": usage}, ka
+            )
+        writer.write(response_head("200 OK", "text/event-stream", None, ka))
+        if chat:
+            role = {
+                "index": 0,
+                "delta": {"role": "assistant", "content": ""},
+                "finish_reason": None,
+            }
+            writer.write(chunk(frame([role])))
+        await writer.drain()
+        for i in range(n):
+            delay = t0 + ttft + i * step - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writer.write(chunk(frame([choice(f"tok{i} ", None)])))
+            self.stats.tokens_sent += 1
+            await writer.drain()
+        tail = frame([choice(None if chat else "", "length")])
+        if include_usage:
+            tail += frame([], {"usage": usage})
+        tail += b"data: [DONE]\n\n"
+        writer.write(chunk(tail) + chunk(b""))
+        await writer.drain()
+
+
+def start_in_thread(
+    config: PaceConfig, host: str = "127.0.0.1", port: int = 0
+) -> tuple[int, PaceServer, Callable[[], None]]:
+    """Serve on a daemon thread; returns (port, server, stop)."""
+    loop = asyncio.new_event_loop()
+    server = PaceServer(config)
+    ready: list[int] = []
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        ready.append(loop.run_until_complete(server.start(host, port)))
+        started.set()
+        loop.run_forever()
+
+    th = threading.Thread(target=run, name="pace-server", daemon=True)
+    th.start()
+    if not started.wait(10):
+        raise RuntimeError("pace server did not start")
+
+    def stop() -> None:
+        fut = asyncio.run_coroutine_threadsafe(server.stop(), loop)
+        fut.result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        th.join(5)
+
+    return ready[0], server, stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 = any free port (printed)")
+    ap.add_argument("--interval-ms", type=float, default=10.0, help="gap between tokens")
+    ap.add_argument("--ttft-ms", type=float, default=None, help="first token delay")
+    ap.add_argument("--tokens", type=int, default=64, help="tokens when max_tokens is absent")
+    ap.add_argument("--concurrency", type=int, default=64, help="requests served at once")
+    a = ap.parse_args(argv)
+    cfg = PaceConfig(a.interval_ms, a.ttft_ms, a.tokens, a.concurrency)
+
+    async def serve() -> None:
+        server = PaceServer(cfg)
+        port = await server.start(a.host, a.port)
+        print(f"pace server on http://{a.host}:{port} (interval {cfg.interval_ms} ms)", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,340 @@
+"""What every HTTP engine shares: the reader thread, the client, error wording.
+
+Honest timing: all HTTP reads run on one daemon thread with its own asyncio loop
+(:class:`HttpReader`). Bytes are stamped with ``time.perf_counter_ns()`` in that loop the
+moment a read returns, parsed there into stream events, and handed to the consumer's
+loop through a queue. A consumer that is slow to take events (a busy UI frame, a
+blocking callback) delays when it *sees* an event, never the stamp the event carries.
+
+Timeouts (see :class:`HttpTimeouts`): ``connect`` for the TCP/TLS connection, ``read``
+for the response to begin (headers and the first body bytes: covers queueing and
+prefill), ``stall`` for any gap between body reads after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from tui.core.events import Failed, Finished, StreamEvent
+from tui.engines.base import CancelToken, EngineError, EngineSpec
+
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class HttpTimeouts:
+    """Seconds: connect, response start (read), gap between body reads (stall)."""
+
+    connect: float
+    read: float
+    stall: float
+
+    @classmethod
+    def from_spec(cls, spec: EngineSpec) -> HttpTimeouts:
+        stall = spec.stall_timeout_s or spec.read_timeout_s
+        return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
+
+
+class HttpReader:
+    """The one thread + event loop where HTTP bytes are read and stamped."""
+
+    _lock = threading.Lock()
+    _instance: HttpReader | None = None
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="infertop-http-reader", daemon=True
+        )
+        self._thread.start()
+
+    @classmethod
+    def shared(cls) -> HttpReader:
+        """The process-wide reader, started on first use (never at import)."""
+        with cls._lock:
+            if cls._instance is None or not cls._instance._thread.is_alive():
+                cls._instance = cls()
+            return cls._instance
+
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    async def call(self, coro: Awaitable[Any]) -> Any:
+        """Run ``coro`` on the reader loop and await its result from the caller's loop."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+
+def api_key_from_env(spec: EngineSpec) -> str | None:
+    """The API key named by ``api_key_env``; EngineError if that variable is unset."""
+    if not spec.api_key_env:
+        return None
+    key = os.environ.get(spec.api_key_env)
+    if not key:
+        raise EngineError(
+            f"engine {spec.name!r}: environment variable {spec.api_key_env} "
+            "(api_key_env) is not set"
+        )
+    return key
+
+
+def base_url(spec: EngineSpec) -> str:
+    """The server's base URL without a trailing slash or a trailing /v1."""
+    if not spec.url:
+        raise EngineError(f"engine {spec.name!r} ({spec.kind}) needs a url")
+    url = spec.url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise EngineError(f"not an http(s) URL: {spec.url!r}")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
+    """An AsyncClient for the reader loop (create and use it only there)."""
+    t = HttpTimeouts.from_spec(spec)
+    headers = {"User-Agent": "infertop"}
+    headers.update(spec.headers)
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return httpx.AsyncClient(
+        headers=headers,
+        verify=spec.verify_tls,
+        timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.connect, pool=t.read),
+        limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
+        follow_redirects=False,
+    )
+
+
+def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeouts) -> Failed:
+    """A one-line Failed event for a transport-level exception."""
+    now = time.perf_counter_ns()
+    host = urlsplit(url).netloc
+    if isinstance(exc, httpx.ConnectTimeout):
+        return Failed(
+            now, f"connecting to {host} timed out after {timeouts.connect:g} s", "timeout"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        text = _root_cause_text(exc)
+        low = text.lower()
+        if (
+            "name or service not known" in low
+            or "nodename nor servname" in low
+            or ("name resolution" in low)
+            or "no address associated" in low
+            or "getaddrinfo" in low
+        ):
+            return Failed(now, f"unknown host: {urlsplit(url).hostname} ({text})", "connect")
+        if "refused" in low:
+            return Failed(now, f"connection refused by {host} (is the server running?)", "connect")
+        return Failed(now, f"cannot connect to {host}: {text or type(exc).__name__}", "connect")
+    if isinstance(exc, httpx.ReadTimeout | httpx.PoolTimeout):
+        return Failed(
+            now,
+            f"no response from {host} within the read timeout ({timeouts.read:g} s)",
+            "timeout",
+        )
+    if isinstance(exc, StallTimeout):
+        return Failed(
+            now,
+            f"{host} stopped sending: no data for {timeouts.stall:g} s (stall timeout)",
+            "timeout",
+        )
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return Failed(now, f"{host} closed the connection mid-response ({exc})", "protocol")
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return Failed(now, f"connection to {host} broke: {exc or type(exc).__name__}", "protocol")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return Failed(now, f"bad URL {url!r}: {exc}", "connect")
+    if isinstance(exc, httpx.HTTPError):
+        return Failed(now, f"HTTP error talking to {host}: {exc}", "protocol")
+    return Failed(now, f"{type(exc).__name__}: {exc}", "engine")
+
+
+def _root_cause_text(exc: BaseException) -> str:
+    """The most specific message in an exception chain (anyio hides the OSError)."""
+    texts = []
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError):
+            return "connection refused"
+        for sub in getattr(cur, "exceptions", None) or ():  # an exception group
+            texts.append(_root_cause_text(sub))
+        texts.append(str(cur))
+        cur = cur.__cause__ or cur.__context__
+    unique = list(dict.fromkeys(t for t in texts if t))
+    return "; ".join(unique) or type(exc).__name__
+
+
+class StallTimeout(Exception):
+    """No body bytes for longer than the stall timeout."""
+
+
+def error_message_from_body(body: bytes, content_type: str) -> str:
+    """The server's own error text from an error response body (JSON or plain)."""
+    text = body.decode("utf-8", errors="replace").strip()
+    if "json" in content_type or text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        msg = _find_message(obj)
+        if msg:
+            return msg
+    if "html" in content_type or text.lower().startswith(("<!doctype", "<html")):
+        return "(an HTML page, not an API error: is this an LLM server?)"
+    return " ".join(text.split())[:300] or "(empty body)"
+
+
+def _find_message(obj: Any) -> str | None:
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, dict):
+        for key in ("error", "message", "detail", "msg"):
+            if key in obj:
+                found = _find_message(obj[key])
+                if found:
+                    return found
+    if isinstance(obj, list) and obj:
+        return _find_message(obj[0])
+    return None
+
+
+async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
+    data = b""
+    try:
+        async for part in _with_stall(resp.aiter_raw(), stall):
+            data += part
+            if len(data) >= ERROR_BODY_LIMIT:
+                break
+    except (httpx.HTTPError, StallTimeout):
+        pass
+    return data
+
+
+def http_status_failure(resp: httpx.Response, body: bytes) -> Failed:
+    msg = error_message_from_body(body, resp.headers.get("content-type", ""))
+    return Failed(
+        time.perf_counter_ns(), f"HTTP {resp.status_code} {resp.reason_phrase}: {msg}", "http"
+    )
+
+
+def wrong_content_failure(base: str, resp: httpx.Response, body: bytes, expected: str) -> Failed:
+    """A 2xx answer that is not the streaming format asked for (e.g. a web page)."""
+    ctype = resp.headers.get("content-type", "") or "no content type"
+    return Failed(
+        time.perf_counter_ns(),
+        f"{base} answered {resp.status_code} with {ctype}, not {expected}: "
+        f"{error_message_from_body(body, ctype)}",
+        "protocol",
+    )
+
+
+async def _with_stall(it: AsyncIterator[bytes], stall: float) -> AsyncIterator[bytes]:
+    """Re-yield ``it``, raising StallTimeout when one read waits longer than ``stall``."""
+    while True:
+        try:
+            part = await asyncio.wait_for(it.__anext__(), stall)
+        except StopAsyncIteration:
+            return
+        except asyncio.TimeoutError:
+            raise StallTimeout() from None
+        yield part
+
+
+async def stamped_body(
+    resp: httpx.Response, timeouts: HttpTimeouts
+) -> AsyncIterator[tuple[int, bytes]]:
+    """Body bytes as they arrive, each with the perf_counter_ns of its arrival.
+
+    The first read may wait ``timeouts.read`` (a server can send headers before it has
+    prefilled); every later read may wait ``timeouts.stall``.
+    """
+    it = resp.aiter_bytes()
+    first = True
+    while True:
+        try:
+            part = await asyncio.wait_for(
+                it.__anext__(), timeouts.read if first else timeouts.stall
+            )
+        except StopAsyncIteration:
+            return
+        except asyncio.TimeoutError:
+            if first:
+                raise httpx.ReadTimeout("no body within the read timeout") from None
+            raise StallTimeout() from None
+        t = time.perf_counter_ns()
+        first = False
+        if part:
+            yield t, part
+
+
+Emit = Callable[[StreamEvent], None]
+
+
+async def relay(
+    reader: HttpReader,
+    run: Callable[[Emit], Awaitable[None]],
+    cancel: CancelToken | None,
+) -> AsyncIterator[StreamEvent]:
+    """Run ``run(emit)`` on the reader loop; yield what it emits on the caller's loop.
+
+    ``run`` must emit exactly one Finished or Failed last. Cancelling (the token, or the
+    consumer closing this generator) cancels the HTTP read on the reader loop.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
+
+    def emit(ev: StreamEvent) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, ev)
+
+    async def guarded() -> None:
+        task = asyncio.ensure_future(run(emit))
+        watcher = asyncio.ensure_future(_watch_cancel(cancel)) if cancel else None
+        try:
+            if watcher is None:
+                await task
+                return
+            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if task not in done:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                emit(Finished(time.perf_counter_ns(), "cancelled"))
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug must still end the stream
+            emit(Failed(time.perf_counter_ns(), f"internal error: {type(e).__name__}: {e}"))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    fut = reader.submit(guarded())
+    try:
+        while True:
+            ev = await queue.get()
+            yield ev
+            if isinstance(ev, Finished | Failed):
+                return
+    finally:
+        if not fut.done():
+            fut.cancel()
+
+
+async def _watch_cancel(cancel: CancelToken | None, poll_s: float = 0.02) -> None:
+    while cancel is not None and not cancel.cancelled:
+        await asyncio.sleep(poll_s)

@@ -1,0 +1,320 @@
+"""Ollama on its native API: /api/chat NDJSON streaming, durations as engine truth.
+
+Each streamed line is a JSON object; ``message.content`` carries text; the last line has
+``done: true`` and Ollama's own account in nanoseconds: total_duration, load_duration
+(model load: the cold start), prompt_eval_count / prompt_eval_duration (prefill),
+eval_count / eval_duration (decode). Ollama omits fields that are zero, so a prompt
+served from its cache has no prompt_eval_count: that becomes "not reported" (None),
+never a guessed number. ``keep_alive: 0`` (:meth:`OllamaEngine.unload`) frees the model
+so the next request starts cold. Ollama's counts are tokens it *evaluated*: it does not
+report the prompt's full length.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import httpx
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    FirstByte,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+from tui.engines.base import (
+    CancelToken,
+    Engine,
+    EngineError,
+    EngineInfo,
+    EngineSpec,
+    GenerationRequest,
+)
+from tui.engines.http_common import (
+    Emit,
+    HttpReader,
+    HttpTimeouts,
+    api_key_from_env,
+    base_url,
+    describe_transport_error,
+    http_status_failure,
+    make_client,
+    read_error_body,
+    relay,
+    stamped_body,
+    wrong_content_failure,
+)
+from tui.engines.sse import NDJSONDecoder
+
+NS_PER_MS = 1_000_000
+
+
+def truth_from_final(final: dict[str, Any]) -> EngineTruth:
+    """EngineTruth from the ``done: true`` line (missing fields stay None)."""
+
+    def ns_ms(key: str) -> float | None:
+        v = final.get(key)
+        return v / NS_PER_MS if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    def count(key: str) -> int | None:
+        v = final.get(key)
+        return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
+
+    raw = {k: v for k, v in final.items() if k not in ("message", "model", "created_at")}
+    if "prompt_eval_count" not in final:
+        raw["note"] = "prompt_eval_count omitted (Ollama omits zero: a prompt-cache hit)"
+    eval_count = count("eval_count")
+    return EngineTruth(
+        prompt_tokens=None,
+        prompt_eval_tokens=count("prompt_eval_count"),
+        prompt_ms=ns_ms("prompt_eval_duration"),
+        output_tokens=eval_count,
+        decode_tokens=eval_count,
+        decode_ms=ns_ms("eval_duration"),
+        load_ms=ns_ms("load_duration"),
+        source="ollama durations",
+        raw=raw,
+    )
+
+
+@dataclass
+class _State:
+    final: dict[str, Any] | None = None
+    final_t_ns: int | None = None
+    last_t_ns: int | None = None
+
+
+class OllamaEngine(Engine):
+    kind: ClassVar[str] = "ollama"
+
+    def __init__(self, spec: EngineSpec) -> None:
+        super().__init__(spec)
+        self.base = base_url(spec)
+        self.timeouts = HttpTimeouts.from_spec(spec)
+        self.reader = HttpReader.shared()
+        self.model: str | None = spec.model
+        self.server_models: list[str] = []
+        self.load_ms: float | None = None
+        self.version: str | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    async def _client_ready(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = make_client(self.spec, api_key_from_env(self.spec))
+        return self._client
+
+    async def _request_json(self, method: str, path: str, body: Any = None) -> Any:
+        """Reader loop: one small JSON call; EngineError with a one-line reason."""
+        client = await self._client_ready()
+        try:
+            r = await client.request(method, self.base + path, json=body)
+        except httpx.HTTPError as e:
+            raise EngineError(
+                describe_transport_error(e, self.base, self.timeouts).message
+            ) from None
+        if r.status_code >= 400:
+            raise EngineError(http_status_failure(r, r.content).message)
+        try:
+            return r.json()
+        except ValueError:
+            raise EngineError(f"{self.base}{path} did not return JSON") from None
+
+    async def _prepare(self) -> float:
+        tags = await self._request_json("GET", "/api/tags")
+        models = tags.get("models") if isinstance(tags, dict) else None
+        if not isinstance(models, list):
+            raise EngineError(f"{self.base}/api/tags did not list models: is this Ollama?")
+        self.server_models = [
+            str(m.get("name") or m.get("model")) for m in models if isinstance(m, dict)
+        ]
+        if not self.model:
+            if not self.server_models:
+                raise EngineError(f"Ollama at {self.base} has no models (ollama pull MODEL)")
+            self.model = self.server_models[0]
+        try:
+            v = await self._request_json("GET", "/api/version")
+            self.version = str(v.get("version")) if isinstance(v, dict) else None
+        except EngineError:
+            self.version = None
+        t0 = time.perf_counter_ns()
+        # An /api/generate call with no prompt loads the model (Ollama's documented preload).
+        await self._request_json(
+            "POST", "/api/generate", self._with_keep_alive({"model": self.model, "stream": False})
+        )
+        return (time.perf_counter_ns() - t0) / NS_PER_MS
+
+    def _with_keep_alive(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "keep_alive" in self.spec.options:
+            body["keep_alive"] = self.spec.options["keep_alive"]
+        return body
+
+    async def load(self) -> float:
+        """Load the model on the server (preload request); returns that wall time in ms."""
+        self.load_ms = await self.reader.call(self._prepare())
+        return self.load_ms
+
+    async def unload(self) -> None:
+        """``keep_alive: 0``: the server frees the model; the next request starts cold."""
+        if not self.model:
+            raise EngineError("no model to unload")
+        await self.reader.call(
+            self._request_json(
+                "POST", "/api/generate", {"model": self.model, "keep_alive": 0, "stream": False}
+            )
+        )
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await self.reader.call(client.aclose())
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.spec.name,
+            kind=self.kind,
+            model=self.model or "(unknown)",
+            parameters={"version": self.version},
+            load_ms=self.load_ms,
+            url=self.base,
+            pid=self.spec.options.get("pid"),
+        )
+
+    def build_body(self, request: GenerationRequest) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "num_predict": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        }
+        if request.seed is not None:
+            options["seed"] = request.seed
+        extra = self.spec.options.get("options")
+        if isinstance(extra, dict):
+            options.update(extra)
+        body = {
+            "model": self.model,
+            "messages": request.messages,
+            "stream": True,
+            "options": options,
+        }
+        return self._with_keep_alive(body)
+
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        try:
+            request.validate()
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            yield RequestSent(now)
+            yield Failed(now, str(e), "engine")
+            return
+
+        async def run(emit: Emit) -> None:
+            await self._run(request, emit)
+
+        async for ev in relay(self.reader, run, cancel):
+            yield ev
+
+    async def _run(self, request: GenerationRequest, emit: Emit) -> None:
+        try:
+            client = await self._client_ready()
+            if not self.model:
+                await self._prepare()
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            emit(RequestSent(now))
+            emit(Failed(now, str(e), "connect"))
+            return
+        req = client.build_request("POST", self.base + "/api/chat", json=self.build_body(request))
+        emit(RequestSent(time.perf_counter_ns()))
+        try:
+            resp = await client.send(req, stream=True)
+        except (httpx.HTTPError, OSError) as e:
+            emit(describe_transport_error(e, self.base, self.timeouts))
+            return
+        state = _State()
+        try:
+            if resp.status_code >= 400:
+                emit(http_status_failure(resp, await read_error_body(resp, self.timeouts.stall)))
+                return
+            ctype = resp.headers.get("content-type", "")
+            if "json" not in ctype:
+                raw = await read_error_body(resp, self.timeouts.stall)
+                emit(wrong_content_failure(self.base, resp, raw, "NDJSON"))
+                return
+            await self._read_lines(resp, state, emit)
+            emit(self._end(state))
+        except _ProtocolError as e:
+            emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
+        except _ServerError as e:
+            emit(Failed(time.perf_counter_ns(), str(e), "engine"))
+        except Exception as e:  # noqa: BLE001 - transport faults become Failed events
+            emit(describe_transport_error(e, self.base, self.timeouts))
+        finally:
+            await resp.aclose()
+
+    async def _read_lines(self, resp: httpx.Response, state: _State, emit: Emit) -> None:
+        decoder = NDJSONDecoder()
+        first = True
+        async for t_ns, part in stamped_body(resp, self.timeouts):
+            if first:
+                emit(FirstByte(t_ns))
+                first = False
+            for line in decoder.feed(part):
+                self._line(line, t_ns, state, emit)
+                if state.final is not None:
+                    return
+        rest = decoder.close()
+        if rest:
+            self._line(rest, time.perf_counter_ns(), state, emit)
+
+    def _line(self, line: str, t_ns: int, state: _State, emit: Emit) -> None:
+        state.last_t_ns = t_ns
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise _ProtocolError(f"malformed NDJSON line: {line[:120]!r}") from None
+        if not isinstance(obj, dict):
+            raise _ProtocolError(f"NDJSON line is not an object: {line[:120]!r}")
+        if obj.get("error"):
+            raise _ServerError(f"server error: {obj['error']}")
+        msg = obj.get("message")
+        text = msg.get("content") if isinstance(msg, dict) else obj.get("response")
+        if isinstance(msg, dict) and isinstance(msg.get("thinking"), str):
+            text = (msg["thinking"] or "") + (text or "")
+        if isinstance(text, str) and text:
+            emit(TextChunk(t_ns, text, None))
+        if obj.get("done") is True:
+            state.final = obj
+            state.final_t_ns = t_ns
+            truth = truth_from_final(obj)
+            emit(Usage(t_ns, truth.prompt_eval_tokens, truth.output_tokens))
+            emit(EngineReport(t_ns, truth))
+
+    def _end(self, state: _State) -> StreamEvent:
+        if state.final is None:
+            return Failed(
+                time.perf_counter_ns(),
+                "the stream ended before the server finished (no done: true line): "
+                "the connection was closed mid-stream",
+                "protocol",
+            )
+        reason = str(state.final.get("done_reason") or "stop")
+        return Finished(state.final_t_ns or time.perf_counter_ns(), reason)
+
+
+class _ProtocolError(Exception):
+    pass
+
+
+class _ServerError(Exception):
+    pass

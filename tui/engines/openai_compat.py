@@ -1,0 +1,368 @@
+"""Any OpenAI-compatible server: streaming /v1/chat/completions or /v1/completions.
+
+Requests ask for ``stream_options.include_usage`` so the server counts the tokens. A
+role-only or empty first chunk is not a token (it becomes no TextChunk; its bytes still
+mark TTFR). When the server sends no ``usage``, no Usage event is emitted and the metrics
+label the token count as an estimate. Server-specific engines (llama-server, vLLM)
+subclass :class:`OpenAICompatEngine` and override the small hooks at the bottom.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    FirstByte,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+from tui.engines.base import (
+    CancelToken,
+    Engine,
+    EngineError,
+    EngineInfo,
+    EngineSpec,
+    GenerationRequest,
+)
+from tui.engines.http_common import (
+    Emit,
+    HttpReader,
+    HttpTimeouts,
+    api_key_from_env,
+    base_url,
+    describe_transport_error,
+    error_message_from_body,
+    http_status_failure,
+    make_client,
+    read_error_body,
+    relay,
+    stamped_body,
+    wrong_content_failure,
+)
+from tui.engines.sse import SSEDecoder
+
+
+class StreamProtocolError(Exception):
+    """The server sent something that is not the protocol (kind "protocol")."""
+
+
+class StreamServerError(Exception):
+    """The server reported an error inside the stream (kind "engine")."""
+
+
+@dataclass
+class OpenAIStreamState:
+    """What one streamed response has said so far."""
+
+    endpoint: str
+    done: bool = False  # saw data: [DONE]
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    usage_t_ns: int | None = None
+    last_t_ns: int | None = None
+    counted_tokens: int = 0  # running completion_tokens (continuous usage)
+    extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields
+
+    def on_data(self, data: str, t_ns: int) -> list[StreamEvent]:
+        """Events carried by one SSE ``data`` payload that arrived at ``t_ns``."""
+        self.last_t_ns = t_ns
+        if data.strip() == "[DONE]":
+            self.done = True
+            return []
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise StreamProtocolError(f"malformed stream data: {data[:120]!r}") from None
+        if not isinstance(obj, dict):
+            raise StreamProtocolError(f"stream data is not a JSON object: {data[:120]!r}")
+        if obj.get("error"):
+            raise StreamServerError(error_message_from_body(data.encode(), "json"))
+        out: list[StreamEvent] = []
+        usage = obj.get("usage")
+        tokens: int | None = None
+        if isinstance(usage, dict):
+            self.usage = usage
+            self.usage_t_ns = t_ns
+            ct = usage.get("completion_tokens")
+            if isinstance(ct, int):
+                tokens = ct - self.counted_tokens
+                self.counted_tokens = ct
+        for key in ("timings", "x_groq", "system_fingerprint"):
+            if key in obj:
+                self.extra[key] = obj[key]
+        choices = obj.get("choices") or []
+        if not isinstance(choices, list):
+            raise StreamProtocolError(f"'choices' is not a list: {data[:120]!r}")
+        text = ""
+        for ch in choices:
+            if not isinstance(ch, dict):
+                continue
+            text += _choice_text(ch, self.endpoint)
+            if ch.get("finish_reason"):
+                self.finish_reason = str(ch["finish_reason"])
+        if text:
+            # Per-chunk counts only when the server counts every chunk (continuous usage).
+            out.append(TextChunk(t_ns, text, tokens if tokens is not None and tokens > 0 else None))
+        return out
+
+
+def _choice_text(ch: dict[str, Any], endpoint: str) -> str:
+    if endpoint == "completions":
+        t = ch.get("text")
+        return t if isinstance(t, str) else ""
+    delta = ch.get("delta") or {}
+    if not isinstance(delta, dict):
+        return ""
+    parts = []
+    for key in ("reasoning_content", "reasoning", "content"):
+        v = delta.get(key)
+        if isinstance(v, str) and v:
+            parts.append(v)
+    return "".join(parts)
+
+
+class OpenAICompatEngine(Engine):
+    """Streams from an OpenAI-compatible server (see the module docstring)."""
+
+    kind: ClassVar[str] = "openai"
+
+    def __init__(self, spec: EngineSpec) -> None:
+        super().__init__(spec)
+        self.base = base_url(spec)
+        if spec.endpoint not in ("chat", "completions"):
+            raise EngineError(
+                f"engine {spec.name!r}: endpoint must be 'chat' or 'completions' "
+                f"(got {spec.endpoint!r})"
+            )
+        self.timeouts = HttpTimeouts.from_spec(spec)
+        self.reader = HttpReader.shared()
+        self.model: str | None = spec.model
+        self.server_models: list[str] = []
+        self.load_ms: float | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def load(self) -> float:
+        """Check the server answers and learn its models; returns that time in ms.
+
+        A server is already running, so this is readiness, not a model load.
+        """
+        t0 = time.perf_counter_ns()
+        await self.reader.call(self._prepare())
+        self.load_ms = (time.perf_counter_ns() - t0) / 1e6
+        return self.load_ms
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await self.reader.call(client.aclose())
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.spec.name,
+            kind=self.kind,
+            model=self.model or "(server default)",
+            parameters={"endpoint": self.spec.endpoint},
+            load_ms=self.load_ms,
+            url=self.base,
+            pid=self.spec.options.get("pid"),
+        )
+
+    async def _client_ready(self) -> httpx.AsyncClient:
+        """The client (reader loop only)."""
+        if self._client is None:
+            self._client = make_client(self.spec, api_key_from_env(self.spec))
+        return self._client
+
+    async def _prepare(self) -> None:
+        """Reader loop: make the client, list models, pick one when none is configured."""
+        client = await self._client_ready()
+        try:
+            resp = await client.get(self.base + "/v1/models")
+        except httpx.HTTPError as e:
+            raise EngineError(
+                describe_transport_error(e, self.base, self.timeouts).message
+            ) from None
+        if resp.status_code >= 400:
+            raise EngineError(http_status_failure(resp, resp.content).message)
+        try:
+            data = resp.json().get("data", [])
+            self.server_models = [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+        except (ValueError, AttributeError, TypeError):
+            raise EngineError(f"{self.base}/v1/models did not return a model list") from None
+        if not self.model and self.server_models:
+            self.model = self.server_models[0]
+
+    # --- streaming -------------------------------------------------------------------
+
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        try:
+            request.validate()
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            yield RequestSent(now)
+            yield Failed(now, str(e), "engine")
+            return
+
+        async def run(emit: Emit) -> None:
+            await self._run(request, emit)
+
+        async for ev in relay(self.reader, run, cancel):
+            yield ev
+
+    def url_for(self, endpoint: str) -> str:
+        path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+        return self.base + path
+
+    async def _run(self, request: GenerationRequest, emit: Emit) -> None:
+        """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
+        try:
+            client = await self._client_ready()
+            if self.model is None and not self.server_models:
+                try:
+                    await self._prepare()
+                except EngineError:
+                    pass  # the request itself will report what is wrong
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            emit(RequestSent(now))
+            emit(Failed(now, str(e), "engine"))
+            return
+        body = self.build_body(request)
+        context = await self.before_request()
+        state = OpenAIStreamState(self.spec.endpoint)
+        req = client.build_request("POST", self.url_for(self.spec.endpoint), json=body)
+        emit(RequestSent(time.perf_counter_ns()))
+        try:
+            resp = await client.send(req, stream=True)
+        except (httpx.HTTPError, OSError) as e:
+            emit(describe_transport_error(e, self.base, self.timeouts))
+            return
+        try:
+            if resp.status_code >= 400:
+                emit(http_status_failure(resp, await read_error_body(resp, self.timeouts.stall)))
+                return
+            ctype = resp.headers.get("content-type", "")
+            if "event-stream" not in ctype:
+                raw = await read_error_body(resp, self.timeouts.stall)
+                emit(wrong_content_failure(self.base, resp, raw, "an event stream"))
+                return
+            await self._read_events(resp, state, emit)
+            for ev in await self.finish(state, context):
+                emit(ev)
+        except (StreamProtocolError, StreamServerError) as e:
+            self._emit_partial(state, emit)
+            kind = "protocol" if isinstance(e, StreamProtocolError) else "engine"
+            emit(Failed(time.perf_counter_ns(), str(e), kind))
+        except (httpx.HTTPError, OSError, Exception) as e:  # noqa: BLE001
+            self._emit_partial(state, emit)
+            emit(describe_transport_error(e, self.base, self.timeouts))
+        finally:
+            await resp.aclose()
+
+    async def _read_events(
+        self, resp: httpx.Response, state: OpenAIStreamState, emit: Emit
+    ) -> None:
+        decoder = SSEDecoder()
+        first = True
+        async for t_ns, part in stamped_body(resp, self.timeouts):
+            if first:
+                emit(FirstByte(t_ns))
+                first = False
+            for sse in decoder.feed(part):
+                for ev in state.on_data(sse.data, t_ns):
+                    emit(ev)
+                if state.done:
+                    return
+        now = time.perf_counter_ns()
+        for sse in decoder.close():
+            for ev in state.on_data(sse.data, now):
+                emit(ev)
+
+    def _emit_partial(self, state: OpenAIStreamState, emit: Emit) -> None:
+        """Before a Failed: pass on the token counts the server already gave."""
+        if state.usage is not None and state.usage_t_ns is not None:
+            emit(_usage_event(state))
+
+    # --- hooks for server-specific engines -------------------------------------------
+
+    def build_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The JSON body. Only standard OpenAI fields here (strict servers reject others)."""
+        body: dict[str, Any] = {
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        }
+        if self.model:
+            body["model"] = self.model
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if self.spec.endpoint == "chat":
+            body["messages"] = request.messages
+        else:
+            # Raw completion: the message contents, joined; no chat template is applied.
+            body["prompt"] = "\n".join(m.get("content", "") for m in request.messages)
+        extra = self.spec.options.get("extra_body")
+        if isinstance(extra, dict):
+            body.update(extra)
+        return body
+
+    async def before_request(self) -> Any:
+        """Reader loop, before RequestSent: gather what ``finish`` compares against."""
+        return None
+
+    def engine_truth(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+        """The server's own numbers for this request, if it gives any."""
+        return None
+
+    async def finish(self, state: OpenAIStreamState, context: Any) -> list[StreamEvent]:
+        """Reader loop, after the body ended: Usage, EngineReport, then Finished/Failed."""
+        out: list[StreamEvent] = []
+        if state.usage is not None:
+            out.append(_usage_event(state))
+        t_end = state.last_t_ns or time.perf_counter_ns()
+        if not state.done and state.finish_reason is None:
+            out.append(
+                Failed(
+                    time.perf_counter_ns(),
+                    "the stream ended before the server finished (no finish_reason, no [DONE]): "
+                    "the connection was closed mid-stream",
+                    "protocol",
+                )
+            )
+            return out
+        truth = await self.truth_after(state, context)
+        if truth is not None:
+            out.append(EngineReport(t_end, truth))
+        out.append(Finished(t_end, state.finish_reason or "stop"))
+        return out
+
+    async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+        return self.engine_truth(state, context)
+
+
+def _usage_event(state: OpenAIStreamState) -> Usage:
+    u = state.usage or {}
+    pt, ct = u.get("prompt_tokens"), u.get("completion_tokens")
+    return Usage(
+        state.usage_t_ns or time.perf_counter_ns(),
+        pt if isinstance(pt, int) else None,
+        ct if isinstance(ct, int) else None,
+    )

@@ -1,0 +1,139 @@
+"""Incremental decoders for streamed HTTP bodies: Server-Sent Events and NDJSON.
+
+Both take bytes exactly as they arrive (any split, even inside a UTF-8 character or a
+line ending) and return the complete items found so far. They never see a clock: the
+caller stamps the bytes when it reads them and gives every item parsed from those bytes
+that stamp, which is when the item became available to the client.
+
+SSE follows the WHATWG "event stream" rules that matter for LLM servers: lines end in
+CRLF, LF or CR; a line starting with ``:`` is a comment; ``field: value`` strips one
+space after the colon; a line without a colon is a field with an empty value; ``data``
+lines of one event are joined with ``\\n``; a blank line dispatches the event; an event
+with no data is not dispatched. ``id`` and ``retry`` are kept but unused.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched Server-Sent Event."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class _LineSplitter:
+    """Bytes in, complete text lines out (CRLF, LF or CR end a line)."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buf = ""
+        self._pending_cr = False
+
+    def feed(self, data: bytes) -> list[str]:
+        text = self._decoder.decode(data)
+        if self._pending_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF split across two reads
+        self._pending_cr = False
+        self._buf += text
+        lines: list[str] = []
+        start = 0
+        buf = self._buf
+        i = 0
+        n = len(buf)
+        while i < n:
+            ch = buf[i]
+            if ch == "\n" or ch == "\r":
+                lines.append(buf[start:i])
+                if ch == "\r":
+                    if i + 1 < n:
+                        if buf[i + 1] == "\n":
+                            i += 1
+                    else:
+                        self._pending_cr = True
+                start = i + 1
+            i += 1
+        self._buf = buf[start:]
+        return lines
+
+    @property
+    def remainder(self) -> str:
+        """Text after the last line ending (an unfinished line)."""
+        return self._buf + self._decoder.decode(b"", final=True)
+
+
+class SSEDecoder:
+    """Feed bytes, get the events completed by them."""
+
+    def __init__(self) -> None:
+        self._lines = _LineSplitter()
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        for line in self._lines.feed(data):
+            ev = self._line(line)
+            if ev is not None:
+                out.append(ev)
+        return out
+
+    def _line(self, line: str) -> SSEEvent | None:
+        if line == "":
+            if not self._data:
+                self._event = ""
+                return None
+            ev = SSEEvent("\n".join(self._data), self._event or "message", self._id)
+            self._data = []
+            self._event = ""
+            return ev
+        if line.startswith(":"):
+            return None
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        return None  # "retry" and unknown fields are ignored, as the spec says
+
+    def close(self) -> list[SSEEvent]:
+        """End of body: the event left unfinished, if any.
+
+        The spec drops an event that is not followed by a blank line; servers that end
+        the body right after the last ``data:`` line exist, so such an event is returned
+        here and the caller decides what it means.
+        """
+        rest = self._lines.remainder
+        out: list[SSEEvent] = []
+        if rest:
+            ev = self._line(rest)
+            if ev is not None:
+                out.append(ev)
+        if self._data:
+            out.append(SSEEvent("\n".join(self._data), self._event or "message", self._id))
+            self._data = []
+        return out
+
+
+class NDJSONDecoder:
+    """Feed bytes, get complete JSON lines (as text; blank lines skipped)."""
+
+    def __init__(self) -> None:
+        self._lines = _LineSplitter()
+
+    def feed(self, data: bytes) -> list[str]:
+        return [ln for ln in self._lines.feed(data) if ln.strip()]
+
+    def close(self) -> str:
+        """The unfinished last line (no newline at the end of the body), or ''."""
+        return self._lines.remainder.strip()

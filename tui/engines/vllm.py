@@ -1,0 +1,95 @@
+"""vLLM's OpenAI server, with engine truth taken from its Prometheus /metrics.
+
+vLLM's stream carries no timings, but its /metrics histograms do. Around each request
+the engine scrapes /metrics before sending and after the stream ends; when exactly one
+request finished in between (e2e_request_latency count grew by 1), that request's
+prefill time (request_prefill_time_seconds), decode time (request_decode_time_seconds,
+first to last token: N − 1 tokens), queue time and token counters are its own. With
+other requests overlapping the window nothing can be attributed, and no engine truth is
+reported (never a guess). Option ``metrics_truth = false`` turns the scrapes off.
+Option ``continuous_usage_stats = true`` asks vLLM for usage on every chunk, which gives
+exact per-chunk token counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import httpx
+
+from tui.core.events import EngineTruth
+from tui.engines.base import GenerationRequest
+from tui.engines.openai_compat import OpenAICompatEngine, OpenAIStreamState
+from tui.telemetry.prometheus import Scrape, ScrapeError, counter_delta, parse
+
+E2E = "vllm:e2e_request_latency_seconds"
+SETTLE_S = 1.0  # vLLM records a finished request's stats just after the last chunk
+
+
+def truth_from_scrapes(a: Scrape, b: Scrape) -> EngineTruth | None:
+    """The one request that finished between scrapes a and b, or None."""
+    if counter_delta(a, b, E2E + "_count") != 1:
+        return None
+
+    def seconds(name: str) -> float | None:
+        d = counter_delta(a, b, name + "_sum")
+        return None if d is None else d * 1000.0
+
+    out = counter_delta(a, b, "vllm:generation_tokens_total")
+    prompt = counter_delta(a, b, "vllm:prompt_tokens_total")
+    out_n = None if out is None else int(out)
+    cached = counter_delta(a, b, "vllm:prefix_cache_hits_total")
+    return EngineTruth(
+        prompt_tokens=None if prompt is None else int(prompt),
+        prompt_eval_tokens=None if prompt is None else int(prompt - (cached or 0)),
+        prompt_ms=seconds("vllm:request_prefill_time_seconds"),
+        output_tokens=out_n,
+        decode_tokens=None if out_n is None else max(out_n - 1, 0),
+        decode_ms=seconds("vllm:request_decode_time_seconds"),
+        cached_tokens=None if cached is None else int(cached),
+        source="vllm /metrics (one request in the window)",
+        raw={
+            "queue_ms": seconds("vllm:request_queue_time_seconds"),
+            "e2e_ms": seconds(E2E),
+            "ttft_ms": seconds("vllm:time_to_first_token_seconds"),
+        },
+    )
+
+
+class VLLMEngine(OpenAICompatEngine):
+    kind: ClassVar[str] = "vllm"
+
+    def build_body(self, request: GenerationRequest) -> dict[str, Any]:
+        body = super().build_body(request)
+        if self.spec.options.get("continuous_usage_stats"):
+            body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+        if request.ignore_eos:
+            body["ignore_eos"] = True
+        return body
+
+    async def _scrape(self) -> Scrape | None:
+        client = await self._client_ready()
+        try:
+            r = await client.get(self.base + "/metrics")
+            return parse(r.text) if r.status_code == 200 else None
+        except (httpx.HTTPError, ScrapeError):
+            return None
+
+    async def before_request(self) -> Any:
+        if self.spec.options.get("metrics_truth", True) is False:
+            return None
+        return await self._scrape()
+
+    async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+        if not isinstance(context, Scrape):
+            return None
+        deadline = asyncio.get_running_loop().time() + SETTLE_S
+        while True:
+            after = await self._scrape()
+            if after is None:
+                return None
+            grown = counter_delta(context, after, E2E + "_count")
+            if grown is None or grown >= 1 or asyncio.get_running_loop().time() > deadline:
+                return truth_from_scrapes(context, after)
+            await asyncio.sleep(0.02)
