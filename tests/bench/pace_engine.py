@@ -8,7 +8,9 @@ c ≤ slots requests in flight the total rate is c times the single-request rate
 with c > slots it saturates at η = slots.
 
 Options (EngineSpec.options): ttft_ms, token_ms, slots, fail ("always" fails every
-request), reload_ms (restart hook), tokenizer (bool: offer count_prompt_tokens).
+request), reload_ms (restart hook), tokenizer (bool: offer count_prompt_tokens),
+late_sent (bool: stamp RequestSent only once a slot is free, like an engine whose queue
+sits before its own clock starts).
 """
 
 from __future__ import annotations
@@ -66,13 +68,17 @@ class PaceEngine(Engine):
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         now = time.perf_counter_ns
-        yield RequestSent(now())
+        late = bool(self.spec.options.get("late_sent"))
+        if not late:
+            yield RequestSent(now())
         if self.fail == "always":
             await asyncio.sleep(0.001)
             yield Failed(now(), "pace engine: told to fail every request", "http")
             return
         assert self._sem is not None
         async with self._sem:
+            if late:
+                yield RequestSent(now())
             await asyncio.sleep(self.ttft_ms / 1000)
             for i in range(request.max_tokens):
                 if cancel is not None and cancel.cancelled:

@@ -148,3 +148,16 @@ async def test_progress_updates_count_to_the_total():
     done = [u for u in seen if u.record is not None]
     assert done[-1].done == done[-1].total == 1 + 3 + 6
     assert done[-1].eta_s == pytest.approx(0.0)
+
+
+async def test_engine_side_queue_before_request_sent_is_pointed_out():
+    # one slot, 3 in flight, RequestSent stamped only when a slot frees: the wait is not
+    # in TTFT, so the report must say where it went
+    _, res = await run(plan(concurrency=[3]), [pace(slots=1, late_sent=True)])
+    s = summarize_result(res)
+    lv = s["engines"][0]["levels"][0]
+    assert lv["pre_send_wait_ms"]["p90"] > 100
+    assert lv["percentiles"]["ttft_ms"]["p90"] < 60  # TTFT itself stays ~20 ms
+    assert any("inside the engine before it stamped them sent" in n for n in s["fairness"])
+    _, res = await run(plan(concurrency=[3]), [pace(slots=1)])
+    assert not any("stamped them sent" in n for n in summarize_result(res)["fairness"])

@@ -31,6 +31,7 @@ CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_
 PERCENTILE_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 COMPARED = ("decode_tps", "prefill_tps", "ttft_ms", "e2e_ms")
 PROMPT_MISMATCH = 0.02  # prompt token counts differing by more than 2 % are flagged
+PRE_SEND_WAIT_NOTE_MS = 5.0  # an engine-side queue longer than this is pointed out
 
 
 def metric_values(records: list[RequestRecord], name: str) -> list[float]:
@@ -106,6 +107,9 @@ def summarize_level(
         "prompt_tokens_median": _median_or_none(
             [r.metrics.prompt_tokens for r in ok if r.metrics.prompt_tokens is not None]
         ),
+        "pre_send_wait_ms": summarize(
+            [r.pre_send_wait_ms for r in recs if r.pre_send_wait_ms is not None]
+        ).to_dict(),
         "short_outputs": sum(1 for r in ok if (r.metrics.output_tokens or 0) < max_tokens),
         "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
         "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
@@ -242,6 +246,14 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
             )
         if any(lv["output_tokens_estimated"] for lv in e["levels"]):
             notes.append(f"{e['name']}: output tokens counted from chunks (engine gives none)")
+        for lv in e["levels"]:
+            wait = lv["pre_send_wait_ms"]
+            if wait.get("n") and (wait.get("p90") or 0) > PRE_SEND_WAIT_NOTE_MS:
+                notes.append(
+                    f"{e['name']} {lv['label']}: requests waited p50 {wait['p50']:.0f} ms / "
+                    f"p90 {wait['p90']:.0f} ms inside the engine before it stamped them sent; "
+                    "that queue time is not in TTFT (pre_send_wait_ms in report.csv)"
+                )
         if any(lv["prefill_estimated"] for lv in e["levels"]):
             notes.append(f"{e['name']}: prompt tok/s is an estimate (prompt tokens / TTFT)")
     notes.append("prompt-cache reuse: off (cache_prompt=false) and every prompt is distinct")

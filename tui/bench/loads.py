@@ -118,6 +118,7 @@ class RequestDriver:
             rate=rate,
             load_ms=load_ms,
             prompt_tokens_target=prompt_tokens_target,
+            pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
         )
         if notify and self.on_record is not None:
             self.on_record(record)

@@ -36,6 +36,10 @@ class RequestRecord:
     rate: float | None = None
     load_ms: float | None = None  # cold phase: the time to ready before this request
     prompt_tokens_target: int | None = None
+    # bench called stream() → the engine's RequestSent. Near 0 for engines that stamp the
+    # request when it is submitted; a queue inside the engine that stamps later shows here
+    # (that wait is then not inside the engine-stamped TTFT).
+    pre_send_wait_ms: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,6 +64,7 @@ class RequestRecord:
             "t_end_s": self.t_end_s,
             "load_ms": self.load_ms,
             "prompt_tokens_target": self.prompt_tokens_target,
+            "pre_send_wait_ms": self.pre_send_wait_ms,
             "metrics": self.metrics.to_dict(),
             "timeline": self.timeline.to_dict(),
             "engine_truth": truth.to_dict() if truth is not None else None,
@@ -94,6 +99,7 @@ class RequestRecord:
             rate=d.get("rate"),
             load_ms=d.get("load_ms"),
             prompt_tokens_target=d.get("prompt_tokens_target"),
+            pre_send_wait_ms=d.get("pre_send_wait_ms"),
         )
 
 

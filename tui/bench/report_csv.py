@@ -18,6 +18,7 @@ COLUMNS = (
     "t_start_s",
     "t_end_s",
     "load_ms",
+    "pre_send_wait_ms",
     "ttft_ms",
     "ttfr_ms",
     "itl_ms_p50",
@@ -47,6 +48,7 @@ _RECORD_KEYS = {
     "t_start_s",
     "t_end_s",
     "load_ms",
+    "pre_send_wait_ms",
 }
 
 
