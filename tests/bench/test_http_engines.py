@@ -134,3 +134,27 @@ async def test_real_llama_server_bench(tmp_path, model_path):
         assert m.output_tokens == 16  # ignore_eos honoured
         assert m.prefill_tps_source == "engine"  # llama-server timings
         assert r.timeline.truth is not None and r.timeline.truth.cached_tokens == 0
+
+
+@pytest.mark.vllm
+@pytest.mark.engine
+async def test_real_vllm_bench(tmp_path):
+    """vLLM's CPU build (its own venv): a tiny bench; skipped loudly where it cannot start."""
+    import servers
+
+    try:
+        sp = servers.start_vllm_server(tmp_path)
+    except servers.ServerStartError as e:
+        servers.unavailable("vLLM", str(e))
+    try:
+        p = plan(runs=2, warmup=1, max_tokens=8, prompt_tokens=64, concurrency=[1, 2])
+        e, res = await bench(p, EngineSpec("vllm", "vllm", url=sp.url, model="smollm2"))
+    finally:
+        sp.stop()
+    assert e["error"] is None and e["failed"] == 0 and e["ok"] == 6
+    assert e["prompt"]["method"] == "usage probe"
+    assert abs(e["prompt"]["counted_tokens"] - 64) <= 2
+    for r in res.engines[0].measured():
+        # vLLM's role-only first chunk must not count as the first token
+        assert r.metrics.output_tokens == 8 and r.metrics.ttft_ms > r.metrics.ttfr_ms
+    assert e["levels"][1]["eta"] is not None
