@@ -138,6 +138,8 @@ def test_pace_bench_through_cli_with_preset_overrides(cli_env, tmp_path):
             "1,2",
             "--slo",
             "ttft_ms=1000",
+            "--rate",
+            "50",
             "--out",
             str(out),
         ],
@@ -151,7 +153,10 @@ def test_pace_bench_through_cli_with_preset_overrides(cli_env, tmp_path):
     # explicit flags win over the preset; the rest comes from the preset
     assert (plan["runs"], plan["max_tokens"], plan["concurrency"]) == (3, 6, [1, 2])
     assert (plan["preset"], plan["n_ctx"], plan["temperature"]) == ("seed-post", 2048, 0.7)
-    assert plan["slo"] == {"ttft_ms": 1000.0}
+    assert plan["slo"] == {"ttft_ms": 1000.0} and plan["rate"] == 50.0
+    levels = json.loads((out / "report.json").read_text())["summary"]["engines"][0]["levels"]
+    assert [lv["label"] for lv in levels] == ["c=1", "c=2", "rate=50"]
+    assert all(lv["goodput"]["good"] == lv["ok"] == lv["requests"] for lv in levels)
 
 
 @pytest.mark.engine

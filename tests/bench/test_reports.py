@@ -77,6 +77,7 @@ def test_markdown_shows_the_json_summary(report_dir):
     report = load_report(report_dir)
     md = (report_dir / "report.md").read_text()
     assert not report["partial"] and "PARTIAL" not in md
+    assert report["summary"]["bootstrap_resamples"] == 2000 and "(2000 resamples)" in md
     for e in report["summary"]["engines"]:
         c1 = e["levels"][0]
         assert ci(c1["medians"]["decode_tps"]) in md
@@ -139,3 +140,14 @@ def test_load_report_rejects_other_files(tmp_path):
     (tmp_path / "report.json").write_text("{")
     with pytest.raises(ValueError, match="not valid JSON"):
         load_report(tmp_path)
+
+
+def test_ecdf_is_exact_for_short_and_thinned_for_long_samples():
+    from tui.bench.svg import ECDF_POINTS, ecdf_points
+
+    assert ecdf_points([3.0, 1.0, 2.0]) == [(1.0, 0.0), (1.0, 1 / 3), (2.0, 2 / 3), (3.0, 1.0)]
+    long = [float(i) for i in range(10_000)]
+    pts = ecdf_points(long)
+    assert len(pts) <= ECDF_POINTS + 2
+    assert pts[-1] == (9999.0, 1.0) and pts[1] == (0.0, 1 / 10_000)
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(pts, pts[1:]))

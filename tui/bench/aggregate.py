@@ -47,12 +47,14 @@ def metric_values(records: list[RequestRecord], name: str) -> list[float]:
     return out
 
 
-def interval_dict(values: list[float], seed: int = 0) -> dict[str, Any] | None:
+def interval_dict(
+    values: list[float], seed: int = 0, n_boot: int = N_BOOT
+) -> dict[str, Any] | None:
     if not values:
         return None
     if len(values) < 2:
         return {"estimate": values[0], "low": None, "high": None, "n": 1}
-    iv: Interval = bootstrap_ci(values, median, n_boot=N_BOOT, seed=seed)
+    iv: Interval = bootstrap_ci(values, median, n_boot=n_boot, seed=seed)
     return {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "n": len(values)}
 
 
@@ -71,8 +73,19 @@ def meets_slo(record: RequestRecord, slo: dict[str, float]) -> bool:
     return True
 
 
+def level_total_tps(level: LevelRun) -> float | None:
+    """Σ output tokens of ok requests / the level's wall time."""
+    ok = [r for r in level.records if r.ok]
+    wall = level.wall_s
+    return sum(r.metrics.output_tokens or 0 for r in ok) / wall if (wall and ok) else None
+
+
 def summarize_level(
-    level: LevelRun, single_tps: float | None, slo: dict[str, float], max_tokens: int
+    level: LevelRun,
+    single_tps: float | None,
+    slo: dict[str, float],
+    max_tokens: int,
+    n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
     recs = [r for r in level.records if r.status != "cancelled"]
     ok = [r for r in recs if r.ok]
@@ -103,7 +116,7 @@ def summarize_level(
             "tpot_ms": summarize(metric_values(ok, "tpot_ms")).to_dict(),
             "e2e_ms": summarize(metric_values(ok, "e2e_ms")).to_dict(),
         },
-        "medians": {k: interval_dict(metric_values(ok, k)) for k in CI_METRICS},
+        "medians": {k: interval_dict(metric_values(ok, k), n_boot=n_boot) for k in CI_METRICS},
         "prompt_tokens_median": _median_or_none(
             [r.metrics.prompt_tokens for r in ok if r.metrics.prompt_tokens is not None]
         ),
@@ -116,7 +129,7 @@ def summarize_level(
     }
     if level.kind == "cold":
         loads = [r.load_ms for r in recs if r.load_ms is not None]
-        out["load_ms"] = interval_dict(loads)
+        out["load_ms"] = interval_dict(loads, n_boot=n_boot)
     if slo:
         good = [r for r in ok if meets_slo(r, slo)]
         out["goodput"] = {
@@ -143,14 +156,14 @@ def headline_level(run: EngineRun) -> LevelRun | None:
     return run.levels[0] if run.levels else None
 
 
-def summarize_engine(run: EngineRun, result: BenchResult) -> dict[str, Any]:
+def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
     plan = result.plan
     head = headline_level(run)
     c1 = next((lv for lv in run.levels if lv.concurrency == 1), None)
     single = None
     if c1 is not None:
-        single = summarize_level(c1, None, {}, plan.max_tokens)["total_tps"]
-    levels = [summarize_level(lv, single, plan.slo, plan.max_tokens) for lv in run.levels]
+        single = level_total_tps(c1)
+    levels = [summarize_level(lv, single, plan.slo, plan.max_tokens, n_boot) for lv in run.levels]
     measured = run.measured()
     failures = [
         {
@@ -177,7 +190,7 @@ def summarize_engine(run: EngineRun, result: BenchResult) -> dict[str, Any]:
         "headline": head.label if head else None,
         "single_request_tps": single,
         "levels": levels,
-        "cold": summarize_level(run.cold, None, {}, plan.max_tokens) if run.cold else None,
+        "cold": summarize_level(run.cold, None, {}, plan.max_tokens, n_boot) if run.cold else None,
         "requests": len([r for r in measured if r.status != "cancelled"]),
         "ok": sum(1 for r in measured if r.ok),
         "failed": len(failures),
@@ -189,7 +202,7 @@ def summarize_engine(run: EngineRun, result: BenchResult) -> dict[str, Any]:
     return out
 
 
-def compare(result: BenchResult) -> list[dict[str, Any]]:
+def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[dict[str, Any]]:
     """Ratios of each engine's headline medians to the first engine's, with intervals."""
     runs = [r for r in result.engines if headline_level(r) is not None]
     out: list[dict[str, Any]] = []
@@ -206,7 +219,7 @@ def compare(result: BenchResult) -> list[dict[str, Any]]:
             b = metric_values(base_level.records, metric)
             if not a or not b or median(b) == 0:
                 continue
-            iv = ratio_ci(a, b, median, n_boot=N_BOOT)
+            iv = ratio_ci(a, b, median, n_boot=n_boot)
             out.append(
                 {
                     "metric": metric,
@@ -260,10 +273,13 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def summarize_result(result: BenchResult) -> dict[str, Any]:
-    engines = [summarize_engine(r, result) for r in result.engines]
+def summarize_result(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """Everything report.json's "summary" holds. ``n_boot``: bootstrap resamples per
+    interval (checkpoints written mid-bench use fewer; the number is recorded)."""
+    engines = [summarize_engine(r, result, n_boot) for r in result.engines]
     return {
         "engines": engines,
-        "comparisons": compare(result),
+        "comparisons": compare(result, n_boot),
+        "bootstrap_resamples": n_boot,
         "fairness": fairness(result, engines),
     }

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tui.bench.aggregate import summarize_result
+from tui.bench.aggregate import N_BOOT, summarize_result
 from tui.bench.atomic import write_atomic
 from tui.bench.report_csv import csv_text
 from tui.bench.report_md import markdown
@@ -36,7 +36,7 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def build_report(result: BenchResult) -> dict[str, Any]:
+def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
     engines = []
     for run in result.engines:
         engines.append(
@@ -58,14 +58,21 @@ def build_report(result: BenchResult) -> dict[str, Any]:
             "plan": result.plan.to_dict(),
             "environment": result.environment,
             "engines": engines,
-            "summary": summarize_result(result),
+            "summary": summarize_result(result, n_boot),
         }
     )
 
 
-def write_report(result: BenchResult, out: Path) -> list[Path]:
+CHECKPOINT_BOOT = 200  # resamples in the reports written while the bench still runs
+
+
+def write_report(result: BenchResult, out: Path, n_boot: int = N_BOOT) -> list[Path]:
     """Write every report file into ``out`` (which must exist); return their paths."""
-    report = build_report(result)
+    return write_report_dict(build_report(result, n_boot), out)
+
+
+def write_report_dict(report: dict[str, Any], out: Path) -> list[Path]:
+    """Write the files of an already built report (see :func:`build_report`)."""
     written: list[Path] = []
     # JSON last: a reader that sees the new report.json also finds its companions.
     for name, text in (("report.csv", csv_text(report)), ("report.md", markdown(report))):

@@ -281,7 +281,8 @@ def markdown(report: dict[str, Any]) -> str:
         "chunks, per token. TPOT: (e2e − TTFT) / (output tokens − 1). Decode tok/s: "
         "(output tokens − 1) / (last − first content chunk). Total tok/s: output tokens of a "
         "level / its wall time. η = total tok/s ÷ the c=1 total tok/s (ideal: η = c). "
-        "Intervals: percentile bootstrap of the median over requests (2000 resamples).",
+        "Intervals: percentile bootstrap of the median over requests "
+        f"({summary.get('bootstrap_resamples', '?')} resamples).",
         "",
     ]
     return "\n".join(lines)

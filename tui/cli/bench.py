@@ -113,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
     from tui.bench.environment import environment
-    from tui.bench.report import write_report
+    from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
     from tui.cli.bench_progress import progress_display
 
@@ -122,20 +122,19 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
 
         def checkpoint(result: Any) -> None:
             try:
-                write_report(result, out)
+                write_report(result, out, CHECKPOINT_BOOT)
             except OSError as e:
                 display.message(f"checkpoint not written: {e}")
 
         runner.checkpoint = checkpoint
         result = asyncio.run(_run_with_sigint(runner, display))
+    report = build_report(result)
     try:
-        written = write_report(result, out)
+        written = write_report_dict(report, out)
     except OSError as e:
         print(f"infertop bench: error: the report could not be written: {e}", file=sys.stderr)
         return EXIT_WRITE
-    from tui.bench.aggregate import summarize_result
-
-    summary = summarize_result(result)
+    summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
     if result.partial:
         return EXIT_INTERRUPTED

@@ -238,21 +238,21 @@ class BenchScreen(Screen):
 
     def _bench_thread(self, runner: BenchRunner, out: Path) -> None:
         """In the worker thread: its own event loop; results come back as messages."""
-        from tui.bench.aggregate import summarize_result
-        from tui.bench.report import write_report
+        from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
         from tui.bench.runner import run_bench
 
         def checkpoint(result: BenchResult) -> None:
             try:
-                write_report(result, out)
+                write_report(result, out, CHECKPOINT_BOOT)
             except OSError:
                 pass  # the final write reports the error
 
         runner.checkpoint = checkpoint
         try:
             result = run_bench(runner)
-            write_report(result, out)
-            summary = summarize_result(result)
+            report = build_report(result)
+            write_report_dict(report, out)
+            summary = report["summary"]
         except Exception as e:  # noqa: BLE001 - shown in the UI, the app stays up
             self.post_message(BenchDone(None, out, True, f"{type(e).__name__}: {e}"))
             return
