@@ -104,3 +104,13 @@ async def test_escape_leaves_the_screen(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is not screen
+
+
+async def test_without_a_config_the_screen_uses_the_apps(tmp_path):
+    screen = BenchScreen(reports_dir=tmp_path)
+    app = Host(screen)
+    app.config = config()  # type: ignore[attr-defined]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert screen.query_one("#engines", Input).value == "p"
+        assert screen.config is app.config  # type: ignore[attr-defined]
