@@ -50,14 +50,20 @@ async def main(runs: int, n_tokens: int, threads: int) -> None:
     for i in range(runs):
         tl = await run_request(engine, request)
         ours.append(compute_metrics(tl).decode_tps)
-        bare.append(await loop.run_in_executor(engine._executor, bare_decode_tps, engine._llm, request))
+        bare.append(
+            await loop.run_in_executor(engine._executor, bare_decode_tps, engine._llm, request)
+        )
         print(f"run {i + 1}/{runs}: ours {ours[-1]:7.2f} tok/s   bare {bare[-1]:7.2f} tok/s")
     await engine.close()
     ratios = [o / b for o, b in zip(ours, bare)]
-    print(f"\nmedian decode tok/s: ours {statistics.median(ours):.2f}, "
-          f"bare {statistics.median(bare):.2f}")
-    print(f"ratio ours/bare: median {statistics.median(ratios):.4f} "
-          f"(min {min(ratios):.4f}, max {max(ratios):.4f}); goal >= 0.98")
+    print(
+        f"\nmedian decode tok/s: ours {statistics.median(ours):.2f}, "
+        f"bare {statistics.median(bare):.2f}"
+    )
+    print(
+        f"ratio ours/bare: median {statistics.median(ratios):.4f} "
+        f"(min {min(ratios):.4f}, max {max(ratios):.4f}); goal >= 0.98"
+    )
 
 
 if __name__ == "__main__":
