@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tui.engines.base import EngineError
 from tui.engines.detect import detect_server, spec_from_url
 from tui.engines.registry import create_engine
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pace_server_is_generic_openai(pace: str) -> None:
@@ -49,3 +57,40 @@ def test_a_web_page_is_not_an_llm_server(faults: str) -> None:
 def test_not_a_url() -> None:
     with pytest.raises(EngineError, match="not an http"):
         detect_server("ftp://example.com")
+
+
+def _cli(args: list[str], tmp_path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, INFERTOP_CONFIG="", XDG_CONFIG_HOME=str(tmp_path))
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def test_doctor_url_says_what_it_found(ollama_emu, tmp_path) -> None:
+    url, _ = ollama_emu
+    out = _cli(["doctor", "--no-load", "--url", url], tmp_path)
+    line = next(ln for ln in out.stdout.splitlines() if "server" in ln and url in ln)
+    assert line.startswith("[ok]") and "ollama at" in line and "smollm2:135m" in line
+
+
+def test_doctor_url_with_nothing_there(closed_port_url: str, tmp_path) -> None:
+    out = _cli(["doctor", "--no-load", "--url", closed_port_url], tmp_path)
+    line = next(ln for ln in out.stdout.splitlines() if closed_port_url in ln)
+    assert line.startswith("[--]") and "connection refused" in line
+
+
+def test_run_url_without_config(pace: str, tmp_path) -> None:
+    out = _cli(
+        ["run", "--url", pace, "--prompt", "one two", "--max-tokens", "5", "--json"], tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["kind"] == "openai" and res["model"] == "pace"
+    assert res["output_tokens"] == 5 and res["text"] == "tok0 tok1 tok2 tok3 tok4 "
+    assert res["engine_truth"] is None  # a generic server reports none; nothing is invented

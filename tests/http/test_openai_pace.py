@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import urllib.request
 
+import pace_server
 from streams import collect
 
 from tui.core.events import Finished, TextChunk
@@ -87,3 +89,24 @@ async def test_without_usage_the_count_is_labelled_an_estimate(pace: str) -> Non
     assert r.failed is None and r.metrics.content_chunks == 7
     assert r.metrics.output_tokens_source == "chunk-count-estimate"
     assert r.metrics.output_tokens_estimated
+
+
+async def test_consumer_closing_the_stream_stops_the_request() -> None:
+    """Closing the event generator early cancels the HTTP read; the server sees it."""
+    port, srv, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=5))
+    try:
+        e = engine(f"http://127.0.0.1:{port}")
+        gen = e.stream(GenerationRequest.from_prompt("x", max_tokens=400))
+        async with contextlib.aclosing(gen):
+            n = 0
+            async for ev in gen:
+                n += isinstance(ev, TextChunk)
+                if n == 3:
+                    break
+        await asyncio.sleep(0.3)
+        sent = srv.stats.tokens_sent
+        await asyncio.sleep(0.2)
+        assert sent < 100 and srv.stats.tokens_sent == sent and srv.stats.active == 0
+        await e.close()
+    finally:
+        stop()

@@ -81,6 +81,7 @@ class FaultServer:
         self._server: asyncio.base_events.Server | None = None
         self._hold: list[asyncio.StreamWriter] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         self._server = await asyncio.start_server(self._conn, host, port)
@@ -91,15 +92,19 @@ class FaultServer:
             w.close()
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Abort the sockets (not the tasks: asyncio logs cancelled connection handlers).
+        for w in list(self._writers):
+            w.transport.abort()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
 
     async def _conn(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        self._writers.add(w)
+        task.add_done_callback(lambda _t: self._writers.discard(w))
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")

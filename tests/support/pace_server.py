@@ -26,6 +26,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 MODEL_ID = "pace"
 
@@ -45,7 +46,7 @@ class PaceStats:
     active: int = 0
     max_active: int = 0
     tokens_sent: int = 0
-    starts_ns: list[int] = field(default_factory=list)
+    last_headers: dict[str, str] = field(default_factory=dict)  # of the last request
 
 
 class HttpRequest:
@@ -99,25 +100,31 @@ class PaceServer:
         self._slots: asyncio.Semaphore | None = None
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+    async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
+        """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
         self._slots = asyncio.Semaphore(self.config.concurrency)
-        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024)
+        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024, ssl=ssl)
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         """Stop listening and end every open connection."""
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Abort the sockets (not the tasks: asyncio logs cancelled connection handlers).
+        for w in list(self._writers):
+            w.transport.abort()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
 
     async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        self._writers.add(writer)
+        task.add_done_callback(lambda _t: self._writers.discard(writer))
         try:
             while True:
                 req = await read_request(reader)
@@ -137,6 +144,7 @@ class PaceServer:
         await writer.drain()
 
     async def _handle(self, req: HttpRequest, writer: asyncio.StreamWriter) -> None:
+        self.stats.last_headers = dict(req.headers)
         ka = req.keep_alive
         if req.method == "GET" and req.path == "/health":
             return await self._json(writer, "200 OK", {"status": "ok"}, ka)
@@ -251,9 +259,9 @@ class PaceServer:
 
 
 def start_in_thread(
-    config: PaceConfig, host: str = "127.0.0.1", port: int = 0
+    config: PaceConfig, host: str = "127.0.0.1", port: int = 0, ssl: Any = None
 ) -> tuple[int, PaceServer, Callable[[], None]]:
-    """Serve on a daemon thread; returns (port, server, stop)."""
+    """Serve on a daemon thread; returns (port, server, stop). ``ssl``: serve HTTPS."""
     loop = asyncio.new_event_loop()
     server = PaceServer(config)
     ready: list[int] = []
@@ -261,7 +269,7 @@ def start_in_thread(
 
     def run() -> None:
         asyncio.set_event_loop(loop)
-        ready.append(loop.run_until_complete(server.start(host, port)))
+        ready.append(loop.run_until_complete(server.start(host, port, ssl)))
         started.set()
         loop.run_forever()
 

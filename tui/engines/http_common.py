@@ -4,7 +4,11 @@ Honest timing: all HTTP reads run on one daemon thread with its own asyncio loop
 (:class:`HttpReader`). Bytes are stamped with ``time.perf_counter_ns()`` in that loop the
 moment a read returns, parsed there into stream events, and handed to the consumer's
 loop through a queue. A consumer that is slow to take events (a busy UI frame, a
-blocking callback) delays when it *sees* an event, never the stamp the event carries.
+blocking callback) delays when it *sees* an event, never the stamp the event carries
+(tests/http/test_openai_pace.py). One limit remains: a consumer that keeps the CPU busy
+in Python holds the GIL, and the reader thread waits up to ``sys.getswitchinterval()``
+(5 ms by default) to stamp; that adds jitter to single gaps, not drift to the mean
+(benchmarks/http_consumer_skew.py measures it).
 
 Timeouts (see :class:`HttpTimeouts`): ``connect`` for the TCP/TLS connection, ``read``
 for the response to begin (headers and the first body bytes: covers queueing and
@@ -46,33 +50,46 @@ class HttpTimeouts:
         return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
 
 
-class HttpReader:
+class LoopThread:
+    """A daemon thread running its own asyncio loop, where work is stamped."""
+
+    def __init__(self, name: str = "infertop-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    async def call(self, coro: Awaitable[Any]) -> Any:
+        """Run ``coro`` on this loop and await its result from the caller's loop."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+class HttpReader(LoopThread):
     """The one thread + event loop where HTTP bytes are read and stamped."""
 
     _lock = threading.Lock()
     _instance: HttpReader | None = None
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="infertop-http-reader", daemon=True
-        )
-        self._thread.start()
+        super().__init__("infertop-http-reader")
 
     @classmethod
     def shared(cls) -> HttpReader:
         """The process-wide reader, started on first use (never at import)."""
         with cls._lock:
-            if cls._instance is None or not cls._instance._thread.is_alive():
+            if cls._instance is None or not cls._instance.alive:
                 cls._instance = cls()
             return cls._instance
-
-    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-
-    async def call(self, coro: Awaitable[Any]) -> Any:
-        """Run ``coro`` on the reader loop and await its result from the caller's loop."""
-        return await asyncio.wrap_future(self.submit(coro))
 
 
 def api_key_from_env(spec: EngineSpec) -> str | None:
@@ -134,6 +151,13 @@ def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeout
             or "getaddrinfo" in low
         ):
             return Failed(now, f"unknown host: {urlsplit(url).hostname} ({text})", "connect")
+        if "certificate_verify_failed" in low or "certificate verify failed" in low:
+            return Failed(
+                now,
+                f"TLS certificate of {host} is not trusted ({text}); for a self-signed "
+                "server you trust, set verify_tls = false",
+                "connect",
+            )
         if "refused" in low:
             return Failed(now, f"connection refused by {host} (is the server running?)", "connect")
         return Failed(now, f"cannot connect to {host}: {text or type(exc).__name__}", "connect")
@@ -284,7 +308,7 @@ Emit = Callable[[StreamEvent], None]
 
 
 async def relay(
-    reader: HttpReader,
+    reader: LoopThread,
     run: Callable[[Emit], Awaitable[None]],
     cancel: CancelToken | None,
 ) -> AsyncIterator[StreamEvent]:

@@ -14,6 +14,7 @@ ENGINE_KINDS: dict[str, str] = {
     "llama-server": "tui.engines.llama_server:LlamaServerEngine",
     "vllm": "tui.engines.vllm:VLLMEngine",
     "ollama": "tui.engines.ollama:OllamaEngine",
+    "vllm-inprocess": "tui.engines.vllm_inprocess:VLLMInProcessEngine",
 }
 
 KIND_HELP: dict[str, str] = {
@@ -22,6 +23,7 @@ KIND_HELP: dict[str, str] = {
     "llama-server": "llama.cpp's llama-server at url; its timings are the engine truth",
     "vllm": "vLLM's OpenAI server at url; engine truth from its /metrics",
     "ollama": "Ollama at url (native /api/chat; durations are the engine truth)",
+    "vllm-inprocess": "vLLM in-process (AsyncLLM; needs the vllm extra), model = HF folder/name",
 }
 
 

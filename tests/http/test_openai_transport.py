@@ -1,0 +1,90 @@
+"""Transport settings: TLS verification (on by default), API key and extra headers."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pace_server
+import pytest
+from streams import collect
+
+from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.openai_compat import OpenAICompatEngine
+
+REQ = GenerationRequest.from_prompt("a b", max_tokens=3)
+
+
+@pytest.fixture(scope="module")
+def https_pace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The pace server over HTTPS with a self-signed certificate (made by openssl)."""
+    d: Path = tmp_path_factory.mktemp("tls")
+    key, cert = d / "key.pem", d / "cert.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    port, _srv, stop = pace_server.start_in_thread(
+        pace_server.PaceConfig(interval_ms=1, ttft_ms=1), ssl=ctx
+    )
+    try:
+        yield f"https://127.0.0.1:{port}"
+    finally:
+        stop()
+
+
+async def test_tls_is_verified_by_default(https_pace: str) -> None:
+    spec = EngineSpec(name="t", kind="openai", url=https_pace, model="pace")
+    assert spec.verify_tls is True
+    r = await collect(OpenAICompatEngine(spec), REQ)
+    assert r.failed is not None and r.failed.kind == "connect"
+    assert r.failed.message.startswith("TLS certificate of 127.0.0.1:")
+    assert "verify_tls = false" in r.failed.message
+
+
+async def test_tls_verification_can_be_turned_off(https_pace: str) -> None:
+    spec = EngineSpec(name="t", kind="openai", url=https_pace, model="pace", verify_tls=False)
+    r = await collect(OpenAICompatEngine(spec), REQ)
+    assert r.failed is None and r.metrics.output_tokens == 3
+
+
+async def test_api_key_and_extra_headers_are_sent(monkeypatch) -> None:
+    port, srv, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=1))
+    try:
+        monkeypatch.setenv("INFERTOP_TEST_PACE_KEY", "sekrit")
+        spec = EngineSpec(
+            name="t",
+            kind="openai",
+            url=f"http://127.0.0.1:{port}",
+            api_key_env="INFERTOP_TEST_PACE_KEY",
+            headers={"X-Trace": "abc"},
+        )
+        r = await collect(OpenAICompatEngine(spec), REQ)
+        assert r.failed is None
+        h = srv.stats.last_headers
+        assert h["authorization"] == "Bearer sekrit" and h["x-trace"] == "abc"
+    finally:
+        stop()

@@ -1,0 +1,66 @@
+"""Run inside the vLLM venv: drive the in-process vLLM engine, print one JSON result.
+
+    VENV/bin/python tests/support/vllm_inprocess_check.py MODEL_DIR
+
+tests/http/test_vllm_inprocess.py runs this (the main venv has no vLLM) and checks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tui.core.events import TextChunk  # noqa: E402
+from tui.core.metrics import compute_metrics  # noqa: E402
+from tui.core.timeline import RequestTimeline  # noqa: E402
+from tui.engines.base import CancelToken, EngineSpec, GenerationRequest  # noqa: E402
+from tui.engines.registry import create_engine  # noqa: E402
+
+
+async def main(model: str) -> dict:
+    spec = EngineSpec(name="v", kind="vllm-inprocess", model=model, n_ctx=1024)
+    engine = create_engine(spec)
+    load_ms = await engine.load()
+    try:
+        req = GenerationRequest.from_prompt(
+            "Tell me about the moon.", max_tokens=16, temperature=0.0, ignore_eos=True
+        )
+        tl = RequestTimeline()
+        chunk_tokens = []
+        async for ev in engine.stream(req):
+            tl.add(ev)
+            if isinstance(ev, TextChunk):
+                chunk_tokens.append(ev.tokens)
+        m = compute_metrics(tl)
+        cancel = CancelToken()
+        n = 0
+        last = None
+        long_req = GenerationRequest.from_prompt(
+            "Count to a thousand.", max_tokens=500, ignore_eos=True
+        )
+        async for ev in engine.stream(long_req, cancel):
+            last = ev
+            if isinstance(ev, TextChunk):
+                n += 1
+                if n == 3:
+                    cancel.cancel()
+        return {
+            "load_ms": load_ms,
+            "metrics": m.to_dict(with_lists=False),
+            "chunk_tokens": chunk_tokens,
+            "truth": tl.truth.to_dict() if tl.truth else None,
+            "text": tl.text,
+            "cancel_end": type(last).__name__,
+            "cancel_reason": getattr(last, "reason", None),
+            "cancel_chunks": n,
+        }
+    finally:
+        await engine.close()
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(asyncio.run(main(sys.argv[1]))), flush=True)
