@@ -269,6 +269,8 @@ class BenchRunner:
         if self.plan.cold and run.cold_method is None:
             run.cold_note = hooks.cold_unavailable_note(engine)
         run.prompt = await self._calibrate(engine, run, driver)
+        if self.stopped:
+            return  # a stopped calibration says nothing about the engine
         if run.prompt.method == "estimate":
             run.warnings.append(
                 f"{run.name} counts no prompt tokens: prompt length is an estimate "
