@@ -94,6 +94,12 @@ def test_svgs_parse_and_plot_each_engine(report_dir):
         root = ET.parse(report_dir / name).getroot()
         lines = root.findall("{http://www.w3.org/2000/svg}polyline")
         assert len(lines) == 2, name
+        from tui.bench.svg import BOTTOM, LEFT, RIGHT, TOP, H, W
+
+        for line in lines:  # every point inside the axes
+            for xy in line.get("points").split():
+                x, y = map(float, xy.split(","))
+                assert LEFT - 0.01 <= x <= W - RIGHT + 0.01 and TOP - 0.01 <= y <= H - BOTTOM + 0.01
     text = (report_dir / "throughput.svg").read_text()
     assert ">fast<" in text and ">slow<" in text
 
@@ -151,3 +157,14 @@ def test_ecdf_is_exact_for_short_and_thinned_for_long_samples():
     assert len(pts) <= ECDF_POINTS + 2
     assert pts[-1] == (9999.0, 1.0) and pts[1] == (0.0, 1 / 10_000)
     assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(pts, pts[1:]))
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 676.4), (0.0, 1.0), (0.0, 0.37), (3.0, 3.0), (0, 12345)])
+def test_axis_ticks_cover_the_data(lo, hi):
+    from tui.bench.svg import nice_ticks
+
+    ticks = nice_ticks(lo, hi)
+    assert ticks[0] <= lo and ticks[-1] >= hi
+    assert 2 <= len(ticks) <= 12
+    steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
+    assert len(steps) == 1

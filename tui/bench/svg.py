@@ -23,13 +23,8 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = []
-    t = start
-    while t <= hi + step * 1e-9:
-        ticks.append(round(t, 10))
-        t += step
-    return ticks
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [round(k * step, 10) for k in range(first, last + 1)]
 
 
 class Plot:
