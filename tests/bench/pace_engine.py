@@ -9,8 +9,9 @@ with c > slots it saturates at η = slots.
 
 Options (EngineSpec.options): ttft_ms, token_ms, slots, fail ("always" fails every
 request), reload_ms (restart hook), tokenizer (bool: offer count_prompt_tokens),
-late_sent (bool: stamp RequestSent only once a slot is free, like an engine whose queue
-sits before its own clock starts).
+template_tokens (the pretend chat template's length), late_sent (bool: stamp
+RequestSent only once a slot is free, like an engine whose queue sits before its own
+clock starts).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from tui.engines.base import CancelToken, Engine, EngineInfo, GenerationRequest
 TEMPLATE_TOKENS = 7  # a pretend chat template
 
 
-def count_tokens(request: GenerationRequest) -> int:
-    return TEMPLATE_TOKENS + sum(len(m["content"].split()) for m in request.messages)
+def count_tokens(request: GenerationRequest, template: int = TEMPLATE_TOKENS) -> int:
+    return template + sum(len(m["content"].split()) for m in request.messages)
 
 
 class PaceEngine(Engine):
@@ -40,12 +41,13 @@ class PaceEngine(Engine):
         self.slots = int(o.get("slots", 64))
         self.fail = o.get("fail")
         self.reload_ms = float(o.get("reload_ms", 30))
+        self.template = int(o.get("template_tokens", TEMPLATE_TOKENS))
         self._sem: asyncio.Semaphore | None = None
         if o.get("tokenizer", True):
             self.count_prompt_tokens = self._count  # type: ignore[attr-defined]
 
     async def _count(self, request: GenerationRequest) -> int:
-        return count_tokens(request)
+        return count_tokens(request, self.template)
 
     async def load(self) -> float:
         t0 = time.perf_counter_ns()
@@ -82,11 +84,11 @@ class PaceEngine(Engine):
             await asyncio.sleep(self.ttft_ms / 1000)
             for i in range(request.max_tokens):
                 if cancel is not None and cancel.cancelled:
-                    yield Usage(now(), count_tokens(request), i)
+                    yield Usage(now(), count_tokens(request, self.template), i)
                     yield Finished(now(), "cancelled")
                     return
                 if i:
                     await asyncio.sleep(self.token_ms / 1000)
                 yield TextChunk(now(), f" t{i}", 1)
-        yield Usage(now(), count_tokens(request), request.max_tokens)
+        yield Usage(now(), count_tokens(request, self.template), request.max_tokens)
         yield Finished(now(), "length")

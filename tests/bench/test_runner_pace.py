@@ -161,3 +161,16 @@ async def test_engine_side_queue_before_request_sent_is_pointed_out():
     assert any("inside the engine before it stamped them sent" in n for n in s["fairness"])
     _, res = await run(plan(concurrency=[3]), [pace(slots=1)])
     assert not any("stamped them sent" in n for n in summarize_result(res)["fairness"])
+
+
+async def test_prompt_lengths_that_cannot_match_across_engines_are_flagged():
+    # engine b's chat template alone is 60 tokens: a 40-token prompt is impossible there
+    p = plan(engines=["a", "b"], prompt_tokens=40)
+    specs = [pace("a"), pace("b", template_tokens=60)]
+    res = await BenchRunner(p, specs).run()
+    s = summarize_result(res)
+    a, b = s["engines"]
+    assert a["prompt"]["counted_tokens"] == 40
+    assert b["prompt"]["counted_tokens"] > 60
+    assert any("closest prompt length found is" in w for w in b["warnings"])
+    assert any("prompt token counts differ between engines" in n for n in s["fairness"])
