@@ -158,3 +158,28 @@ async def test_real_vllm_bench(tmp_path):
         # vLLM's role-only first chunk must not count as the first token
         assert r.metrics.output_tokens == 8 and r.metrics.ttft_ms > r.metrics.ttfr_ms
     assert e["levels"][1]["eta"] is not None
+
+
+@pytest.mark.engine
+async def test_ollama_cold_start_by_unload_and_load_duration(model_path):
+    """Ollama (the issue-3 emulator, real generation): cold = keep_alive 0, then the next
+    request's load_duration is the load time; the emulator runs one request at a time."""
+    import ollama_emulator
+
+    emu = ollama_emulator.OllamaEmulator(model_path, n_threads=2)
+    port, stop = ollama_emulator.start_in_thread(emu)
+    try:
+        p = plan(runs=2, warmup=0, max_tokens=8, prompt_tokens=64, cold=True)
+        spec = EngineSpec("ollama", "ollama", url=f"http://127.0.0.1:{port}")
+        e, res = await bench(p, spec)
+    finally:
+        stop()
+    assert e["error"] is None and e["failed"] == 0
+    assert e["cold_method"].startswith("unload the model (keep_alive: 0)")
+    cold = res.engines[0].cold.records
+    assert len(cold) == 2 and all(r.ok for r in cold)
+    # each cold request really loaded the model: the emulator's load_duration, > 0
+    assert all(r.load_ms is not None and r.load_ms > 0 for r in cold)
+    assert e["cold"]["load_ms"]["estimate"] > 0
+    warm = [r for r in res.engines[0].measured() if r.phase == "warm"]
+    assert all(r.ok for r in warm)
