@@ -114,3 +114,22 @@ async def test_without_a_config_the_screen_uses_the_apps(tmp_path):
         await pilot.pause()
         assert screen.query_one("#engines", Input).value == "p"
         assert screen.config is app.config  # type: ignore[attr-defined]
+
+
+@pytest.mark.engine
+async def test_real_llamacpp_bench_from_the_screen(tmp_path, model_path):
+    """The real in-process llama.cpp engine, driven from the screen's worker thread."""
+    cfg = Config(
+        default_engine="local", engines={"local": EngineSpec("local", "llamacpp", model="default")}
+    )
+    screen = BenchScreen(cfg, reports_dir=tmp_path)
+    async with Host(screen).run_test(size=SIZE) as pilot:
+        screen.query_one("#runs", Input).value = "2"
+        screen.query_one("#max_tokens", Input).value = "8"
+        await pilot.click("#start")
+        await wait_until(pilot, lambda: screen.last_out is not None, timeout=240)
+        report = json.loads((screen.last_out / "report.json").read_text())
+        e = report["summary"]["engines"][0]
+        assert e["kind"] == "llamacpp" and e["ok"] == 2 and e["failed"] == 0
+        assert len(screen.query_one("#ttft_spark", Sparkline).data) == 2
+        assert "SmolLM2" in screen.query_one("#report_md", Markdown).source
