@@ -174,3 +174,21 @@ async def test_prompt_lengths_that_cannot_match_across_engines_are_flagged():
     assert b["prompt"]["counted_tokens"] > 60
     assert any("closest prompt length found is" in w for w in b["warnings"])
     assert any("prompt token counts differ between engines" in n for n in s["fairness"])
+
+
+async def test_checkpoints_inside_a_level_include_its_requests(monkeypatch):
+    import tui.bench.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "CHECKPOINT_EVERY_S", 0.0)
+    seen: list[tuple[str, int, bool]] = []
+
+    def checkpoint(result):
+        for lv in result.engines[0].levels:
+            seen.append((lv.label, len(lv.records), result.partial))
+
+    runner = BenchRunner(plan(runs=4, concurrency=[2]), [pace()])
+    runner.checkpoint = checkpoint
+    await runner.run()
+    mid = [n for label, n, partial in seen if label == "c=2" and partial]
+    assert 0 < min(mid) < 8  # written while the level was still running
+    assert max(mid) == 8

@@ -80,7 +80,9 @@ class RequestDriver:
         load_ms: float | None = None,
         prompt_tokens_target: int | None = None,
         notify: bool = True,
+        into: list[RequestRecord] | None = None,
     ) -> RequestRecord:
+        """Send one request; the record is appended to ``into`` (before anyone is told)."""
         cancel = CancelToken()
         with self._lock:
             self._active.add(cancel)
@@ -120,6 +122,8 @@ class RequestDriver:
             prompt_tokens_target=prompt_tokens_target,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
         )
+        if into is not None:
+            into.append(record)
         if notify and self.on_record is not None:
             self.on_record(record)
         return record
@@ -138,18 +142,25 @@ async def run_sequential(
 
 
 async def run_concurrency(
-    driver: RequestDriver, c: int, runs: int, make_request: MakeRequest
+    driver: RequestDriver,
+    c: int,
+    runs: int,
+    make_request: MakeRequest,
+    level: LevelRun | None = None,
 ) -> LevelRun:
-    """Hold c requests in flight: c workers × ``runs`` requests each."""
-    level = LevelRun(driver.engine_name, f"c={c}", "concurrency", concurrency=c)
+    """Hold c requests in flight: c workers × ``runs`` requests each (records go into
+    ``level``, a new one when None)."""
+    if level is None:
+        level = LevelRun(driver.engine_name, f"c={c}", "concurrency", concurrency=c)
 
     async def worker() -> None:
         for _ in range(runs):
             if driver.stopped:
                 return
             i = driver.next_index()
-            rec = await driver.run(make_request(i), "warm", level.label, i, concurrency=c)
-            level.records.append(rec)
+            await driver.run(
+                make_request(i), "warm", level.label, i, concurrency=c, into=level.records
+            )
 
     await asyncio.gather(*(worker() for _ in range(c)))
     level.complete = not driver.stopped
@@ -157,11 +168,17 @@ async def run_concurrency(
 
 
 async def run_poisson(
-    driver: RequestDriver, rate: float, n: int, make_request: MakeRequest, seed: int = 0
+    driver: RequestDriver,
+    rate: float,
+    n: int,
+    make_request: MakeRequest,
+    seed: int = 0,
+    level: LevelRun | None = None,
 ) -> LevelRun:
     """Start n requests at Poisson arrival times of ``rate`` per second (open loop)."""
     label = f"rate={rate:g}"
-    level = LevelRun(driver.engine_name, label, "poisson", rate=rate)
+    if level is None:
+        level = LevelRun(driver.engine_name, label, "poisson", rate=rate)
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -169,8 +186,7 @@ async def run_poisson(
     tasks: list[asyncio.Task[None]] = []
 
     async def one(i: int) -> None:
-        rec = await driver.run(make_request(i), "warm", label, i, rate=rate)
-        level.records.append(rec)
+        await driver.run(make_request(i), "warm", label, i, rate=rate, into=level.records)
 
     for _ in range(n):
         due += rng.expovariate(rate)

@@ -27,6 +27,7 @@ from tui.engines.registry import create_engine
 
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
+CHECKPOINT_EVERY_S = 30.0  # also write the (partial) report this often inside a level
 
 
 @dataclass
@@ -122,6 +123,7 @@ class BenchRunner:
         self._total = plan.requests_per_engine() * len(specs)
         self._stage = ("", "")
         self.checkpoint: Callable[[BenchResult], None] | None = None
+        self._saved_at = time.monotonic()
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -157,8 +159,13 @@ class BenchRunner:
         if record.phase != "calibrate":
             self._done += 1
         self._emit(record)
+        if time.monotonic() - self._saved_at > CHECKPOINT_EVERY_S:
+            # a long level is not lost to a crash; engines stamp their own events (in
+            # their threads), so this write does not shift measured times
+            self._save()
 
     def _save(self) -> None:
+        self._saved_at = time.monotonic()
         if self.checkpoint is not None:
             self.checkpoint(self.result)
 
@@ -211,16 +218,17 @@ class BenchRunner:
                 if self.stopped:
                     break
                 self._stage = (spec.name, f"c={c}")
-                run.levels.append(
-                    await run_concurrency(driver, c, self.plan.runs, self._maker(run))
-                )
+                level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
+                run.levels.append(level)  # listed before it runs: checkpoints include it
+                await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
                 self._save()
             if self.plan.rate and not self.stopped:
-                self._stage = (spec.name, f"rate={self.plan.rate:g}")
-                run.levels.append(
-                    await run_poisson(
-                        driver, self.plan.rate, self.plan.runs, self._maker(run), self.plan.seed
-                    )
+                rate = self.plan.rate
+                self._stage = (spec.name, f"rate={rate:g}")
+                level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
+                run.levels.append(level)
+                await run_poisson(
+                    driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
                 )
         finally:
             self._driver = None
