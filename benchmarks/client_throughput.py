@@ -62,8 +62,16 @@ def server_tokens(url: str) -> int:
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, str(ROOT / "tests/support/pace_server.py"), "--interval-ms", "0",
-           "--ttft-ms", "0", "--concurrency", "64"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "tests/support/pace_server.py"),
+        "--interval-ms",
+        "0",
+        "--ttft-ms",
+        "0",
+        "--concurrency",
+        "64",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()  # "pace server on http://127.0.0.1:PORT (...)"
@@ -74,8 +82,9 @@ def measure(name: str, cmd: list[str], url: str, env: dict[str, str]) -> dict[st
     """Run one client to completion, sampling its CPU and the server's tokens."""
     base = server_tokens(url)
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     samples: list[tuple[float, int]] = []
     while proc.poll() is None:
         cpu = cpu_seconds(proc.pid)
@@ -88,23 +97,51 @@ def measure(name: str, cmd: list[str], url: str, env: dict[str, str]) -> dict[st
     if proc.returncode != 0 or total == 0:
         raise SystemExit(f"{name} client failed (exit {proc.returncode}):\n{out[-3000:]}")
     lo = next(s for s in samples if s[1] >= 0.1 * total)
-    hi = next(s for s in samples if s[1] >= 0.9 * total) if samples[-1][1] >= 0.9 * total \
+    hi = (
+        next(s for s in samples if s[1] >= 0.9 * total)
+        if samples[-1][1] >= 0.9 * total
         else samples[-1]
+    )
     d_cpu, d_tok = hi[0] - lo[0], hi[1] - lo[1]
     if d_cpu <= 0 or d_tok <= 0:
         raise SystemExit(f"{name}: the busy window was too short to measure; use more requests")
-    return {"tokens": total, "wall_s": wall, "window_tokens": d_tok, "window_cpu_s": d_cpu,
-            "tok_per_cpu_s": d_tok / d_cpu, "us_per_token": d_cpu / d_tok * 1e6}
+    return {
+        "tokens": total,
+        "wall_s": wall,
+        "window_tokens": d_tok,
+        "window_cpu_s": d_cpu,
+        "tok_per_cpu_s": d_tok / d_cpu,
+        "us_per_token": d_cpu / d_tok * 1e6,
+    }
 
 
 def ours(url: str, requests: int, tmp: Path) -> tuple[list[str], dict[str, str]]:
     cfg = tmp / "infertop.toml"
-    cfg.write_text(f'default_engine = "pace"\n[engines.pace]\nkind = "openai"\nurl = "{url}"\n'
-                   'endpoint = "completions"\n')
+    cfg.write_text(
+        f'default_engine = "pace"\n[engines.pace]\nkind = "openai"\nurl = "{url}"\n'
+        'endpoint = "completions"\n'
+    )
     runs = max(1, round(requests / CONCURRENCY))
-    cmd = [sys.executable, "-m", "tui", "--config", str(cfg), "bench", "--runs", str(runs),
-           "--warmup", "0", "--concurrency", str(CONCURRENCY), "--prompt-tokens",
-           str(PROMPT_TOKENS), "--max-tokens", str(OUTPUT_TOKENS), "--out", str(tmp / "ours")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tui",
+        "--config",
+        str(cfg),
+        "bench",
+        "--runs",
+        str(runs),
+        "--warmup",
+        "0",
+        "--concurrency",
+        str(CONCURRENCY),
+        "--prompt-tokens",
+        str(PROMPT_TOKENS),
+        "--max-tokens",
+        str(OUTPUT_TOKENS),
+        "--out",
+        str(tmp / "ours"),
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return cmd, env
 
@@ -112,13 +149,33 @@ def ours(url: str, requests: int, tmp: Path) -> tuple[list[str], dict[str, str]]
 def theirs(url: str, requests: int, tmp: Path) -> tuple[list[str], dict[str, str]]:
     launcher = tmp / "vllm_bench.py"
     launcher.write_text(VLLM_LAUNCHER)
-    cmd = [str(VLLM_PY), str(launcher), "--backend", "openai", "--base-url", url,
-           "--endpoint", "/v1/completions", "--model", "pace", "--tokenizer", str(TOKENIZER),
-           "--dataset-name", "random", "--random-input-len", str(PROMPT_TOKENS),
-           "--random-output-len", str(OUTPUT_TOKENS), "--ignore-eos", "--num-prompts",
-           str(requests), "--max-concurrency", str(CONCURRENCY), "--disable-tqdm"]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               VLLM_TARGET_DEVICE="cpu")
+    cmd = [
+        str(VLLM_PY),
+        str(launcher),
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        "pace",
+        "--tokenizer",
+        str(TOKENIZER),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(PROMPT_TOKENS),
+        "--random-output-len",
+        str(OUTPUT_TOKENS),
+        "--ignore-eos",
+        "--num-prompts",
+        str(requests),
+        "--max-concurrency",
+        str(CONCURRENCY),
+        "--disable-tqdm",
+    ]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_TARGET_DEVICE="cpu")
     return cmd, env
 
 
@@ -143,15 +200,21 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(10)
-    print(f"workload: {a.requests} requests, /v1/completions streaming, {PROMPT_TOKENS} "
-          f"prompt / {OUTPUT_TOKENS} output tokens, concurrency {CONCURRENCY}")
+    print(
+        f"workload: {a.requests} requests, /v1/completions streaming, {PROMPT_TOKENS} "
+        f"prompt / {OUTPUT_TOKENS} output tokens, concurrency {CONCURRENCY}"
+    )
     for name, r in results.items():
-        print(f"{name:18s} {r['tok_per_cpu_s']:>10,.0f} tokens/s per client core "
-              f"({r['us_per_token']:.1f} µs CPU/token; {r['tokens']:,} tokens in "
-              f"{r['wall_s']:.1f} s wall)")
+        print(
+            f"{name:18s} {r['tok_per_cpu_s']:>10,.0f} tokens/s per client core "
+            f"({r['us_per_token']:.1f} µs CPU/token; {r['tokens']:,} tokens in "
+            f"{r['wall_s']:.1f} s wall)"
+        )
     if len(results) == 2:
-        ratio = results["infertop bench"]["tok_per_cpu_s"] / results["vllm bench serve"][
-            "tok_per_cpu_s"]
+        ratio = (
+            results["infertop bench"]["tok_per_cpu_s"]
+            / results["vllm bench serve"]["tok_per_cpu_s"]
+        )
         print(f"ratio ours / vLLM's: {ratio:.2f} (goal >= 1.00)")
     return 0
 
