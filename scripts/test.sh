@@ -8,4 +8,6 @@ bash scripts/setup.sh --dev
 for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh; do
   [ -f "$extra" ] && bash "$extra"
 done
+# The servers were just installed, so a server that cannot start is a failure, not a skip.
+export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
 exec .venv/bin/python -m pytest "$@"

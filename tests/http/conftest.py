@@ -22,7 +22,7 @@ if str(SUPPORT) not in sys.path:
 import fault_server  # noqa: E402
 import ollama_emulator  # noqa: E402
 import pace_server  # noqa: E402
-import servers  # noqa: E402
+import real_servers as servers  # noqa: E402
 
 from tui.engines.default_model import default_model_path  # noqa: E402
 

@@ -94,3 +94,28 @@ def test_run_url_without_config(pace: str, tmp_path) -> None:
     assert res["kind"] == "openai" and res["model"] == "pace"
     assert res["output_tokens"] == 5 and res["text"] == "tok0 tok1 tok2 tok3 tok4 "
     assert res["engine_truth"] is None  # a generic server reports none; nothing is invented
+
+
+def test_run_url_ollama_reports_engine_truth(ollama_emu, tmp_path) -> None:
+    url, _ = ollama_emu
+    out = _cli(
+        [
+            "run",
+            "--url",
+            url,
+            "--prompt",
+            "Name a fruit.",
+            "--max-tokens",
+            "6",
+            "--temperature",
+            "0",
+            "--json",
+        ],
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["kind"] == "ollama" and res["model"] == "smollm2:135m"
+    truth = res["engine_truth"]
+    assert truth["source"] == "ollama durations" and truth["output_tokens"] == res["output_tokens"]
+    assert res["vs_engine"]["decode_tps_ours_over_engine"] > 0

@@ -6,7 +6,7 @@ import json
 import urllib.request
 
 import pytest
-from streams import collect
+from stream_check import collect
 
 from tui.core.events import EngineReport, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
@@ -157,3 +157,19 @@ async def test_ollama_connection_refused(closed_port_url: str) -> None:
     r = await collect(engine(closed_port_url, model="m"), req(2))
     assert r.failed is not None and r.failed.kind == "connect"
     assert "connection refused" in r.failed.message
+
+
+def test_emulator_generate_without_streaming(ollama_emu) -> None:
+    url, _ = ollama_emu
+    body = {
+        "model": "smollm2",
+        "prompt": "Say hi.",
+        "stream": False,
+        "options": {"num_predict": 3, "temperature": 0},
+    }
+    rq = urllib.request.Request(url + "/api/generate", data=json.dumps(body).encode())
+    with urllib.request.urlopen(rq) as f:
+        res = json.load(f)
+    assert res["done"] is True and res["response"] and res["eval_count"] <= 3
+    assert res["total_duration"] >= res["eval_duration"] > 0
+    assert "message" not in res

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from streams import collect
+from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.openai_compat import OpenAICompatEngine

@@ -9,7 +9,7 @@ import statistics
 import urllib.request
 
 import pace_server
-from streams import collect
+from stream_check import collect
 
 from tui.core.events import Finished, TextChunk
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest

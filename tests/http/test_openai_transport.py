@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pace_server
 import pytest
-from streams import collect
+from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.openai_compat import OpenAICompatEngine

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import servers
-from streams import collect
+import real_servers as servers
+from stream_check import collect
 
 from tui.core.events import TextChunk, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
@@ -27,7 +27,7 @@ from tui.telemetry.vllm_metrics import VLLMMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me about the moon."
-pytestmark = [pytest.mark.engine, pytest.mark.vllm]
+pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import servers
+import real_servers as servers
 
 SCRIPT = Path(__file__).resolve().parents[1] / "support" / "vllm_inprocess_check.py"
-pytestmark = [pytest.mark.engine, pytest.mark.vllm]
+pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
 
 
 def test_in_process_vllm_streams_with_exact_counts_and_truth(tmp_path) -> None:

@@ -2,8 +2,11 @@
 
 The last stream chunk carries ``timings``: prompt_n (prompt tokens evaluated; prefix-cache
 hits excluded), prompt_ms, predicted_n, predicted_ms, predicted_per_second, cache_n
-(prompt tokens reused from the cache). ``cache_prompt: false`` is sent when the request
-asks for a cold prefill; ``ignore_eos`` when it asks for exactly max_tokens.
+(prompt tokens reused from the cache). predicted_ms spans first to last generated token,
+so the engine's decode speed is (predicted_n − 1) / predicted_ms — the same definition
+as ours, and exactly llama-server's predicted_per_second. ``cache_prompt: false`` is sent
+when the request asks for a cold prefill; ``ignore_eos`` when it asks for exactly
+max_tokens.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) ->
         prompt_eval_tokens=prompt_n,
         prompt_ms=num(timings, "prompt_ms"),
         output_tokens=count(usage, "completion_tokens") or predicted_n,
-        decode_tokens=predicted_n,
+        # predicted_ms runs from the first generated token to the last: N − 1 tokens in it
+        # (llama-server's own predicted_per_second is (predicted_n − 1) / predicted_ms).
+        decode_tokens=None if predicted_n is None else max(predicted_n - 1, 0),
         decode_ms=num(timings, "predicted_ms"),
         cached_tokens=cache_n,
         source="llama-server timings",

@@ -6,7 +6,9 @@ between two scrapes:
 
 - prefill tok/s = Δprompt_tokens_total / Δprompt_seconds_total (the engine's own time
   spent on prompts in the window);
-- decode tok/s = Δtokens_predicted_total / Δtokens_predicted_seconds_total;
+- decode tok/s = Δtokens_predicted_total / Δtokens_predicted_seconds_total (the counters
+  add N tokens and predicted_ms per request, so for one request this is N / predicted_ms,
+  a little above the per-request (N − 1) / predicted_ms);
 - generated tok/s (wall) = Δtokens_predicted_total / Δt between scrapes.
 /slots (when the server allows it) says which slots are busy; /props gives total_slots.
 """
