@@ -138,6 +138,7 @@ async def test_real_llama_server_bench(tmp_path, model_path):
 
 @pytest.mark.vllm
 @pytest.mark.engine
+@pytest.mark.timeout(900)  # the vLLM server starts inside this test (65-400 s)
 async def test_real_vllm_bench(tmp_path):
     """vLLM's CPU build (its own venv): a tiny bench; skipped loudly where it cannot start."""
     import servers
