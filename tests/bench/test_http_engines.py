@@ -111,7 +111,7 @@ def test_cli_url_that_refuses_connections_fails_every_request(infertop_cmd, cli_
 
 @pytest.mark.engine
 async def test_real_llama_server_bench(tmp_path, model_path):
-    import servers
+    import real_servers as servers
 
     try:
         sp = servers.start_llama_server(model_path, tmp_path)
@@ -141,7 +141,7 @@ async def test_real_llama_server_bench(tmp_path, model_path):
 @pytest.mark.timeout(900)  # the vLLM server starts inside this test (65-400 s)
 async def test_real_vllm_bench(tmp_path):
     """vLLM's CPU build (its own venv): a tiny bench; skipped loudly where it cannot start."""
-    import servers
+    import real_servers as servers
 
     try:
         sp = servers.start_vllm_server(tmp_path)
