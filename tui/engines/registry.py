@@ -15,6 +15,8 @@ ENGINE_KINDS: dict[str, str] = {
     "vllm": "tui.engines.vllm:VLLMEngine",
     "ollama": "tui.engines.ollama:OllamaEngine",
     "vllm-inprocess": "tui.engines.vllm_inprocess:VLLMInProcessEngine",
+    "synthetic": "tui.engines.synthetic:SyntheticEngine",
+    "replay": "tui.engines.replay:ReplayEngine",
 }
 
 KIND_HELP: dict[str, str] = {
@@ -24,6 +26,8 @@ KIND_HELP: dict[str, str] = {
     "vllm": "vLLM's OpenAI server at url; engine truth from its /metrics",
     "ollama": "Ollama at url (native /api/chat; durations are the engine truth)",
     "vllm-inprocess": "vLLM in-process (AsyncLLM; needs the vllm extra), model = HF folder/name",
+    "synthetic": "in-process synthetic token stream at options.tokens_per_s (demos, tests)",
+    "replay": "plays a recorded session file (options.file) back at its recorded pace",
 }
 
 

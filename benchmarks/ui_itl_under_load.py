@@ -1,0 +1,173 @@
+"""(a) Measurement under UI load: ITL measured by infertop with the UI running vs the truth.
+
+A local pace server (tests/support/pace_server.py, its own process) emits one token every
+10 ms on an absolute schedule. infertop streams from it through the "openai" engine kind,
+(1) headless — the same EngineHost path the UI uses, no UI — and (2) inside the real app
+in a real terminal (tmux, 120×36, hardware sampler on, the answer streaming into the
+Markdown pane). Per-chunk ITL comes from the session log (stamps taken where the bytes
+arrive). Error = measured ITL − 10 ms. Goal with the UI: |error| p50 <= 0.2 ms, p99 <= 2 ms.
+The headless run shows how much of the error is the server's and the machine's own.
+
+If the "openai" engine kind or the pace server is not in this tree, the same measurement
+runs against the in-process synthetic engine at 100 tok/s (10 ms) instead, and says so.
+
+    .venv/bin/python benchmarks/ui_itl_under_load.py [--requests 5] [--tokens 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ui_common import ROOT, TmuxApp  # noqa: E402
+
+INTERVAL_MS = 10.0
+PACE_SERVER = ROOT / "tests" / "support" / "pace_server.py"
+
+
+def percentile(values: list[float], q: float) -> float:
+    from tui.core.stats import percentile as p
+
+    return p(values, q)
+
+
+def engine_toml(port: int | None, tokens: int) -> str:
+    head = f'default_engine = "pace"\n[generation]\nmax_tokens = {tokens}\ntemperature = 0.0\n'
+    if port is None:
+        return head + '[engines.pace]\nkind = "synthetic"\noptions = { tokens_per_s = 100.0 }\n'
+    return (
+        head
+        + f'[engines.pace]\nkind = "openai"\nurl = "http://127.0.0.1:{port}/v1"\nmodel = "pace"\n'
+    )
+
+
+def inside(cfg_path: str, session_path: str, requests: int) -> None:
+    """Runs in the tmux pane: the real app, autoplaying the prompts, recording a session."""
+    from tui.cli.ui import prepare_terminal_ui
+
+    prepare_terminal_ui()  # as the infertop command does, before Textual is imported
+    from tui.app.app import create_app
+    from tui.app.terminal import engine_stderr_to
+    from tui.config import load_config
+
+    app = create_app(
+        load_config(cfg_path),
+        state_path=None,
+        session_path=Path(session_path),
+        autoplay=[f"request {i}" for i in range(requests)],
+    )
+    with engine_stderr_to(Path(session_path).with_suffix(".stderr")):
+        app.run()
+
+
+async def headless(cfg_path: Path, requests: int) -> list[float]:
+    from tui.app.engine_host import EngineHost
+    from tui.config import load_config
+    from tui.core.live import LiveRequest
+    from tui.core.metrics import compute_metrics
+    from tui.engines.base import CancelToken, GenerationRequest
+
+    cfg = load_config(cfg_path)
+    host = EngineHost(cfg.engines["pace"])
+    await host.load()
+    gaps: list[float] = []
+    for i in range(requests):
+        live = LiveRequest(str(i))
+        req = GenerationRequest.from_prompt(f"request {i}", max_tokens=cfg.generation.max_tokens)
+        await host.stream(req, CancelToken(), live.add)
+        gaps += compute_metrics(live.timeline).itl_chunk_ms
+    host.close()
+    return gaps
+
+
+def report(label: str, gaps: list[float]) -> None:
+    err = [g - INTERVAL_MS for g in gaps]
+    absd = [abs(e) for e in err]
+    p50, p99 = percentile(absd, 50), percentile(absd, 99)
+    print(
+        f"    {label:9s} {len(gaps):5d} gaps: ITL p50 {percentile(gaps, 50):.3f} ms; "
+        f"signed error median {percentile(err, 50):+.3f} ms; |error| p50 {p50:.3f} ms "
+        f"(goal 0.2, ratio {p50 / 0.2:.2f}), p99 {p99:.3f} ms (goal 2, ratio {p99 / 2:.2f}), "
+        f"max {max(absd):.2f} ms"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=200)
+    ap.add_argument("--inside", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.inside:
+        inside(args.inside[0], args.inside[1], int(args.inside[2]))
+        return
+    from tui.engines.registry import ENGINE_KINDS
+
+    tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
+    server = None
+    port = None
+    if "openai" in ENGINE_KINDS and PACE_SERVER.exists():
+        server = subprocess.Popen(
+            [sys.executable, str(PACE_SERVER), "--port", "0", "--interval-ms", str(INTERVAL_MS)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = server.stdout.readline() if server.stdout else ""
+        port = int(line.split("http://127.0.0.1:")[1].split()[0])
+        source = f"pace server (own process, port {port}) via the openai engine"
+    else:
+        source = (
+            "FALLBACK: synthetic in-process engine at 100 tok/s (no openai engine/pace server here)"
+        )
+    cfg = tmp / "c.toml"
+    cfg.write_text(engine_toml(port, args.tokens))
+    try:
+        base = asyncio.run(headless(cfg, args.requests))
+        session = tmp / "session.jsonl"
+        app = TmuxApp.__new__(TmuxApp)
+        TmuxApp.count += 1
+        app.sock = f"infertop-bench-a-{int(time.time())}"
+        cmd = (
+            f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} "
+            f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --inside {cfg} {session} "
+            f"{args.requests}"
+        )
+        subprocess.run(
+            ["tmux", "-L", app.sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "36", cmd],
+            check=True,
+        )
+        try:
+            deadline = time.monotonic() + 60 + args.requests * args.tokens * INTERVAL_MS / 1000 * 3
+            while True:
+                n = len(session.read_text().splitlines()) if session.exists() else 0
+                if n >= args.requests or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        finally:
+            app.close()
+        recs = [json.loads(x) for x in session.read_text().splitlines()]
+        ui = []
+        for r in recs:
+            chunks = [c for c in r["timeline"]["chunks"] if c[1]]
+            ui += [(b[0] - a[0]) / 1e6 for a, b in zip(chunks, chunks[1:], strict=False)]
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(5)
+    print(f"(a) ITL under UI load, true interval {INTERVAL_MS} ms; source: {source}")
+    report("headless", base)
+    report("with UI", ui)
+
+
+if __name__ == "__main__":
+    main()

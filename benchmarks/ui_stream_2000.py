@@ -1,0 +1,151 @@
+"""(b) 2,000 tok/s into the output pane: no growing backlog, app CPU < 50 % of a core.
+
+The real app runs in a real terminal (a tmux pane, 120×36) with the synthetic engine at
+2,000 tok/s (one token per chunk, paragraphs of ~60 words), streaming ``--tokens`` tokens
+into the Markdown output pane. Inside the app a probe (added by this script, not part of
+the product) samples every 0.25 s: tokens produced by the engine so far vs tokens already
+handed to the Markdown widget; backlog = produced − shown. Outside, the app process's CPU
+(all threads, including the engine thread) is read from /proc over the stream.
+Goals: backlog does not grow (slope ≈ 0, ends at 0), CPU < 0.5 core.
+
+    .venv/bin/python benchmarks/ui_stream_2000.py [--tokens 20000] [--rate 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
+
+
+def inside(cfg_path: str, probe_path: str) -> None:
+    """Runs in the tmux pane: the real app plus a backlog probe."""
+    from tui.cli.ui import prepare_terminal_ui
+
+    prepare_terminal_ui()  # as the infertop command does, before Textual is imported
+    from tui.app.app import create_app
+    from tui.app.terminal import engine_stderr_to
+    from tui.config import load_config
+
+    config = load_config(cfg_path)
+    app = create_app(config, state_path=None, record_session=False, autoplay=["go"])
+    out = open(probe_path, "w", buffering=1)  # noqa: SIM115
+    t0 = time.perf_counter()
+
+    def probe() -> None:
+        live = app.chat.live["A"]
+        if live is None:
+            return
+        produced = live.snapshot().tokens
+        turns = app.chat.query("Turn")
+        shown = len(turns[-1].text.split()) if turns else 0
+        row = {
+            "t": time.perf_counter() - t0,
+            "produced": produced,
+            "shown": shown,
+            "done": live.done,
+        }
+        out.write(json.dumps(row) + "\n")
+
+    app.call_later(lambda: app.set_interval(0.25, probe))
+    with engine_stderr_to(Path(probe_path).with_suffix(".stderr")):
+        app.run()
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    den = sum((x - mx) ** 2 for x in xs) or 1.0
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=20000)
+    ap.add_argument("--rate", type=float, default=2000.0)
+    ap.add_argument("--inside", nargs=2, metavar=("CFG", "PROBE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.inside:
+        inside(*args.inside)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
+    cfg = tmp / "c.toml"
+    cfg.write_text(
+        f'default_engine = "synth"\n[generation]\nmax_tokens = {args.tokens}\n'
+        f'[engines.synth]\nkind = "synthetic"\noptions = {{ tokens_per_s = {args.rate} }}\n'
+    )
+    probe = tmp / "probe.jsonl"
+    app = TmuxApp.__new__(TmuxApp)
+    # run this script's inside() in the pane instead of ``python -m tui``
+    import shlex
+    import subprocess
+
+    TmuxApp.count += 1
+    app.sock = f"infertop-bench-{TmuxApp.count}-{int(time.time())}"
+    cmd = (
+        f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} "
+        f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --inside {cfg} {probe}"
+    )
+    subprocess.run(
+        ["tmux", "-L", app.sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "36", cmd],
+        check=True,
+    )
+    app.pid = int(app.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            not probe.exists()
+            or '"produced": 0,' in (probe.read_text().splitlines() or ['"produced": 0,'])[-1]
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the stream did not start")
+            time.sleep(0.02)
+        c0, t0 = cpu_seconds(app.pid), time.monotonic()
+        th0 = thread_cpu(app.pid)
+        deadline = time.monotonic() + args.tokens / args.rate * 4 + 30
+        while True:
+            rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
+            if rows and rows[-1]["done"] and rows[-1]["shown"] >= rows[-1]["produced"]:
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        th1 = thread_cpu(app.pid)
+        cpu = (cpu_seconds(app.pid) - c0) / (time.monotonic() - t0)
+        span = time.monotonic() - t0
+        threads = {k: (v - th0.get(k, 0.0)) / span for k, v in th1.items()}
+    finally:
+        app.close()
+    rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
+    streaming = [r for r in rows if r["produced"] > 0 and not r["done"]]
+    backlog = [r["produced"] - r["shown"] for r in streaming]
+    last = rows[-1]
+    b_slope = slope([r["t"] for r in streaming], backlog) if len(streaming) > 2 else 0.0
+    print(
+        f"(b) synthetic {args.rate:.0f} tok/s × {args.tokens} tokens into the output pane "
+        f"(real terminal, 120×36)"
+    )
+    print(
+        f"    backlog (produced − shown) while streaming: median {statistics.median(backlog):.0f}"
+        f" tokens, max {max(backlog)}, slope {b_slope:+.1f} tokens/s; at the end "
+        f"{last['produced'] - last['shown']} (all {last['produced']} shown: {last['done']})"
+    )
+    print(
+        f"    app CPU while streaming: {cpu * 100:.1f} % of one core; goal < 50 %; "
+        f"ratio to goal {cpu / 0.5:.2f}"
+    )
+    busy = sorted(threads.items(), key=lambda kv: -kv[1])[:5]
+    print("    by thread: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in busy))
+
+
+if __name__ == "__main__":
+    main()

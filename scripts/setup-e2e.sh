@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# End-to-end test dependencies: an SSH server (started by the test on a loopback port,
+# never as a system service) and tmux. Idempotent: does nothing when both are present.
+set -euo pipefail
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null || need+=(openssh-client)
+command -v tmux >/dev/null || need+=(tmux)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup-e2e: installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

@@ -1,0 +1,71 @@
+"""Fixtures for UI tests: configs, the app built by the CLI's own factory, waiting.
+
+Every UI test uses a fixed terminal size (``SIZE`` unless it says otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tui.app.app import InfertopApp, create_app
+from tui.app.themes import builtin_theme_dir
+from tui.config import Config, parse_config
+
+sys.path.insert(0, str(Path(__file__).parent))  # app_support.py (importlib import mode)
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[[str], Config]:
+    def make(text: str) -> Config:
+        path = tmp_path / "infertop.toml"
+        path.write_text(text)
+        return parse_config(text, path)
+
+    return make
+
+
+@pytest.fixture
+def user_theme_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "user-themes"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def build_app(tmp_path: Path, user_theme_dir: Path) -> Callable[..., InfertopApp]:
+    def build(config: Config, **kw) -> InfertopApp:  # type: ignore[no-untyped-def]
+        kw.setdefault("session_path", tmp_path / "session.jsonl")
+        kw.setdefault("state_path", tmp_path / "state.toml")
+        kw.setdefault("theme_dirs", [builtin_theme_dir(), user_theme_dir])
+        kw.setdefault("telemetry", False)
+        return create_app(config, **kw)
+
+    return build
+
+
+async def _wait_for(pilot, predicate: Callable[[], bool], timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+def wait_for():  # type: ignore[no-untyped-def]
+    """``await wait_for(pilot, predicate, timeout)``: poll while the app keeps running."""
+    return _wait_for
+
+
+def notifications(app: InfertopApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+@pytest.fixture
+def notes():  # type: ignore[no-untyped-def]
+    return notifications

@@ -1,0 +1,126 @@
+"""More flows: command palette, concurrent A/B, loading without freezing, NVML failing
+inside the app, F1 key panel. The synthetic engine is used where the flow needs exact
+timing (a slow load, overlapping streams); the default flows use the real engine."""
+
+from __future__ import annotations
+
+import pytest
+from app_support import LOCAL, SIZE, SYNTH, gen
+
+from tui.app.widgets.conversation import Conversation
+from tui.app.widgets.engine_bar import EngineBar
+from tui.app.widgets.hardware_panel import HardwarePanel
+from tui.app.widgets.prompt import PromptInput
+from tui.telemetry import apple
+from tui.telemetry.nvml import NvmlProbe
+
+pytestmark = pytest.mark.engine
+
+
+def bar(app) -> str:  # type: ignore[no-untyped-def]
+    return app.chat.query_one(EngineBar).plain()
+
+
+async def test_command_palette_picks_engine(make_config, build_app, wait_for):
+    app = build_app(make_config(gen(5) + LOCAL + SYNTH))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "A ● local" in bar(app) and "ready" in bar(app))
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"Engine A: synth")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "A ● synth" in bar(app) and "ready" in bar(app))
+
+
+async def test_ab_concurrent_runs_both_at_once(make_config, build_app, wait_for, tmp_path):
+    """Needs exact timing: two synthetic engines at 50 tok/s, 25 tokens (0.5 s each)."""
+    import json
+
+    cfg = make_config(
+        'default_engine = "s1"\n[ui]\nab_concurrent = true\n'
+        + gen(25)
+        + '[engines.s1]\nkind = "synthetic"\noptions = { tokens_per_s = 50 }\n'
+        + '[engines.s2]\nkind = "synthetic"\noptions = { tokens_per_s = 50 }\n'
+    )
+    app = build_app(cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: bar(app).count("ready") == 2)
+        await app.chat.submit_text("go")
+        await wait_for(pilot, lambda: not app.chat.busy)
+    recs = [json.loads(x) for x in (tmp_path / "session.jsonl").read_text().splitlines()]
+    assert {r["engine"] for r in recs} == {"s1", "s2"}
+    # concurrent: the two requests' wall-clock intervals overlap
+    from datetime import datetime
+
+    ends = [datetime.fromisoformat(r["time"]).timestamp() for r in recs]
+    starts = [e - r["metrics"]["e2e_ms"] / 1000 for e, r in zip(ends, recs, strict=True)]
+    assert max(starts) < min(ends), (starts, ends)
+
+
+async def test_loading_engine_does_not_freeze_ui(make_config, build_app, wait_for):
+    """Needs a slow load on demand: the synthetic engine sleeps 2 s in load()."""
+    cfg = make_config(
+        'default_engine = "slow"\n'
+        + gen(5)
+        + '[engines.slow]\nkind = "synthetic"\noptions = { load_ms = 2000 }\n'
+    )
+    app = build_app(cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "loading" in bar(app), 5)
+        prompt = app.chat.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press(*"typing while it loads")
+        assert prompt.text == "typing while it loads"
+        assert "loading" in bar(app)  # the keys were handled during the load
+        await wait_for(pilot, lambda: "ready" in bar(app), 10)
+
+
+async def test_nvml_failing_mid_run_is_shown_in_the_app(make_config, build_app, wait_for):
+    """NVML cannot be made to fail for real here: a stand-in raises after it started."""
+
+    class Flaky:
+        NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+        def __getattr__(self, name):  # type: ignore[no-untyped-def]
+            if name in ("nvmlInit", "nvmlShutdown"):
+                return lambda *a: None
+            if name == "nvmlDeviceGetCount":
+                return lambda: 1
+            if name == "nvmlDeviceGetHandleByIndex":
+                return lambda i: "h"
+            if name == "nvmlDeviceGetName":
+                return lambda h: "Fake GPU"
+            if name in ("nvmlDeviceGetMemoryBusWidth", "nvmlDeviceGetMaxClockInfo"):
+                return lambda *a: 1000
+            raise RuntimeError("NVML: Unknown Error (GPU fell off the bus)")
+
+    app = build_app(make_config("[telemetry]\ninterval_s = 0.2\n" + gen(5) + LOCAL), telemetry=True)
+    app.sampler._nvml = NvmlProbe(Flaky())
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.chat.query_one(HardwarePanel)
+        await wait_for(pilot, lambda: "NVML error" in panel.text, 10)
+        assert "GPU fell off the bus" in panel.text and "RAM" in panel.text
+        await app.chat.submit_text("Hi.")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        turn = app.chat.query_one("#conv-A", Conversation).turns[0]
+        assert turn.text and "ERROR" not in str(turn.query_one(".summary").render())
+
+
+async def test_f1_shows_key_panel(make_config, build_app, wait_for):
+    app = build_app(make_config(gen(5) + LOCAL))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")), 5)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: not app.screen.query("HelpPanel"), 5)
+
+
+def test_apple_silicon_memory_is_labelled_unified(monkeypatch):
+    monkeypatch.setattr(apple.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(apple.platform, "machine", lambda: "arm64")
+    assert apple.memory_label() == "unified memory (RAM)"
+    assert "unified memory" in (apple.gpu_note() or "")
+    monkeypatch.setattr(apple.platform, "system", lambda: "Linux")
+    assert apple.memory_label() == "RAM" and apple.gpu_note() is None

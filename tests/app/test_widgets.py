@@ -1,0 +1,188 @@
+"""Each widget inside a tiny host app with a fixed terminal size."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from tui.app.widgets.ab_table import ABTable
+from tui.app.widgets.conversation import Conversation
+from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.hardware_panel import HardwarePanel, core_bars
+from tui.app.widgets.metrics_panel import MetricsPanel, phase_bar, truth_line
+from tui.app.widgets.prompt import PromptInput
+from tui.core.metrics import RequestMetrics
+from tui.telemetry.nvml import GpuSample, NvmlSample
+from tui.telemetry.sampler import TelemetrySample
+from tui.telemetry.system import SystemSample
+
+SIZE = (100, 30)
+
+
+class Host(App):
+    def __init__(self, *widgets) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.widgets = widgets
+        self.received: list[object] = []
+
+    def compose(self) -> ComposeResult:
+        yield from self.widgets
+
+    def on_prompt_input_submitted(self, msg: PromptInput.Submitted) -> None:
+        self.received.append(msg.text)
+
+
+def metrics(**kw) -> RequestMetrics:  # type: ignore[no-untyped-def]
+    base = dict(ttft_ms=120.0, ttfr_ms=119.0, e2e_ms=1120.0)
+    base.update(kw)
+    return RequestMetrics(**base)  # type: ignore[arg-type]
+
+
+async def test_engine_bar_shows_engine_model_state_and_ab():
+    bar = EngineBar()
+    async with Host(bar).run_test(size=SIZE) as pilot:
+        bar.set_slot("A", SlotView("local", "llamacpp", "SmolLM2", "loading"))
+        bar.set_slot("B", SlotView("fast", "synthetic", "synthetic", "ready"))
+        assert bar.plain() == "A ● local · llamacpp · SmolLM2 · loading"
+        bar.set_state("A", "error", "model file not found")
+        await pilot.pause()
+        assert "error (model file not found)" in bar.plain()
+        bar.set_ab(True)
+        assert "B ● fast · synthetic" in bar.plain()
+
+
+async def test_prompt_enter_submits_ctrl_j_newline_and_history():
+    prompt = PromptInput()
+    host = Host(prompt)
+    async with host.run_test(size=SIZE) as pilot:
+        prompt.focus()
+        await pilot.press("h", "i", "ctrl+j", "y", "o")
+        assert prompt.text == "hi\nyo"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert host.received == ["hi\nyo"]
+        prompt.clear()
+        await pilot.press("s", "e", "c", "enter")
+        prompt.clear()
+        await pilot.press("d", "r")  # a draft
+        await pilot.press("up")
+        assert prompt.text == "sec"
+        await pilot.press("up")
+        assert prompt.text == "hi\nyo"
+        await pilot.press("down")  # the cursor is on the last line: move forward
+        assert prompt.text == "sec"
+        await pilot.press("down")
+        assert prompt.text == "dr"
+
+
+async def test_conversation_streams_markdown_and_stops_following_on_scroll_up():
+    conv = Conversation()
+    async with Host(conv).run_test(size=SIZE) as pilot:
+        turn = await conv.add_turn("hello", "local", "r1")
+        for i in range(80):
+            await turn.append(f"line **{i}**\n\n")
+        await pilot.pause(0.2)
+        assert "line **79**" in turn.answer.source
+        assert conv.following and conv.max_scroll_y > 0
+        assert conv.scroll_y == conv.max_scroll_y
+        conv.focus()
+        await pilot.press("pageup")  # the user scrolls up (keyboard): auto-scroll stops
+        await pilot.pause()
+        assert not conv.following
+        y = conv.scroll_y
+        await turn.append("more\n\n")
+        await pilot.pause(0.2)
+        assert conv.scroll_y == y
+        await pilot.press("end")  # back at the bottom: following again
+        await pilot.pause(0.2)
+        await turn.append("even more\n\n")
+        await pilot.pause(0.2)
+        assert conv.following and conv.scroll_y == conv.max_scroll_y
+        await turn.finish("TTFT 1 ms · CANCELLED", "cancelled")
+        assert "partial answer kept" in turn.answer.source
+        assert turn.query_one(".summary").has_class("-cancelled")
+
+
+async def test_metrics_panel_values_percentiles_estimates_phase_and_truth():
+    panel = MetricsPanel()
+    async with Host(panel).run_test(size=SIZE):
+        m = metrics(
+            prefill_tps=50.0, prefill_tps_source="estimate", prefill_ms=120.0, decode_ms=1000.0
+        )
+        hist = {"ttft": [100.0, 200.0, 300.0], "itl": [10.0], "decode": [90.0], "prefill": [50.0]}
+        panel.show_history(hist, m)
+        text = panel.row("ttft").values_text
+        assert text.split()[0] == "300.0" and "p50  200.0" in text and "p90" in text
+        assert panel.row("prefill").values_text.endswith("(est.)")
+        assert "(est.)" not in panel.row("decode").values_text
+        assert "prefill 120 ms (TTFT) | decode 1000 ms" in str(panel.query_one(".phase").render())
+        assert "reports no timings" in str(panel.query_one(".truth").render())
+
+
+def test_phase_bar_is_proportional_and_truth_line_shows_difference():
+    m = metrics(prefill_ms=100.0, decode_ms=300.0, prefill_tps_source="engine")
+    bar = phase_bar(m, 60)
+    blocks = bar.plain.split(" ")[1]
+    assert blocks.count("█") >= 8
+    spans = [(s.start, s.end, str(s.style)) for s in bar.spans]
+    pre = sum(e - s for s, e, st in spans if st == "yellow")
+    dec = sum(e - s for s, e, st in spans if st == "cyan")
+    assert round(dec / pre) == 3
+    t = truth_line(
+        metrics(
+            engine_prefill_ms=100.0,
+            ttft_minus_engine_prefill_ms=20.0,
+            engine_decode_tps=90.0,
+            decode_tps_vs_engine=0.99,
+        )
+    )
+    assert "engine prefill 100 ms (TTFT − it = +20.0 ms)" in t and "ours/engine 0.990" in t
+
+
+def _sample(gpu: NvmlSample) -> TelemetrySample:
+    sys_s = SystemSample(
+        cpu_percent=42.0,
+        per_core=[0.0, 100.0],
+        ram_used=2 * 2**30,
+        ram_total=8 * 2**30,
+        rss_bytes=300 * 2**20,
+        rss_pid=123,
+    )
+    return TelemetrySample(0.0, sys_s, gpu)
+
+
+async def test_hardware_panel_no_gpu_gpu_and_nvml_error():
+    panel = HardwarePanel()
+    async with Host(panel).run_test(size=SIZE):
+        panel.show(
+            _sample(NvmlSample("absent", "no NVIDIA GPU (driver not loaded)")), [10, 90], None
+        )
+        text = panel.text
+        assert "CPU  42.0%" in text and "cores  █" in text
+        assert "RAM 2.0 GiB / 8.0 GiB (25%)" in text
+        assert "engine RSS 300 MiB (pid 123)" in text
+        assert "no NVIDIA GPU" in text
+        gpu = GpuSample(0, "H200", 55.0, 2**30, 141 * 2**30, 300.0, 50.0, 1980, 3200, 512 * 2**20)
+        panel.show(_sample(NvmlSample("ok", "1", [gpu])), [], "decode reads ≈1 GB/s")
+        text = panel.text
+        assert "GPU0 H200: util 55% mem 1.0 GiB/141.0 GiB 300 W 50°C" in text
+        assert "ours 512 MiB" in text and "decode reads" in text
+        panel.show(_sample(NvmlSample("error", "NVML error: GPU is lost")), [], None)
+        assert "NVML error: GPU is lost" in panel.text
+
+
+def test_core_bars_fixed_scale():
+    assert core_bars([0, 50, 100]) == " ▄█"
+
+
+async def test_ab_table_rows_and_ratios():
+    table = ABTable()
+    async with Host(table).run_test(size=SIZE):
+        a = metrics(ttft_ms=100.0, decode_tps=50.0, prefill_tps=200.0, prefill_tps_source="engine")
+        b = metrics(
+            ttft_ms=50.0, decode_tps=100.0, prefill_tps=400.0, prefill_tps_source="estimate"
+        )
+        table.add_turn(1, a, b)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert rows[0] == ["#1", "TTFT", "100 ms", "50.0 ms", "0.50×"]
+        assert rows[1][4] == "2.00×"
+        assert rows[2][1] == "prefill tok/s (est.)"

@@ -1,0 +1,309 @@
+"""InfertopApp and ``create_app``: the one factory the CLI and the tests use."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from functools import partial
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+
+from tui.app.engine_host import EngineHost
+from tui.app.messages import TelemetrySampled
+from tui.app.screens.chat import ChatScreen
+from tui.app.state import UIState, default_state_path, load_state, save_state
+from tui.app.themes import DEFAULT_THEME, builtin_theme_dir, load_theme_dirs, user_theme_dir
+from tui.config import Config
+from tui.core.live import LiveRequest
+from tui.core.metrics import RequestMetrics
+from tui.core.session import SessionRecorder, default_session_path, session_record
+from tui.engines.base import GenerationRequest
+from tui.telemetry.roofline import roofline
+from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
+
+GIL_SWITCH_INTERVAL_S = 0.0002
+
+# binding ids a user may remap in [ui.keys] (id -> key)
+BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "help", "quit")
+
+
+class EngineCommands(Provider):
+    """Command palette: pick the engine for slot A or B, toggle A/B."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        assert isinstance(app, InfertopApp)
+        matcher = self.matcher(query)
+        for name, spec in app.config.engines.items():
+            for slot in ("A", "B"):
+                text = f"Engine {slot}: {name} ({spec.kind})"
+                score = matcher.match(text)
+                if score > 0:
+                    yield Hit(
+                        score, matcher.highlight(text), partial(app.chat.use_engine, slot, name)
+                    )
+        text = "Toggle A/B mode"
+        if matcher.match(text) > 0:
+            yield Hit(matcher.match(text), matcher.highlight(text), app.chat.action_toggle_ab)
+
+
+class InfertopApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "infertop"
+    COMMANDS = App.COMMANDS | {EngineCommands}
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
+        Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
+        Binding("b", "bench", "Bench", id="bench"),
+        Binding("f1", "toggle_help", "Keys", id="help", priority=True),
+    ]
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        session_path: Path | None = None,
+        state_path: Path | None = None,
+        theme_dirs: list[Path] | None = None,
+        telemetry: bool = True,
+        record_session: bool = True,
+        autoplay: list[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.record_session = record_session
+        self.autoplay = list(autoplay or [])
+        self.config = config
+        self.state_path = state_path
+        self.state = load_state(state_path)
+        self.theme_dirs = (
+            theme_dirs if theme_dirs is not None else [builtin_theme_dir(), user_theme_dir()]
+        )
+        self.our_themes: list[str] = []
+        self._switch_interval = sys.getswitchinterval()
+        self.startup_notes: list[tuple[str, str]] = []
+        self.recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
+        self._record_error_shown = False
+        self.hosts: dict[str, EngineHost] = {}
+        self.sampler = TelemetrySampler(
+            interval_s=config.telemetry.interval_s,
+            gpu=config.telemetry.gpu,
+            on_sample=self._on_sample,
+        )
+        self.telemetry_enabled = telemetry
+        remembered = self.state.engine
+        self.initial_engine = remembered if remembered in config.engines else config.default_engine
+        self.chat = ChatScreen()
+        self._load_themes()
+        self._apply_keys()
+
+    # -- start / stop ----------------------------------------------------------------
+    def _load_themes(self) -> None:
+        loaded = load_theme_dirs(self.theme_dirs)
+        for theme in loaded.themes:
+            self.register_theme(theme)
+            self.our_themes.append(theme.name)
+        for err in loaded.errors:
+            self.startup_notes.append((f"{err} — using the default theme instead", "warning"))
+        wanted = self.state.theme or self.config.ui.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            fallback = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+            if wanted:
+                self.startup_notes.append(
+                    (f"theme {wanted!r} not found — using {fallback}", "warning")
+                )
+            self.theme = fallback
+
+    def _apply_keys(self) -> None:
+        keys = dict(self.config.ui.keys)
+        unknown = sorted(k for k in keys if k not in BINDING_IDS)
+        for k in unknown:
+            keys.pop(k)
+            self.startup_notes.append(
+                (f"ui.keys: unknown binding id {k!r} (known: {', '.join(BINDING_IDS)})", "warning")
+            )
+        if keys:
+            self.set_keymap(keys)
+
+    def on_mount(self) -> None:
+        # The engine threads stamp tokens; a thread woken by a token must get the GIL
+        # from the UI thread first. CPython hands it over after the switch interval
+        # (default 5 ms), which would land in measured ITL; 0.2 ms keeps it small.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+        self.push_screen(self.chat)
+        for text, severity in self.startup_notes:
+            self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
+        if self.telemetry_enabled:
+            self.call_after_refresh(self._start_sampler)
+
+    def _start_sampler(self) -> None:
+        self.run_worker(
+            self.sampler.run,
+            thread=True,
+            group="telemetry",
+            exclusive=True,
+            exit_on_error=False,
+            description="hardware sampler",
+        )
+
+    async def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
+        self.sampler.stop()
+        await asyncio.gather(*(asyncio.to_thread(h.close) for h in self.hosts.values()))
+
+    def _on_sample(self, sample: TelemetrySample) -> None:
+        """Called in the sampler thread: only posts a message."""
+        self.chat.post_message(TelemetrySampled(sample))
+
+    # -- engines ---------------------------------------------------------------------
+    def host(self, name: str) -> EngineHost:
+        if name not in self.hosts:
+            self.hosts[name] = EngineHost(self.config.engines[name])
+        return self.hosts[name]
+
+    def release_host(self, name: str) -> None:
+        """Close an engine no slot uses any more (in a thread: closing may block)."""
+        host = self.hosts.pop(name, None)
+        if host is not None:
+            self.run_worker(
+                host.close,
+                thread=True,
+                group=f"close-{name}",
+                exit_on_error=False,
+                description=f"close engine {name}",
+            )
+
+    def watch_pid(self, pid: int | None) -> None:
+        self.sampler.pid = pid
+
+    async def record(
+        self,
+        slot: str,
+        name: str,
+        request: GenerationRequest,
+        live: LiveRequest,
+        metrics: RequestMetrics,
+    ) -> None:
+        if not self.record_session:
+            return
+        host = self.hosts.get(name)
+        info = host.info() if host else None
+        rec = session_record(
+            engine=name,
+            kind=self.config.engines[name].kind,
+            model=info.model if info else str(self.config.engines[name].model),
+            messages=request.messages,
+            params=request.params(),
+            timeline=live.timeline,
+            metrics=metrics,
+            request_id=request.request_id,
+            slot=slot,
+        )
+        try:
+            await asyncio.to_thread(self.recorder.append, rec)
+        except OSError as e:
+            if not self._record_error_shown:
+                self._record_error_shown = True
+                self.notify(
+                    f"session log not written ({self.recorder.path}): {e.strerror}",
+                    severity="error",
+                )
+
+    def roofline_text(
+        self, name: str | None, m: RequestMetrics | None, sample: TelemetrySample
+    ) -> str | None:
+        if name is None or m is None or m.decode_tps is None:
+            return None
+        spec = self.config.engines[name]
+        size = _model_bytes(self.hosts.get(name), spec)
+        nvml_peak = None
+        if spec.n_gpu_layers != 0 and sample.gpu.gpus:
+            nvml_peak = sample.gpu.gpus[0].peak_bandwidth_bps
+        roof = roofline(size, m.decode_tps, nvml_peak, self.config.telemetry.peak_bandwidth_gbs)
+        return None if roof is None else roof.describe()
+
+    # -- themes, state, bench ----------------------------------------------------------
+    def remember(self, engine: str | None = None, theme: str | None = None) -> None:
+        if engine:
+            self.state.engine = engine
+        if theme:
+            self.state.theme = theme
+        save_state(self.state_path, UIState(self.state.engine, self.state.theme))
+
+    def action_next_theme(self) -> None:
+        names = self.our_themes or sorted(self.available_themes)
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def watch_theme(self, theme: str) -> None:
+        if self.is_running:
+            self.remember(theme=theme)
+
+    def action_toggle_help(self) -> None:
+        """F1: Textual's key panel (it lists the bindings as remapped)."""
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_bench(self) -> None:
+        try:
+            from tui.app.screens.bench import BenchScreen
+        except ImportError:
+            self.notify("bench screen not available", severity="warning")
+            return
+        self.push_screen(BenchScreen())
+
+
+def _model_bytes(host: EngineHost | None, spec) -> int | None:  # type: ignore[no-untyped-def]
+    info = host.info() if host else None
+    if info is not None:
+        size = info.parameters.get("model_bytes")
+        if isinstance(size, int):
+            return size
+    if spec.kind == "llamacpp":
+        from tui.engines.default_model import resolve_model_path
+
+        try:
+            return resolve_model_path(spec.model).stat().st_size
+        except Exception:
+            return None
+    return None
+
+
+def create_app(
+    config: Config,
+    *,
+    session_path: Path | None = None,
+    state_path: Path | None = None,
+    theme_dirs: list[Path] | None = None,
+    telemetry: bool = True,
+    record_session: bool = True,
+    autoplay: list[str] | None = None,
+) -> InfertopApp:
+    """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
+
+    ``state_path`` defaults to the platform state dir when the CLI passes it; tests pass
+    a temporary file (or None to remember nothing).
+    """
+    return InfertopApp(
+        config,
+        session_path=session_path,
+        state_path=state_path,
+        theme_dirs=theme_dirs,
+        telemetry=telemetry,
+        record_session=record_session,
+        autoplay=autoplay,
+    )
+
+
+def default_paths() -> dict[str, Path]:
+    """The CLI's defaults for the remembered state file."""
+    return {"state_path": Path(os.environ.get("INFERTOP_STATE", default_state_path()))}

@@ -1,0 +1,141 @@
+"""EngineHost: one engine on its own thread and asyncio loop, off the UI's event loop.
+
+Stream events are stamped where they happen (engine thread / where bytes arrive). Running
+the engine's coroutines on a separate loop keeps HTTP read stamps free of UI render
+stalls on the app's loop. Textual workers await these coroutines through
+``asyncio.wrap_future``; the engine loop never touches a widget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from tui.core.events import Failed, StreamEvent
+from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, EngineSpec
+from tui.engines.registry import create_engine
+
+IDLE, LOADING, READY, GENERATING, ERROR = "idle", "loading", "ready", "generating", "error"
+
+
+class EngineHost:
+    """Owns an engine's lifecycle and the thread its coroutines run on."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        self.spec = spec
+        self.engine: Engine | None = None
+        self.state = IDLE
+        self.error: str | None = None
+        self.load_ms: float | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- plumbing -------------------------------------------------------------------
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+                loop.close()
+
+            self._thread = threading.Thread(
+                target=run, name=f"engine-{self.spec.name}", daemon=True
+            )
+            self._thread.start()
+            ready.wait(5)
+            self._loop = loop
+        return self._loop
+
+    def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def load(self) -> float:
+        """Build and load the engine on its loop; raises EngineError with a plain message."""
+        self.state, self.error = LOADING, None
+        try:
+            ms: float = await asyncio.wrap_future(self._submit(self._load()))
+        except EngineError as e:
+            self.state, self.error = ERROR, str(e)
+            raise
+        except Exception as e:  # a library fault during load: still one line for the user
+            self.state, self.error = ERROR, f"{type(e).__name__}: {e}"
+            raise EngineError(self.error) from e
+        self.state, self.load_ms = READY, ms
+        return ms
+
+    async def _load(self) -> float:
+        self.engine = create_engine(self.spec)
+        return float(await self.engine.load())
+
+    def info(self) -> EngineInfo | None:
+        return None if self.engine is None else self.engine.info()
+
+    async def stream(
+        self, request: Any, cancel: CancelToken, sink: Callable[[StreamEvent], None]
+    ) -> None:
+        """Run one stream to its end, handing every event to ``sink`` (in the engine thread).
+
+        If the awaiting worker is cancelled, the cancel token is set and the stream is
+        given up to 10 s to end on its own, so it still ends with Finished/Failed.
+        """
+        if self.engine is None:
+            raise EngineError(f"engine {self.spec.name!r} is not loaded")
+        self.state = GENERATING
+        fut = self._submit(self._stream(request, cancel, sink))
+        try:
+            await asyncio.shield(asyncio.wrap_future(fut))
+        except asyncio.CancelledError:
+            cancel.cancel()
+            await asyncio.to_thread(_wait, fut, 10.0)
+            raise
+        finally:
+            if self.state == GENERATING:
+                self.state = READY
+
+    async def _stream(
+        self, request: Any, cancel: CancelToken, sink: Callable[[StreamEvent], None]
+    ) -> None:
+        assert self.engine is not None
+        ended = False
+        try:
+            async for event in self.engine.stream(request, cancel):
+                sink(event)
+                ended = isinstance(event, Failed) or type(event).__name__ == "Finished"
+        except Exception as e:  # engines should not raise; if one does, it is a Failed
+            sink(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", kind="engine"))
+            ended = True
+        if not ended:
+            sink(Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol"))
+
+    def close(self) -> None:
+        """Close the engine and stop its thread (blocking, bounded)."""
+        loop = self._loop
+        if loop is None:
+            return
+        if self.engine is not None:
+            try:
+                self._submit(self.engine.close()).result(timeout=10)
+            except Exception:
+                pass
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        self._loop = self._thread = None
+        self.engine = None
+        self.state = IDLE
+
+
+def _wait(fut: concurrent.futures.Future[Any], timeout: float) -> None:
+    try:
+        fut.result(timeout=timeout)
+    except Exception:
+        pass

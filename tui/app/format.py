@@ -1,0 +1,58 @@
+"""Number formatting shared by the widgets (one place for units and labels)."""
+
+from __future__ import annotations
+
+from tui.core.metrics import RequestMetrics
+
+
+def ms(v: float | None) -> str:
+    if v is None:
+        return "–"
+    if v >= 10_000:
+        return f"{v / 1000:.1f} s"
+    if v >= 100:
+        return f"{v:.0f} ms"
+    return f"{v:.1f} ms"
+
+
+def tps(v: float | None) -> str:
+    return "–" if v is None else (f"{v:.0f}" if v >= 1000 else f"{v:.1f}")
+
+
+def gib(n: int | None) -> str:
+    return "–" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def mib(n: int | None) -> str:
+    return "–" if n is None else f"{n / 2**20:.0f} MiB"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """b / a as 'x.xx×' (the A/B column), '–' when either is missing."""
+    if a is None or b is None or a == 0:
+        return "–"
+    return f"{b / a:.2f}×"
+
+
+def summary_line(m: RequestMetrics) -> str:
+    """The one-line summary under an answer. Estimates carry '(est.)'."""
+    parts = [f"TTFT {ms(m.ttft_ms)}"]
+    n = m.output_tokens
+    if n is not None:
+        parts.append(f"{n} tok" + (" (est.)" if m.output_tokens_estimated else ""))
+    if m.decode_tps is not None:
+        parts.append(f"{tps(m.decode_tps)} tok/s")
+    if m.itl_ms_p50 is not None:
+        est = " (est.)" if m.itl_token_estimated else ""
+        parts.append(f"ITL p50 {ms(m.itl_ms_p50)} p90 {ms(m.itl_ms_p90)}{est}")
+    if m.prefill_tps is not None:
+        label = "engine" if m.prefill_tps_source == "engine" else "est."
+        parts.append(f"prefill {tps(m.prefill_tps)} tok/s ({label})")
+    parts.append(f"e2e {ms(m.e2e_ms)}")
+    if m.finish_reason == "cancelled":
+        parts.append("CANCELLED")
+    elif m.error:
+        parts.append(f"ERROR: {m.error}")
+    elif m.finish_reason:
+        parts.append(m.finish_reason)
+    return " · ".join(parts)

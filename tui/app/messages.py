@@ -1,0 +1,49 @@
+"""Typed messages: the only way workers and threads reach widgets."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from tui.core.live import LiveRequest
+from tui.core.metrics import RequestMetrics
+from tui.telemetry.sampler import TelemetrySample
+
+
+class EngineStateChanged(Message):
+    """An engine in a slot (A or B) changed state: loading, ready, generating, error."""
+
+    def __init__(self, slot: str, engine: str, state: str, detail: str = "") -> None:
+        super().__init__()
+        self.slot, self.engine, self.state, self.detail = slot, engine, state, detail
+
+
+class StreamUpdated(Message):
+    """New text is waiting in ``live`` (coalesced: one pending message per request)."""
+
+    def __init__(self, slot: str, live: LiveRequest) -> None:
+        super().__init__()
+        self.slot, self.live = slot, live
+
+
+class StreamEnded(Message):
+    """A request ended (finished, cancelled or failed); ``metrics`` are final."""
+
+    def __init__(self, slot: str, live: LiveRequest, metrics: RequestMetrics, turn: int) -> None:
+        super().__init__()
+        self.slot, self.live, self.metrics, self.turn = slot, live, metrics, turn
+
+
+class TelemetrySampled(Message):
+    """A hardware sample from the sampler thread."""
+
+    def __init__(self, sample: TelemetrySample) -> None:
+        super().__init__()
+        self.sample = sample
+
+
+class ServerSampled(Message):
+    """Lines from the engine's server metrics (None: this engine has none)."""
+
+    def __init__(self, engine: str, lines: list[str] | None) -> None:
+        super().__init__()
+        self.engine, self.lines = engine, lines

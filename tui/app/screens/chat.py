@@ -1,0 +1,531 @@
+"""ChatScreen: prompt, streaming output pane(s), metrics and hardware panels, engine bar.
+
+The screen is the controller of a conversation: it starts Textual workers for engine
+loads and turns, and updates widgets only from message handlers. Engine coroutines run on
+each engine's own thread (EngineHost); their events reach the UI via LiveRequest, which
+coalesces them into at most one pending StreamUpdated message per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from functools import partial
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
+from tui.app.format import ms, summary_line, tps
+from tui.app.messages import (
+    EngineStateChanged,
+    ServerSampled,
+    StreamEnded,
+    StreamUpdated,
+    TelemetrySampled,
+)
+from tui.app.pacing import AppendPacer
+from tui.app.widgets.ab_table import ABTable
+from tui.app.widgets.conversation import Conversation, Turn
+from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.hardware_panel import HardwarePanel
+from tui.app.widgets.metrics_panel import MetricsPanel
+from tui.app.widgets.prompt import PromptInput
+from tui.app.widgets.server_panel import ServerPanel
+from tui.core.events import Failed
+from tui.core.live import LiveRequest
+from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.window import RollingWindow
+from tui.engines.base import CancelToken, EngineError, GenerationRequest
+from tui.telemetry.server import server_probe
+
+NARROW_WIDTH = 110
+SHORT_HEIGHT = 30
+TEXT_MAX_HZ = 30.0  # Markdown appends per second per pane (each one re-parses a block)
+HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
+
+
+class ChatScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="cancel", priority=True),
+        Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),
+        Binding("ctrl+o", "toggle_ab", "A/B", id="ab", priority=True),
+        Binding("f2", "toggle_panels", "Panels", id="panels", priority=True),
+        Binding("ctrl+l", "clear", "Clear", id="clear", priority=True, show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="chat")
+        self.slot_engine: dict[str, str | None] = {"A": None, "B": None}
+        self.ab = False
+        self.busy = False
+        self.turn_no = 0
+        self.turns: dict[tuple[str, str], Turn] = {}
+        self.live: dict[str, LiveRequest | None] = {"A": None, "B": None}
+        self.cancels: dict[str, CancelToken] = {}
+        self.messages: dict[str, list[dict[str, str]]] = {"A": [], "B": []}
+        self.history: dict[str, dict[str, RollingWindow]] = {"A": _windows(), "B": _windows()}
+        self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
+        self.last_sample = None
+        self._load_locks: dict[str, asyncio.Lock] = {}
+        self._last_append: dict[str, float] = {}
+        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ)
+
+    # -- layout ---------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield EngineBar(id="engine-bar")
+        yield Static("", id="strip", markup=False)
+        with Horizontal(id="main"):
+            with Vertical(id="chat-col"):
+                with Horizontal(id="outputs"):
+                    yield Conversation(id="conv-A")
+                    yield Conversation(id="conv-B")
+                yield ABTable(id="ab-table")
+                yield PromptInput(id="prompt")
+            with Vertical(id="side"):
+                yield MetricsPanel(id="metrics")
+                yield HardwarePanel(id="hardware")
+                yield ServerPanel(id="server")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        app = self.app
+        names = list(app.config.engines)
+        first = app.initial_engine
+        self.slot_engine["A"] = first
+        self.slot_engine["B"] = _next_name(names, first)
+        self._show_slot("A")
+        self.query_one("#prompt", PromptInput).focus()
+        self._layout_for(self.size.width, self.size.height)
+        self._live_timer = self.set_interval(
+            1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live, pause=True
+        )
+        # after the first frame: the engine import/load must not delay the first paint
+        self.call_after_refresh(self._start_load, "A")
+        if app.autoplay:
+            self.run_worker(
+                self.autoplay(app.autoplay),
+                group="autoplay",
+                exclusive=True,
+                exit_on_error=False,
+                description="replay the recorded prompts",
+            )
+
+    def on_resize(self, event) -> None:  # type: ignore[no-untyped-def]
+        self._layout_for(event.size.width, event.size.height)
+
+    def _layout_for(self, width: int, height: int) -> None:
+        narrow = width < NARROW_WIDTH or height < SHORT_HEIGHT
+        self.set_class(narrow, "-narrow")
+        if not narrow:
+            self.remove_class("-show-panels")
+        self._update_strip()
+
+    # -- engines --------------------------------------------------------------------
+    def host(self, slot: str) -> EngineHost:
+        name = self.slot_engine[slot]
+        assert name is not None
+        return self.app.host(name)
+
+    def _show_slot(self, slot: str) -> None:
+        name = self.slot_engine[slot]
+        if name is None:
+            return
+        spec = self.app.config.engines[name]
+        host = self.app.host(name)
+        info = host.info()
+        model = info.model if info else (spec.model or spec.url or "")
+        detail = host.error or ""
+        self.query_one(EngineBar).set_slot(
+            slot,
+            SlotView(
+                engine=name, kind=spec.kind, model=_short(model), state=host.state, detail=detail
+            ),
+        )
+
+    def _start_load(self, slot: str) -> None:
+        self.run_worker(
+            self._ensure_loaded(slot),
+            group=f"load-{slot}",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"load engine for slot {slot}",
+        )
+
+    async def _ensure_loaded(self, slot: str) -> EngineHost | None:
+        """Load the slot's engine if needed (off the UI loop); None when it failed."""
+        name = self.slot_engine[slot]
+        assert name is not None
+        host = self.app.host(name)
+        lock = self._load_locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            if host.state in (READY, GENERATING) and host.engine is not None:
+                return host
+            self.post_message(EngineStateChanged(slot, name, "loading"))
+            try:
+                load_ms = await host.load()
+            except EngineError as e:
+                self.post_message(EngineStateChanged(slot, name, "error", str(e)))
+                return None
+            self.post_message(
+                EngineStateChanged(slot, name, "ready", f"loaded in {load_ms:.0f} ms")
+            )
+            return host
+
+    @on(EngineStateChanged)
+    def _engine_state(self, msg: EngineStateChanged) -> None:
+        if self.slot_engine.get(msg.slot) != msg.engine:
+            return  # a message about an engine this slot no longer uses
+        self._show_slot(msg.slot)
+        self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
+        if msg.state == "error":
+            self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
+        if msg.slot == "A" and msg.state == "ready":
+            info = self.host("A").info()
+            self.app.watch_pid(info.pid if info else None)
+            if self.app.telemetry_enabled:
+                self.run_worker(
+                    partial(self._server_metrics, msg.engine),
+                    thread=True,
+                    group="server-telemetry",
+                    exclusive=True,
+                    exit_on_error=False,
+                    description=f"server metrics of {msg.engine}",
+                )
+
+    def use_engine(self, slot: str, name: str) -> None:
+        """Point a slot at a configured engine (engine switch / command palette)."""
+        if name not in self.app.config.engines:
+            self.notify(f"no engine named {name!r} in config", severity="error")
+            return
+        if self.busy:
+            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
+            return
+        old = self.slot_engine[slot]
+        if old == name:
+            return
+        self.slot_engine[slot] = name
+        if slot == "A":
+            self.query_one(ServerPanel).show_lines(None)
+        self.history[slot] = _windows()
+        self.last_metrics[slot] = None
+        self.messages[slot] = []
+        self._show_slot(slot)
+        if slot == "A":
+            self.app.remember(engine=name)
+        if slot == "A" or self.ab:
+            self._start_load(slot)
+        if old is not None and old not in self.slot_engine.values():
+            self.app.release_host(old)
+
+    def action_next_engine(self) -> None:
+        names = list(self.app.config.engines)
+        if len(names) < 2:
+            self.notify("only one engine is configured: add [engines.NAME] tables to config")
+            return
+        nxt = _next_name(names, self.slot_engine["A"])
+        if self.ab and nxt == self.slot_engine["B"]:
+            nxt = _next_name(names, nxt)
+        self.use_engine("A", nxt)
+
+    def action_toggle_ab(self) -> None:
+        names = list(self.app.config.engines)
+        if not self.ab and len(names) < 2:
+            self.notify("A/B needs two engines: add another [engines.NAME] table to config")
+            return
+        if self.busy:
+            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
+            return
+        self.ab = not self.ab
+        self.set_class(self.ab, "-ab")
+        if self.ab:
+            if self.slot_engine["B"] in (None, self.slot_engine["A"]):
+                self.slot_engine["B"] = _next_name(names, self.slot_engine["A"])
+            self._show_slot("B")
+            self._start_load("B")
+        self.query_one(EngineBar).set_ab(self.ab)
+        mode = "concurrently" if self.app.config.ui.ab_concurrent else "one after the other"
+        self.notify(
+            f"A/B mode {'on' if self.ab else 'off'}" + (f" (engines run {mode})" if self.ab else "")
+        )
+
+    def action_toggle_panels(self) -> None:
+        if self.has_class("-narrow"):
+            self.toggle_class("-show-panels")
+        else:
+            self.notify("panels are already shown beside the chat")
+
+    async def action_clear(self) -> None:
+        if self.busy:
+            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
+            return
+        for slot in ("A", "B"):
+            await self.query_one(f"#conv-{slot}", Conversation).clear()
+            self.messages[slot] = []
+        self.turns.clear()
+
+    def action_cancel(self) -> None:
+        if not self.busy:
+            return
+        for token in self.cancels.values():
+            token.cancel()
+        self.notify("cancelling…", timeout=2)
+
+    # -- a turn ---------------------------------------------------------------------
+    @on(PromptInput.Submitted)
+    async def _submitted(self, msg: PromptInput.Submitted) -> None:
+        if await self.submit_text(msg.text):
+            msg.prompt_input.clear()
+
+    async def submit_text(self, text: str) -> bool:
+        """Start a turn for ``text`` (both slots in A/B mode); False when refused."""
+        if not text.strip():
+            self.notify("the prompt is empty — type something first", severity="warning")
+            return False
+        if self.busy:
+            self.notify("still answering — wait, or press Esc to cancel", severity="warning")
+            return False
+        self.busy = True
+        self.turn_no += 1
+        slots = ["A", "B"] if self.ab else ["A"]
+        requests: dict[str, GenerationRequest] = {}
+        for slot in slots:
+            name = self.slot_engine[slot]
+            assert name is not None
+            req = self._request(slot, text)
+            requests[slot] = req
+            conv = self.query_one(f"#conv-{slot}", Conversation)
+            turn = await conv.add_turn(text, name, req.request_id)
+            self.turns[(slot, req.request_id)] = turn
+        names = " vs ".join(str(self.slot_engine[s]) for s in slots)
+        self._live_timer.resume()
+        self.run_worker(
+            self._run_turn(text, requests, self.turn_no),
+            group="turn",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"turn {self.turn_no} on {names}",
+        )
+        return True
+
+    async def autoplay(self, prompts: list[str]) -> None:
+        """Submit prompts one after another (``infertop replay``); a worker runs this."""
+        for prompt in prompts:
+            while self.busy:
+                await asyncio.sleep(0.05)
+            host = await self._ensure_loaded("A")
+            if host is None:
+                return
+            await self.submit_text(prompt)
+            await asyncio.sleep(0.05)
+        while self.busy:
+            await asyncio.sleep(0.05)
+        self.notify(f"replay finished: {len(prompts)} request(s)", timeout=10)
+
+    def _request(self, slot: str, prompt: str) -> GenerationRequest:
+        g = self.app.config.generation
+        messages = self.messages[slot][-HISTORY_MESSAGES:] + [{"role": "user", "content": prompt}]
+        return GenerationRequest(
+            messages=messages,
+            max_tokens=g.max_tokens,
+            temperature=g.temperature,
+            top_p=g.top_p,
+            seed=g.seed,
+        )
+
+    async def _run_turn(
+        self, prompt: str, requests: dict[str, GenerationRequest], turn: int
+    ) -> None:
+        results: dict[str, RequestMetrics | None] = {}
+        try:
+            if len(requests) > 1 and self.app.config.ui.ab_concurrent:
+                out = await asyncio.gather(
+                    *(self._run_slot(s, r, turn) for s, r in requests.items())
+                )
+                results = dict(zip(requests, out, strict=True))
+            else:
+                for slot, req in requests.items():
+                    results[slot] = await self._run_slot(slot, req, turn)
+        finally:
+            self.cancels.clear()
+            self.busy = False
+            self._live_timer.pause()
+        a, b = results.get("A"), results.get("B")
+        if a is not None and b is not None:
+            self.query_one(ABTable).add_turn(turn, a, b)
+
+    async def _run_slot(self, slot: str, request: GenerationRequest, turn: int) -> RequestMetrics:
+        name = self.slot_engine[slot]
+        assert name is not None
+        live = LiveRequest(request.request_id)
+        live._notify = lambda: self.post_message(StreamUpdated(slot, live))
+        self.live[slot] = live
+        cancel = self.cancels[slot] = CancelToken()
+        host = await self._ensure_loaded(slot)
+        if host is None:
+            now = time.perf_counter_ns()
+            live.add(
+                Failed(now, f"engine {name} is not available: {self.app.host(name).error}", "load")
+            )
+        elif cancel.cancelled:
+            live.add(Failed(time.perf_counter_ns(), "cancelled before it started", "cancelled"))
+        else:
+            self.post_message(EngineStateChanged(slot, name, "generating"))
+            try:
+                await host.stream(request, cancel, live.add)
+            except EngineError as e:
+                live.add(Failed(time.perf_counter_ns(), str(e), "engine"))
+            state = "error" if host.state == ERROR else "ready"
+            self.post_message(EngineStateChanged(slot, name, state, host.error or ""))
+        metrics = compute_metrics(live.timeline)
+        await self.app.record(slot, name, request, live, metrics)
+        self.post_message(StreamEnded(slot, live, metrics, turn))
+        return metrics
+
+    @on(StreamUpdated)
+    async def _stream_updated(self, msg: StreamUpdated) -> None:
+        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (fewer when
+        the UI thread is over its CPU budget: see AppendPacer).
+
+        LiveRequest posts no further StreamUpdated until drained, so deferring the drain
+        to a timer batches everything that arrives meanwhile into one Markdown append.
+        """
+        gap = self._pacer.interval()
+        wait = self._last_append.get(msg.slot, 0.0) + gap - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, partial(self._flush_stream, msg.slot, msg.live))
+        else:
+            await self._flush_stream(msg.slot, msg.live)
+
+    async def _flush_stream(self, slot: str, live: LiveRequest) -> None:
+        self._last_append[slot] = time.monotonic()
+        text = live.drain()
+        turn = self.turns.get((slot, live.request_id))
+        if turn is not None and text and not turn.finished:
+            await turn.append(text)
+
+    @on(StreamEnded)
+    async def _stream_ended(self, msg: StreamEnded) -> None:
+        slot, live, m = msg.slot, msg.live, msg.metrics
+        turn = self.turns.get((slot, live.request_id))
+        if turn is not None:
+            await turn.append(live.drain())
+            state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
+            await turn.finish(summary_line(m), state)
+            if m.error:
+                self.notify(f"{turn.engine}: {m.error}", severity="error", timeout=8)
+        if live.timeline.text:
+            req_prompt = turn.prompt if turn is not None else ""
+            self.messages[slot] += [
+                {"role": "user", "content": req_prompt},
+                {"role": "assistant", "content": live.timeline.text},
+            ]
+        self._push_history(slot, m)
+        if slot == "A":
+            self._show_history()
+            self.query_one(MetricsPanel).show_live(live.snapshot())
+            self._show_hardware()
+
+    def _push_history(self, slot: str, m: RequestMetrics) -> None:
+        if m.ttft_ms is None:
+            return
+        self.last_metrics[slot] = m
+        w = self.history[slot]
+        w["ttft"].push(m.ttft_ms)
+        if m.itl_ms_p50 is not None:
+            w["itl"].push(m.itl_ms_p50)
+        if m.decode_tps is not None:
+            w["decode"].push(m.decode_tps)
+        if m.prefill_tps is not None:
+            w["prefill"].push(m.prefill_tps)
+
+    def _show_history(self) -> None:
+        hist = {k: w.snapshot() for k, w in self.history["A"].items()}
+        self.query_one(MetricsPanel).show_history(hist, self.last_metrics["A"])
+        self._update_strip()
+
+    def _refresh_live(self) -> None:
+        """Timer: copy the running request's live numbers into the panel (coalesced)."""
+        live = self.live["A"]
+        if live is not None and not live.done:
+            snap = live.snapshot()
+            self.query_one(MetricsPanel).show_live(snap)
+            self._update_strip(snap.last_itl_ms, snap.decode_tps, snap.ttft_ms)
+
+    def _update_strip(self, itl=None, decode=None, ttft=None) -> None:  # type: ignore[no-untyped-def]
+        if not self.has_class("-narrow"):
+            return
+        m = self.last_metrics["A"]
+        if m is not None:
+            ttft = ttft if ttft is not None else m.ttft_ms
+            itl = itl if itl is not None else m.itl_ms_p50
+            decode = decode if decode is not None else m.decode_tps
+        text = f"TTFT {ms(ttft)} ITL {ms(itl)} {tps(decode)} tok/s"
+        s = self.last_sample
+        if s is not None and s.system is not None:
+            mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
+            text += f" │ CPU {s.system.cpu_percent:.0f}% {mem} {s.system.ram_used / 2**30:.1f}G"
+        if s is not None:
+            g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
+            text += " GPU " + ("–" if g is None else f"{g:.0f}%")
+        self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
+
+    # -- telemetry ------------------------------------------------------------------
+    def _server_metrics(self, name: str) -> None:
+        """Thread worker: scrape the engine's server at the telemetry interval."""
+        worker = get_current_worker()
+        probe = server_probe(self.app.config.engines[name])
+        if probe is None:
+            self.post_message(ServerSampled(name, None))
+            return
+        interval = self.app.config.telemetry.interval_s
+        while not worker.is_cancelled:
+            self.post_message(ServerSampled(name, probe.sample()))
+            deadline = time.monotonic() + max(interval, 0.5)
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.05)
+
+    @on(ServerSampled)
+    def _server_sampled(self, msg: ServerSampled) -> None:
+        if msg.engine == self.slot_engine["A"]:
+            self.query_one(ServerPanel).show_lines(msg.lines)
+
+    @on(TelemetrySampled)
+    def _telemetry(self, msg: TelemetrySampled) -> None:
+        self.last_sample = msg.sample
+        self._show_hardware()
+        self._update_strip()
+
+    def _show_hardware(self) -> None:
+        if self.last_sample is None:
+            return
+        roof = self.app.roofline_text(
+            self.slot_engine["A"], self.last_metrics["A"], self.last_sample
+        )
+        self.query_one(HardwarePanel).show(self.last_sample, self.app.sampler.cpu.snapshot(), roof)
+
+
+def _windows() -> dict[str, RollingWindow]:
+    return {k: RollingWindow(60) for k in ("ttft", "itl", "decode", "prefill")}
+
+
+def _next_name(names: list[str], current: str | None) -> str:
+    if current not in names:
+        return names[0]
+    return names[(names.index(current) + 1) % len(names)]
+
+
+def _short(model: str, width: int = 40) -> str:
+    if model.endswith(".gguf") or model.startswith(("/", "~", ".")):
+        model = model.replace("\\", "/").rsplit("/", 1)[-1]
+    return model if len(model) <= width else model[: width - 1] + "…"
+
+
+def engine_names(names: Iterable[str]) -> list[str]:
+    return list(names)

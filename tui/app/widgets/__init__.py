@@ -1,0 +1,1 @@
+"""infertop's widgets (each testable in a small host app)."""

@@ -1,0 +1,93 @@
+"""HardwarePanel: CPU (total, per core), RAM, engine RSS, NVIDIA GPUs, roofline line."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Static
+
+from tui.app.format import gib, mib
+from tui.telemetry.nvml import ABSENT, ERROR
+from tui.telemetry.sampler import TelemetrySample
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def core_bars(per_core: list[float]) -> str:
+    """One block character per value on a fixed 0–100 % scale (cores, or CPU history)."""
+    return "".join(BLOCKS[min(8, max(0, round(p / 12.5)))] for p in per_core)
+
+
+class HardwarePanel(Vertical):
+    DEFAULT_CSS = """
+    HardwarePanel { height: auto; border: round $secondary; padding: 0 1; }
+    HardwarePanel > Horizontal { height: 1; }
+    HardwarePanel > Horizontal > Label { width: 8; }
+    HardwarePanel > Horizontal > #cpu-spark { width: 1fr; height: 1; }
+    HardwarePanel > .hw { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Label("CPU %")
+            yield Static("", id="cpu-spark", markup=False)
+        yield Static("waiting for the first sample…", classes="hw", markup=False)
+
+    _lines: tuple[int, bool] = (-1, False)
+
+    def on_mount(self) -> None:
+        self.border_title = "hardware"
+
+    def show(self, sample: TelemetrySample, cpu_history: list[float], roofline: str | None) -> None:
+        spark = self.query_one("#cpu-spark", Static)
+        width = max(1, spark.size.width or 40)
+        spark.update(core_bars(cpu_history[-width:]), layout=False)  # one fixed-size line
+        text = hardware_text(sample, roofline)
+        # a re-layout of the screen costs far more than the repaint: only when lines change
+        hw = self.query_one(".hw", Static)
+        width = hw.content_size.width or 1
+        lines = (text.plain.count("\n"), any(len(x) > width for x in text.plain.splitlines()))
+        hw.update(text, layout=lines != self._lines)
+        self._lines = lines
+
+    @property
+    def text(self) -> str:
+        return str(self.query_one(".hw", Static).render())
+
+
+def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
+    t = Text()
+    s = sample.system
+    if s is not None:
+        t.append(f"CPU {s.cpu_percent:5.1f}%  cores {core_bars(s.per_core)}\n")
+        t.append(f"{s.ram_label} {gib(s.ram_used)} / {gib(s.ram_total)} ({s.ram_percent:.0f}%)\n")
+        if s.rss_bytes is not None:
+            t.append(f"engine RSS {mib(s.rss_bytes)} (pid {s.rss_pid})\n")
+        else:
+            t.append(f"engine RSS – ({s.rss_error})\n", style="yellow")
+    if sample.error:
+        t.append(sample.error + "\n", style="red")
+    g = sample.gpu
+    if g.status == ABSENT:
+        t.append(g.message or "no NVIDIA GPU", style="dim")
+    elif g.status == ERROR:
+        t.append(g.message, style="bold red")
+    for gpu in g.gpus:
+        util = "–" if gpu.util_percent is None else f"{gpu.util_percent:.0f}%"
+        t.append(
+            f"GPU{gpu.index} {gpu.name}: util {util} mem {gib(gpu.mem_used)}/{gib(gpu.mem_total)}"
+        )
+        if gpu.power_w is not None:
+            t.append(f" {gpu.power_w:.0f} W")
+        if gpu.temp_c is not None:
+            t.append(f" {gpu.temp_c:.0f}°C")
+        if gpu.sm_clock_mhz is not None:
+            t.append(f" sm {gpu.sm_clock_mhz} MHz")
+        if gpu.proc_mem is not None:
+            t.append(f" ours {mib(gpu.proc_mem)}")
+        t.append("\n")
+    if roofline:
+        t.append("\n" + roofline, style="italic")
+    t.rstrip()
+    return t

@@ -1,0 +1,24 @@
+"""ServerPanel: what the engine's server reports about itself (hidden when nothing)."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+
+class ServerPanel(Static):
+    DEFAULT_CSS = """
+    ServerPanel { height: auto; border: round $accent; padding: 0 1; display: none; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "server"
+
+    def show_lines(self, lines: list[str] | None) -> None:
+        """``None`` hides the panel (the engine has no server-side metrics)."""
+        self.display = lines is not None
+        if lines is not None:
+            self.update("\n".join(lines))
+
+    @property
+    def text(self) -> str:
+        return str(self.render())

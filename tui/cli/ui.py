@@ -1,0 +1,47 @@
+"""``infertop`` with no subcommand: the terminal UI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:  # the default command has none
+    return None
+
+
+# Frames per second Textual may draw (it reads TEXTUAL_FPS when first imported). 30 keeps
+# streaming smooth while halving the bytes sent per second (matters over SSH, and for CPU).
+DEFAULT_FPS = "30"
+
+
+def prepare_terminal_ui() -> None:
+    """Settings that must be in place before Textual is imported (user env wins)."""
+    import os
+
+    os.environ.setdefault("TEXTUAL_FPS", DEFAULT_FPS)
+
+
+def engine_log_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("infertop")) / "engine-stderr.log"
+
+
+def main(args: argparse.Namespace) -> int:
+    from tui.config import ConfigError, load_config
+
+    try:
+        config = load_config(getattr(args, "config", None))
+    except ConfigError as e:
+        print(f"infertop: {e}", file=sys.stderr)
+        return 2
+    prepare_terminal_ui()
+    from tui.app.app import create_app, default_paths
+    from tui.app.terminal import engine_stderr_to
+
+    app = create_app(config, **default_paths())
+    with engine_stderr_to(engine_log_path()):
+        app.run()
+    return int(app.return_code or 0)

@@ -1,0 +1,112 @@
+"""LiveRequest: a request in flight, shared by the engine thread and the UI.
+
+The engine side calls :meth:`LiveRequest.add` for every stamped event (from any thread).
+The UI side calls :meth:`drain` to take the text that arrived since its last look, and
+:meth:`snapshot` for live numbers. ``notify`` is called once per batch — only when the
+previous batch has been drained — so a fast stream produces at most one pending UI
+message at a time (updates are coalesced: a frame shows the latest state).
+
+Live numbers (exact definitions; final metrics come from compute_metrics):
+- ``tokens``: sum of engine-given per-chunk token counts (a chunk without one counts 1,
+  and ``tokens_estimated`` becomes True).
+- ``ttft_ms``: first content chunk − request sent.
+- ``last_itl_ms``: the latest gap between content chunks, divided by that chunk's tokens.
+- ``decode_tps``: (tokens − 1) / (t_last − t_first) once two content chunks arrived.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tui.core.events import Failed, Finished, RequestSent, StreamEvent, TextChunk
+from tui.core.timeline import RequestTimeline
+from tui.core.window import RollingWindow
+
+
+@dataclass(frozen=True)
+class LiveSnapshot:
+    tokens: int
+    tokens_estimated: bool
+    elapsed_ms: float
+    ttft_ms: float | None
+    last_itl_ms: float | None
+    decode_tps: float | None
+    done: bool
+    itl_recent: list[float]
+
+
+class LiveRequest:
+    """Thread-safe accumulator for one streaming request (see the module docstring)."""
+
+    def __init__(self, request_id: str, notify: Callable[[], None] | None = None) -> None:
+        self.request_id = request_id
+        self.timeline = RequestTimeline()
+        self._notify = notify
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._notified = False
+        self._tokens = 0
+        self._estimated = False
+        self._t_first: int | None = None
+        self._t_last: int | None = None
+        self._last_itl: float | None = None
+        self.itl_window = RollingWindow(200)
+        self.done = False
+        self.events = 0
+
+    def add(self, event: StreamEvent) -> None:
+        with self._lock:
+            self.timeline.add(event)
+            self.events += 1
+            if isinstance(event, TextChunk) and event.text:
+                k = event.tokens if event.tokens is not None else 1
+                if event.tokens is None:
+                    self._estimated = True
+                if self._t_last is not None and k > 0:
+                    self._last_itl = (event.t_ns - self._t_last) / 1e6 / k
+                    self.itl_window.push(self._last_itl)
+                if self._t_first is None:
+                    self._t_first = event.t_ns
+                self._t_last = event.t_ns
+                self._tokens += k
+                self._pending.append(event.text)
+            elif isinstance(event, (Finished, Failed)):
+                self.done = True
+            elif not isinstance(event, RequestSent):
+                return  # usage / engine report: nothing for the UI to draw yet
+            if self._notified or self._notify is None:
+                return
+            self._notified = True
+        self._notify()
+
+    def drain(self) -> str:
+        """The text that arrived since the last drain; re-arms the notification."""
+        with self._lock:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._notified = False
+            return text
+
+    def snapshot(self) -> LiveSnapshot:
+        with self._lock:
+            t0 = self.timeline.t_sent_ns
+            now = self.timeline.t_end_ns or time.perf_counter_ns()
+            ttft = None
+            if t0 is not None and self._t_first is not None:
+                ttft = (self._t_first - t0) / 1e6
+            tps = None
+            if self._t_first is not None and self._t_last and self._t_last > self._t_first:
+                tps = (self._tokens - 1) / ((self._t_last - self._t_first) / 1e9)
+            return LiveSnapshot(
+                tokens=self._tokens,
+                tokens_estimated=self._estimated,
+                elapsed_ms=0.0 if t0 is None else (now - t0) / 1e6,
+                ttft_ms=ttft,
+                last_itl_ms=self._last_itl,
+                decode_tps=tps,
+                done=self.done,
+                itl_recent=self.itl_window.snapshot(),
+            )

@@ -1,0 +1,122 @@
+"""The session log: one JSON line per request, appended and flushed when it ends.
+
+Each line is a self-contained record (schema ``SESSION_SCHEMA``): wall-clock time, engine
+name/kind/model, the prompt and the full message list sent, the generation parameters,
+the raw timeline (per-chunk timestamps in ns relative to the request being sent, with
+each chunk's text and engine token count), the full text, the computed metrics, the
+engine's own report, and the error if any. The file is opened in append mode and each
+record is written with one ``write`` then flushed and fsynced, so a crash loses at most
+the request in flight and never corrupts earlier lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.timeline import RequestTimeline
+
+SESSION_SCHEMA = 1
+
+
+def session_record(
+    *,
+    engine: str,
+    kind: str,
+    model: str,
+    messages: list[dict[str, str]],
+    params: dict[str, Any],
+    timeline: RequestTimeline,
+    metrics: RequestMetrics | None = None,
+    request_id: str = "",
+    slot: str = "",
+) -> dict[str, Any]:
+    """Build one session record (a plain JSON-able dict) for a finished request."""
+    metrics = metrics or compute_metrics(timeline)
+    prompt = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    return {
+        "schema": SESSION_SCHEMA,
+        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "request_id": request_id,
+        "slot": slot,
+        "engine": engine,
+        "kind": kind,
+        "model": model,
+        "prompt": prompt,
+        "messages": messages,
+        "params": params,
+        "timeline": timeline.to_dict(),
+        "text": timeline.text,
+        "metrics": metrics.to_dict(with_lists=False),
+        "engine_truth": None if timeline.truth is None else timeline.truth.to_dict(),
+        "error": timeline.error,
+    }
+
+
+class SessionRecorder:
+    """Appends records to a JSONL file. Thread-safe; each append is flushed and fsynced."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line; raises OSError when the file cannot be written."""
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            self.count += 1
+
+
+def default_session_path(session_dir: str | None) -> Path:
+    """A new session file name in ``session_dir`` (or the platform data dir)."""
+    if session_dir:
+        base = Path(session_dir).expanduser()
+    else:
+        import platformdirs
+
+        base = Path(platformdirs.user_data_dir("infertop")) / "sessions"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return base / f"session-{stamp}-{os.getpid()}.jsonl"
+
+
+@dataclass
+class SessionReadResult:
+    records: list[dict[str, Any]]
+    bad_lines: list[int]  # 1-based line numbers that were not valid records
+
+
+def read_session(path: str | os.PathLike[str]) -> SessionReadResult:
+    """Read a session file; lines that are not valid JSON records are reported, not fatal."""
+    records: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for i, line in _lines(Path(path)):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            bad.append(i)
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("timeline"), dict):
+            bad.append(i)
+            continue
+        records.append(rec)
+    return SessionReadResult(records, bad)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        yield from enumerate(f, start=1)

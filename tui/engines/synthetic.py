@@ -1,0 +1,220 @@
+"""A synthetic in-process engine: streams words at a configured rate.
+
+For demos, tests that need exact timing control, and UI load benchmarks. It is not a
+model: the text is a fixed passage cycled word by word. Every chunk carries exactly one
+token (engine-counted), stamped with ``time.perf_counter_ns()`` in the generating thread
+at the moment it is produced — the same place the llama.cpp engine stamps.
+
+Options (``[engines.NAME.options]``):
+
+- ``tokens_per_s`` (float, default 50): decode pace; chunk i is produced at
+  t_first + i / tokens_per_s (deadline-paced, so pacing error does not accumulate).
+- ``ttft_ms`` (float, default 20): time from request sent to the first token.
+- ``load_ms`` (float, default 0): simulated cold start, spent sleeping in ``load()``.
+- ``fail_after`` (int, default none): emit a Failed event after this many tokens.
+- ``fail_load`` (str, default none): ``load()`` raises EngineError with this message.
+- ``text`` (str): the passage to cycle instead of the built-in one.
+- ``load_stderr`` (str): written straight to file descriptor 2 during ``load()``, the way
+  llama.cpp's C code logs while a model loads (tests that the UI keeps it off screen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import AsyncIterator
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
+
+PASSAGE = (
+    "Prefill reads the whole prompt at once and is bound by compute, while decode "
+    "produces one token at a time and is bound by how fast the weights stream from "
+    "memory. That is why time to first token grows with the prompt, and why tokens "
+    "per second during decode tracks memory bandwidth rather than raw arithmetic."
+)
+
+_END = object()
+
+
+class SyntheticEngine(Engine):
+    """Streams a fixed passage at ``tokens_per_s``; see the module docstring."""
+
+    kind = "synthetic"
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        opts = dict(spec.options)
+        try:
+            self.tokens_per_s = float(opts.pop("tokens_per_s", 50.0))
+            self.ttft_ms = float(opts.pop("ttft_ms", 20.0))
+            self.load_delay_ms = float(opts.pop("load_ms", 0.0))
+            fail_after = opts.pop("fail_after", None)
+            self.fail_after = None if fail_after is None else int(fail_after)
+        except (TypeError, ValueError) as e:
+            raise EngineError(f"engine {spec.name!r}: bad synthetic option: {e}") from None
+        self.fail_load = opts.pop("fail_load", None)
+        self.load_stderr = opts.pop("load_stderr", None)
+        text = str(opts.pop("text", PASSAGE))
+        if opts:
+            raise EngineError(
+                f"engine {spec.name!r}: unknown synthetic option(s): {', '.join(sorted(opts))}"
+            )
+        if self.tokens_per_s <= 0:
+            raise EngineError(f"engine {spec.name!r}: tokens_per_s must be > 0")
+        words = text.split(" ")
+        self._words = words or ["?"]
+        self._load_ms: float | None = None
+
+    def _token(self, i: int) -> str:
+        """Token i: the passage's words in turn; each repeat starts a new paragraph."""
+        k = len(self._words)
+        sep = "" if i == 0 else ("\n\n" if i % k == 0 else " ")
+        return sep + self._words[i % k]
+
+    async def load(self) -> float:
+        t0 = time.perf_counter()
+        if self.load_stderr:
+            os.write(2, str(self.load_stderr).encode() + b"\n")
+        if self.fail_load:
+            raise EngineError(str(self.fail_load))
+        if self.load_delay_ms:
+            await asyncio.sleep(self.load_delay_ms / 1000.0)
+        self._load_ms = (time.perf_counter() - t0) * 1000.0
+        return self._load_ms
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.spec.name,
+            kind=self.kind,
+            model=f"synthetic @ {self.tokens_per_s:g} tok/s",
+            context_size=None,
+            parameters={"tokens_per_s": self.tokens_per_s, "ttft_ms": self.ttft_ms},
+            load_ms=self._load_ms,
+            pid=os.getpid(),
+        )
+
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        cancel = cancel or CancelToken()
+        try:
+            request.validate()
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            yield RequestSent(now)
+            yield Failed(time.perf_counter_ns(), str(e), kind="engine")
+            return
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        def put(item: object) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        t_sent = time.perf_counter_ns()
+        yield RequestSent(t_sent)
+        stop = _Either(cancel)
+        thread = threading.Thread(
+            target=self._produce,
+            args=(request, stop, t_sent, put),
+            daemon=True,
+            name=f"synthetic-{request.request_id}",
+        )
+        thread.start()
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    break
+                yield item  # type: ignore[misc]
+        finally:
+            stop.stop()  # the consumer went away early: end the producer too
+            await asyncio.to_thread(thread.join, 5.0)
+
+    def _produce(  # type: ignore[no-untyped-def]
+        self, request: GenerationRequest, cancel: _Either, t_sent: int, put
+    ) -> None:
+        """The generating thread: sleeps to each deadline, stamps, hands the chunk over."""
+        prompt_tokens = sum(len(m.get("content", "").split()) for m in request.messages)
+        interval_ns = int(1e9 / self.tokens_per_s)
+        t_first_due = t_sent + int(self.ttft_ms * 1e6)
+        n = 0
+        reason = "length"
+        t_first = t_last = None
+        try:
+            for i in range(request.max_tokens):
+                due = t_first_due + i * interval_ns
+                if _sleep_until(due, cancel):
+                    reason = "cancelled"
+                    break
+                if self.fail_after is not None and n >= self.fail_after:
+                    put(Failed(time.perf_counter_ns(), "synthetic engine fault (fail_after)"))
+                    return
+                t = time.perf_counter_ns()
+                put(TextChunk(t, self._token(i), 1))
+                n += 1
+                t_first = t if t_first is None else t_first
+                t_last = t
+            t_end = time.perf_counter_ns()
+            put(Usage(t_end, prompt_tokens, n))
+            decode_ms = None
+            if t_first is not None and t_last is not None and n >= 2:
+                decode_ms = (t_last - t_first) / 1e6
+            put(
+                EngineReport(
+                    t_end,
+                    EngineTruth(
+                        prompt_tokens=prompt_tokens,
+                        prompt_eval_tokens=prompt_tokens,
+                        prompt_ms=self.ttft_ms,
+                        output_tokens=n,
+                        decode_tokens=None if decode_ms is None else n - 1,
+                        decode_ms=decode_ms,
+                        source="synthetic (configured ttft, measured decode)",
+                    ),
+                )
+            )
+            put(Finished(time.perf_counter_ns(), reason))
+        finally:
+            put(_END)
+
+
+class _Either:
+    """Cancelled when the caller's token is, or when the consumer stopped reading."""
+
+    def __init__(self, token: CancelToken) -> None:
+        self._token = token
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._token.cancelled or self._stopped.is_set()
+
+
+def _sleep_until(due_ns: int, cancel: _Either) -> bool:
+    """Sleep until ``due_ns`` (perf_counter_ns); True when cancelled meanwhile.
+
+    Sleeps in slices of at most 50 ms so a cancel is seen quickly. No spinning: the
+    generator must not eat a core (the UI CPU benchmark runs it in-process).
+    """
+    while True:
+        if cancel.cancelled:
+            return True
+        left = due_ns - time.perf_counter_ns()
+        if left <= 0:
+            return False
+        time.sleep(min(left, 50_000_000) / 1e9)
