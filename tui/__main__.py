@@ -17,6 +17,7 @@ from tui import __version__
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("tui.cli.run", "stream one prompt headlessly and print its metrics"),
     "doctor": ("tui.cli.doctor", "say what was found (engines, model, GPU, config) and why"),
+    "bench": ("tui.cli.bench", "benchmark engines: runs, medians, concurrency, cold vs warm"),
     "replay": ("tui.cli.replay", "play a recorded session back in the UI at its recorded pace"),
 }
 

@@ -198,3 +198,19 @@ def test_missing_model_path(tmp_path):
     eng = LlamaCppEngine(EngineSpec(name="x", kind="llamacpp", model=str(tmp_path / "no.gguf")))
     with pytest.raises(EngineError, match="model file not found"):
         asyncio.run(eng.load())
+
+
+def test_queued_request_counts_its_wait_in_ttft(engine):
+    """Two requests at once on one model: the second waits for the first, and that wait
+    is inside its TTFT (sent = submitted), as a server's queue time would be."""
+    req = dict(max_tokens=12, temperature=0, ignore_eos=True)
+
+    async def go():
+        a = GenerationRequest.from_prompt("One.", **req)
+        b = GenerationRequest.from_prompt("Two.", **req)
+        return await asyncio.gather(run_request(engine, a), run_request(engine, b))
+
+    first, second = asyncio.run(go())
+    assert abs(first.t_sent_ns - second.t_sent_ns) < 50_000_000  # both sent together
+    m1, m2 = compute_metrics(first), compute_metrics(second)
+    assert m2.ttft_ms > m1.e2e_ms

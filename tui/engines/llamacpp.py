@@ -167,8 +167,11 @@ class LlamaCppEngine(Engine):
         def emit(item: Any) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
+        # Sent = submitted: time queued behind another request (one model, one thread)
+        # belongs inside TTFT, as it does for a server's queue.
+        t_sent = time.perf_counter_ns()
         future = loop.run_in_executor(
-            self._executor, _generate, self._llm, request, emit, stop, token
+            self._executor, _generate, self._llm, request, emit, stop, token, t_sent
         )
         try:
             while True:
@@ -187,12 +190,13 @@ def _generate(
     emit: Callable[[Any], None],
     stop: threading.Event,
     cancel: CancelToken,
+    t_sent: int,
 ) -> None:
-    """Runs in the engine thread: every event is stamped here, where it happens."""
+    """Runs in the engine thread: every event after RequestSent is stamped here."""
     import llama_cpp
 
     now = time.perf_counter_ns
-    emit(RequestSent(now()))
+    emit(RequestSent(t_sent))
     n_out = 0
     prompt_tokens: list[int] = []
     try:

@@ -1,0 +1,94 @@
+"""A pace engine for bench tests: one token every ``token_ms``, known capacity.
+
+Not a stub of any real engine: it exists so the concurrency arithmetic has a known answer.
+Each request waits for one of ``slots`` slots (its parallel capacity), then ``ttft_ms``,
+then emits ``max_tokens`` tokens, one chunk each, ``token_ms`` apart, stamped when
+produced. Per-request speed is therefore known: decode tok/s = 1000 / token_ms, and with
+c ≤ slots requests in flight the total rate is c times the single-request rate (η = c);
+with c > slots it saturates at η = slots.
+
+Options (EngineSpec.options): ttft_ms, token_ms, slots, fail ("always" fails every
+request), reload_ms (restart hook), tokenizer (bool: offer count_prompt_tokens),
+template_tokens (the pretend chat template's length), late_sent (bool: stamp
+RequestSent only once a slot is free, like an engine whose queue sits before its own
+clock starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+from tui.core.events import Failed, Finished, RequestSent, StreamEvent, TextChunk, Usage
+from tui.engines.base import CancelToken, Engine, EngineInfo, GenerationRequest
+
+TEMPLATE_TOKENS = 7  # a pretend chat template
+
+
+def count_tokens(request: GenerationRequest, template: int = TEMPLATE_TOKENS) -> int:
+    return template + sum(len(m["content"].split()) for m in request.messages)
+
+
+class PaceEngine(Engine):
+    kind = "pace"
+
+    def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(spec)
+        o = spec.options
+        self.ttft_ms = float(o.get("ttft_ms", 20))
+        self.token_ms = float(o.get("token_ms", 10))
+        self.slots = int(o.get("slots", 64))
+        self.fail = o.get("fail")
+        self.reload_ms = float(o.get("reload_ms", 30))
+        self.template = int(o.get("template_tokens", TEMPLATE_TOKENS))
+        self._sem: asyncio.Semaphore | None = None
+        if o.get("tokenizer", True):
+            self.count_prompt_tokens = self._count  # type: ignore[attr-defined]
+
+    async def _count(self, request: GenerationRequest) -> int:
+        return count_tokens(request, self.template)
+
+    async def load(self) -> float:
+        t0 = time.perf_counter_ns()
+        self._sem = asyncio.Semaphore(self.slots)
+        await asyncio.sleep(self.reload_ms / 1000)
+        return (time.perf_counter_ns() - t0) / 1e6
+
+    cold_start_method = "pace engine: sleep reload_ms"
+
+    async def restart(self) -> float:
+        return await self.load()
+
+    async def capacity(self) -> int:
+        return self.slots
+
+    def info(self) -> EngineInfo:
+        return EngineInfo(engine=self.spec.name, kind=self.kind, model="pace")
+
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        now = time.perf_counter_ns
+        late = bool(self.spec.options.get("late_sent"))
+        if not late:
+            yield RequestSent(now())
+        if self.fail == "always":
+            await asyncio.sleep(0.001)
+            yield Failed(now(), "pace engine: told to fail every request", "http")
+            return
+        assert self._sem is not None
+        async with self._sem:
+            if late:
+                yield RequestSent(now())
+            await asyncio.sleep(self.ttft_ms / 1000)
+            for i in range(request.max_tokens):
+                if cancel is not None and cancel.cancelled:
+                    yield Usage(now(), count_tokens(request, self.template), i)
+                    yield Finished(now(), "cancelled")
+                    return
+                if i:
+                    await asyncio.sleep(self.token_ms / 1000)
+                yield TextChunk(now(), f" t{i}", 1)
+        yield Usage(now(), count_tokens(request, self.template), request.max_tokens)
+        yield Finished(now(), "length")

@@ -1,0 +1,186 @@
+"""Benches over HTTP: the pace server (known per-request speed, so η is known) and the
+real llama-server (skipped loudly when its binary is not installed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tui.bench.aggregate import summarize_result
+from tui.bench.plan import BenchPlan
+from tui.bench.runner import BenchRunner
+from tui.engines.base import EngineSpec
+
+INTERVAL_MS = 20.0
+
+
+def plan(**kw) -> BenchPlan:
+    base = dict(engines=["pace"], runs=3, warmup=1, prompt_tokens=40, max_tokens=10)
+    base.update(kw)
+    return BenchPlan(**base)
+
+
+async def bench(p: BenchPlan, spec: EngineSpec):
+    res = await BenchRunner(p, [spec]).run()
+    return summarize_result(res)["engines"][0], res
+
+
+async def test_eta_against_the_pace_server(pace_server_url):
+    url = pace_server_url(interval_ms=INTERVAL_MS, ttft_ms=20.0, concurrency=8)
+    e, _ = await bench(plan(concurrency=[1, 4]), EngineSpec("pace", "openai", url=url))
+    c1, c4 = e["levels"]
+    assert c1["ok"] == 3 and c4["ok"] == 12 and e["failed"] == 0
+    assert c4["eta"] == pytest.approx(4.0, rel=0.15)
+    for lv in (c1, c4):
+        assert lv["medians"]["decode_tps"]["estimate"] == pytest.approx(1000 / INTERVAL_MS, rel=0.1)
+    # the pace server counts prompt words: calibration by usage probe hits the target
+    assert e["prompt"]["method"] == "usage probe" and e["prompt"]["counted_tokens"] == 40
+    # an OpenAI URL says nothing about its slots: the bench warns instead of guessing
+    assert e["capacity"] is None
+    assert any("capacity is unknown" in w for w in e["warnings"])
+
+
+async def test_eta_saturates_at_the_servers_slots(pace_server_url):
+    url = pace_server_url(interval_ms=INTERVAL_MS, ttft_ms=20.0, concurrency=2)
+    e, _ = await bench(plan(concurrency=[1, 4]), EngineSpec("pace", "openai", url=url))
+    assert e["levels"][1]["eta"] == pytest.approx(2.0, rel=0.15)
+
+
+async def test_cold_cannot_be_forced_on_a_server_infertop_did_not_start(pace_server_url):
+    url = pace_server_url(interval_ms=5.0)
+    e, _ = await bench(plan(cold=True), EngineSpec("pace", "openai", url=url))
+    assert e["cold_method"] is None and "infertop did not start" in e["cold_note"]
+
+
+def test_cli_url_engine(pace_server_url, infertop_cmd, cli_env, tmp_path):
+    url = pace_server_url(interval_ms=5.0)
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [
+            *infertop_cmd,
+            "bench",
+            "--url",
+            url,
+            "--runs",
+            "2",
+            "--max-tokens",
+            "5",
+            "--concurrency",
+            "1,2",
+            "--out",
+            str(out),
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["engines"][0]["kind"] == "openai"
+    assert report["summary"]["engines"][0]["ok"] == 6
+
+
+def test_cli_url_that_refuses_connections_fails_every_request(infertop_cmd, cli_env, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.run(
+        [
+            *infertop_cmd,
+            "bench",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--runs",
+            "1",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "FAILED" in p.stdout and "Traceback" not in p.stderr
+
+
+@pytest.mark.engine
+async def test_real_llama_server_bench(tmp_path, model_path):
+    import real_servers as servers
+
+    try:
+        sp = servers.start_llama_server(model_path, tmp_path)
+    except servers.ServerStartError as e:
+        servers.unavailable("llama-server", str(e))
+    try:
+        p = plan(runs=3, max_tokens=16, prompt_tokens=96, concurrency=[1, 2], cold=True)
+        e, res = await bench(p, EngineSpec("ls", "llama-server", url=sp.url))
+    finally:
+        sp.stop()
+    assert e["error"] is None and e["failed"] == 0
+    assert e["capacity"] == 1 and "total_slots" in e["capacity_note"]  # -np 1
+    assert any("exceeds ls's parallel capacity (1)" in w for w in e["warnings"])
+    assert e["prompt"]["method"] == "usage probe"
+    assert abs(e["prompt"]["counted_tokens"] - 96) <= 2
+    assert "infertop did not start" in e["cold_note"]
+    warm = [r for r in res.engines[0].measured() if r.level == "c=1"]
+    for r in warm:
+        m = r.metrics
+        assert m.output_tokens == 16  # ignore_eos honoured
+        assert m.prefill_tps_source == "engine"  # llama-server timings
+        assert r.timeline.truth is not None and r.timeline.truth.cached_tokens == 0
+
+
+@pytest.mark.vllm
+@pytest.mark.engine
+@pytest.mark.timeout(900)  # the vLLM server starts inside this test (65-400 s)
+async def test_real_vllm_bench(tmp_path):
+    """vLLM's CPU build (its own venv): a tiny bench; skipped loudly where it cannot start."""
+    import real_servers as servers
+
+    try:
+        sp = servers.start_vllm_server(tmp_path)
+    except servers.ServerStartError as e:
+        servers.unavailable("vLLM", str(e))
+    try:
+        p = plan(runs=2, warmup=1, max_tokens=8, prompt_tokens=64, concurrency=[1, 2])
+        e, res = await bench(p, EngineSpec("vllm", "vllm", url=sp.url, model="smollm2"))
+    finally:
+        sp.stop()
+    assert e["error"] is None and e["failed"] == 0 and e["ok"] == 6
+    assert e["prompt"]["method"] == "usage probe"
+    assert abs(e["prompt"]["counted_tokens"] - 64) <= 2
+    for r in res.engines[0].measured():
+        # vLLM's role-only first chunk must not count as the first token
+        assert r.metrics.output_tokens == 8 and r.metrics.ttft_ms > r.metrics.ttfr_ms
+    assert e["levels"][1]["eta"] is not None
+
+
+@pytest.mark.engine
+async def test_ollama_cold_start_by_unload_and_load_duration(model_path):
+    """Ollama (the issue-3 emulator, real generation): cold = keep_alive 0, then the next
+    request's load_duration is the load time; the emulator runs one request at a time."""
+    import ollama_emulator
+
+    emu = ollama_emulator.OllamaEmulator(model_path, n_threads=2)
+    port, stop = ollama_emulator.start_in_thread(emu)
+    try:
+        p = plan(runs=2, warmup=0, max_tokens=8, prompt_tokens=64, cold=True)
+        spec = EngineSpec("ollama", "ollama", url=f"http://127.0.0.1:{port}")
+        e, res = await bench(p, spec)
+    finally:
+        stop()
+    assert e["error"] is None and e["failed"] == 0
+    assert e["cold_method"].startswith("unload the model (keep_alive: 0)")
+    cold = res.engines[0].cold.records
+    assert len(cold) == 2 and all(r.ok for r in cold)
+    # each cold request really loaded the model: the emulator's load_duration, > 0
+    assert all(r.load_ms is not None and r.load_ms > 0 for r in cold)
+    assert e["cold"]["load_ms"]["estimate"] > 0
+    warm = [r for r in res.engines[0].measured() if r.phase == "warm"]
+    assert all(r.ok for r in warm)

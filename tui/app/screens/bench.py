@@ -1,0 +1,337 @@
+"""BenchScreen: run a bench with live progress and charts, and open past reports.
+
+The bench runs in a Textual thread worker on its own asyncio loop (never the UI's loop,
+so a slow frame cannot change a measurement). The runner's callbacks post typed
+messages; widgets are only touched in the handlers. Reports go to
+``reports_dir/<UTC timestamp>/`` (default: the platform data dir, ``infertop/bench``);
+every folder there holding a report.json is listed as a past report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import (
+    Button,
+    Checkbox,
+    DataTable,
+    Input,
+    Label,
+    Markdown,
+    ProgressBar,
+    Sparkline,
+    Static,
+)
+
+from tui.bench.plan import BenchError, BenchPlan, parse_concurrency
+from tui.bench.runner import BenchResult, BenchRunner, BenchUpdate
+from tui.config import Config, ConfigError
+
+SPARK_POINTS = 120
+
+
+def default_reports_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("infertop")) / "bench"
+
+
+class BenchProgress(Message):
+    """A request finished or the bench moved to a new stage (from the bench thread)."""
+
+    def __init__(self, update: BenchUpdate) -> None:
+        super().__init__()
+        self.update = update
+
+
+class BenchDone(Message):
+    """The bench ended (finished or stopped); its report is in ``out`` unless ``error``."""
+
+    def __init__(
+        self, summary: dict[str, Any] | None, out: Path, partial: bool, error: str | None = None
+    ) -> None:
+        super().__init__()
+        self.summary, self.out, self.partial, self.error = summary, out, partial, error
+
+
+class BenchScreen(Screen):
+    DEFAULT_CSS = """
+    BenchScreen { layout: vertical; }
+    BenchScreen #form { height: auto; }
+    BenchScreen #form Input { width: 16; }
+    BenchScreen #form #engines { width: 30; }
+    BenchScreen .lbl { padding: 1 1 0 1; }
+    BenchScreen #buttons { height: auto; }
+    BenchScreen #status { height: 2; padding: 0 1; }
+    BenchScreen Sparkline { height: 3; margin: 0 1; }
+    BenchScreen #levels { height: 8; }
+    BenchScreen #bottom { height: 1fr; }
+    BenchScreen #past { width: 40; }
+    BenchScreen #viewer { width: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="bench_close"),
+        Binding("ctrl+s", "start", "Start", id="bench_start"),
+        Binding("ctrl+x", "stop", "Stop", id="bench_stop"),
+    ]
+
+    def __init__(self, config: Config | None = None, reports_dir: Path | None = None) -> None:
+        super().__init__(id="bench")
+        self._config = config
+        self.reports_dir = reports_dir
+        self.runner: BenchRunner | None = None
+        self.ttfts: list[float] = []
+        self.rates: list[float] = []
+        self.last_out: Path | None = None
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = getattr(self.app, "config", None)
+        if self._config is None:
+            from tui.config import load_config
+
+            self._config = load_config()
+        return self._config
+
+    def compose(self) -> ComposeResult:
+        cfg = self.config
+        with Horizontal(id="form"):
+            yield Label("engines", classes="lbl")
+            yield Input(cfg.default_engine, id="engines", placeholder="name,name")
+            yield Label("runs", classes="lbl")
+            yield Input("5", id="runs", type="integer")
+            yield Label("max tokens", classes="lbl")
+            yield Input(str(min(cfg.generation.max_tokens, 64)), id="max_tokens", type="integer")
+            yield Label("concurrency", classes="lbl")
+            yield Input("1", id="concurrency")
+            yield Checkbox("cold", id="cold")
+        with Horizontal(id="buttons"):
+            yield Button("Start", id="start", variant="primary")
+            yield Button("Stop", id="stop", variant="error", disabled=True)
+            yield Button("Back", id="back")
+        yield ProgressBar(id="progress", show_eta=False)
+        yield Static("Set the parameters and press Start.", id="status")
+        yield Label("TTFT ms per request", classes="lbl")
+        yield Sparkline([], id="ttft_spark")
+        yield Label("decode tok/s per request", classes="lbl")
+        yield Sparkline([], id="tps_spark")
+        yield DataTable(id="levels", cursor_type="none")
+        with Horizontal(id="bottom"):
+            yield DataTable(id="past", cursor_type="row")
+            with VerticalScroll(id="viewer"):
+                yield Markdown("", id="report_md")
+
+    def on_mount(self) -> None:
+        levels = self.query_one("#levels", DataTable)
+        levels.add_columns(
+            "engine", "level", "ok", "failed", "total tok/s", "η", "TTFT p50 ms", "decode tok/s p50"
+        )
+        past = self.query_one("#past", DataTable)
+        past.add_columns("past reports", "status")
+        self.refresh_past()
+
+    # --- past reports ---------------------------------------------------------------
+    def reports_root(self) -> Path:
+        return self.reports_dir or default_reports_dir()
+
+    def refresh_past(self) -> None:
+        past = self.query_one("#past", DataTable)
+        past.clear()
+        root = self.reports_root()
+        found = sorted(root.glob("*/report.json"), reverse=True) if root.is_dir() else []
+        for path in found:
+            status = "ok"
+            try:
+                from tui.bench.report import load_report
+
+                status = "partial" if load_report(path)["partial"] else "complete"
+            except ValueError:
+                status = "unreadable"
+            past.add_row(path.parent.name, status, key=str(path.parent))
+
+    @on(DataTable.RowSelected, "#past")
+    def open_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open_report(Path(event.row_key.value))
+
+    def open_report(self, folder: Path) -> None:
+        md = folder / "report.md"
+        try:
+            text = md.read_text(encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot open {md}: {e.strerror or e}", severity="error")
+            return
+        self.query_one("#report_md", Markdown).update(text)
+
+    # --- running ----------------------------------------------------------------------
+    def build_plan(self) -> tuple[BenchPlan, list[Any]]:
+        names = [n.strip() for n in self.query_one("#engines", Input).value.split(",") if n.strip()]
+        try:
+            specs = [self.config.engine(n) for n in names]
+        except ConfigError as e:
+            raise BenchError(str(e)) from None
+
+        def integer(widget_id: str, what: str) -> int:
+            raw = self.query_one(f"#{widget_id}", Input).value.strip()
+            if not raw.lstrip("-").isdigit():
+                raise BenchError(f"{what}: {raw!r} is not a whole number")
+            return int(raw)
+
+        plan = BenchPlan(
+            engines=names,
+            runs=integer("runs", "runs"),
+            max_tokens=integer("max_tokens", "max tokens"),
+            concurrency=parse_concurrency(self.query_one("#concurrency", Input).value),
+            cold=self.query_one("#cold", Checkbox).value,
+            temperature=self.config.generation.temperature,
+            prompt_tokens=64,
+        )
+        plan.validate()
+        return plan, specs
+
+    def action_start(self) -> None:
+        if self.runner is not None:
+            return
+        try:
+            plan, specs = self.build_plan()
+            from tui.bench.atomic import prepare_out_dir
+
+            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+            out = prepare_out_dir(self.reports_root() / stamp)
+        except BenchError as e:
+            self.query_one("#status", Static).update(f"[b]error:[/b] {e}")
+            self.notify(str(e), severity="error")
+            return
+        from tui.bench.environment import environment
+
+        self.ttfts.clear()
+        self.rates.clear()
+        self.query_one("#levels", DataTable).clear()
+        self.runner = BenchRunner(
+            plan,
+            specs,
+            on_update=lambda u: self.post_message(BenchProgress(u)),
+            environment=environment(),
+        )
+        self.query_one("#start", Button).disabled = True
+        self.query_one("#stop", Button).disabled = False
+        self.query_one("#status", Static).update("starting…")
+        runner = self.runner
+        self.run_worker(
+            lambda: self._bench_thread(runner, out),
+            thread=True,
+            exclusive=True,
+            group="bench",
+            exit_on_error=False,
+            description="bench",
+        )
+
+    def _bench_thread(self, runner: BenchRunner, out: Path) -> None:
+        """In the worker thread: its own event loop; results come back as messages."""
+        from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
+        from tui.bench.runner import run_bench
+
+        def checkpoint(result: BenchResult) -> None:
+            try:
+                write_report(result, out, CHECKPOINT_BOOT)
+            except OSError:
+                pass  # the final write reports the error
+
+        runner.checkpoint = checkpoint
+        try:
+            result = run_bench(runner)
+            report = build_report(result)
+            write_report_dict(report, out)
+            summary = report["summary"]
+        except Exception as e:  # noqa: BLE001 - shown in the UI, the app stays up
+            self.post_message(BenchDone(None, out, True, f"{type(e).__name__}: {e}"))
+            return
+        self.post_message(BenchDone(summary, out, result.partial))
+
+    def action_stop(self) -> None:
+        if self.runner is not None:
+            self.runner.stop("stopped from the bench screen")
+            self.query_one("#status", Static).update("stopping…")
+
+    def action_close(self) -> None:
+        self.action_stop()
+        self.app.pop_screen()
+
+    @on(Button.Pressed, "#start")
+    def _start_pressed(self) -> None:
+        self.action_start()
+
+    @on(Button.Pressed, "#stop")
+    def _stop_pressed(self) -> None:
+        self.action_stop()
+
+    @on(Button.Pressed, "#back")
+    def _back_pressed(self) -> None:
+        self.action_close()
+
+    def on_bench_progress(self, message: BenchProgress) -> None:
+        u = message.update
+        bar = self.query_one("#progress", ProgressBar)
+        bar.update(total=max(u.total, 1), progress=u.done)
+        eta = "—" if u.eta_s is None else f"{u.eta_s:.0f} s"
+        text = f"{u.engine} · {u.stage} · {u.done}/{u.total} · ETA {eta}"
+        r = u.record
+        if r is not None and r.ok and r.phase in ("cold", "warm"):
+            m = r.metrics
+            if m.ttft_ms is not None:
+                self.ttfts.append(m.ttft_ms)
+                self.query_one("#ttft_spark", Sparkline).data = self.ttfts[-SPARK_POINTS:]
+            if m.decode_tps is not None:
+                self.rates.append(m.decode_tps)
+                self.query_one("#tps_spark", Sparkline).data = self.rates[-SPARK_POINTS:]
+            text += f"\nlast: TTFT {m.ttft_ms or 0:.0f} ms, {m.decode_tps or 0:.1f} tok/s"
+        elif r is not None and r.status == "failed":
+            text += f"\nlast request failed: {r.error}"
+        if u.message:
+            text += f"\n{u.message}"
+        self.query_one("#status", Static).update(text)
+
+    def on_bench_done(self, message: BenchDone) -> None:
+        self.runner = None
+        self.last_out = message.out
+        self.query_one("#start", Button).disabled = False
+        self.query_one("#stop", Button).disabled = True
+        status = self.query_one("#status", Static)
+        if message.error:
+            status.update(f"[b]bench failed:[/b] {message.error}")
+            self.notify(message.error, severity="error")
+            return
+        table = self.query_one("#levels", DataTable)
+        for e in (message.summary or {}).get("engines", []):
+            if e["error"]:
+                table.add_row(e["name"], "—", "0", "—", "—", "—", "—", e["error"][:40])
+            for lv in e["levels"]:
+                med = lv["medians"]
+                table.add_row(
+                    e["name"],
+                    lv["label"],
+                    str(lv["ok"]),
+                    str(lv["failed"]),
+                    _f(lv["total_tps"]),
+                    _f(lv["eta"], 2),
+                    _f((med.get("ttft_ms") or {}).get("estimate")),
+                    _f((med.get("decode_tps") or {}).get("estimate")),
+                )
+        word = "PARTIAL report" if message.partial else "report"
+        status.update(f"done: {word} in {message.out}")
+        self.refresh_past()
+        self.open_report(message.out)
+
+
+def _f(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{x:,.{digits}f}"

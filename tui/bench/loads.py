@@ -1,0 +1,201 @@
+"""Load patterns: how requests are sent to one engine.
+
+- :func:`run_sequential`: n requests, one after another.
+- :func:`run_concurrency`: level c — c workers, each sends ``runs`` requests back to back,
+  so c requests stay in flight for the whole level (c × runs requests).
+- :func:`run_poisson`: n requests started at the arrival times of a Poisson process of
+  rate R per second (exponential gaps, seeded), open loop.
+
+Every request goes through :class:`RequestDriver`, which stamps nothing itself: times come
+from the engine's events (taken where tokens are produced / bytes arrive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable
+
+from tui.bench.records import LevelRun, RequestRecord, classify
+from tui.core.events import Failed
+from tui.core.metrics import compute_metrics
+from tui.core.timeline import RequestTimeline
+from tui.engines.base import CancelToken, Engine, GenerationRequest
+
+MakeRequest = Callable[[int], GenerationRequest]
+STOP_POLL_S = 0.05
+
+
+class RequestDriver:
+    """Sends requests to one engine and turns each stream into a :class:`RequestRecord`.
+
+    ``stop`` (a threading.Event, so a signal handler or another thread may set it) stops
+    new requests; :meth:`cancel_all` also cancels the ones in flight.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        engine_name: str,
+        t0_ns: int,
+        stop: threading.Event,
+        on_record: Callable[[RequestRecord], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.engine_name = engine_name
+        self.t0_ns = t0_ns
+        self.stop = stop
+        self.on_record = on_record
+        self._active: set[CancelToken] = set()
+        self._lock = threading.Lock()  # cancel_all may be called from another thread
+        self._next_index = 1  # prompt 0 is the calibration prompt
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop.is_set()
+
+    def next_index(self) -> int:
+        """A new prompt number: every request of an engine gets a distinct prompt."""
+        i = self._next_index
+        self._next_index += 1
+        return i
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            tokens = list(self._active)
+        for token in tokens:
+            token.cancel()
+
+    async def run(
+        self,
+        request: GenerationRequest,
+        phase: str,
+        level: str,
+        index: int,
+        *,
+        concurrency: int | None = None,
+        rate: float | None = None,
+        load_ms: float | None = None,
+        prompt_tokens_target: int | None = None,
+        notify: bool = True,
+        into: list[RequestRecord] | None = None,
+    ) -> RequestRecord:
+        """Send one request; the record is appended to ``into`` (before anyone is told)."""
+        cancel = CancelToken()
+        with self._lock:
+            self._active.add(cancel)
+        if self.stopped:
+            cancel.cancel()
+        tl = RequestTimeline()
+        t_call = time.perf_counter_ns()
+        try:
+            async for event in self.engine.stream(request, cancel):
+                tl.add(event)
+        except Exception as e:  # an engine that broke its never-raise contract
+            tl.add(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
+        finally:
+            with self._lock:
+                self._active.discard(cancel)
+        if tl.t_end_ns is None:
+            tl.add(Failed(time.perf_counter_ns(), "the stream ended without Finished", "protocol"))
+        status = classify(tl)
+        if status == "failed" and cancel.cancelled:
+            status = "cancelled"
+        t_start = tl.t_sent_ns if tl.t_sent_ns is not None else t_call
+        t_end = tl.t_end_ns if tl.t_end_ns is not None else time.perf_counter_ns()
+        record = RequestRecord(
+            engine=self.engine_name,
+            phase=phase,
+            level=level,
+            index=index,
+            request_id=request.request_id,
+            t_start_s=(t_start - self.t0_ns) / 1e9,
+            t_end_s=(t_end - self.t0_ns) / 1e9,
+            timeline=tl,
+            metrics=compute_metrics(tl),
+            status=status,
+            concurrency=concurrency,
+            rate=rate,
+            load_ms=load_ms,
+            prompt_tokens_target=prompt_tokens_target,
+            pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
+        )
+        if into is not None:
+            into.append(record)
+        if notify and self.on_record is not None:
+            self.on_record(record)
+        return record
+
+
+async def run_sequential(
+    driver: RequestDriver, n: int, make_request: MakeRequest, phase: str, label: str
+) -> list[RequestRecord]:
+    out: list[RequestRecord] = []
+    for _ in range(n):
+        if driver.stopped:
+            break
+        i = driver.next_index()
+        out.append(await driver.run(make_request(i), phase, label, i, concurrency=1))
+    return out
+
+
+async def run_concurrency(
+    driver: RequestDriver,
+    c: int,
+    runs: int,
+    make_request: MakeRequest,
+    level: LevelRun | None = None,
+) -> LevelRun:
+    """Hold c requests in flight: c workers × ``runs`` requests each (records go into
+    ``level``, a new one when None)."""
+    if level is None:
+        level = LevelRun(driver.engine_name, f"c={c}", "concurrency", concurrency=c)
+
+    async def worker() -> None:
+        for _ in range(runs):
+            if driver.stopped:
+                return
+            i = driver.next_index()
+            await driver.run(
+                make_request(i), "warm", level.label, i, concurrency=c, into=level.records
+            )
+
+    await asyncio.gather(*(worker() for _ in range(c)))
+    level.complete = not driver.stopped
+    return level
+
+
+async def run_poisson(
+    driver: RequestDriver,
+    rate: float,
+    n: int,
+    make_request: MakeRequest,
+    seed: int = 0,
+    level: LevelRun | None = None,
+) -> LevelRun:
+    """Start n requests at Poisson arrival times of ``rate`` per second (open loop)."""
+    label = f"rate={rate:g}"
+    if level is None:
+        level = LevelRun(driver.engine_name, label, "poisson", rate=rate)
+    rng = random.Random(seed)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    due = 0.0
+    tasks: list[asyncio.Task[None]] = []
+
+    async def one(i: int) -> None:
+        await driver.run(make_request(i), "warm", label, i, rate=rate, into=level.records)
+
+    for _ in range(n):
+        due += rng.expovariate(rate)
+        while not driver.stopped and (wait := start + due - loop.time()) > 0:
+            await asyncio.sleep(min(wait, STOP_POLL_S))
+        if driver.stopped:
+            break
+        tasks.append(asyncio.create_task(one(driver.next_index())))
+    if tasks:
+        await asyncio.gather(*tasks)
+    level.complete = not driver.stopped
+    return level

@@ -1,0 +1,140 @@
+"""What a bench will do: its parameters, presets, and the parsing of its inputs.
+
+A bench runs, per engine, one after another: optional cold starts, warm-up requests, then
+each load level. A *concurrency level* c keeps c requests in flight (c workers, each
+sending ``runs`` requests back to back: c × runs requests). A *Poisson level* sends
+``runs`` requests whose start times are a Poisson process of rate R per second (open
+loop: a request starts on schedule whether or not the earlier ones finished).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class BenchError(Exception):
+    """A bench that cannot run as asked; the message is one line meant for the user."""
+
+
+COLD_RUNS_MAX = 5  # cold starts per engine: min(runs, this) — restarts can take minutes
+SLO_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+
+@dataclass
+class BenchPlan:
+    """Every parameter of a bench (all engines use the same ones)."""
+
+    engines: list[str] = field(default_factory=list)
+    runs: int = 10
+    warmup: int = 1
+    concurrency: list[int] = field(default_factory=lambda: [1])
+    rate: float | None = None
+    prompt_tokens: int = 128
+    max_tokens: int = 128
+    temperature: float = 0.7
+    cold: bool = False
+    preset: str | None = None
+    n_ctx: int | None = None  # context size set on engines infertop starts (preset)
+    slo: dict[str, float] = field(default_factory=dict)
+    seed: int = 0
+
+    @property
+    def cold_runs(self) -> int:
+        return min(self.runs, COLD_RUNS_MAX) if self.cold else 0
+
+    def requests_per_engine(self) -> int:
+        """Measured requests per engine (warm-up and cold starts included)."""
+        n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
+        return n + (self.runs if self.rate else 0)
+
+    def validate(self) -> None:
+        """Raise BenchError on parameters no bench should run with."""
+        if self.runs < 1:
+            raise BenchError(f"--runs must be at least 1 (got {self.runs})")
+        if self.warmup < 0:
+            raise BenchError(f"--warmup must be 0 or more (got {self.warmup})")
+        if not self.concurrency or any(c < 1 for c in self.concurrency):
+            raise BenchError(f"concurrency levels must be at least 1 (got {self.concurrency})")
+        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
+            raise BenchError(f"--rate must be a positive number of requests/s (got {self.rate})")
+        if self.prompt_tokens < 1:
+            raise BenchError(f"--prompt-tokens must be at least 1 (got {self.prompt_tokens})")
+        if self.max_tokens < 1:
+            raise BenchError(f"--max-tokens must be at least 1 (got {self.max_tokens})")
+        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
+            raise BenchError(f"--temperature must be >= 0 (got {self.temperature})")
+        if self.n_ctx is not None and self.prompt_tokens + self.max_tokens > self.n_ctx:
+            raise BenchError(
+                f"prompt tokens + max tokens ({self.prompt_tokens} + {self.max_tokens}) "
+                f"exceed the context size {self.n_ctx}"
+            )
+        if not self.engines:
+            raise BenchError("no engine to bench")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cold_runs"] = self.cold_runs
+        return d
+
+
+# A preset fills parameters the command line did not set explicitly.
+PRESETS: dict[str, dict[str, Any]] = {
+    # The common blog protocol: batch 1, context 2048, temperature 0.7, 500 tokens,
+    # 50 runs, report the median.
+    "seed-post": {
+        "concurrency": [1],
+        "n_ctx": 2048,
+        "temperature": 0.7,
+        "max_tokens": 500,
+        "runs": 50,
+    },
+}
+
+PRESET_HELP = {"seed-post": "batch 1, context 2048, temperature 0.7, max tokens 500, 50 runs"}
+
+
+def preset_values(name: str) -> dict[str, Any]:
+    try:
+        return dict(PRESETS[name])
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise BenchError(f"unknown preset {name!r} (known presets: {known})") from None
+
+
+def parse_concurrency(text: str) -> list[int]:
+    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; BenchError when it does not parse."""
+    parts = [p.strip() for p in text.split(",")]
+    levels: list[int] = []
+    for p in parts:
+        if not p.isdigit():
+            raise BenchError(
+                f"--concurrency {text!r} does not parse: expected positive integers "
+                "separated by commas, e.g. 1,8,16"
+            )
+        levels.append(int(p))
+    if any(c < 1 for c in levels):
+        raise BenchError(f"--concurrency {text!r}: every level must be at least 1")
+    return sorted(set(levels))
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """ "ttft_ms=500,tpot_ms=50" -> {"ttft_ms": 500.0, "tpot_ms": 50.0}."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in SLO_KEYS:
+            raise BenchError(
+                f"--slo {text!r} does not parse: expected KEY=MS pairs with KEY one of "
+                + ", ".join(SLO_KEYS)
+            )
+        try:
+            ms = float(value)
+        except ValueError:
+            raise BenchError(f"--slo {key}: {value!r} is not a number") from None
+        if not (ms > 0 and math.isfinite(ms)):
+            raise BenchError(f"--slo {key}: must be a positive number of ms")
+        out[key] = ms
+    return out

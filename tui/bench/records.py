@@ -1,0 +1,138 @@
+"""One measured request of a bench, and one load level's worth of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.timeline import RequestTimeline
+
+# Request phases. Only "cold" and "warm" enter the statistics; warm-up and calibration
+# requests are kept in report.json for the record.
+PHASES = ("calibrate", "warmup", "cold", "warm")
+
+
+@dataclass
+class RequestRecord:
+    """One request: where it belongs in the bench, its timeline and its metrics.
+
+    ``status``: "ok" (finished with generated text), "failed" (a Failed event, or a
+    stream that produced no text), "cancelled" (stopped by the user: not a failure, not
+    in the statistics). ``t_start_s`` / ``t_end_s`` are seconds since the bench started.
+    """
+
+    engine: str
+    phase: str
+    level: str
+    index: int
+    request_id: str
+    t_start_s: float
+    t_end_s: float
+    timeline: RequestTimeline
+    metrics: RequestMetrics
+    status: str
+    concurrency: int | None = None
+    rate: float | None = None
+    load_ms: float | None = None  # cold phase: the time to ready before this request
+    prompt_tokens_target: int | None = None
+    # bench called stream() → the engine's RequestSent. Near 0 for engines that stamp the
+    # request when it is submitted; a queue inside the engine that stamps later shows here
+    # (that wait is then not inside the engine-stamped TTFT).
+    pre_send_wait_ms: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def error(self) -> str | None:
+        return self.timeline.error
+
+    def to_dict(self) -> dict[str, Any]:
+        truth = self.timeline.truth
+        return {
+            "engine": self.engine,
+            "phase": self.phase,
+            "level": self.level,
+            "concurrency": self.concurrency,
+            "rate": self.rate,
+            "index": self.index,
+            "request_id": self.request_id,
+            "status": self.status,
+            "t_start_s": self.t_start_s,
+            "t_end_s": self.t_end_s,
+            "load_ms": self.load_ms,
+            "prompt_tokens_target": self.prompt_tokens_target,
+            "pre_send_wait_ms": self.pre_send_wait_ms,
+            "metrics": self.metrics.to_dict(),
+            "timeline": self.timeline.to_dict(),
+            "engine_truth": truth.to_dict() if truth is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
+        """Rebuild a record from report.json; metrics are recomputed from the timeline."""
+        from tui.core.events import EngineTruth
+
+        t = d.get("engine_truth")
+        truth = None
+        if t:
+            keys = (
+                "prompt_tokens prompt_eval_tokens prompt_ms output_tokens decode_tokens "
+                "decode_ms cached_tokens load_ms source raw"
+            ).split()
+            truth = EngineTruth(**{k: t.get(k) for k in keys if k in t})
+        tl = RequestTimeline.from_dict(d["timeline"], truth)
+        return cls(
+            engine=d["engine"],
+            phase=d["phase"],
+            level=d["level"],
+            index=d["index"],
+            request_id=d["request_id"],
+            t_start_s=d["t_start_s"],
+            t_end_s=d["t_end_s"],
+            timeline=tl,
+            metrics=compute_metrics(tl),
+            status=d["status"],
+            concurrency=d.get("concurrency"),
+            rate=d.get("rate"),
+            load_ms=d.get("load_ms"),
+            prompt_tokens_target=d.get("prompt_tokens_target"),
+            pre_send_wait_ms=d.get("pre_send_wait_ms"),
+        )
+
+
+def classify(tl: RequestTimeline) -> str:
+    """ok / failed / cancelled, from how the stream ended (see RequestRecord.status)."""
+    if tl.finish_reason == "cancelled" or tl.error_kind == "cancelled":
+        return "cancelled"
+    if tl.error is not None:
+        return "failed"
+    if not tl.content_chunks:
+        if tl.error is None:
+            tl.error = "the stream ended without generated text"
+            tl.error_kind = "protocol"
+        return "failed"
+    return "ok"
+
+
+@dataclass
+class LevelRun:
+    """The requests of one engine at one load level (or its cold starts)."""
+
+    engine: str
+    label: str  # "c=8", "rate=2", "cold"
+    kind: str  # "concurrency" | "poisson" | "cold"
+    concurrency: int | None = None
+    rate: float | None = None
+    records: list[RequestRecord] = field(default_factory=list)
+    complete: bool = False  # False when the bench was stopped inside this level
+
+    @property
+    def wall_s(self) -> float | None:
+        """First request sent → last request ended, seconds (None with no requests)."""
+        rs = [r for r in self.records if r.status != "cancelled"]
+        if not rs:
+            return None
+        return max(r.t_end_s for r in rs) - min(r.t_start_s for r in rs)

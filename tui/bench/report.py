@@ -1,0 +1,100 @@
+"""Bench reports in a folder: report.json, report.csv, report.md and SVG plots.
+
+report.json holds everything: the plan, the environment, each engine's spec and info,
+every request's timeline and metrics, and the summary (tui.bench.aggregate). The other
+files are derived from that same dictionary, so they agree with it. Every file is
+written atomically; a bench that was stopped writes ``"partial": true`` and says so at
+the top of report.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from tui.bench.aggregate import N_BOOT, summarize_result
+from tui.bench.atomic import write_atomic
+from tui.bench.report_csv import csv_text
+from tui.bench.report_md import markdown
+from tui.bench.runner import BenchResult
+from tui.bench.svg import plots
+
+SCHEMA = "infertop.bench/1"
+FILES = ("report.json", "report.csv", "report.md")
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no NaN/inf: write them as null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+    engines = []
+    for run in result.engines:
+        engines.append(
+            {
+                "name": run.name,
+                "kind": run.kind,
+                "spec": run.spec,
+                "info": run.info,
+                "records": [r.to_dict() for r in run.records()],
+            }
+        )
+    return _finite(
+        {
+            "schema": SCHEMA,
+            "partial": result.partial,
+            "partial_reason": result.partial_reason,
+            "started_at": result.started_at,
+            "finished_at": result.finished_at,
+            "plan": result.plan.to_dict(),
+            "environment": result.environment,
+            "engines": engines,
+            "summary": summarize_result(result, n_boot),
+        }
+    )
+
+
+CHECKPOINT_BOOT = 200  # resamples in the reports written while the bench still runs
+
+
+def write_report(result: BenchResult, out: Path, n_boot: int = N_BOOT) -> list[Path]:
+    """Write every report file into ``out`` (which must exist); return their paths."""
+    return write_report_dict(build_report(result, n_boot), out)
+
+
+def write_report_dict(report: dict[str, Any], out: Path) -> list[Path]:
+    """Write the files of an already built report (see :func:`build_report`)."""
+    written: list[Path] = []
+    # JSON last: a reader that sees the new report.json also finds its companions.
+    for name, text in (("report.csv", csv_text(report)), ("report.md", markdown(report))):
+        write_atomic(out / name, text)
+        written.append(out / name)
+    for name, svg in plots(report).items():
+        write_atomic(out / name, svg)
+        written.append(out / name)
+    write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    written.append(out / "report.json")
+    return written
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a report.json (or the folder holding one); ValueError with a one-line reason."""
+    p = path / "report.json" if path.is_dir() else path
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read ({e.strerror or e})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ValueError(f"{p}: not an infertop bench report")
+    return data

@@ -1,0 +1,288 @@
+"""report.md: tables shaped like the blog posts, from the report.json dictionary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DASH = "—"
+METRIC_WORDS = {
+    "decode_tps": "decode tok/s",
+    "prefill_tps": "prompt tok/s",
+    "ttft_ms": "TTFT",
+    "e2e_ms": "e2e latency",
+}
+
+
+def num(x: float | int | None, digits: int = 1) -> str:
+    if x is None:
+        return DASH
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:,.{digits}f}"
+
+
+def ci(iv: dict[str, Any] | None, digits: int = 1) -> str:
+    """ "95.1 [93.0, 96.2]" — a median and its 95 % bootstrap interval."""
+    if not iv:
+        return DASH
+    if iv.get("low") is None:
+        return f"{num(iv['estimate'], digits)} (n=1)"
+    return f"{num(iv['estimate'], digits)} [{num(iv['low'], digits)}, {num(iv['high'], digits)}]"
+
+
+def pcts(p: dict[str, Any], digits: int = 1) -> str:
+    if not p or not p.get("n"):
+        return DASH
+    return " / ".join(num(p[k], digits) for k in ("p50", "p90", "p95", "p99"))
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out + [""]
+
+
+def _level(engine: dict[str, Any], label: str | None) -> dict[str, Any] | None:
+    return next((lv for lv in engine["levels"] if lv["label"] == label), None)
+
+
+def _environment(env: dict[str, Any]) -> str:
+    gib = env.get("memory_total_bytes")
+    mem = f"{gib / 2**30:.1f} GiB RAM" if gib else "RAM unknown"
+    gpus = env.get("gpus") or []
+    gpu = ", ".join(g["name"] for g in gpus) if gpus else "no NVIDIA GPU"
+    vers = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items())
+    return f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores), {mem}, {gpu}; {vers}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    plan = report["plan"]
+    summary = report["summary"]
+    engines = summary["engines"]
+    models = {e["name"]: (e.get("info") or {}).get("model", DASH) for e in report["engines"]}
+    lines = ["# infertop bench report", ""]
+    if report.get("partial"):
+        lines += [
+            f"> **PARTIAL REPORT** ({report.get('partial_reason')}): the bench was "
+            "stopped; only what was measured is shown.",
+            "",
+        ]
+    lines += [f"Started {report['started_at']}, finished {report.get('finished_at') or DASH}.", ""]
+    lines += ["## Setup", ""]
+    lines += table(
+        [
+            "runs",
+            "warm-up",
+            "concurrency",
+            "rate",
+            "prompt tokens",
+            "max tokens",
+            "temperature",
+            "cold",
+            "preset",
+            "SLO",
+        ],
+        [
+            [
+                str(plan["runs"]),
+                str(plan["warmup"]),
+                ",".join(map(str, plan["concurrency"])),
+                num(plan["rate"], 2) if plan["rate"] else DASH,
+                str(plan["prompt_tokens"]),
+                str(plan["max_tokens"]),
+                num(plan["temperature"], 2),
+                f"yes ({plan['cold_runs']} per engine)" if plan["cold"] else "no",
+                plan["preset"] or DASH,
+                ", ".join(f"{k}≤{v:g}" for k, v in plan["slo"].items()) or DASH,
+            ]
+        ],
+    )
+    lines += ["Environment: " + _environment(report.get("environment") or {}), ""]
+
+    lines += ["## Engines (warm; median [95% CI])", ""]
+    rows = []
+    for e in engines:
+        lv = _level(e, e["headline"])
+        med = lv["medians"] if lv else {}
+        rows.append(
+            [
+                e["name"],
+                e["kind"],
+                str(models.get(e["name"], DASH)),
+                lv["label"] if lv else DASH,
+                ci(med.get("decode_tps")),
+                ci(med.get("prefill_tps")),
+                ci(med.get("ttft_ms")),
+                ci(med.get("itl_ms"), 2),
+                ci(med.get("tpot_ms"), 2),
+                num(e["load_ms"]),
+                f"{e['ok']} / {e['failed']}"
+                + (f" / {e['cancelled']} cancelled" if e["cancelled"] else ""),
+            ]
+        )
+    lines += table(
+        [
+            "engine",
+            "kind",
+            "model",
+            "level",
+            "decode tok/s",
+            "prompt tok/s",
+            "TTFT ms",
+            "ITL ms",
+            "TPOT ms",
+            "load ms",
+            "ok / failed",
+        ],
+        rows,
+    )
+    for e in engines:
+        if e["error"]:
+            lines += [f"- **{e['name']} did not run**: {e['error']}"]
+    if any(e["error"] for e in engines):
+        lines.append("")
+
+    if plan["cold"]:
+        lines += ["## Cold vs warm", ""]
+        rows = []
+        for e in engines:
+            cold = e.get("cold")
+            warm = _level(e, e["headline"])
+            if not e["cold_method"] or cold is None or not cold["ok"]:
+                rows.append(
+                    [
+                        e["name"],
+                        e["cold_note"] or "cold start not measured",
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                    ]
+                )
+                continue
+            wm = warm["medians"] if warm else {}
+            rows.append(
+                [
+                    e["name"],
+                    e["cold_method"],
+                    ci(cold.get("load_ms")),
+                    ci(cold["medians"].get("ttft_ms")),
+                    ci(wm.get("ttft_ms")),
+                    ci(cold["medians"].get("decode_tps")),
+                    ci(wm.get("decode_tps")),
+                ]
+            )
+        lines += table(
+            [
+                "engine",
+                "how cold is forced",
+                "time to ready ms",
+                "cold TTFT ms",
+                "warm TTFT ms",
+                "cold decode tok/s",
+                "warm decode tok/s",
+            ],
+            rows,
+        )
+
+    for e in engines:
+        if not e["levels"]:
+            continue
+        lines += [f"## Scaling: {e['name']}", ""]
+        if e["single_request_tps"] is None and any(lv["concurrency"] for lv in e["levels"]):
+            lines += ["η needs a c=1 level (the single-request rate); none was measured.", ""]
+        rows = []
+        for lv in e["levels"]:
+            p = lv["percentiles"]
+            g = lv.get("goodput")
+            rows.append(
+                [
+                    lv["label"] + ("" if lv["complete"] else " (stopped)"),
+                    f"{lv['ok']} / {lv['failed']}",
+                    num(lv["total_tps"]),
+                    ci(lv["medians"].get("decode_tps")),
+                    num(lv["eta"], 2),
+                    num(lv["eta_per_slot"], 2),
+                    pcts(p["ttft_ms"]),
+                    pcts(p["itl_ms"], 2),
+                    pcts(p["tpot_ms"], 2),
+                    pcts(p["e2e_ms"], 0),
+                    f"{num(g['requests_per_s'], 2)} req/s ({g['good']}/{lv['requests']})"
+                    if g
+                    else DASH,
+                ]
+            )
+        lines += table(
+            [
+                "level",
+                "ok / failed",
+                "total tok/s",
+                "per-request tok/s",
+                "η",
+                "η/c",
+                "TTFT ms p50/90/95/99",
+                "ITL ms p50/90/95/99",
+                "TPOT ms p50/90/95/99",
+                "e2e ms p50/90/95/99",
+                "goodput",
+            ],
+            rows,
+        )
+
+    if summary["comparisons"]:
+        lines += ["## Comparisons (ratio of medians [95% CI])", ""]
+        for c in summary["comparisons"]:
+            lines.append(
+                f"- {c['engine']} {METRIC_WORDS.get(c['metric'], c['metric'])} is "
+                f"{c['ratio']:.2f}× {c['baseline']} [{c['low']:.2f}, {c['high']:.2f}] "
+                f"({c['level']}, n={c['n'][0]}/{c['n'][1]})"
+            )
+        lines.append("")
+
+    lines += ["## Fairness checks", ""]
+    for e in engines:
+        cap = e["capacity"]
+        lines.append(
+            f"- {e['name']}: parallel capacity "
+            f"{cap if cap is not None else 'unknown'} ({e['capacity_note']})"
+        )
+        pr = e.get("prompt")
+        if pr:
+            lines.append(
+                f"- {e['name']}: prompt {num(pr['counted_tokens'])} tokens "
+                f"(target {pr['target_tokens']}, by {pr['method']})"
+            )
+        lines += [f"- ⚠ {w}" for w in e["warnings"]]
+    lines += [f"- {n}" for n in summary["fairness"]]
+    lines.append("")
+
+    failures = [(e["name"], f) for e in engines for f in e["failures"]]
+    if failures:
+        lines += ["## Failed requests", ""]
+        lines += table(
+            ["engine", "level", "#", "kind", "message"],
+            [
+                [
+                    n,
+                    f["level"],
+                    str(f["index"]),
+                    str(f["kind"]),
+                    str(f["message"]).replace("|", "\\|"),
+                ]
+                for n, f in failures
+            ],
+        )
+
+    lines += [
+        "## Definitions",
+        "",
+        "TTFT: request sent → first chunk with generated text. ITL: gaps between content "
+        "chunks, per token. TPOT: (e2e − TTFT) / (output tokens − 1). Decode tok/s: "
+        "(output tokens − 1) / (last − first content chunk). Total tok/s: output tokens of a "
+        "level / its wall time. η = total tok/s ÷ the c=1 total tok/s (ideal: η = c). "
+        "Intervals: percentile bootstrap of the median over requests "
+        f"({summary.get('bootstrap_resamples', '?')} resamples).",
+        "",
+    ]
+    return "\n".join(lines)

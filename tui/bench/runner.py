@@ -1,0 +1,344 @@
+"""BenchRunner: runs a :class:`~tui.bench.plan.BenchPlan` against engines, one at a time.
+
+Per engine: build and load it (timed), check fairness (parallel capacity, prompt length),
+cold starts when asked, warm-up, then every load level. Engines run one after another so
+they never compete for the machine. Progress goes to an ``on_update`` callback (called on
+the runner's event loop thread). :meth:`BenchRunner.stop` may be called from any thread:
+no new request starts, those in flight are cancelled, and the result is marked partial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.bench import hooks
+from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_sequential
+from tui.bench.plan import BenchPlan
+from tui.bench.prompts import PromptShape, calibrate
+from tui.bench.records import LevelRun, RequestRecord
+from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.registry import create_engine
+
+PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
+TOKENIZER_COUNTS = 10
+CHECKPOINT_EVERY_S = 30.0  # also write the (partial) report this often inside a level
+
+
+@dataclass
+class EngineRun:
+    """Everything measured for one engine."""
+
+    name: str
+    kind: str
+    spec: dict[str, Any]
+    info: dict[str, Any] = field(default_factory=dict)
+    load_ms: float | None = None
+    capacity: int | None = None
+    capacity_source: str = "unknown"
+    capacity_note: str = ""
+    prompt: PromptShape | None = None
+    cold_method: str | None = None
+    cold_note: str | None = None
+    calibration: list[RequestRecord] = field(default_factory=list)
+    warmup: list[RequestRecord] = field(default_factory=list)
+    cold: LevelRun | None = None
+    levels: list[LevelRun] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None  # the engine could not be built or loaded
+
+    def records(self) -> list[RequestRecord]:
+        out = list(self.calibration) + list(self.warmup)
+        if self.cold is not None:
+            out += self.cold.records
+        for level in self.levels:
+            out += level.records
+        return out
+
+    def measured(self) -> list[RequestRecord]:
+        """Cold and warm requests (those that enter the statistics, when ok)."""
+        return [r for r in self.records() if r.phase in ("cold", "warm")]
+
+
+@dataclass
+class BenchResult:
+    plan: BenchPlan
+    started_at: str
+    engines: list[EngineRun] = field(default_factory=list)
+    finished_at: str | None = None
+    partial: bool = True
+    partial_reason: str | None = "incomplete: written while the bench was still running"
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchUpdate:
+    """Progress: ``done`` of ``total`` planned requests; ``record`` = the one just done."""
+
+    done: int
+    total: int
+    engine: str
+    stage: str
+    elapsed_s: float
+    eta_s: float | None
+    record: RequestRecord | None = None
+    message: str | None = None
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def spec_for_report(spec: EngineSpec) -> dict[str, Any]:
+    """The spec minus anything secret-bearing (headers may carry tokens)."""
+    d = dict(spec.__dict__)
+    d["headers"] = sorted(spec.headers)  # names only
+    return d
+
+
+class BenchRunner:
+    def __init__(
+        self,
+        plan: BenchPlan,
+        specs: list[EngineSpec],
+        on_update: Callable[[BenchUpdate], None] | None = None,
+        engine_factory: Callable[[EngineSpec], Engine] = create_engine,
+        environment: dict[str, Any] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.specs = specs
+        self.on_update = on_update
+        self.engine_factory = engine_factory
+        self.result = BenchResult(plan=plan, started_at=_utc_now(), environment=environment or {})
+        self._stop = threading.Event()
+        self._stop_reason = "interrupted"
+        self._driver: RequestDriver | None = None
+        self._t0_ns = time.perf_counter_ns()
+        self._done = 0
+        self._total = plan.requests_per_engine() * len(specs)
+        self._stage = ("", "")
+        self.checkpoint: Callable[[BenchResult], None] | None = None
+        self._saved_at = time.monotonic()
+
+    # --- control -------------------------------------------------------------------
+    def stop(self, reason: str = "interrupted") -> None:
+        """Stop from any thread: no new requests; in-flight ones are cancelled."""
+        self._stop_reason = reason
+        self._stop.set()
+        driver = self._driver
+        if driver is not None:
+            driver.cancel_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    # --- progress ------------------------------------------------------------------
+    def _elapsed(self) -> float:
+        return (time.perf_counter_ns() - self._t0_ns) / 1e9
+
+    def _emit(self, record: RequestRecord | None = None, message: str | None = None) -> None:
+        if self.on_update is None:
+            return
+        elapsed = self._elapsed()
+        eta = None
+        if self._done:
+            eta = elapsed / self._done * max(0, self._total - self._done)
+        engine, stage = self._stage
+        self.on_update(
+            BenchUpdate(self._done, self._total, engine, stage, elapsed, eta, record, message)
+        )
+
+    def _on_record(self, record: RequestRecord) -> None:
+        record.prompt_tokens_target = self.plan.prompt_tokens
+        if record.phase != "calibrate":
+            self._done += 1
+        self._emit(record)
+        if time.monotonic() - self._saved_at > CHECKPOINT_EVERY_S:
+            # a long level is not lost to a crash; engines stamp their own events (in
+            # their threads), so this write does not shift measured times
+            self._save()
+
+    def _save(self) -> None:
+        self._saved_at = time.monotonic()
+        if self.checkpoint is not None:
+            self.checkpoint(self.result)
+
+    # --- the bench -----------------------------------------------------------------
+    async def run(self) -> BenchResult:
+        for spec in self.specs:
+            if self.stopped:
+                break
+            run = EngineRun(spec.name, spec.kind, spec_for_report(spec))
+            self.result.engines.append(run)
+            await self._run_engine(spec, run)
+            if run.error is not None:
+                # its planned requests will never happen: keep the total honest
+                self._total -= self.plan.requests_per_engine()
+            self._save()
+        self.result.finished_at = _utc_now()
+        self.result.partial = self.stopped
+        self.result.partial_reason = self._stop_reason if self.stopped else None
+        return self.result
+
+    async def _run_engine(self, spec: EngineSpec, run: EngineRun) -> None:
+        self._stage = (spec.name, "loading")
+        self._emit(message=f"{spec.name}: loading")
+        try:
+            engine = self.engine_factory(spec)
+            run.load_ms = await engine.load()
+        except EngineError as e:
+            run.error = str(e)
+            self._emit(message=f"{spec.name}: {e}")
+            return
+        except Exception as e:  # noqa: BLE001 - reported, the bench goes on
+            run.error = f"{type(e).__name__}: {e}"
+            self._emit(message=f"{spec.name}: {run.error}")
+            return
+        driver = RequestDriver(engine, spec.name, self._t0_ns, self._stop, self._on_record)
+        self._driver = driver
+        try:
+            try:
+                run.info = engine.info().to_dict()
+            except Exception as e:  # noqa: BLE001
+                run.warnings.append(f"engine info unavailable: {e}")
+            await self._fairness(engine, run, driver)
+            if self.plan.cold and not self.stopped:
+                await self._cold(engine, run, driver)
+            self._stage = (spec.name, "warm-up")
+            run.warmup = await run_sequential(
+                driver, self.plan.warmup, self._maker(run, "warmup"), "warmup", "warmup"
+            )
+            for c in self.plan.concurrency:
+                if self.stopped:
+                    break
+                self._stage = (spec.name, f"c={c}")
+                level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
+                run.levels.append(level)  # listed before it runs: checkpoints include it
+                await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
+                self._save()
+            if self.plan.rate and not self.stopped:
+                rate = self.plan.rate
+                self._stage = (spec.name, f"rate={rate:g}")
+                level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
+                run.levels.append(level)
+                await run_poisson(
+                    driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
+                )
+        finally:
+            self._driver = None
+            try:
+                await engine.close()
+            except Exception as e:  # noqa: BLE001
+                run.warnings.append(f"closing the engine failed: {e}")
+
+    def _request(self, text: str, max_tokens: int | None = None) -> GenerationRequest:
+        return GenerationRequest.from_prompt(
+            text,
+            max_tokens=max_tokens or self.plan.max_tokens,
+            temperature=self.plan.temperature,
+            cache_prompt=False,
+            ignore_eos=True,
+        )
+
+    def _maker(self, run: EngineRun, phase: str = "warm") -> Callable[[int], GenerationRequest]:
+        shape = run.prompt
+        assert shape is not None
+        plan = self.plan
+
+        def make(i: int) -> GenerationRequest:
+            req = self._request(shape.text(i))
+            req.seed = plan.seed + i
+            return req
+
+        return make
+
+    async def _fairness(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
+        self._stage = (run.name, "fairness checks")
+        cap = await hooks.engine_capacity(engine)
+        run.capacity, run.capacity_source, run.capacity_note = cap.slots, cap.source, cap.note
+        for c in self.plan.concurrency:
+            if c > 1 and cap.slots is not None and c > cap.slots:
+                run.warnings.append(
+                    f"concurrency {c} exceeds {run.name}'s parallel capacity ({cap.slots}): "
+                    "this level measures queueing, not parallel decoding"
+                )
+            elif c > 1 and cap.slots is None:
+                run.warnings.append(
+                    f"concurrency {c}: {run.name}'s parallel capacity is unknown, so this "
+                    "level may measure queueing"
+                )
+        run.cold_method = hooks.cold_start_method(engine)
+        if self.plan.cold and run.cold_method is None:
+            run.cold_note = hooks.cold_unavailable_note(engine)
+        run.prompt = await self._calibrate(engine, run, driver)
+        if self.stopped:
+            return  # a stopped calibration says nothing about the engine
+        if run.prompt.method == "estimate":
+            run.warnings.append(
+                f"{run.name} counts no prompt tokens: prompt length is an estimate "
+                f"(~{run.prompt.target_tokens} tokens at 0.75 words per token)"
+            )
+        elif run.prompt.counted_tokens != self.plan.prompt_tokens:
+            run.warnings.append(
+                f"{run.name}: closest prompt length found is {run.prompt.counted_tokens} "
+                f"tokens (asked for {self.plan.prompt_tokens})"
+            )
+
+    async def _calibrate(
+        self, engine: Engine, run: EngineRun, driver: RequestDriver
+    ) -> PromptShape:
+        target = self.plan.prompt_tokens
+        probe = GenerationRequest.from_prompt("x")
+        if await hooks.count_prompt_tokens(engine, probe) is not None:
+
+            async def by_tokenizer(req: GenerationRequest) -> int | None:
+                return await hooks.count_prompt_tokens(engine, req)
+
+            return await calibrate(
+                target, self._request, by_tokenizer, "engine tokenizer", TOKENIZER_COUNTS
+            )
+
+        async def by_probe(req: GenerationRequest) -> int | None:
+            if self.stopped:
+                return None
+            req.max_tokens = 1
+            rec = await driver.run(req, "calibrate", "calibrate", 0, notify=False)
+            run.calibration.append(rec)
+            return rec.timeline.prompt_tokens if rec.ok else None
+
+        return await calibrate(target, self._request, by_probe, "usage probe", PROBE_COUNTS)
+
+    async def _cold(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
+        self._stage = (run.name, "cold")
+        level = LevelRun(run.name, "cold", "cold", concurrency=1)
+        run.cold = level
+        if run.cold_method is None:
+            self._total -= self.plan.cold_runs  # planned but impossible
+            return
+        make = self._maker(run)
+        for k in range(self.plan.cold_runs):
+            if self.stopped:
+                break
+            try:
+                ms = await hooks.force_cold(engine)
+            except EngineError as e:
+                run.cold_note = f"forcing a cold start failed: {e}"
+                self._total -= self.plan.cold_runs - k
+                break
+            i = driver.next_index()
+            rec = await driver.run(make(i), "cold", "cold", i, concurrency=1, load_ms=ms)
+            if ms is None and rec.timeline.truth is not None:
+                rec.load_ms = rec.timeline.truth.load_ms  # reported by the engine (Ollama)
+            level.records.append(rec)
+        level.complete = not self.stopped
+
+
+def run_bench(runner: BenchRunner) -> BenchResult:
+    """Run a bench on a fresh event loop (for threads: the TUI runs it off its own loop)."""
+    return asyncio.run(runner.run())

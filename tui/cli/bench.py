@@ -1,0 +1,198 @@
+"""``infertop bench``: honest engine comparisons, written to a report folder.
+
+Exit status: 0 done; 2 bad input (nothing was run); 3 an engine failed every request or
+could not be loaded (the report is written and lists why); 130 stopped with Ctrl-C (a
+partial report, marked partial, is written); 1 the report could not be written.
+Imported to build the parser: keep module-level imports cheap (rich is imported lazily).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
+
+EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = (
+        "Exit status: 0 done, 2 bad input, 3 an engine failed every request, "
+        "130 stopped (partial report), 1 report not written. Presets: "
+        + "; ".join(f"{k}: {v}" for k, v in PRESET_HELP.items())
+    )
+    a = p.add_argument
+    a("--engine", action="append", metavar="NAME", help="engine from config (repeatable)")
+    a("--url", action="append", metavar="URL", help="an OpenAI-compatible server (repeatable)")
+    a("--runs", type=int, metavar="N", help="requests per worker per level (default 10)")
+    a("--warmup", type=int, metavar="N", help="warm-up requests per engine (default 1)")
+    a("--concurrency", metavar="LIST", help="concurrency levels, e.g. 1,8,16 (default 1)")
+    a("--rate", type=float, metavar="R", help="add a Poisson-arrival level at R requests/s")
+    a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
+    a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")
+    a("--temperature", type=float, metavar="T", help="sampling temperature (default 0.7)")
+    a("--cold", action="store_true", default=None, help="also measure cold starts")
+    a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
+    a("--slo", metavar="K=MS,...", help="goodput SLOs: ttft_ms, tpot_ms, itl_ms, e2e_ms")
+    a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
+    a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
+
+
+def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
+    """Command line over preset over defaults; BenchError on bad values."""
+    from tui.bench.plan import preset_values
+
+    values: dict[str, Any] = preset_values(args.preset) if args.preset else {}
+    explicit = {
+        "runs": args.runs,
+        "warmup": args.warmup,
+        "rate": args.rate,
+        "prompt_tokens": args.prompt_tokens,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "cold": args.cold,
+    }
+    if args.concurrency is not None:
+        explicit["concurrency"] = parse_concurrency(args.concurrency)
+    if args.slo is not None:
+        explicit["slo"] = parse_slo(args.slo)
+    values.update({k: v for k, v in explicit.items() if v is not None})
+    plan = BenchPlan(engines=engines, preset=args.preset, **values)
+    plan.validate()
+    return plan
+
+
+def resolve_engines(args: argparse.Namespace) -> list[Any]:
+    """EngineSpecs from --engine names (config), --url, or the config's default engine."""
+    from urllib.parse import urlparse
+
+    from tui.config import load_config
+    from tui.engines.base import EngineSpec
+    from tui.engines.registry import ENGINE_KINDS
+
+    cfg = load_config(getattr(args, "config", None))
+    specs = []
+    for name in dict.fromkeys(args.engine or []):
+        specs.append(cfg.engine(name))
+    for i, url in enumerate(dict.fromkeys(args.url or [])):
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise BenchError(f"--url {url!r}: expected http(s)://HOST:PORT")
+        specs.append(EngineSpec(name=parsed.netloc or f"url{i}", kind="openai", url=url))
+    if not specs:
+        specs.append(cfg.engine(cfg.default_engine))
+    for spec in specs:
+        if spec.kind not in ENGINE_KINDS:
+            known = ", ".join(sorted(ENGINE_KINDS))
+            raise BenchError(f"engine {spec.name!r}: unknown kind {spec.kind!r} ({known})")
+    return specs
+
+
+def main(args: argparse.Namespace) -> int:
+    from tui.config import ConfigError
+
+    try:
+        specs = resolve_engines(args)
+        plan = build_plan(args, [s.name for s in specs])
+        from tui.bench.atomic import prepare_out_dir
+
+        out = prepare_out_dir(Path(args.out).expanduser())
+    except (BenchError, ConfigError) as e:
+        print(f"infertop bench: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if plan.n_ctx is not None:
+        for spec in specs:
+            spec.n_ctx = plan.n_ctx
+    return _run(plan, specs, out)
+
+
+def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
+    from tui.bench.environment import environment
+    from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
+    from tui.bench.runner import BenchRunner
+    from tui.cli.bench_progress import progress_display
+
+    with progress_display() as display:
+        runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
+
+        def checkpoint(result: Any) -> None:
+            try:
+                write_report(result, out, CHECKPOINT_BOOT)
+            except OSError as e:
+                display.message(f"checkpoint not written: {e}")
+
+        runner.checkpoint = checkpoint
+        result = asyncio.run(_run_with_sigint(runner, display))
+    report = build_report(result)
+    try:
+        written = write_report_dict(report, out)
+    except OSError as e:
+        print(f"infertop bench: error: the report could not be written: {e}", file=sys.stderr)
+        return EXIT_WRITE
+    summary = report["summary"]
+    _print_summary(summary, result.partial, result.partial_reason, written[-1])
+    if result.partial:
+        return EXIT_INTERRUPTED
+    if any(e["all_failed"] for e in summary["engines"]):
+        return EXIT_ENGINE_FAILED
+    return EXIT_OK
+
+
+async def _run_with_sigint(runner: Any, display: Any) -> Any:
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            display.message(
+                "stopping: cancelling requests, writing a partial report "
+                "(Ctrl-C again to quit at once)"
+            )
+            runner.stop("interrupted (Ctrl-C)")
+        else:
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):  # not the main thread / no signals
+        pass
+    try:
+        return await runner.run()
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGINT)
+        except (NotImplementedError, RuntimeError):
+            pass
+
+
+def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, path: Path) -> None:
+    def fmt(iv: Any, unit: str) -> str:
+        return "—" if not iv else f"{iv['estimate']:.1f} {unit}"
+
+    if partial:
+        print(f"PARTIAL REPORT ({reason})")
+    for e in summary["engines"]:
+        if e["error"]:
+            print(f"{e['name']}: FAILED: {e['error']}")
+            continue
+        head = next((lv for lv in e["levels"] if lv["label"] == e["headline"]), None)
+        med = head["medians"] if head else {}
+        print(
+            f"{e['name']}: {e['ok']} ok, {e['failed']} failed"
+            + (f", {e['cancelled']} cancelled" if e["cancelled"] else "")
+            + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
+            + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+        )
+        if e["all_failed"] and e["failures"]:
+            print(f"  every request failed; first error: {e['failures'][0]['message']}")
+        for w in e["warnings"]:
+            print(f"  warning: {w}")
+    print(f"report: {path.parent}")
