@@ -208,6 +208,8 @@ def _generate(
         max_tokens = min(request.max_tokens, llm.n_ctx() - len(prompt_tokens))
         if not request.cache_prompt:
             llm.reset()
+        if request.seed is not None:
+            llm.set_seed(request.seed)
         ctx = llm._ctx.ctx
         llama_cpp.llama_perf_context_reset(ctx)
         vocab = llm._model.vocab

@@ -58,7 +58,7 @@ class MetricRow(Horizontal):
         if values:
             p50, p90 = percentile(values, 50), percentile(values, 90)
             text = (
-                f"{_fmt(self.unit, current):>6} p50 {_fmt(self.unit, p50):>6}"
+                f"{_fmt(self.unit, current):>6} │ p50 {_fmt(self.unit, p50):>6}"
                 f" p90 {_fmt(self.unit, p90):>6}"
             )
         else:
