@@ -214,3 +214,9 @@ def test_queued_request_counts_its_wait_in_ttft(engine):
     assert abs(first.t_sent_ns - second.t_sent_ns) < 50_000_000  # both sent together
     m1, m2 = compute_metrics(first), compute_metrics(second)
     assert m2.ttft_ms > m1.e2e_ms
+
+
+def test_seed_makes_sampling_repeatable(engine):
+    a, _ = ask(engine, "Tell me a story.", temperature=1.0, seed=123, max_tokens=16)
+    b, _ = ask(engine, "Tell me a story.", temperature=1.0, seed=123, max_tokens=16)
+    assert a.text == b.text
