@@ -23,9 +23,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -51,10 +51,15 @@ class HttpTimeouts:
 
 
 class LoopThread:
-    """A daemon thread running its own asyncio loop, where work is stamped."""
+    """A daemon thread running its own asyncio loop, where work is stamped.
+
+    Events for other loops leave in batches (:meth:`post`): one cross-thread wake-up per
+    consumer loop per turn of this loop, however many streams and events it carries.
+    """
 
     def __init__(self, name: str = "infertop-loop") -> None:
         self.loop = asyncio.new_event_loop()
+        self._outbox: list[tuple[asyncio.AbstractEventLoop, Outbox]] = []
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -72,6 +77,37 @@ class LoopThread:
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+
+    def post(self, loop: asyncio.AbstractEventLoop, box: Outbox) -> None:
+        """This loop only: send ``box``'s events to ``loop`` at the end of this turn."""
+        if not self._outbox:
+            self.loop.call_soon(self._flush)
+        self._outbox.append((loop, box))
+
+    def _flush(self) -> None:
+        out, self._outbox = self._outbox, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Outbox, list[StreamEvent]]]] = {}
+        for loop, box in out:
+            batch = box.pending
+            box.pending = []
+            by_loop.setdefault(loop, []).append((box, batch))
+        for loop, items in by_loop.items():
+            loop.call_soon_threadsafe(_deliver, items)
+
+
+class Outbox:
+    """One stream's events waiting on the reader loop, and its queue on the consumer's."""
+
+    __slots__ = ("pending", "queue")
+
+    def __init__(self) -> None:
+        self.pending: list[StreamEvent] = []
+        self.queue: asyncio.Queue[list[StreamEvent]] = asyncio.Queue()
+
+
+def _deliver(items: list[tuple[Outbox, list[StreamEvent]]]) -> None:
+    for box, batch in items:
+        box.queue.put_nowait(batch)
 
 
 class HttpReader(LoopThread):
@@ -116,15 +152,20 @@ def base_url(spec: EngineSpec) -> str:
     return url[:-3] if url.endswith("/v1") else url
 
 
-def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
-    """An AsyncClient for the reader loop (create and use it only there)."""
-    t = HttpTimeouts.from_spec(spec)
+def request_headers(spec: EngineSpec, api_key: str | None) -> dict[str, str]:
+    """Headers sent with every request: User-Agent, the spec's own, Authorization."""
     headers = {"User-Agent": "infertop"}
     headers.update(spec.headers)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
+    """An AsyncClient for the reader loop (create and use it only there)."""
+    t = HttpTimeouts.from_spec(spec)
     return httpx.AsyncClient(
-        headers=headers,
+        headers=request_headers(spec, api_key),
         verify=spec.verify_tls,
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.connect, pool=t.read),
         limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
@@ -247,14 +288,25 @@ async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
     return data
 
 
-def http_status_failure(resp: httpx.Response, body: bytes) -> Failed:
+class ResponseHead(Protocol):
+    """What the error wording needs of a response (httpx's or http1's)."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def reason_phrase(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+def http_status_failure(resp: ResponseHead, body: bytes) -> Failed:
     msg = error_message_from_body(body, resp.headers.get("content-type", ""))
     return Failed(
         time.perf_counter_ns(), f"HTTP {resp.status_code} {resp.reason_phrase}: {msg}", "http"
     )
 
 
-def wrong_content_failure(base: str, resp: httpx.Response, body: bytes, expected: str) -> Failed:
+def wrong_content_failure(base: str, resp: ResponseHead, body: bytes, expected: str) -> Failed:
     """A 2xx answer that is not the streaming format asked for (e.g. a web page)."""
     ctype = resp.headers.get("content-type", "") or "no content type"
     return Failed(
@@ -317,11 +369,35 @@ async def relay(
     ``run`` must emit exactly one Finished or Failed last. Cancelling (the token, or the
     consumer closing this generator) cancels the HTTP read on the reader loop.
     """
+    async for batch in relay_batches(reader, run, cancel):
+        for ev in batch:
+            yield ev
+
+
+async def relay_batches(
+    reader: LoopThread,
+    run: Callable[[Emit], Awaitable[None]],
+    cancel: CancelToken | None,
+) -> AsyncIterator[list[StreamEvent]]:
+    """:func:`relay`, in batches: one cross-thread hand-off per reader-loop turn.
+
+    ``emit`` (reader loop only) collects events; the batch goes to the caller's loop once
+    the reader loop's current turn ends (with those of every other stream: see
+    :meth:`LoopThread.post`), so all events parsed from one network read travel together.
+    Their stamps were taken before, where the bytes arrived.
+    """
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
+    box = Outbox()
+    ended = False  # a Finished/Failed was emitted: anything after it is dropped
 
     def emit(ev: StreamEvent) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, ev)
+        nonlocal ended
+        if ended:
+            return
+        if not box.pending:
+            reader.post(loop, box)
+        box.pending.append(ev)
+        ended = isinstance(ev, Finished | Failed)
 
     async def guarded() -> None:
         task = asyncio.ensure_future(run(emit))
@@ -350,9 +426,9 @@ async def relay(
     fut = reader.submit(guarded())
     try:
         while True:
-            ev = await queue.get()
-            yield ev
-            if isinstance(ev, Finished | Failed):
+            batch = await box.queue.get()
+            yield batch
+            if isinstance(batch[-1], Finished | Failed):
                 return
     finally:
         if not fut.done():
