@@ -316,35 +316,20 @@ class _Chunked(_Framing):
         out: list[bytes] = []
         pos, n = 0, len(buf)
         while pos < n:
-            if self._left:
-                take = min(self._left, n - pos)
-                out.append(buf[pos : pos + take])
-                pos += take
-                self._left -= take
-                self._crlf = self._left == 0
-                continue
-            if self._crlf:
-                if n - pos < 2:
+            if self._left or self._crlf or self._trailers:
+                pos = self._slow(buf, pos, out)
+                if pos < 0 or self.done:
+                    pos = -pos - 1 if pos < 0 else pos
                     break
-                if buf[pos : pos + 2] != b"\r\n":
-                    raise httpx.RemoteProtocolError("bad chunk end")
-                pos += 2
-                self._crlf = False
                 continue
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
                 break
-            line = buf[pos:eol]
-            pos = eol + 2
-            if self._trailers:
-                if not line:
-                    self.done = True
-                    break
-                continue
             try:
-                size = int(line.partition(b";")[0], 16)
+                size = int(buf[pos:eol], 16)
             except ValueError:
-                raise httpx.RemoteProtocolError(f"bad chunk size {line[:40]!r}") from None
+                size = _chunk_size(buf[pos:eol])
+            pos = eol + 2
             if size <= 0:
                 self._trailers = True
                 continue
@@ -357,6 +342,37 @@ class _Chunked(_Framing):
         self._buf = buf[pos:]
         self.extra = self.done and pos < n
         return out[0] if len(out) == 1 else b"".join(out)
+
+    def _slow(self, buf: bytes, pos: int, out: list[bytes]) -> int:
+        """A chunk split across reads, its CRLF, or the trailers: the new position, or
+        ``-pos - 1`` when more bytes are needed."""
+        n = len(buf)
+        if self._left:
+            take = min(self._left, n - pos)
+            out.append(buf[pos : pos + take])
+            self._left -= take
+            self._crlf = self._left == 0
+            return pos + take
+        if self._crlf:
+            if n - pos < 2:
+                return -pos - 1
+            if buf[pos : pos + 2] != b"\r\n":
+                raise httpx.RemoteProtocolError("bad chunk end")
+            self._crlf = False
+            return pos + 2
+        eol = buf.find(b"\r\n", pos)  # a trailer line; a blank one ends the body
+        if eol < 0:
+            return -pos - 1
+        self.done = eol == pos
+        return eol + 2
+
+
+def _chunk_size(line: bytes) -> int:
+    """A chunk-size line with an extension (``1a;name=value``), or a bad one."""
+    try:
+        return int(line.partition(b";")[0], 16)
+    except ValueError:
+        raise httpx.RemoteProtocolError(f"bad chunk size {line[:40]!r}") from None
 
 
 class Http1Pool:
