@@ -169,6 +169,7 @@ class Http1Response:
         self._rest: list[Stamped] = []  # body bytes read along with the head
         self._complete = False
         self._reusable = False
+        self._http10 = False
 
     async def _read_head(self, timeout: float) -> None:
         buf = b""
@@ -195,6 +196,7 @@ class Http1Response:
         if not version.startswith("HTTP/1.") or not code.isdigit():
             raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:80]!r}")
         self.status_code, self.reason_phrase = int(code), reason
+        self._http10 = version == "HTTP/1.0"
         for line in lines[1:]:
             name, sep, value = line.partition(":")
             if not sep:
@@ -222,7 +224,8 @@ class Http1Response:
                 raise httpx.RemoteProtocolError("bad content-length") from None
         else:
             body = _UntilClose()
-        keep = h.get("connection", "").lower() != "close"
+        conn_header = h.get("connection", "").lower()
+        keep = "keep-alive" in conn_header if self._http10 else "close" not in conn_header
         parts, self._rest = self._rest, []
         first = not parts  # no body bytes came with the head
         while not body.done:

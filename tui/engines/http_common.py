@@ -2,13 +2,14 @@
 
 Honest timing: all HTTP reads run on one daemon thread with its own asyncio loop
 (:class:`HttpReader`). Bytes are stamped with ``time.perf_counter_ns()`` in that loop the
-moment a read returns, parsed there into stream events, and handed to the consumer's
-loop through a queue. A consumer that is slow to take events (a busy UI frame, a
-blocking callback) delays when it *sees* an event, never the stamp the event carries
-(tests/http/test_openai_pace.py). One limit remains: a consumer that keeps the CPU busy
-in Python holds the GIL, and the reader thread waits up to ``sys.getswitchinterval()``
-(5 ms by default) to stamp; that adds jitter to single gaps, not drift to the mean
-(benchmarks/http_consumer_skew.py measures it).
+moment a read returns (plain http:// streams: in the protocol's ``data_received``, see
+tui/engines/http1.py; httpx for the rest), parsed there into stream events, and handed to
+the consumer's loop in batches, one cross-thread wake-up per loop turn. A consumer that
+is slow to take events (a busy UI frame, a blocking callback) delays when it *sees* an
+event, never the stamp the event carries (tests/http/test_openai_pace.py). One limit
+remains: a consumer that keeps the CPU busy in Python holds the GIL, and the reader thread
+waits up to ``sys.getswitchinterval()`` (5 ms by default) to stamp; that adds jitter to
+single gaps, not drift to the mean (benchmarks/http_consumer_skew.py measures it).
 
 Timeouts (see :class:`HttpTimeouts`): ``connect`` for the TCP/TLS connection, ``read``
 for the response to begin (headers and the first body bytes: covers queueing and
