@@ -22,11 +22,13 @@ figure), 1000 requests unless noted:
         ours    8,022-9,192 tok/s/core (109-125 µs/token)   vLLM 82,342-87,102 (11.5-12.1 µs)
         ratio 0.10-0.11
     after (tui/engines/http1.py for plain http, batched hand-off, bytes SSE, orjson):
-        ours   95,817 (10.4 µs)  vLLM 84,890 (11.8 µs)  ratio 1.13
-        ours  100,728  (9.9 µs)  vLLM 74,816 (13.4 µs)  ratio 1.35
-        ours   70,422 (14.2 µs)  vLLM 78,442 (12.7 µs)  ratio 0.90  <- a 36 s run: the bench's
-            30-s checkpoint (report rebuilt from all records, ~2.5 s CPU per 640 records)
-            fell inside the measured window; vLLM's client writes its results only at the end.
+        ours   95,817 (10.4 µs)  vLLM 84,890 (11.8 µs)  ratio 1.13   (20 s wall)
+        ours  100,728  (9.9 µs)  vLLM 74,816 (13.4 µs)  ratio 1.35   (28 s wall)
+        ours   83,947 (11.9 µs)  (load average 7; periodic checkpoint switched off)
+    after, but runs longer than ~30 s (a loaded machine): the bench's 30-s checkpoint
+    (the whole report rebuilt from every record: ~2.5 s CPU per 640 records) falls inside
+    the measured window; vLLM's client writes its results only at the end:
+        ours   66,426-70,422 (14.2-15.1 µs)  vLLM 68,956-80,556 (12.4-14.5 µs)  ratio 0.82-0.96
 """
 
 from __future__ import annotations
