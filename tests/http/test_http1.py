@@ -9,8 +9,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tui.engines.http1 import Http1Pool, _Chunked, fast_path_ok
+from tui.engines.http1 import Http1Pool, fast_path_ok
 from tui.engines.http_common import HttpTimeouts
+from tui.engines.http_framing import Chunked
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
 CHUNKS = [b"data: a\n\n", b"x" * 300, b"\r\n\r\n", b"z"]
@@ -22,17 +23,17 @@ WIRE = (
 def test_chunked_decoding_split_anywhere() -> None:
     whole = b"".join(CHUNKS)
     for cut in range(1, len(WIRE)):
-        d = _Chunked()
+        d = Chunked()
         assert d.feed(WIRE[:cut]) + d.feed(WIRE[cut:]) == whole, cut
         assert d.done and not d.extra
-    d = _Chunked()
+    d = Chunked()
     assert b"".join(d.feed(WIRE[i : i + 1]) for i in range(len(WIRE))) == whole
     assert d.done
 
 
 def test_bad_chunk_size_is_a_protocol_error() -> None:
     with pytest.raises(httpx.RemoteProtocolError):
-        _Chunked().feed(b"zz\r\nabc\r\n")
+        Chunked().feed(b"zz\r\nabc\r\n")
 
 
 def test_fast_path_only_for_plain_http(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,18 +48,16 @@ from tui.engines.http1 import (
     stamped,
 )
 from tui.engines.http_common import (
-    Emit,
-    HttpReader,
     HttpTimeouts,
     api_key_from_env,
     base_url,
     describe_transport_error,
     http_status_failure,
     make_client,
-    relay,
     request_headers,
     wrong_content_failure,
 )
+from tui.engines.reader_loop import Emit, HttpReader, relay
 from tui.engines.sse import NDJSONDecoder
 
 NS_PER_MS = 1_000_000

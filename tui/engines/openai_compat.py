@@ -44,8 +44,6 @@ from tui.engines.http1 import (
     stamped,
 )
 from tui.engines.http_common import (
-    Emit,
-    HttpReader,
     HttpTimeouts,
     api_key_from_env,
     base_url,
@@ -53,10 +51,10 @@ from tui.engines.http_common import (
     error_message_from_body,
     http_status_failure,
     make_client,
-    relay_batches,
     request_headers,
     wrong_content_failure,
 )
+from tui.engines.reader_loop import Emit, HttpReader, relay_batches
 from tui.engines.sse import SSEDecoder
 
 try:  # orjson parses a stream chunk ~3x faster than json (issue 5: client CPU per token)
