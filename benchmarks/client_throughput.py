@@ -14,6 +14,21 @@ Our ratio = ours / theirs. Goal: >= 1. vLLM's client is launched from the vLLM v
 the RECIPES.md launcher trick (version lookup answered "0.32.0+cpu", VLLM_TARGET_DEVICE=cpu).
 
     .venv/bin/python benchmarks/client_throughput.py [--requests 1000] [--skip-vllm]
+
+Measured on the shared 2-core dev machine (noisy; µs of client CPU per token is the robust
+figure), 1000 requests unless noted:
+
+    before (httpx + wait_for per read, one hand-off per event):
+        ours    8,022-9,192 tok/s/core (109-125 µs/token)   vLLM 82,342-87,102 (11.5-12.1 µs)
+        ratio 0.10-0.11
+    after (tui/engines/http1.py for plain http, batched hand-off, bytes SSE, orjson):
+        ours   95,817 (10.4 µs)  vLLM 84,890 (11.8 µs)  ratio 1.13   (20 s wall)
+        ours  100,728  (9.9 µs)  vLLM 74,816 (13.4 µs)  ratio 1.35   (28 s wall)
+        ours   83,947 (11.9 µs)  (load average 7; periodic checkpoint switched off)
+    after, but runs longer than ~30 s (a loaded machine): the bench's 30-s checkpoint
+    (the whole report rebuilt from every record: ~2.5 s CPU per 640 records) falls inside
+    the measured window; vLLM's client writes its results only at the end:
+        ours   66,426-70,422 (14.2-15.1 µs)  vLLM 68,956-80,556 (12.4-14.5 µs)  ratio 0.82-0.96
 """
 
 from __future__ import annotations

@@ -156,8 +156,9 @@ async def test_real_vllm_bench(tmp_path):
     assert e["prompt"]["method"] == "usage probe"
     assert abs(e["prompt"]["counted_tokens"] - 64) <= 2
     for r in res.engines[0].measured():
-        # vLLM's role-only first chunk must not count as the first token
-        assert r.metrics.output_tokens == 8 and r.metrics.ttft_ms > r.metrics.ttfr_ms
+        # vLLM's role-only first chunk must not count as the first token; it often
+        # shares a network read with the first token (one stamp per read), so >=
+        assert r.metrics.output_tokens == 8 and r.metrics.ttft_ms >= r.metrics.ttfr_ms
     assert e["levels"][1]["eta"] is not None
 
 

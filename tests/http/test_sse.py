@@ -56,3 +56,11 @@ def test_ndjson_lines_split_anywhere() -> None:
         lines = d.feed(body[:cut]) + d.feed(body[cut:])
         assert lines == ['{"a":1}', '{"b":"é"}']
         assert d.close() == '{"c":3}'
+
+
+def test_feed_data_gives_the_data_of_feed_at_every_split_point() -> None:
+    for cut in range(1, len(STREAM)):
+        d = SSEDecoder()
+        got = d.feed_data(STREAM[:cut]) + d.feed_data(STREAM[cut:])
+        got += [ev.data for ev in d.close()]
+        assert got == [ev.data for ev in EXPECTED], cut

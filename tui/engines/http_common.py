@@ -1,13 +1,15 @@
-"""What every HTTP engine shares: the reader thread, the client, error wording.
+"""What every HTTP engine shares: the client, timeouts, error wording.
 
 Honest timing: all HTTP reads run on one daemon thread with its own asyncio loop
-(:class:`HttpReader`). Bytes are stamped with ``time.perf_counter_ns()`` in that loop the
-moment a read returns, parsed there into stream events, and handed to the consumer's
-loop through a queue. A consumer that is slow to take events (a busy UI frame, a
-blocking callback) delays when it *sees* an event, never the stamp the event carries
-(tests/http/test_openai_pace.py). One limit remains: a consumer that keeps the CPU busy
-in Python holds the GIL, and the reader thread waits up to ``sys.getswitchinterval()``
-(5 ms by default) to stamp; that adds jitter to single gaps, not drift to the mean
+(:class:`~tui.engines.reader_loop.HttpReader`). Bytes are stamped with
+``time.perf_counter_ns()`` in that loop the moment a read returns (plain http:// streams:
+in the protocol's ``data_received``, see tui/engines/http1.py; httpx for the rest), parsed
+there into stream events, and handed to the consumer's loop in batches, one cross-thread
+wake-up per loop turn. A consumer that is slow to take events (a busy UI frame, a blocking
+callback) delays when it *sees* an event, never the stamp the event carries
+(tests/http/test_openai_pace.py). One limit remains: a consumer that keeps the CPU busy in
+Python holds the GIL, and the reader thread waits up to ``sys.getswitchinterval()`` (5 ms
+by default) to stamp; that adds jitter to single gaps, not drift to the mean
 (benchmarks/http_consumer_skew.py measures it).
 
 Timeouts (see :class:`HttpTimeouts`): ``connect`` for the TCP/TLS connection, ``read``
@@ -18,20 +20,18 @@ prefill), ``stall`` for any gap between body reads after that.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import os
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-from tui.core.events import Failed, Finished, StreamEvent
-from tui.engines.base import CancelToken, EngineError, EngineSpec
+from tui.core.events import Failed
+from tui.engines.base import EngineError, EngineSpec
 
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -48,48 +48,6 @@ class HttpTimeouts:
     def from_spec(cls, spec: EngineSpec) -> HttpTimeouts:
         stall = spec.stall_timeout_s or spec.read_timeout_s
         return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
-
-
-class LoopThread:
-    """A daemon thread running its own asyncio loop, where work is stamped."""
-
-    def __init__(self, name: str = "infertop-loop") -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-
-    async def call(self, coro: Awaitable[Any]) -> Any:
-        """Run ``coro`` on this loop and await its result from the caller's loop."""
-        return await asyncio.wrap_future(self.submit(coro))
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
-
-
-class HttpReader(LoopThread):
-    """The one thread + event loop where HTTP bytes are read and stamped."""
-
-    _lock = threading.Lock()
-    _instance: HttpReader | None = None
-
-    def __init__(self) -> None:
-        super().__init__("infertop-http-reader")
-
-    @classmethod
-    def shared(cls) -> HttpReader:
-        """The process-wide reader, started on first use (never at import)."""
-        with cls._lock:
-            if cls._instance is None or not cls._instance.alive:
-                cls._instance = cls()
-            return cls._instance
 
 
 def api_key_from_env(spec: EngineSpec) -> str | None:
@@ -116,15 +74,20 @@ def base_url(spec: EngineSpec) -> str:
     return url[:-3] if url.endswith("/v1") else url
 
 
-def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
-    """An AsyncClient for the reader loop (create and use it only there)."""
-    t = HttpTimeouts.from_spec(spec)
+def request_headers(spec: EngineSpec, api_key: str | None) -> dict[str, str]:
+    """Headers sent with every request: User-Agent, the spec's own, Authorization."""
     headers = {"User-Agent": "infertop"}
     headers.update(spec.headers)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
+    """An AsyncClient for the reader loop (create and use it only there)."""
+    t = HttpTimeouts.from_spec(spec)
     return httpx.AsyncClient(
-        headers=headers,
+        headers=request_headers(spec, api_key),
         verify=spec.verify_tls,
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.connect, pool=t.read),
         limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
@@ -247,14 +210,25 @@ async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
     return data
 
 
-def http_status_failure(resp: httpx.Response, body: bytes) -> Failed:
+class ResponseHead(Protocol):
+    """What the error wording needs of a response (httpx's or http1's)."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def reason_phrase(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+def http_status_failure(resp: ResponseHead, body: bytes) -> Failed:
     msg = error_message_from_body(body, resp.headers.get("content-type", ""))
     return Failed(
         time.perf_counter_ns(), f"HTTP {resp.status_code} {resp.reason_phrase}: {msg}", "http"
     )
 
 
-def wrong_content_failure(base: str, resp: httpx.Response, body: bytes, expected: str) -> Failed:
+def wrong_content_failure(base: str, resp: ResponseHead, body: bytes, expected: str) -> Failed:
     """A 2xx answer that is not the streaming format asked for (e.g. a web page)."""
     ctype = resp.headers.get("content-type", "") or "no content type"
     return Failed(
@@ -302,63 +276,3 @@ async def stamped_body(
         first = False
         if part:
             yield t, part
-
-
-Emit = Callable[[StreamEvent], None]
-
-
-async def relay(
-    reader: LoopThread,
-    run: Callable[[Emit], Awaitable[None]],
-    cancel: CancelToken | None,
-) -> AsyncIterator[StreamEvent]:
-    """Run ``run(emit)`` on the reader loop; yield what it emits on the caller's loop.
-
-    ``run`` must emit exactly one Finished or Failed last. Cancelling (the token, or the
-    consumer closing this generator) cancels the HTTP read on the reader loop.
-    """
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
-
-    def emit(ev: StreamEvent) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, ev)
-
-    async def guarded() -> None:
-        task = asyncio.ensure_future(run(emit))
-        watcher = asyncio.ensure_future(_watch_cancel(cancel)) if cancel else None
-        try:
-            if watcher is None:
-                await task
-                return
-            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if task not in done:
-                task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
-                emit(Finished(time.perf_counter_ns(), "cancelled"))
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        except Exception as e:  # noqa: BLE001 - a bug must still end the stream
-            emit(Failed(time.perf_counter_ns(), f"internal error: {type(e).__name__}: {e}"))
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-
-    fut = reader.submit(guarded())
-    try:
-        while True:
-            ev = await queue.get()
-            yield ev
-            if isinstance(ev, Finished | Failed):
-                return
-    finally:
-        if not fut.done():
-            fut.cancel()
-
-
-async def _watch_cancel(cancel: CancelToken | None, poll_s: float = 0.02) -> None:
-    while cancel is not None and not cancel.cancelled:
-        await asyncio.sleep(poll_s)

@@ -39,20 +39,25 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
+from tui.engines.http1 import (
+    Http1Pool,
+    Http1Response,
+    error_body,
+    fast_path_ok,
+    post_json,
+    stamped,
+)
 from tui.engines.http_common import (
-    Emit,
-    HttpReader,
     HttpTimeouts,
     api_key_from_env,
     base_url,
     describe_transport_error,
     http_status_failure,
     make_client,
-    read_error_body,
-    relay,
-    stamped_body,
+    request_headers,
     wrong_content_failure,
 )
+from tui.engines.reader_loop import Emit, HttpReader, relay
 from tui.engines.sse import NDJSONDecoder
 
 NS_PER_MS = 1_000_000
@@ -106,10 +111,14 @@ class OllamaEngine(Engine):
         self.load_ms: float | None = None
         self.version: str | None = None
         self._client: httpx.AsyncClient | None = None
+        self._pool: Http1Pool | None = None  # plain http://: the lean streaming client
 
     async def _client_ready(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = make_client(self.spec, api_key_from_env(self.spec))
+            key = api_key_from_env(self.spec)
+            self._client = make_client(self.spec, key)
+            if fast_path_ok(self.base):
+                self._pool = Http1Pool(request_headers(self.spec, key), self.timeouts)
         return self._client
 
     async def _request_json(self, method: str, path: str, body: Any = None) -> Any:
@@ -176,6 +185,9 @@ class OllamaEngine(Engine):
         if self._client is not None:
             client, self._client = self._client, None
             await self.reader.call(client.aclose())
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            self.reader.loop.call_soon_threadsafe(pool.close)
 
     def info(self) -> EngineInfo:
         return EngineInfo(
@@ -234,21 +246,21 @@ class OllamaEngine(Engine):
             emit(RequestSent(now))
             emit(Failed(now, str(e), "connect"))
             return
-        req = client.build_request("POST", self.base + "/api/chat", json=self.build_body(request))
+        body = self.build_body(request)
         emit(RequestSent(time.perf_counter_ns()))
         try:
-            resp = await client.send(req, stream=True)
-        except (httpx.HTTPError, OSError) as e:
+            resp = await post_json(client, self._pool, self.base + "/api/chat", body)
+        except (httpx.HTTPError, OSError, ValueError) as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return
         state = _State()
         try:
             if resp.status_code >= 400:
-                emit(http_status_failure(resp, await read_error_body(resp, self.timeouts.stall)))
+                emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
                 return
             ctype = resp.headers.get("content-type", "")
             if "json" not in ctype:
-                raw = await read_error_body(resp, self.timeouts.stall)
+                raw = await error_body(resp, self.timeouts)
                 emit(wrong_content_failure(self.base, resp, raw, "NDJSON"))
                 return
             await self._read_lines(resp, state, emit)
@@ -262,10 +274,12 @@ class OllamaEngine(Engine):
         finally:
             await resp.aclose()
 
-    async def _read_lines(self, resp: httpx.Response, state: _State, emit: Emit) -> None:
+    async def _read_lines(
+        self, resp: httpx.Response | Http1Response, state: _State, emit: Emit
+    ) -> None:
         decoder = NDJSONDecoder()
         first = True
-        async for t_ns, part in stamped_body(resp, self.timeouts):
+        async for t_ns, part in stamped(resp, self.timeouts):
             if first:
                 emit(FirstByte(t_ns))
                 first = False

@@ -14,7 +14,6 @@ with no data is not dispatched. ``id`` and ``retry`` are kept but unused.
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 
 
@@ -28,43 +27,36 @@ class SSEEvent:
 
 
 class _LineSplitter:
-    """Bytes in, complete text lines out (CRLF, LF or CR end a line)."""
+    """Bytes in, complete text lines out (CRLF, LF or CR end a line).
+
+    Works on bytes (``bytes.split``, no per-character loop); a complete line is decoded
+    as UTF-8 on its own (a line ending never falls inside a multi-byte character), bad
+    bytes become U+FFFD.
+    """
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buf = ""
-        self._pending_cr = False
+        self._buf = b""
+        self._pending_cr = False  # the last read ended in CR: a leading LF belongs to it
 
     def feed(self, data: bytes) -> list[str]:
-        text = self._decoder.decode(data)
-        if self._pending_cr and text.startswith("\n"):
-            text = text[1:]  # the LF of a CRLF split across two reads
-        self._pending_cr = False
-        self._buf += text
-        lines: list[str] = []
-        start = 0
-        buf = self._buf
-        i = 0
-        n = len(buf)
-        while i < n:
-            ch = buf[i]
-            if ch == "\n" or ch == "\r":
-                lines.append(buf[start:i])
-                if ch == "\r":
-                    if i + 1 < n:
-                        if buf[i + 1] == "\n":
-                            i += 1
-                    else:
-                        self._pending_cr = True
-                start = i + 1
-            i += 1
-        self._buf = buf[start:]
-        return lines
+        if self._pending_cr:
+            self._pending_cr = False
+            if data[:1] == b"\n":
+                data = data[1:]
+        if b"\r" in data:
+            self._pending_cr = data[-1:] == b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in data:
+            self._buf += data
+            return []
+        parts = (self._buf + data).split(b"\n")
+        self._buf = parts.pop()
+        return [p.decode("utf-8", "replace") for p in parts]
 
     @property
     def remainder(self) -> str:
         """Text after the last line ending (an unfinished line)."""
-        return self._buf + self._decoder.decode(b"", final=True)
+        return self._buf.decode("utf-8", "replace")
 
 
 class SSEDecoder:
@@ -82,6 +74,21 @@ class SSEDecoder:
             ev = self._line(line)
             if ev is not None:
                 out.append(ev)
+        return out
+
+    def feed_data(self, data: bytes) -> list[str]:
+        """Like :meth:`feed`, but only each event's data (the hot path: a ``data:`` line
+        and a blank line per event are handled inline, anything else by the full rules)."""
+        out: list[str] = []
+        for line in self._lines.feed(data):
+            if line.startswith("data: "):
+                self._data.append(line[6:])
+            elif line or not self._data:
+                self._line(line)
+            else:  # a blank line ends an event that has data
+                out.append(self._data[0] if len(self._data) == 1 else "\n".join(self._data))
+                self._data = []
+                self._event = ""
         return out
 
     def _line(self, line: str) -> SSEEvent | None:

@@ -38,7 +38,7 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
-from tui.engines.http_common import Emit, LoopThread, relay
+from tui.engines.reader_loop import Emit, LoopThread, relay
 
 
 def truth_from_stats(

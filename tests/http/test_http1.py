@@ -1,0 +1,173 @@
+"""The lean HTTP/1.1 streaming client (tui/engines/http1.py) against real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from tui.engines.http1 import Http1Pool, fast_path_ok
+from tui.engines.http_common import HttpTimeouts
+from tui.engines.http_framing import Chunked
+
+TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
+CHUNKS = [b"data: a\n\n", b"x" * 300, b"\r\n\r\n", b"z"]
+WIRE = (
+    b"".join(b"%x;ext=1\r\n" % len(c) + c + b"\r\n" for c in CHUNKS) + b"0\r\nX-Trailer: 1\r\n\r\n"
+)
+
+
+def test_chunked_decoding_split_anywhere() -> None:
+    whole = b"".join(CHUNKS)
+    for cut in range(1, len(WIRE)):
+        d = Chunked()
+        assert d.feed(WIRE[:cut]) + d.feed(WIRE[cut:]) == whole, cut
+        assert d.done and not d.extra
+    d = Chunked()
+    assert b"".join(d.feed(WIRE[i : i + 1]) for i in range(len(WIRE))) == whole
+    assert d.done
+
+
+def test_bad_chunk_size_is_a_protocol_error() -> None:
+    with pytest.raises(httpx.RemoteProtocolError):
+        Chunked().feed(b"zz\r\nabc\r\n")
+
+
+def test_fast_path_only_for_plain_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    assert fast_path_ok("http://127.0.0.1:8000")
+    assert not fast_path_ok("https://127.0.0.1:8000")
+    assert not fast_path_ok("http://user:pw@127.0.0.1:8000")
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    assert not fast_path_ok("http://127.0.0.1:8000")
+
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], object]
+
+
+async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
+    async def conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            await handler(r, w)  # type: ignore[misc]
+        finally:
+            w.close()
+
+    srv = await asyncio.start_server(conn, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    return srv, f"http://127.0.0.1:{port}/v1/x"
+
+
+async def _read_request(r: asyncio.StreamReader) -> bytes:
+    head = await r.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    return head + await r.readexactly(length)
+
+
+async def _body(resp: object) -> list[tuple[int, bytes]]:
+    return [p async for p in resp.stamped_body(TIMEOUTS)]  # type: ignore[attr-defined]
+
+
+async def test_keep_alive_reuses_the_connection_and_survives_a_server_close() -> None:
+    served: list[int] = []  # the connection number of each request served
+    conns = iter(range(100))
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        number = next(conns)
+        for _ in range(2):  # two requests per connection, then the server closes it
+            await _read_request(r)
+            served.append(number)
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({"User-Agent": "t"}, TIMEOUTS)
+    try:
+        for _ in range(4):
+            resp = await pool.post(url, b"{}", "application/json")
+            assert resp.status_code == 200
+            assert b"".join(p for _, p in await _body(resp)) == b"hello"
+            await resp.aclose()
+            await asyncio.sleep(0.05)
+    finally:
+        pool.close()
+        srv.close()
+    assert served == [0, 0, 1, 1]  # 2 connections, each used twice
+
+
+async def test_reads_are_stamped_when_they_arrive() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n")
+        await w.drain()
+        await asyncio.sleep(0.2)
+        w.write(b"3\r\ntwo\r\n0\r\n\r\n")
+        await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        parts: list[tuple[int, bytes]] = []
+        async for t, data in resp.stamped_body(TIMEOUTS):
+            parts.append((t, data))
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert [d for _, d in parts] == [b"one", b"two"]
+    gap_ms = (parts[1][0] - parts[0][0]) / 1e6
+    assert 180 < gap_ms < 400, gap_ms  # the server's 200 ms gap, one stamp per read
+    # (a slow consumer on another loop: tests/http/test_openai_pace.py)
+
+
+async def test_error_body_read_until_the_server_closes() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\n\r\nbroken")
+        await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        assert (resp.status_code, resp.reason_phrase) == (500, "Oops")
+        assert await resp.aread(1000, TIMEOUTS) == b"broken"
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+
+
+async def _never_ending(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+    await _read_request(r)
+    w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+    await w.drain()
+    await asyncio.sleep(5)
+
+
+async def test_a_stall_raises_after_the_stall_timeout() -> None:
+    from tui.engines.http_common import StallTimeout
+
+    srv, url = await _serve(_never_ending)
+    pool = Http1Pool({}, TIMEOUTS)
+    t = HttpTimeouts(connect=5, read=5, stall=0.3)
+    got: list[bytes] = []
+    t0 = time.monotonic()
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        with pytest.raises(StallTimeout):
+            async for _, data in resp.stamped_body(t):
+                got.append(data)
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert got == [b"a"] and 0.25 < time.monotonic() - t0 < 2

@@ -1,0 +1,344 @@
+"""A minimal HTTP/1.1 client for streamed responses over plain ``http://`` (the hot path).
+
+Why: through httpx (httpcore, h11, anyio, one ``wait_for`` task per read) a streamed
+chunk costs ~28 µs of CPU before it is parsed; this client costs a few. It does one
+thing: send a request with a body and read the response as it streams, on keep-alive
+connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`).
+
+Honest timing: one :class:`_Conn` protocol per connection stamps every network read with
+``time.perf_counter_ns()`` in ``data_received``, the moment the event loop takes the bytes
+from the socket, before anyone parses or consumes them.
+
+Timeouts: ``connect`` for the TCP connection; ``read`` for the response head and the first
+body bytes; ``stall`` for any later gap between reads. One re-armed timer per connection
+checks the deadline (no task or timer per read). Faults raise httpx's exception types
+(ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError, ReadError) or
+:class:`StallTimeout`, so :func:`describe_transport_error` words them as for httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import httpx
+
+from tui.engines.http_common import (
+    ERROR_BODY_LIMIT,
+    HttpTimeouts,
+    StallTimeout,
+    read_error_body,
+    stamped_body,
+)
+from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
+
+HEAD_LIMIT = 64 * 1024
+Stamped = tuple[int, bytes]
+
+
+def fast_path_ok(url: str) -> bool:
+    """Plain http:// without credentials in the URL, and no HTTP proxy configured."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or "@" in parts.netloc:
+        return False
+    proxies = urllib.request.getproxies()
+    return "http" not in proxies and "all" not in proxies
+
+
+class NoResponse(httpx.RemoteProtocolError):
+    """The connection closed before any byte of a response came."""
+
+
+def stamped(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
+    """Body bytes with arrival stamps, from either client."""
+    if isinstance(resp, Http1Response):
+        return resp.stamped_body(timeouts)
+    return stamped_body(resp, timeouts)
+
+
+async def post_json(
+    client: httpx.AsyncClient, pool: Http1Pool | None, url: str, body: object
+) -> httpx.Response | Http1Response:
+    """POST ``body`` as JSON for a streamed answer: through ``pool`` when there is one."""
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if pool is not None:
+        return await pool.post(url, payload.encode(), "application/json")
+    headers = {"Content-Type": "application/json"}
+    req = client.build_request("POST", url, content=payload.encode(), headers=headers)
+    return await client.send(req, stream=True)
+
+
+async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> bytes:
+    """The start of an error or unexpected body, from either client."""
+    if isinstance(resp, Http1Response):
+        return await resp.aread(ERROR_BODY_LIMIT, timeouts)
+    return await read_error_body(resp, timeouts.stall)
+
+
+class _Conn(asyncio.Protocol):
+    """One TCP connection: stamped reads collect in ``parts`` until taken."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parts: list[Stamped] = []
+        self.closed = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timeout = 0.0
+        self._since = 0.0  # loop.time() when the current wait began
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.parts.append((time.perf_counter_ns(), data))
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            if not w.done():
+                w.set_result(None)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.error = exc
+        self._cancel_timer()
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            if not w.done():
+                w.set_result(None)
+
+    async def take(self, timeout: float) -> list[Stamped]:
+        """The reads so far, waiting up to ``timeout`` s for one; [] once closed.
+
+        Raises TimeoutError when nothing came in ``timeout`` seconds.
+        """
+        while not self.parts:
+            if self.closed:
+                return []
+            self._since = self.loop.time()
+            if self._timer is None or timeout != self._timeout:
+                self._cancel_timer()
+                self._timeout = timeout
+                self._timer = self.loop.call_at(self._since + timeout, self._check)
+            self._waiter = self.loop.create_future()
+            await self._waiter
+        parts, self.parts = self.parts, []
+        return parts
+
+    def _check(self) -> None:
+        """The watchdog: fail the wait if it is older than the timeout, else re-arm."""
+        self._timer = None
+        w = self._waiter
+        if w is None or w.done():
+            return
+        due = self._since + self._timeout
+        if self.loop.time() >= due:
+            self._waiter = None
+            w.set_exception(TimeoutError())
+        else:
+            self._timer = self.loop.call_at(due, self._check)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def close(self) -> None:
+        self._cancel_timer()
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Http1Response:
+    """Status, headers and the streamed body of one response."""
+
+    def __init__(self, conn: _Conn, pool: Http1Pool, key: tuple[str, int]) -> None:
+        self._conn, self._pool, self._key = conn, pool, key
+        self.status_code = 0
+        self.reason_phrase = ""
+        self.headers: dict[str, str] = {}
+        self._rest: list[Stamped] = []  # body bytes read along with the head
+        self._complete = False
+        self._reusable = False
+        self._http10 = False
+
+    async def _read_head(self, timeout: float) -> None:
+        buf = b""
+        t_last = 0
+        while True:
+            try:
+                parts = await self._conn.take(timeout)
+            except TimeoutError:
+                raise httpx.ReadTimeout("no response within the read timeout") from None
+            if not parts:
+                if not buf:
+                    raise NoResponse("Server disconnected without sending a response.")
+                raise httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
+            buf += b"".join(data for _, data in parts)
+            t_last = parts[-1][0]  # the read that completed the head
+            end = buf.find(b"\r\n\r\n")
+            if end >= 0:
+                break
+            if len(buf) > HEAD_LIMIT:
+                raise httpx.RemoteProtocolError("response head too long")
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:80]!r}")
+        self.status_code, self.reason_phrase = int(code), reason
+        self._http10 = version == "HTTP/1.0"
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise httpx.RemoteProtocolError(f"illegal header line: {line[:80]!r}")
+            self.headers[name.strip().lower()] = value.strip()
+        body = buf[end + 4 :]
+        if body:
+            self._rest = [(t_last, body)]
+        coding = self.headers.get("content-encoding", "identity").lower()
+        if coding != "identity":
+            raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
+
+    async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
+        """Body bytes (de-chunked) with the stamp of the network read that brought them.
+
+        The first read may wait ``timeouts.read``, later ones ``timeouts.stall``.
+        """
+        h = self.headers
+        if "chunked" in h.get("transfer-encoding", "").lower():
+            body: Framing = Chunked()
+        elif "content-length" in h:
+            try:
+                body = Sized(int(h["content-length"]))
+            except ValueError:
+                raise httpx.RemoteProtocolError("bad content-length") from None
+        else:
+            body = UntilClose()
+        conn_header = h.get("connection", "").lower()
+        keep = "keep-alive" in conn_header if self._http10 else "close" not in conn_header
+        parts, self._rest = self._rest, []
+        first = not parts  # no body bytes came with the head
+        while not body.done:
+            if not parts:
+                try:
+                    parts = await self._conn.take(timeouts.read if first else timeouts.stall)
+                except TimeoutError:
+                    if first:
+                        raise httpx.ReadTimeout("no body within the read timeout") from None
+                    raise StallTimeout() from None
+                first = False
+                if not parts:
+                    if isinstance(body, UntilClose):
+                        break
+                    if self._conn.error is not None:
+                        raise httpx.ReadError(str(self._conn.error) or "connection reset")
+                    raise httpx.RemoteProtocolError(
+                        "peer closed connection without sending complete message body"
+                    )
+            for t, data in parts:
+                out = body.feed(data)
+                if out:
+                    yield t, out
+            parts = []
+        self._complete = True
+        self._reusable = keep and not isinstance(body, UntilClose) and not body.extra
+
+    async def aread(self, limit: int, timeouts: HttpTimeouts) -> bytes:
+        """Up to ``limit`` body bytes (for error pages); transport faults end it quietly."""
+        data = b""
+        try:
+            async for _, part in self.stamped_body(timeouts):
+                data += part
+                if len(data) >= limit:
+                    break
+        except (httpx.HTTPError, StallTimeout):
+            pass
+        return data
+
+    async def aclose(self) -> None:
+        """Give the connection back when the body was read to its end, else close it."""
+        conn, self._conn = self._conn, None  # type: ignore[assignment]
+        if conn is None:
+            return
+        if self._complete and self._reusable and not conn.closed and not conn.parts:
+            conn._cancel_timer()
+            self._pool.put(self._key, conn)
+        else:
+            conn.close()
+
+
+class Http1Pool:
+    """Keep-alive connections per (host, port); use it on one event loop only."""
+
+    def __init__(self, headers: dict[str, str], timeouts: HttpTimeouts) -> None:
+        self.headers = headers
+        self.timeouts = timeouts
+        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+
+    def put(self, key: tuple[str, int], conn: _Conn) -> None:
+        self._idle.setdefault(key, []).append(conn)
+
+    async def _connect(self, host: str, port: int) -> _Conn:
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(lambda: _Conn(loop), host, port), self.timeouts.connect
+            )
+        except TimeoutError:
+            raise httpx.ConnectTimeout("connect timed out") from None
+        except OSError as e:
+            raise httpx.ConnectError(str(e)) from e
+        return conn
+
+    async def post(self, url: str, body: bytes, content_type: str) -> Http1Response:
+        """Send a POST; returns once the response head is in (its body streams after)."""
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port or 80
+        key = (host, port)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        fields = {"host": ("Host", parts.netloc), "accept": ("Accept", "*/*")}
+        fields["content-type"] = ("Content-Type", content_type)
+        for k, v in self.headers.items():  # the engine's headers win, as with httpx
+            fields[k.lower()] = (k, v)
+        fields["content-length"] = ("Content-Length", str(len(body)))
+        head = [f"POST {target} HTTP/1.1", *(f"{k}: {v}" for k, v in fields.values()), "", ""]
+        message = "\r\n".join(head).encode("latin-1") + body
+        idle = self._idle.get(key)
+        while idle:
+            conn = idle.pop()
+            if conn.closed or conn.parts:
+                conn.close()
+                continue
+            try:
+                return await self._exchange(conn, key, message)
+            except NoResponse:
+                pass  # a kept-alive connection the server had closed: try a fresh one
+        return await self._exchange(await self._connect(host, port), key, message)
+
+    async def _exchange(self, conn: _Conn, key: tuple[str, int], message: bytes) -> Http1Response:
+        assert conn.transport is not None
+        conn.transport.write(message)
+        resp = Http1Response(conn, self, key)
+        try:
+            await resp._read_head(self.timeouts.read)
+        except BaseException:
+            conn.close()
+            raise
+        return resp
+
+    def close(self) -> None:
+        for conns in self._idle.values():
+            for conn in conns:
+                conn.close()
+        self._idle.clear()

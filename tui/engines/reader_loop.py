@@ -1,0 +1,183 @@
+"""The reader loop: a thread with its own asyncio loop where stream work is stamped, and
+:func:`relay`, which carries what it emits to the consumer's loop.
+
+Events leave the reader loop in batches: one cross-thread wake-up per consumer loop per
+turn of the reader loop (:meth:`LoopThread.post`), however many streams and events that
+turn produced. Their stamps were taken before, where the bytes or tokens arrived, so the
+batching changes when a consumer *sees* an event, never its time (see
+tui/engines/http_common.py for the timing rules).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from tui.core.events import Failed, Finished, StreamEvent
+from tui.engines.base import CancelToken
+
+
+class LoopThread:
+    """A daemon thread running its own asyncio loop, where work is stamped.
+
+    Events for other loops leave in batches (:meth:`post`): one cross-thread wake-up per
+    consumer loop per turn of this loop, however many streams and events it carries.
+    """
+
+    def __init__(self, name: str = "infertop-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._outbox: list[tuple[asyncio.AbstractEventLoop, Outbox]] = []
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    async def call(self, coro: Awaitable[Any]) -> Any:
+        """Run ``coro`` on this loop and await its result from the caller's loop."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+    def post(self, loop: asyncio.AbstractEventLoop, box: Outbox) -> None:
+        """This loop only: send ``box``'s events to ``loop`` at the end of this turn."""
+        if not self._outbox:
+            self.loop.call_soon(self._flush)
+        self._outbox.append((loop, box))
+
+    def _flush(self) -> None:
+        out, self._outbox = self._outbox, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Outbox, list[StreamEvent]]]] = {}
+        for loop, box in out:
+            batch = box.pending
+            box.pending = []
+            by_loop.setdefault(loop, []).append((box, batch))
+        for loop, items in by_loop.items():
+            loop.call_soon_threadsafe(_deliver, items)
+
+
+class Outbox:
+    """One stream's events waiting on the reader loop, and its queue on the consumer's."""
+
+    __slots__ = ("pending", "queue")
+
+    def __init__(self) -> None:
+        self.pending: list[StreamEvent] = []
+        self.queue: asyncio.Queue[list[StreamEvent]] = asyncio.Queue()
+
+
+def _deliver(items: list[tuple[Outbox, list[StreamEvent]]]) -> None:
+    for box, batch in items:
+        box.queue.put_nowait(batch)
+
+
+class HttpReader(LoopThread):
+    """The one thread + event loop where HTTP bytes are read and stamped."""
+
+    _lock = threading.Lock()
+    _instance: HttpReader | None = None
+
+    def __init__(self) -> None:
+        super().__init__("infertop-http-reader")
+
+    @classmethod
+    def shared(cls) -> HttpReader:
+        """The process-wide reader, started on first use (never at import)."""
+        with cls._lock:
+            if cls._instance is None or not cls._instance.alive:
+                cls._instance = cls()
+            return cls._instance
+
+
+Emit = Callable[[StreamEvent], None]
+
+
+async def relay(
+    reader: LoopThread,
+    run: Callable[[Emit], Awaitable[None]],
+    cancel: CancelToken | None,
+) -> AsyncIterator[StreamEvent]:
+    """Run ``run(emit)`` on the reader loop; yield what it emits on the caller's loop.
+
+    ``run`` must emit exactly one Finished or Failed last. Cancelling (the token, or the
+    consumer closing this generator) cancels the HTTP read on the reader loop.
+    """
+    async for batch in relay_batches(reader, run, cancel):
+        for ev in batch:
+            yield ev
+
+
+async def relay_batches(
+    reader: LoopThread,
+    run: Callable[[Emit], Awaitable[None]],
+    cancel: CancelToken | None,
+) -> AsyncIterator[list[StreamEvent]]:
+    """:func:`relay`, in batches: one cross-thread hand-off per reader-loop turn.
+
+    ``emit`` (reader loop only) collects events; the batch goes to the caller's loop once
+    the reader loop's current turn ends (with those of every other stream: see
+    :meth:`LoopThread.post`), so all events parsed from one network read travel together.
+    Their stamps were taken before, where the bytes arrived.
+    """
+    loop = asyncio.get_running_loop()
+    box = Outbox()
+    ended = False  # a Finished/Failed was emitted: anything after it is dropped
+
+    def emit(ev: StreamEvent) -> None:
+        nonlocal ended
+        if ended:
+            return
+        if not box.pending:
+            reader.post(loop, box)
+        box.pending.append(ev)
+        ended = isinstance(ev, Finished | Failed)
+
+    async def guarded() -> None:
+        task = asyncio.ensure_future(run(emit))
+        watcher = asyncio.ensure_future(_watch_cancel(cancel)) if cancel else None
+        try:
+            if watcher is None:
+                await task
+                return
+            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if task not in done:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+                emit(Finished(time.perf_counter_ns(), "cancelled"))
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug must still end the stream
+            emit(Failed(time.perf_counter_ns(), f"internal error: {type(e).__name__}: {e}"))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    fut = reader.submit(guarded())
+    try:
+        while True:
+            batch = await box.queue.get()
+            yield batch
+            if isinstance(batch[-1], Finished | Failed):
+                return
+    finally:
+        if not fut.done():
+            fut.cancel()
+
+
+async def _watch_cancel(cancel: CancelToken | None, poll_s: float = 0.02) -> None:
+    while cancel is not None and not cancel.cancelled:
+        await asyncio.sleep(poll_s)
