@@ -28,6 +28,9 @@ from tui.engines.registry import create_engine
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
 CHECKPOINT_EVERY_S = 30.0  # also write the (partial) report this often inside a level
+# ...but never let checkpoints take more than this share of the wall time: a checkpoint
+# rebuilds the whole report on the measuring process's main thread (CPU and GIL).
+CHECKPOINT_MAX_SHARE = 0.05
 
 
 @dataclass
@@ -124,6 +127,7 @@ class BenchRunner:
         self._stage = ("", "")
         self.checkpoint: Callable[[BenchResult], None] | None = None
         self._saved_at = time.monotonic()
+        self._checkpoint_every_s = CHECKPOINT_EVERY_S
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -159,15 +163,18 @@ class BenchRunner:
         if record.phase != "calibrate":
             self._done += 1
         self._emit(record)
-        if time.monotonic() - self._saved_at > CHECKPOINT_EVERY_S:
+        if time.monotonic() - self._saved_at > self._checkpoint_every_s:
             # a long level is not lost to a crash; engines stamp their own events (in
             # their threads), so this write does not shift measured times
             self._save()
 
     def _save(self) -> None:
-        self._saved_at = time.monotonic()
+        t0 = time.monotonic()
         if self.checkpoint is not None:
             self.checkpoint(self.result)
+        self._saved_at = time.monotonic()
+        cost = self._saved_at - t0
+        self._checkpoint_every_s = max(CHECKPOINT_EVERY_S, cost / CHECKPOINT_MAX_SHARE)
 
     # --- the bench -----------------------------------------------------------------
     async def run(self) -> BenchResult:
