@@ -47,7 +47,8 @@ from tui.telemetry.server import server_probe
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
-TEXT_MAX_HZ = 30.0  # Markdown appends per second per pane (each one re-parses a block)
+TEXT_MAX_HZ = 20.0  # pane updates per second per pane, at most (each repaints the text tail)
+TEXT_MIN_HZ = 10.0  # and at least, however busy the UI thread (streaming must look smooth)
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 
@@ -75,7 +76,7 @@ class ChatScreen(Screen):
         self.last_sample = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
-        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ)
+        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -390,8 +391,10 @@ class ChatScreen(Screen):
 
     @on(StreamUpdated)
     async def _stream_updated(self, msg: StreamUpdated) -> None:
-        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (fewer when
-        the UI thread is over its CPU budget: see AppendPacer).
+        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (down to
+        TEXT_MIN_HZ when the UI thread is over its CPU budget: see AppendPacer). An
+        append repaints the pane's plain-text tail; Markdown gets the text in batches
+        (see widgets/conversation.py).
 
         LiveRequest posts no further StreamUpdated until drained, so deferring the drain
         to a timer batches everything that arrives meanwhile into one Markdown append.
