@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 
 from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
 from tui.app.format import ms, summary_line, tps
+from tui.app.heap import settle_heap
 from tui.app.messages import (
     EngineStateChanged,
     ServerSampled,
@@ -187,6 +188,8 @@ class ChatScreen(Screen):
         self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
         if msg.state == "error":
             self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
+        if msg.state == "ready":
+            self.call_after_refresh(self._settle_heap)  # loading made many objects
         if msg.slot == "A" and msg.state == "ready":
             info = self.host("A").info()
             self.app.watch_pid(info.pid if info else None)
@@ -357,6 +360,7 @@ class ChatScreen(Screen):
             self.cancels.clear()
             self.busy = False
             self._live_timer.pause()
+            self.call_after_refresh(self._settle_heap)  # after the final answer is painted
         a, b = results.get("A"), results.get("B")
         if a is not None and b is not None:
             self.query_one(ABTable).add_turn(turn, a, b)
@@ -388,6 +392,11 @@ class ChatScreen(Screen):
         await self.app.record(slot, name, request, live, metrics)
         self.post_message(StreamEnded(slot, live, metrics, turn))
         return metrics
+
+    def _settle_heap(self) -> None:
+        """Full GC between requests, never during one (see tui/app/heap.py)."""
+        if not self.busy:
+            settle_heap()
 
     @on(StreamUpdated)
     async def _stream_updated(self, msg: StreamUpdated) -> None:
