@@ -6,7 +6,9 @@ into the Markdown output pane. Inside the app a probe (added by this script, not
 the product) samples every 0.25 s: tokens produced by the engine so far vs tokens already
 handed to the Markdown widget; backlog = produced − shown. Outside, the app process's CPU
 (all threads, including the engine thread) is read from /proc over the stream.
-Goals: backlog does not grow (slope ≈ 0, ends at 0), CPU < 0.5 core.
+Goals: backlog does not grow (slope ≈ 0, ends at 0), CPU < 0.5 core. Also printed: pane
+updates per second (calls of Turn.append; the user should see >= ~10/s) and full screen
+layouts per second (Screen._refresh_layout), counted by wrapping those two methods.
 
     .venv/bin/python benchmarks/ui_stream_2000.py [--tokens 20000] [--rate 2000]
 """

@@ -71,6 +71,12 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         await turn.append(" ".join(["word"] * 2000))
         await pilot.pause()
         assert 0 < box.size.height <= conv.size.height
+        full = box.size.height
+        time.sleep(0.25)
+        await turn.append("\n\n" + " ".join(["more"] * 2000))  # due: a commit
+        await pilot.pause()
+        # the block above the box went to Markdown; the box kept its lines and its height
+        assert turn.answer.source.endswith("word word\n\n") and box.size.height == full
         await turn.finish("done")
         await pilot.pause()
         assert turn.answer.source == turn.text and not box.display

@@ -72,8 +72,14 @@ class Turn(Vertical):
             self.query_one(".summary", Static).update(f"{self.engine} · streaming…")
         self.text += fragment
         self._tail += fragment
-        cut = self._tail.rfind("\n\n")
         due = time.monotonic() - self._committed_at >= COMMIT_S or len(self._tail) > TAIL_MAX
+        width, limit = self._box()
+        # A tail longer than the box keeps (at least) what the box shows: only blocks that
+        # end above it are committed, so the box keeps its height (no extra layouts).
+        above = len(self._tail) - limit * (width + 1)
+        cut = self._tail.rfind("\n\n", 0, above) if above > 0 else -1
+        if cut < 0:
+            cut = self._tail.rfind("\n\n")
         if cut >= 0 and due:
             head, self._tail = self._tail[: cut + 2], self._tail[cut + 2 :]
             await self._commit(head)
@@ -89,9 +95,7 @@ class Turn(Vertical):
         most updates repaint only the box (``layout=False``), not the whole screen."""
         tail = self.query_one(".tail", Static)
         text = self._tail.rstrip()
-        pane = self.parent.size if isinstance(self.parent, Widget) else None
-        width = self.size.width if self.size.width > 8 else 76
-        limit = max(4, pane.height - 2) if pane is not None and pane.height > 6 else 24
+        width, limit = self._box()
         lines = last_lines(text, width, limit) if text else []
         height = box_height(len(lines), limit)
         if height != self._tail_height:
@@ -99,6 +103,13 @@ class Turn(Vertical):
             tail.styles.height = height
             tail.display = height > 0
         tail.update("\n".join(lines), layout=False)
+
+    def _box(self) -> tuple[int, int]:
+        """(width, most lines) of the tail box: the turn's width, the pane's height."""
+        pane = self.parent.size if isinstance(self.parent, Widget) else None
+        width = self.size.width if self.size.width > 8 else 76
+        limit = max(4, pane.height - 2) if pane is not None and pane.height > 6 else 24
+        return width, limit
 
     async def finish(self, summary: str, state: str = "") -> None:
         """Commit the tail and show the summary; ``state``: '', 'cancelled' or 'error'."""
