@@ -8,6 +8,14 @@ Markdown pane). Per-chunk ITL comes from the session log (stamps taken where the
 arrive). Error = measured ITL − 10 ms. Goal with the UI: |error| p50 <= 0.2 ms, p99 <= 2 ms.
 The headless run shows how much of the error is the server's and the machine's own.
 
+The pace server sleeps between tokens, so its real send gaps jitter around 10 ms (more on a
+loaded machine). It records when it handed each token to the socket (GET /stamps,
+perf_counter_ns = CLOCK_MONOTONIC, the same clock as infertop's stamps), so each measured
+gap is also compared with the server's actual send gap of the same two tokens (a chunk's
+token is the last ``tokN`` in its text): that is the client-side error, the part infertop
+is responsible for. Headless, where the absolute stamps are at hand, the one-way latency
+(arrival stamp − send stamp) is shown too. The load average is printed beside the figures.
+
 If the "openai" engine kind or the pace server is not in this tree, the same measurement
 runs against the in-process synthetic engine at 100 tok/s (10 ms) instead, and says so.
 
@@ -19,6 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -32,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ui_common import ROOT, TmuxApp  # noqa: E402
 
 INTERVAL_MS = 10.0
+TOKEN = re.compile(r"tok(\d+) ")
 PACE_SERVER = ROOT / "tests" / "support" / "pace_server.py"
 
 
@@ -70,7 +81,7 @@ def inside(cfg_path: str, session_path: str, requests: int) -> None:
         app.run()
 
 
-async def headless(cfg_path: Path, requests: int) -> list[float]:
+async def headless(cfg_path: Path, requests: int) -> tuple[list[float], list[list]]:
     from tui.app.engine_host import EngineHost
     from tui.config import load_config
     from tui.core.live import LiveRequest
@@ -81,13 +92,73 @@ async def headless(cfg_path: Path, requests: int) -> list[float]:
     host = EngineHost(cfg.engines["pace"])
     await host.load()
     gaps: list[float] = []
+    chunks: list[list] = []  # per request: [t_ns (absolute), text] of its content chunks
     for i in range(requests):
         live = LiveRequest(str(i))
         req = GenerationRequest.from_prompt(f"request {i}", max_tokens=cfg.generation.max_tokens)
         await host.stream(req, CancelToken(), live.add)
         gaps += compute_metrics(live.timeline).itl_chunk_ms
+        chunks.append([[c.t_ns, c.text] for c in live.timeline.content_chunks])
     host.close()
-    return gaps
+    return gaps, chunks
+
+
+def server_stamps(port: int) -> list[list[int]]:
+    """The pace server's token send times (ns) per streamed request, oldest first."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stamps", timeout=10) as r:
+        sent = json.loads(r.read())["sent_ns"]
+    return [sent[k] for k in sorted(sent, key=lambda k: int(k.rsplit("-", 1)[1]))]
+
+
+def against_server(
+    chunks: list[list], sent: list[int]
+) -> tuple[list[float], list[float], list[float]]:
+    """Per gap between successive content chunks: (measured − server send gap) ms, the
+    server's send gap − 10 ms × tokens in the gap, and arrival − send latency (ms; only
+    meaningful with absolute stamps)."""
+    pts = [(t, int(TOKEN.findall(x)[-1])) for t, x in chunks if TOKEN.search(x)]
+    err, jitter = [], []
+    for (ta, ia), (tb, ib) in zip(pts, pts[1:], strict=False):
+        server_gap = (sent[ib] - sent[ia]) / 1e6
+        err.append((tb - ta) / 1e6 - server_gap)
+        jitter.append(server_gap - INTERVAL_MS * (ib - ia))
+    latency = [(t - sent[i]) / 1e6 for t, i in pts]
+    return err, jitter, latency
+
+
+def abs_p(values: list[float]) -> str:
+    a = [abs(v) for v in values]
+    if not a:
+        return "n/a"
+    return f"p50 {percentile(a, 50):.3f} ms, p99 {percentile(a, 99):.3f} ms"
+
+
+def report_truth(label: str, chunks: list[list], sent: list[list[int]], absolute: bool) -> None:
+    err: list[float] = []
+    jitter: list[float] = []
+    latency: list[float] = []
+    for c, s in zip(chunks, sent, strict=True):
+        e, j, lat = against_server(c, s)
+        err, jitter, latency = err + e, jitter + j, latency + lat
+    if not err:
+        return
+    p50, p99 = percentile([abs(e) for e in err], 50), percentile([abs(e) for e in err], 99)
+    print(
+        f"    {label:9s} vs the server's actual send gaps: |error| p50 {p50:.3f} ms "
+        f"(goal 0.2, ratio {p50 / 0.2:.2f}), p99 {p99:.3f} ms (goal 2, ratio {p99 / 2:.2f}); "
+        f"server's own send jitter vs 10 ms: |dev| {abs_p(jitter)}"
+    )
+    if absolute:
+        print(
+            f"    {'':9s} one-way latency (arrival stamp − send stamp): "
+            f"p50 {percentile(latency, 50):.3f} ms, p99 {percentile(latency, 99):.3f} ms"
+        )
+
+
+def load() -> str:
+    return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def report(label: str, gaps: list[float]) -> None:
@@ -131,8 +202,12 @@ def main() -> None:
         )
     cfg = tmp / "c.toml"
     cfg.write_text(engine_toml(port, args.tokens))
+    load0 = load()
+    base_chunks: list[list] = []
+    ui_chunks: list[list] = []
+    sent: list[list[int]] = []
     try:
-        base = asyncio.run(headless(cfg, args.requests))
+        base, base_chunks = asyncio.run(headless(cfg, args.requests))
         session = tmp / "session.jsonl"
         app = TmuxApp.__new__(TmuxApp)
         TmuxApp.count += 1
@@ -160,13 +235,21 @@ def main() -> None:
         for r in recs:
             chunks = [c for c in r["timeline"]["chunks"] if c[1]]
             ui += [(b[0] - a[0]) / 1e6 for a, b in zip(chunks, chunks[1:], strict=False)]
+            ui_chunks.append([[c[0], c[1]] for c in chunks])
+        if port is not None:
+            sent = server_stamps(port)
     finally:
         if server is not None:
             server.terminate()
             server.wait(5)
     print(f"(a) ITL under UI load, true interval {INTERVAL_MS} ms; source: {source}")
+    print(f"    {load0} at the start, {load()} at the end (2 cores, shared)")
     report("headless", base)
     report("with UI", ui)
+    n = len(base_chunks)
+    if ui_chunks and len(sent) >= n + len(ui_chunks):  # headless requests first, then the app's
+        report_truth("headless", base_chunks, sent[-n - len(ui_chunks) : -len(ui_chunks)], True)
+        report_truth("with UI", ui_chunks, sent[-len(ui_chunks) :], False)
 
 
 if __name__ == "__main__":

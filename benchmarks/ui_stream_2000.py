@@ -6,7 +6,9 @@ into the Markdown output pane. Inside the app a probe (added by this script, not
 the product) samples every 0.25 s: tokens produced by the engine so far vs tokens already
 handed to the Markdown widget; backlog = produced − shown. Outside, the app process's CPU
 (all threads, including the engine thread) is read from /proc over the stream.
-Goals: backlog does not grow (slope ≈ 0, ends at 0), CPU < 0.5 core.
+Goals: backlog does not grow (slope ≈ 0, ends at 0), CPU < 0.5 core. Also printed: pane
+updates per second (calls of Turn.append; the user should see >= ~10/s) and full screen
+layouts per second (Screen._refresh_layout), counted by wrapping those two methods.
 
     .venv/bin/python benchmarks/ui_stream_2000.py [--tokens 20000] [--rate 2000]
 """
@@ -37,6 +39,7 @@ def inside(cfg_path: str, probe_path: str) -> None:
     from tui.config import load_config
 
     config = load_config(cfg_path)
+    counts = count_calls()
     app = create_app(config, state_path=None, record_session=False, autoplay=["go"])
     out = open(probe_path, "w", buffering=1)  # noqa: SIM115
     t0 = time.perf_counter()
@@ -53,12 +56,35 @@ def inside(cfg_path: str, probe_path: str) -> None:
             "produced": produced,
             "shown": shown,
             "done": live.done,
+            **counts,
         }
         out.write(json.dumps(row) + "\n")
 
     app.call_later(lambda: app.set_interval(0.25, probe))
     with engine_stderr_to(Path(probe_path).with_suffix(".stderr")):
         app.run()
+
+
+def count_calls() -> dict[str, int]:
+    """Count pane updates and full layouts (wrapping two methods; a probe, not the product)."""
+    from textual.screen import Screen
+
+    from tui.app.widgets.conversation import Turn
+
+    counts = {"updates": 0, "layouts": 0}
+
+    def wrap(cls: type, name: str, key: str) -> None:
+        orig = getattr(cls, name)
+
+        def counted(*a, **k):  # type: ignore[no-untyped-def]
+            counts[key] += 1
+            return orig(*a, **k)
+
+        setattr(cls, name, counted)
+
+    wrap(Turn, "append", "updates")
+    wrap(Screen, "_refresh_layout", "layouts")
+    return counts
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -143,6 +169,11 @@ def main() -> None:
         f"    app CPU while streaming: {cpu * 100:.1f} % of one core; goal < 50 %; "
         f"ratio to goal {cpu / 0.5:.2f}"
     )
+    span_s = streaming[-1]["t"] - streaming[0]["t"] if len(streaming) > 1 else 0.0
+    if span_s > 0:
+        ups = (streaming[-1]["updates"] - streaming[0]["updates"]) / span_s
+        lays = (streaming[-1]["layouts"] - streaming[0]["layouts"]) / span_s
+        print(f"    pane updates {ups:.1f}/s, screen layouts {lays:.1f}/s while streaming")
     busy = sorted(threads.items(), key=lambda kv: -kv[1])[:5]
     print("    by thread: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in busy))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
+from tui.app.widgets import conversation
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar, SlotView
@@ -74,7 +75,8 @@ async def test_prompt_enter_submits_ctrl_j_newline_and_history():
         assert prompt.text == "dr"
 
 
-async def test_conversation_streams_markdown_and_stops_following_on_scroll_up():
+async def test_conversation_streams_markdown_and_stops_following_on_scroll_up(monkeypatch):
+    monkeypatch.setattr(conversation, "COMMIT_S", 0.0)  # every complete block goes to Markdown
     conv = Conversation()
     async with Host(conv).run_test(size=SIZE) as pilot:
         turn = await conv.add_turn("hello", "local", "r1")

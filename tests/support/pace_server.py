@@ -12,7 +12,11 @@ Behaviour, per request to /v1/chat/completions or /v1/completions (``"stream": t
 - then a chunk with finish_reason "length", a ``usage`` chunk (``choices: []``) when
   ``stream_options.include_usage`` is true, and ``data: [DONE]``.
 Non-streaming requests get one JSON answer after the same total time. Also: GET
-/v1/models, GET /health, GET /stats (requests served, max concurrent seen).
+/v1/models, GET /health, GET /stats (requests served, max concurrent seen), GET /stamps:
+for the last ``STAMPS_KEPT`` streamed requests (by response id ``pace-N``), the
+``time.perf_counter_ns()`` right after each token's bytes were handed to the socket —
+the server's actual send times, on the clock (CLOCK_MONOTONIC on Linux) that infertop's
+own stamps use, so a client's measured gaps can be checked against the real send gaps.
 
 Run: ``python tests/support/pace_server.py --port N --interval-ms 10`` or import it and
 use :func:`start_in_thread`. Standard library only.
@@ -24,11 +28,13 @@ import argparse
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 MODEL_ID = "pace"
+STAMPS_KEPT = 256  # streamed requests whose token send times /stamps keeps
 
 
 @dataclass
@@ -101,6 +107,7 @@ class PaceServer:
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self.sent_ns: dict[str, list[int]] = {}  # response id -> token send times (ns)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
         """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
@@ -154,6 +161,9 @@ class PaceServer:
         if req.method == "GET" and req.path == "/stats":
             s = self.stats
             body = {"requests": s.requests, "max_active": s.max_active, "tokens": s.tokens_sent}
+            return await self._json(writer, "200 OK", body, ka)
+        if req.method == "GET" and req.path == "/stamps":
+            body = {"clock": "time.perf_counter_ns", "sent_ns": self.sent_ns}
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "POST" and req.path in ("/v1/chat/completions", "/v1/completions"):
             try:
@@ -243,11 +253,15 @@ class PaceServer:
             }
             writer.write(chunk(frame([role])))
         await writer.drain()
+        sent = self.sent_ns[rid] = []
+        while len(self.sent_ns) > STAMPS_KEPT:
+            del self.sent_ns[next(iter(self.sent_ns))]
         for i in range(n):
             delay = t0 + ttft + i * step - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             writer.write(chunk(frame([choice(f"tok{i} ", None)])))
+            sent.append(time.perf_counter_ns())
             self.stats.tokens_sent += 1
             await writer.drain()
         tail = frame([choice(None if chat else "", "length")])

@@ -1,11 +1,12 @@
-"""AppendPacer: how often streamed text is handed to the Markdown pane.
+"""AppendPacer: how often streamed text is handed to the output pane.
 
-Each Markdown append re-parses the last block and re-lays out the pane, and that cost
-grows with the document. The pacer keeps the UI thread's CPU share near a budget: it
-reads ``time.thread_time()`` (CPU of the calling thread, the UI's) once a second; above
-``budget`` the interval between appends doubles (up to ``slowest_s``), below half the
-budget it halves (down to ``1 / max_hz``). Text is never dropped — a longer interval
-only batches more tokens into one append, so a frame always shows the latest state.
+An append repaints the pane's plain-text tail (and, about once a second, hands complete
+blocks to the Markdown widget, whose layout cost grows with the document). The pacer
+keeps the UI thread's CPU share near a budget: it reads ``time.thread_time()`` (CPU of
+the calling thread, the UI's) once a second; above ``budget`` the interval between
+appends doubles (up to ``slowest_s``), below half the budget it halves (down to
+``1 / max_hz``). Text is never dropped — a longer interval only batches more tokens into
+one append, so a frame always shows the latest state.
 """
 
 from __future__ import annotations

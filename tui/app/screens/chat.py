@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 
 from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
 from tui.app.format import ms, summary_line, tps
+from tui.app.heap import settle_heap
 from tui.app.messages import (
     EngineStateChanged,
     ServerSampled,
@@ -47,7 +48,8 @@ from tui.telemetry.server import server_probe
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
-TEXT_MAX_HZ = 30.0  # Markdown appends per second per pane (each one re-parses a block)
+TEXT_MAX_HZ = 20.0  # pane updates per second per pane, at most (each repaints the text tail)
+TEXT_MIN_HZ = 10.0  # and at least, however busy the UI thread (streaming must look smooth)
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 
@@ -75,7 +77,7 @@ class ChatScreen(Screen):
         self.last_sample = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
-        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ)
+        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -186,6 +188,8 @@ class ChatScreen(Screen):
         self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
         if msg.state == "error":
             self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
+        if msg.state == "ready":
+            self.call_after_refresh(self._settle_heap)  # loading made many objects
         if msg.slot == "A" and msg.state == "ready":
             info = self.host("A").info()
             self.app.watch_pid(info.pid if info else None)
@@ -356,6 +360,7 @@ class ChatScreen(Screen):
             self.cancels.clear()
             self.busy = False
             self._live_timer.pause()
+            self.call_after_refresh(self._settle_heap)  # after the final answer is painted
         a, b = results.get("A"), results.get("B")
         if a is not None and b is not None:
             self.query_one(ABTable).add_turn(turn, a, b)
@@ -388,10 +393,17 @@ class ChatScreen(Screen):
         self.post_message(StreamEnded(slot, live, metrics, turn))
         return metrics
 
+    def _settle_heap(self) -> None:
+        """Full GC between requests, never during one (see tui/app/heap.py)."""
+        if not self.busy:
+            settle_heap()
+
     @on(StreamUpdated)
     async def _stream_updated(self, msg: StreamUpdated) -> None:
-        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (fewer when
-        the UI thread is over its CPU budget: see AppendPacer).
+        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (down to
+        TEXT_MIN_HZ when the UI thread is over its CPU budget: see AppendPacer). An
+        append repaints the pane's plain-text tail; Markdown gets the text in batches
+        (see widgets/conversation.py).
 
         LiveRequest posts no further StreamUpdated until drained, so deferring the drain
         to a timer batches everything that arrives meanwhile into one Markdown append.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.widgets import DataTable
 
 from tui.app.format import ms, ratio, tps
@@ -12,6 +13,16 @@ class ABTable(DataTable):
     DEFAULT_CSS = """
     ABTable { height: 7; }
     """
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        """DataTable re-measures its columns when idle, but keeps rows it rendered before
+        that in a cache keyed without the widths, so a frame drawn between ``add_row`` and
+        idle can leave rows cut to the old widths: drop those rows once widths change."""
+        pending = self._require_update_dimensions or bool(self._updated_cells)
+        await super()._on_idle(event)
+        if pending:
+            self._clear_caches()
+            self.refresh()
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
