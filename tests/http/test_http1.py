@@ -171,3 +171,34 @@ async def test_a_stall_raises_after_the_stall_timeout() -> None:
         pool.close()
         srv.close()
     assert got == [b"a"] and 0.25 < time.monotonic() - t0 < 2
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="SO_TIMESTAMPNS")
+async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None:
+    """Bytes that arrive while the reading loop is blocked (a busy UI holding the GIL, a
+    GC pause) carry the time they reached the socket, not the time they were read."""
+    import socket
+
+    from tui.engines.http1 import _Conn
+
+    loop = asyncio.get_running_loop()
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    peer, _ = server.accept()
+    client.setblocking(False)
+    conn = _Conn(loop, client)
+    assert conn.kernel_stamps
+    try:
+        t_send = time.perf_counter_ns()
+        peer.sendall(b"token")
+        time.sleep(0.2)  # the loop is blocked: it cannot read for 200 ms
+        t_unblocked = time.perf_counter_ns()
+        parts = await conn.take(5)
+        assert [data for _, data in parts] == [b"token"]
+        stamp = parts[0][0]
+        assert t_send - 2_000_000 <= stamp < t_send + 50_000_000  # arrival, within 50 ms
+        assert stamp < t_unblocked - 100_000_000  # not when the loop got round to it
+    finally:
+        conn.close()
+        peer.close()
+        server.close()

@@ -5,9 +5,12 @@ chunk costs ~28 µs of CPU before it is parsed; this client costs a few. It does
 thing: send a request with a body and read the response as it streams, on keep-alive
 connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`).
 
-Honest timing: one :class:`_Conn` protocol per connection stamps every network read with
-``time.perf_counter_ns()`` in ``data_received``, the moment the event loop takes the bytes
-from the socket, before anyone parses or consumes them.
+Honest timing: on Linux every read carries the kernel's receive timestamp of its bytes
+(``SO_TIMESTAMPNS``: when the packet reached the socket, converted from CLOCK_REALTIME to
+``perf_counter_ns``), so a reader thread kept waiting for the GIL by a busy UI, a garbage
+collection or the OS scheduler does not shift the stamp. Elsewhere, or when the kernel
+gives none, a read is stamped with ``time.perf_counter_ns()`` the moment it returns,
+before anyone parses or consumes the bytes.
 
 Timeouts: ``connect`` for the TCP connection; ``read`` for the response head and the first
 body bytes; ``stall`` for any later gap between reads. One re-armed timer per connection
@@ -20,6 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
+import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -37,7 +43,22 @@ from tui.engines.http_common import (
 from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
 
 HEAD_LIMIT = 64 * 1024
+READ_SIZE = 256 * 1024
 Stamped = tuple[int, bytes]
+SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
+_TIMESPEC = struct.Struct("qq")
+_ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+
+
+def kernel_stamp(ancdata: list[tuple[int, int, bytes]]) -> int | None:
+    """The SO_TIMESTAMPNS receive time in ``perf_counter_ns`` terms, or None."""
+    for level, kind, raw in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= _TIMESPEC.size:
+            sec, nsec = _TIMESPEC.unpack_from(raw)
+            now_pc = time.perf_counter_ns()
+            offset = time.time_ns() - now_pc  # CLOCK_REALTIME − perf_counter, read together
+            return min(sec * 1_000_000_000 + nsec - offset, now_pc)
+    return None
 
 
 def fast_path_ok(url: str) -> bool:
@@ -79,12 +100,19 @@ async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeout
     return await read_error_body(resp, timeouts.stall)
 
 
-class _Conn(asyncio.Protocol):
-    """One TCP connection: stamped reads collect in ``parts`` until taken."""
+class _Conn:
+    """One TCP connection read by the event loop: stamped reads collect in ``parts``."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
         self.loop = loop
-        self.transport: asyncio.Transport | None = None
+        self.sock = sock
+        self.kernel_stamps = False
+        if sys.platform.startswith("linux") and _ANC_SIZE:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                self.kernel_stamps = True
+            except OSError:
+                pass
         self.parts: list[Stamped] = []
         self.closed = False
         self.error: BaseException | None = None
@@ -93,24 +121,44 @@ class _Conn(asyncio.Protocol):
         self._timeout = 0.0
         self._since = 0.0  # loop.time() when the current wait began
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        loop.add_reader(sock.fileno(), self._on_readable)
 
-    def data_received(self, data: bytes) -> None:
-        self.parts.append((time.perf_counter_ns(), data))
+    async def send(self, data: bytes) -> None:
+        await self.loop.sock_sendall(self.sock, data)
+
+    def _on_readable(self) -> None:
+        """Read everything the socket holds; each read keeps its own stamp."""
+        while not self.closed:
+            try:
+                if self.kernel_stamps:
+                    data, anc, _flags, _addr = self.sock.recvmsg(READ_SIZE, _ANC_SIZE)
+                    t = kernel_stamp(anc) or time.perf_counter_ns()
+                else:
+                    data = self.sock.recv(READ_SIZE)
+                    t = time.perf_counter_ns()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                self.connection_lost(e)
+                return
+            if not data:  # EOF: close our side too
+                self.connection_lost(None)
+                return
+            self.data_received(t, data)
+
+    def data_received(self, t_ns: int, data: bytes) -> None:
+        self.parts.append((t_ns, data))
         w = self._waiter
         if w is not None:
             self._waiter = None
             if not w.done():
                 w.set_result(None)
 
-    def eof_received(self) -> bool:
-        return False  # close our side too
-
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.error = exc
         self._cancel_timer()
+        self._release()
         w = self._waiter
         if w is not None:
             self._waiter = None
@@ -153,10 +201,15 @@ class _Conn(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
 
+    def _release(self) -> None:
+        if self.sock.fileno() != -1:
+            self.loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+
     def close(self) -> None:
+        self.closed = True
         self._cancel_timer()
-        if self.transport is not None:
-            self.transport.close()
+        self._release()
 
 
 class Http1Response:
@@ -292,14 +345,12 @@ class Http1Pool:
     async def _connect(self, host: str, port: int) -> _Conn:
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Conn(loop), host, port), self.timeouts.connect
-            )
+            sock = await asyncio.wait_for(_open_socket(loop, host, port), self.timeouts.connect)
         except TimeoutError:
             raise httpx.ConnectTimeout("connect timed out") from None
         except OSError as e:
             raise httpx.ConnectError(str(e)) from e
-        return conn
+        return _Conn(loop, sock)
 
     async def post(self, url: str, body: bytes, content_type: str) -> Http1Response:
         """Send a POST; returns once the response head is in (its body streams after)."""
@@ -327,10 +378,9 @@ class Http1Pool:
         return await self._exchange(await self._connect(host, port), key, message)
 
     async def _exchange(self, conn: _Conn, key: tuple[str, int], message: bytes) -> Http1Response:
-        assert conn.transport is not None
-        conn.transport.write(message)
         resp = Http1Response(conn, self, key)
         try:
+            await conn.send(message)
             await resp._read_head(self.timeouts.read)
         except BaseException:
             conn.close()
@@ -342,3 +392,26 @@ class Http1Pool:
             for conn in conns:
                 conn.close()
         self._idle.clear()
+
+
+async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
+    """A connected non-blocking TCP socket (each resolved address tried in turn)."""
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    if not infos:
+        raise OSError(f"cannot resolve {host}")
+    last: OSError | None = None
+    for family, kind, proto, _name, addr in infos:
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, addr)
+            return sock
+        except OSError as e:
+            sock.close()
+            last = e
+        except BaseException:
+            sock.close()
+            raise
+    assert last is not None
+    raise last
