@@ -44,6 +44,13 @@ from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
 
 HEAD_LIMIT = 64 * 1024
 READ_SIZE = 256 * 1024
+# With kernel stamps, one read spanning several packets carries the *last* packet's time.
+# So a reader that finds data waiting reads small pieces (about one SSE event each, each
+# with its own packet's stamp), and switches to whole-buffer reads only while what it reads
+# arrived less than FRESH_NS ago: then everything behind it arrived within that window too,
+# and sharing one stamp misplaces no event by more than FRESH_NS.
+SMALL_READ = 1024
+FRESH_NS = 1_000_000
 Stamped = tuple[int, bytes]
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
 _TIMESPEC = struct.Struct("qq")
@@ -128,11 +135,14 @@ class _Conn:
 
     def _on_readable(self) -> None:
         """Read everything the socket holds; each read keeps its own stamp."""
+        size = SMALL_READ
         while not self.closed:
             try:
                 if self.kernel_stamps:
-                    data, anc, _flags, _addr = self.sock.recvmsg(READ_SIZE, _ANC_SIZE)
+                    data, anc, _flags, _addr = self.sock.recvmsg(size, _ANC_SIZE)
                     t = kernel_stamp(anc) or time.perf_counter_ns()
+                    fresh = time.perf_counter_ns() - t < FRESH_NS
+                    size = READ_SIZE if fresh else SMALL_READ
                 else:
                     data = self.sock.recv(READ_SIZE)
                     t = time.perf_counter_ns()
