@@ -220,6 +220,8 @@ def test_seed_makes_sampling_repeatable(engine):
     a, _ = ask(engine, "Tell me a story.", temperature=1.0, seed=123, max_tokens=16)
     b, _ = ask(engine, "Tell me a story.", temperature=1.0, seed=123, max_tokens=16)
     assert a.text == b.text
-    others = {ask(engine, "Tell me a story.", temperature=1.0, seed=s, max_tokens=16)[0].text
-              for s in (1, 2, 3)}
+    others = {
+        ask(engine, "Tell me a story.", temperature=1.0, seed=s, max_tokens=16)[0].text
+        for s in (1, 2, 3)
+    }
     assert len(others | {a.text}) > 1, "the seed changes nothing"

@@ -92,7 +92,9 @@ def _json_text(report: dict[str, Any]) -> str:
         import orjson
     except ImportError:
         return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
-    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    return (
+        orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    )
 
 
 def load_report(path: Path) -> dict[str, Any]:
