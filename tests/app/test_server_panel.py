@@ -30,10 +30,10 @@ async def test_llama_server_slots_shown_and_hidden_for_in_process(
 ):
     cfg = make_config(
         'default_engine = "srv"\n'
-        + gen(24)
+        + gen(200)  # long enough (~2 s) for several server samples while it is busy
         + f'[engines.srv]\nkind = "llama-server"\nurl = "{llama_server.url}"\n'
         + '[engines.synth]\nkind = "synthetic"\n'
-        + "[telemetry]\ninterval_s = 0.3\n"
+        + "[telemetry]\ninterval_s = 0.2\n"
     )
     app = build_app(cfg, telemetry=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -46,7 +46,7 @@ async def test_llama_server_slots_shown_and_hidden_for_in_process(
             seen.add(panel.text)
             return not app.chat.busy
 
-        await app.chat.submit_text("Write a short poem about the sea.")
+        await app.chat.submit_text("Write a long poem about the sea, with many verses.")
         await wait_for(pilot, watch, 90)
         assert any("1/1 busy" in t and "processing 1" in t for t in seen), seen
         await wait_for(pilot, lambda: "0/1 busy" in panel.text)
