@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import struct
 import sys
 import time
 import urllib.request
@@ -41,6 +40,7 @@ from tui.engines.http_common import (
     stamped_body,
 )
 from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
+from tui.engines.tcp import ANC_SIZE, SO_TIMESTAMPNS, kernel_stamp, open_socket
 
 HEAD_LIMIT = 64 * 1024
 READ_SIZE = 256 * 1024
@@ -52,20 +52,6 @@ READ_SIZE = 256 * 1024
 SMALL_READ = 1024
 FRESH_NS = 1_000_000
 Stamped = tuple[int, bytes]
-SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
-_TIMESPEC = struct.Struct("qq")
-_ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
-
-
-def kernel_stamp(ancdata: list[tuple[int, int, bytes]]) -> int | None:
-    """The SO_TIMESTAMPNS receive time in ``perf_counter_ns`` terms, or None."""
-    for level, kind, raw in ancdata:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= _TIMESPEC.size:
-            sec, nsec = _TIMESPEC.unpack_from(raw)
-            now_pc = time.perf_counter_ns()
-            offset = time.time_ns() - now_pc  # CLOCK_REALTIME − perf_counter, read together
-            return min(sec * 1_000_000_000 + nsec - offset, now_pc)
-    return None
 
 
 def fast_path_ok(url: str) -> bool:
@@ -114,7 +100,7 @@ class _Conn:
         self.loop = loop
         self.sock = sock
         self.kernel_stamps = False
-        if sys.platform.startswith("linux") and _ANC_SIZE:
+        if sys.platform.startswith("linux") and ANC_SIZE:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                 self.kernel_stamps = True
@@ -139,7 +125,7 @@ class _Conn:
         while not self.closed:
             try:
                 if self.kernel_stamps:
-                    data, anc, _flags, _addr = self.sock.recvmsg(size, _ANC_SIZE)
+                    data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
                     t = kernel_stamp(anc) or time.perf_counter_ns()
                     fresh = time.perf_counter_ns() - t < FRESH_NS
                     size = READ_SIZE if fresh else SMALL_READ
@@ -355,7 +341,7 @@ class Http1Pool:
     async def _connect(self, host: str, port: int) -> _Conn:
         loop = asyncio.get_running_loop()
         try:
-            sock = await asyncio.wait_for(_open_socket(loop, host, port), self.timeouts.connect)
+            sock = await asyncio.wait_for(open_socket(loop, host, port), self.timeouts.connect)
         except TimeoutError:
             raise httpx.ConnectTimeout("connect timed out") from None
         except OSError as e:
@@ -402,26 +388,3 @@ class Http1Pool:
             for conn in conns:
                 conn.close()
         self._idle.clear()
-
-
-async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
-    """A connected non-blocking TCP socket (each resolved address tried in turn)."""
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    if not infos:
-        raise OSError(f"cannot resolve {host}")
-    last: OSError | None = None
-    for family, kind, proto, _name, addr in infos:
-        sock = socket.socket(family, kind, proto)
-        sock.setblocking(False)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await loop.sock_connect(sock, addr)
-            return sock
-        except OSError as e:
-            sock.close()
-            last = e
-        except BaseException:
-            sock.close()
-            raise
-    assert last is not None
-    raise last
