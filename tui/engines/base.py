@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import abc
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from tui.core.events import StreamEvent
+from tui.core.events import Failed, RequestSent, StreamEvent
 
 
 class EngineError(Exception):
@@ -104,6 +105,13 @@ class CancelToken:
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
+
+
+def refused(message: str) -> tuple[RequestSent, Failed]:
+    """The whole stream of a request an engine will not send (a bad request, no model):
+    RequestSent then Failed, stamped together, so the stream contract holds."""
+    now = time.perf_counter_ns()
+    return RequestSent(now), Failed(now, message, "engine")
 
 
 class Engine(abc.ABC):

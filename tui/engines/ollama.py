@@ -38,6 +38,7 @@ from tui.engines.base import (
     EngineInfo,
     EngineSpec,
     GenerationRequest,
+    refused,
 )
 from tui.engines.http1 import (
     Http1Pool,
@@ -225,9 +226,8 @@ class OllamaEngine(Engine):
         try:
             request.validate()
         except EngineError as e:
-            now = time.perf_counter_ns()
-            yield RequestSent(now)
-            yield Failed(now, str(e), "engine")
+            for event in refused(str(e)):
+                yield event
             return
 
         async def run(emit: Emit) -> None:

@@ -34,6 +34,7 @@ from tui.engines.base import (
     EngineInfo,
     EngineSpec,
     GenerationRequest,
+    refused,
 )
 from tui.engines.http1 import (
     Http1Pool,
@@ -232,9 +233,8 @@ class OpenAICompatEngine(Engine):
         try:
             request.validate()
         except EngineError as e:
-            now = time.perf_counter_ns()
-            yield RequestSent(now)
-            yield Failed(now, str(e), "engine")
+            for event in refused(str(e)):
+                yield event
             return
 
         async def run(emit: Emit) -> None:

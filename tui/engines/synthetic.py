@@ -36,7 +36,14 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.base import (
+    CancelToken,
+    Engine,
+    EngineError,
+    EngineInfo,
+    GenerationRequest,
+    refused,
+)
 
 PASSAGE = (
     "Prefill reads the whole prompt at once and is bound by compute, while decode "
@@ -112,9 +119,8 @@ class SyntheticEngine(Engine):
         try:
             request.validate()
         except EngineError as e:
-            now = time.perf_counter_ns()
-            yield RequestSent(now)
-            yield Failed(time.perf_counter_ns(), str(e), kind="engine")
+            for event in refused(str(e)):
+                yield event
             return
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()

@@ -37,6 +37,7 @@ from tui.engines.base import (
     EngineInfo,
     EngineSpec,
     GenerationRequest,
+    refused,
 )
 from tui.engines.reader_loop import Emit, LoopThread, relay
 
@@ -135,9 +136,8 @@ class VLLMInProcessEngine(Engine):
             if self._llm is None or self._loop is None:
                 raise EngineError("engine is not loaded")
         except EngineError as e:
-            now = time.perf_counter_ns()
-            yield RequestSent(now)
-            yield Failed(now, str(e), "engine")
+            for event in refused(str(e)):
+                yield event
             return
 
         async def run(emit: Emit) -> None:
