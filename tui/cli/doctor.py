@@ -44,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
     _check_nvml()
     _check_apple()
     _check_optional()
+    _check_receive_stamps()
     if getattr(args, "url", None):
         _check_url(args.url)
     if cfg is None:
@@ -151,6 +152,19 @@ def _check_optional() -> None:
         except Exception:  # noqa: BLE001 - optional test tool
             server = None
     _line(OK if server else INFO, "llama-server", server or "not found (only needed to start one)")
+
+
+def _check_receive_stamps() -> None:
+    from tui.engines.tcp import probe_arrival_stamps
+
+    arrival = probe_arrival_stamps()
+    if arrival is None:
+        detail = "not available here: HTTP chunks are stamped when the read returns"
+    elif arrival:
+        detail = "kernel arrival time (SO_TIMESTAMPNS)"
+    else:
+        detail = "this kernel stamps loopback reads when read: HTTP stamps are read times"
+    _line(OK if arrival else INFO, "HTTP receive stamps", detail)
 
 
 def _check_url(url: str) -> None:

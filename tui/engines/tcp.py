@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import sys
 import time
 
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
@@ -26,6 +27,35 @@ def kernel_stamp(ancdata: list[tuple[int, int, bytes]]) -> int | None:
             offset = time.time_ns() - now_pc  # CLOCK_REALTIME − perf_counter, read together
             return min(sec * 1_000_000_000 + nsec - offset, now_pc)
     return None
+
+
+def probe_arrival_stamps(delay_s: float = 0.03) -> bool | None:
+    """Whether this kernel's ``SO_TIMESTAMPNS`` stamps are arrival times, on loopback TCP.
+
+    Sends a byte, waits ``delay_s`` before reading it, and checks the stamp is nearer the
+    send than the read. Some kernels and sandboxes stamp loopback packets when they are
+    read; there infertop's HTTP stamps are read times (still on the reader thread, never
+    on the UI). None where the option does not exist.
+    """
+    if not sys.platform.startswith("linux") or not ANC_SIZE:
+        return None
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with socket.create_connection(server.getsockname()) as client:
+            peer, _ = server.accept()
+            with peer:
+                try:
+                    client.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                except OSError:
+                    return None
+                t_send = time.perf_counter_ns()
+                peer.sendall(b"x")
+                time.sleep(delay_s)
+                _data, anc, _flags, _addr = client.recvmsg(1, ANC_SIZE)
+                t_read = time.perf_counter_ns()
+    stamp = kernel_stamp(anc)
+    if stamp is None:
+        return None
+    return stamp - t_send < (t_read - t_send) / 2
 
 
 async def open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
