@@ -51,7 +51,7 @@ async def test_submit_streams_answer_with_metrics_and_session_log(
         line = summary(turn)
         assert "TTFT" in line and "tok/s" in line and "ERROR" not in line
         # the Markdown pane holds what streamed (via the stream API)
-        assert turn.answer.source.strip() == turn.text.strip()
+        assert turn.source.strip() == turn.text.strip()
         panel = app.chat.query_one(MetricsPanel)
         assert panel.row("ttft").values_text.strip() not in ("", "–")
         assert "prefill" in str(panel.query_one(".phase").render())
@@ -88,8 +88,8 @@ async def test_cancel_keeps_partial_answer(make_config, build_app, wait_for, tmp
         await wait_for(pilot, lambda: turns(app)[0].finished)
         turn = turns(app)[0]
         assert "CANCELLED" in summary(turn)
-        assert "cancelled — partial answer kept" in turn.answer.source
-        assert turn.text and turn.text in turn.answer.source
+        assert "cancelled — partial answer kept" in turn.source
+        assert turn.text and turn.text in turn.source
         assert not app.chat.busy
     rec = json.loads((tmp_path / "session.jsonl").read_text().splitlines()[0])
     assert rec["metrics"]["finish_reason"] == "cancelled"

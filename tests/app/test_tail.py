@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 
 from textual.app import App, ComposeResult
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.widgets import Markdown, Static
 
 from tui.app import tail as tail_mod
 from tui.app.tail import box_height, last_lines
 from tui.app.widgets import conversation
-from tui.app.widgets.conversation import Conversation
+from tui.app.widgets.conversation import AnswerSegment, Conversation, can_split_before
 
 PARA = "Prefill reads the whole prompt at once and decode makes one token at a time."
 
@@ -49,6 +50,7 @@ class Host(App):
 
 async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
     monkeypatch.setattr(conversation, "COMMIT_S", 0.2)
+    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 0.2)
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         conv = app.query_one(Conversation)
@@ -59,13 +61,13 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         await pilot.pause()
         box = turn.query_one(".tail", Static)
         # nothing committed yet (under COMMIT_S): all of it is in the plain tail
-        assert turn.answer.source == "" and box.display
+        assert turn.source == "" and box.display
         assert "half a para" in str(box.render())
         time.sleep(0.25)
         await turn.append(" and more\n\nnext")
         await pilot.pause()
         # due: the complete blocks went to Markdown, the open one stays in the tail
-        assert turn.answer.source == f"{PARA}\n\nhalf a para and more\n\n"
+        assert turn.source == f"{PARA}\n\nhalf a para and more\n\n"
         assert str(box.render()).strip() == "next"
         # a long tail shows only the last lines that fit the pane (fixed-height box)
         await turn.append(" ".join(["word"] * 2000))
@@ -76,7 +78,103 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         await turn.append("\n\n" + " ".join(["more"] * 2000))  # due: a commit
         await pilot.pause()
         # the block above the box went to Markdown; the box kept its lines and its height
-        assert turn.answer.source.endswith("word word\n\n") and box.size.height == full
+        assert turn.source.endswith("word word\n\n") and box.size.height == full
         await turn.finish("done")
         await pilot.pause()
-        assert turn.answer.source == turn.text and not box.display
+        assert turn.source == turn.text and not box.display
+
+
+def uncached_height(seg: AnswerSegment) -> int:
+    """The segment's height as Textual's own Markdown computes it (no cache of ours)."""
+    width = seg.size.width
+    return Markdown.get_content_height(seg, Size(width, 0), seg.app.size, width)
+
+
+def test_segments_split_only_where_markdown_cannot_join():
+    assert can_split_before("para one\n\n", "Para two")
+    assert can_split_before("# Title\n\n", "text")
+    assert not can_split_before("para one\n", "para two")  # no blank line yet
+    assert not can_split_before("```py\nx = 1\n\n", "y = 2")  # inside a code fence
+    assert can_split_before("```py\nx = 1\n```\n\n", "after")  # the fence closed
+    assert not can_split_before("~~~\na\n\n", "b")
+    continuing = ("- item", "* item", "+ item", "2. item", "3) item", "    code", "| a |", "> q")
+    for head in continuing:
+        assert not can_split_before("- item\n\n", head), head
+    assert not can_split_before("text\n\n", "")
+
+
+async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatch):
+    """Blocks go into several Markdown segments of about SEGMENT_BLOCKS blocks, never split
+    inside a code fence or a list; together they hold exactly the answer's text."""
+    monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
+    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 0.0)
+    monkeypatch.setattr(conversation, "SEGMENT_BLOCKS", 4)
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        for i in range(12):
+            await turn.append(f"{PARA} {i}\n\n")
+            await pilot.pause()  # a layout after each block: a stale height would show
+        await turn.append("```\ncode 1\n\ncode 2\n\ncode 3\n\ncode 4\n\ncode 5\n```\n\n")
+        await turn.append("- a\n\n- b\n\n- c\n\n- d\n\n- e\n\n")
+        await turn.append("the end\n\n")
+        await turn.finish("done")
+        await pilot.pause()
+        segments = list(turn.query(AnswerSegment))
+        assert len(segments) >= 3
+        assert turn.source == turn.text
+        for seg in segments:
+            fences = sum(1 for line in seg.source.splitlines() if line.startswith("```"))
+            assert fences % 2 == 0, seg.source  # no fence was cut in two
+            assert not seg.source.startswith(("- ", "code")), seg.source
+        # one list: its five items are in the same segment
+        assert sum("- a" in seg.source and "- e" in seg.source for seg in segments) == 1
+        # the segments stack without overlap and each is as tall as its blocks
+        tops = [seg.region.y for seg in segments]
+        assert tops == sorted(tops)
+        for seg in segments:
+            assert seg.size.height == uncached_height(seg)
+
+
+async def test_segment_height_follows_width_after_it_is_cached():
+    """AnswerSegment caches its content height; a narrower pane must still re-wrap it."""
+    app = Host()
+    async with app.run_test(size=(100, 40)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        await turn.append(f"{PARA} {PARA}\n\n{PARA}\n\n")
+        await turn.finish("done")
+        await pilot.pause()
+        seg = turn.query_one(AnswerSegment)
+        wide = seg.size.height
+        await pilot.resize_terminal(40, 40)
+        await pilot.pause()
+        assert seg.size.height > wide
+        assert seg.size.height == uncached_height(seg)
+
+
+async def test_commits_slow_down_while_the_tail_fills_the_followed_pane(monkeypatch):
+    """A full tail box means the blocks above it are off screen: they are committed every
+    COMMIT_HIDDEN_S, not every COMMIT_S, until the user scrolls up."""
+    monkeypatch.setattr(conversation, "COMMIT_S", 3600.0)
+    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 3600.0)
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        for i in range(40):  # not due yet: all of it in the tail, which fills the pane
+            await turn.append(f"{PARA} {i}\n\n")
+        await pilot.pause()
+        box = turn.query_one(".tail", Static)
+        assert box.size.height >= conv.size.height - 2 and turn.source == ""
+        monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
+        await turn.append(f"{PARA} more\n\n")
+        await pilot.pause()
+        assert turn.source == ""  # the blocks above the box are unseen: COMMIT_HIDDEN_S
+        conv.release_anchor()  # the user scrolled up: what is above must be there
+        await turn.append(f"{PARA} again\n\n")
+        await pilot.pause()
+        assert f"{PARA} 0\n\n" in turn.source and box.size.height >= conv.size.height - 2
+        await turn.finish("done")
+        assert turn.source == turn.text

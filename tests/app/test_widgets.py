@@ -83,7 +83,7 @@ async def test_conversation_streams_markdown_and_stops_following_on_scroll_up(mo
         for i in range(80):
             await turn.append(f"line **{i}**\n\n")
         await pilot.pause(0.2)
-        assert "line **79**" in turn.answer.source
+        assert "line **79**" in turn.source
         assert conv.following and conv.max_scroll_y > 0
         assert conv.scroll_y == conv.max_scroll_y
         conv.focus()
@@ -100,7 +100,7 @@ async def test_conversation_streams_markdown_and_stops_following_on_scroll_up(mo
         await pilot.pause(0.2)
         assert conv.following and conv.scroll_y == conv.max_scroll_y
         await turn.finish("TTFT 1 ms · CANCELLED", "cancelled")
-        assert "partial answer kept" in turn.answer.source
+        assert "partial answer kept" in turn.source
         assert turn.query_one(".summary").has_class("-cancelled")
 
 

@@ -2,29 +2,75 @@
 
 While an answer streams, its text is split at the last block boundary (a blank line):
 the complete blocks before it go to the Markdown widget in batches (at most every
-``COMMIT_S`` seconds, or sooner once the tail is over ``TAIL_MAX`` characters), and the
+``COMMIT_S`` seconds — ``COMMIT_HIDDEN_S`` while the tail fills the followed pane — or
+sooner once the tail is over ``TAIL_MAX`` characters), and the
 in-flight rest is shown as plain text in a cheap ``Static`` tail under it. Appending to
 Markdown re-parses its last block and mounts block widgets, so doing that a few times a
 second instead of on every append keeps the UI thread's cost low at high token rates
 (benchmarks/ui_stream_2000.py). At the end the tail is committed too: the final answer is
-all Markdown (``answer.source == text``). The pane is anchored to the bottom; scrolling up
-releases the anchor (auto-scroll stops)
+all Markdown (``turn.source == text``).
+
+A long answer is kept in several Markdown widgets ("segments") of at most
+``SEGMENT_BLOCKS`` blocks each: Textual re-arranges every block of the widget that changed
+on each layout, so one widget holding a 40,000-token answer made each layout cost ~170 ms
+(hundreds of blocks), while a full segment is never arranged again. A new segment starts
+only where Markdown cannot join across it: a blank line outside a code fence, before a
+line that does not continue a list, a table or an indented block.
+
+The pane is anchored to the bottom; scrolling up releases the anchor (auto-scroll stops)
 and scrolling back to the end re-engages it (Textual's anchor behaviour).
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import box_height, last_lines
 
 COMMIT_S = 1.0  # at most this long between Markdown appends while streaming
+COMMIT_HIDDEN_S = 4.0  # the same while the tail fills the followed pane (commits are unseen)
 TAIL_MAX = 100_000  # characters of plain tail that force a commit at the next block boundary
+SEGMENT_BLOCKS = 24  # blocks per Markdown segment before a new one may start
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+_CONTINUES = re.compile(r"[ \t|>]|[-*+] |\d{1,9}[.)] ")  # indented, table, quote, list item
+
+
+def can_split_before(segment: str, head: str) -> bool:
+    """True when Markdown ``segment`` may end and ``head`` start a new document without
+    changing how either renders: ``segment`` ends in a blank line outside a code fence,
+    and ``head`` does not continue a list, table, quote or indented block."""
+    if not segment.endswith("\n\n") or len(_FENCE.findall(segment)) % 2:
+        return False
+    return bool(head) and not _CONTINUES.match(head) and not head.startswith("\n")
+
+
+class AnswerSegment(Markdown):
+    """A Markdown widget whose content height is cached until its blocks change.
+
+    Textual asks every child of a growing Turn for its height with the Turn's new size as
+    the container, which misses its caches and re-arranges every block of every segment on
+    each layout. A segment's blocks are all ``height: auto``, so its height depends only on
+    the width, its children (``_nodes._updates``) and their layouts (``_layout_updates``,
+    bumped by Textual when a child or a style asks for a layout, e.g. a theme switch).
+    """
+
+    _height_key: tuple[int, int, int] | None = None
+    _height = 0
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        key = (width, self._nodes._updates, self._layout_updates)
+        if key != self._height_key:
+            self._height = super().get_content_height(container, viewport, width)
+            self._height_key = key
+        return self._height
 
 
 class Turn(Vertical):
@@ -48,12 +94,13 @@ class Turn(Vertical):
         self._committed_at = 0.0
         self._streaming = False
         self._tail_height = 0
+        self._segment_blocks = 0  # blocks committed to the last Markdown segment
         self.finished = False
 
     def compose(self) -> ComposeResult:
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
         yield Static(f"› {shown}", classes="prompt", markup=False)
-        yield Markdown("", classes="answer")
+        yield AnswerSegment("", classes="answer")
         yield Static("", classes="tail", markup=False)
         yield Static(
             f"{self.engine} · waiting for the first token…", classes="summary", markup=False
@@ -61,7 +108,13 @@ class Turn(Vertical):
 
     @property
     def answer(self) -> Markdown:
-        return self.query_one(".answer", Markdown)
+        """The Markdown segment being streamed into (the last one)."""
+        return self.query(".answer").last(Markdown)
+
+    @property
+    def source(self) -> str:
+        """The Markdown source of the whole answer, across segments."""
+        return "".join(segment.source for segment in self.query(".answer").results(Markdown))
 
     async def append(self, fragment: str) -> None:
         if not fragment:
@@ -72,23 +125,42 @@ class Turn(Vertical):
             self.query_one(".summary", Static).update(f"{self.engine} · streaming…")
         self.text += fragment
         self._tail += fragment
-        due = time.monotonic() - self._committed_at >= COMMIT_S or len(self._tail) > TAIL_MAX
         width, limit = self._box()
+        due = time.monotonic() - self._committed_at >= self._commit_every(limit)
+        due = due or len(self._tail) > TAIL_MAX
         # A tail longer than the box keeps (at least) what the box shows: only blocks that
         # end above it are committed, so the box keeps its height (no extra layouts).
+        # Once the box is full (a fast stream), it stays full until the end: committing
+        # the blocks it shows would shrink it and grow it back, a layout each time.
         above = len(self._tail) - limit * (width + 1)
         cut = self._tail.rfind("\n\n", 0, above) if above > 0 else -1
-        if cut < 0:
+        if cut < 0 and self._tail_height < limit:
             cut = self._tail.rfind("\n\n")
         if cut >= 0 and due:
             head, self._tail = self._tail[: cut + 2], self._tail[cut + 2 :]
             await self._commit(head)
         self._show_tail()
 
+    def _commit_every(self, limit: int) -> float:
+        """Seconds between commits: while the tail box fills the pane and the pane follows
+        the stream, the blocks committed lie above the screen, unseen, and each commit
+        costs two full layouts (the mount, then the sizes it changed); commit less often
+        then. A user who scrolls up (the pane stops following) gets COMMIT_S again."""
+        pane = self.parent
+        following = getattr(pane, "following", False)
+        return COMMIT_HIDDEN_S if following and self._tail_height >= limit else COMMIT_S
+
     async def _commit(self, text: str) -> None:
         self._committed_at = time.monotonic()
-        if text:
-            await self.answer.append(text)
+        if not text:
+            return
+        segment = self.answer
+        if self._segment_blocks >= SEGMENT_BLOCKS and can_split_before(segment.source, text):
+            segment = AnswerSegment("", classes="answer")
+            await self.mount(segment, before=self.query_one(".tail", Static))
+            self._segment_blocks = 0
+        self._segment_blocks += text.count("\n\n") or 1
+        await segment.append(text)
 
     def _show_tail(self) -> None:
         """Show the last lines of the tail in a box whose height changes in steps, so
