@@ -7,12 +7,17 @@ import time
 
 from textual.app import App, ComposeResult
 from textual.geometry import Size
-from textual.widgets import Markdown, Static
+from textual.widgets import Markdown
 
 from tui.app import tail as tail_mod
 from tui.app.tail import box_height, last_lines
 from tui.app.widgets import conversation
-from tui.app.widgets.conversation import AnswerSegment, Conversation, can_split_before
+from tui.app.widgets.conversation import (
+    AnswerSegment,
+    Conversation,
+    TailText,
+    can_split_before,
+)
 
 PARA = "Prefill reads the whole prompt at once and decode makes one token at a time."
 
@@ -33,6 +38,15 @@ def test_last_lines_only_wraps_the_end_of_a_huge_text():
     lines = last_lines(huge, 40, 5)
     assert time.perf_counter() - t0 < 0.05
     assert lines[-1] == "the end" and lines[-2] == "" and len(lines) == 5
+
+
+def test_last_lines_fit_wide_characters_and_drop_control_codes():
+    from rich.cells import cell_len
+
+    lines = last_lines("漢字" * 30 + "\n\x1b[1mok\x07\tz", 10, 100)
+    assert all(cell_len(x) <= 10 for x in lines)
+    assert "".join(lines[:-1]) == "漢字" * 30  # wrapped by cells, nothing lost
+    assert lines[-1] == "[1mok   z"  # ESC, BEL dropped; the tab is spaces to its stop
 
 
 def test_box_height_steps_and_caps(monkeypatch):
@@ -59,16 +73,19 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         await turn.append(PARA + "\n\n")
         await turn.append("half a para")
         await pilot.pause()
-        box = turn.query_one(".tail", Static)
+        box = turn.query_one(".tail", TailText)
         # nothing committed yet (under COMMIT_S): all of it is in the plain tail
         assert turn.source == "" and box.display
-        assert "half a para" in str(box.render())
+        assert "half a para" in box.plain
+        drawn = [box.render_line(y).text for y in range(box.size.height)]
+        assert any("half a para" in line for line in drawn)
+        assert all(len(line) == box.size.width for line in drawn)  # padded to the box
         time.sleep(0.25)
         await turn.append(" and more\n\nnext")
         await pilot.pause()
         # due: the complete blocks went to Markdown, the open one stays in the tail
         assert turn.source == f"{PARA}\n\nhalf a para and more\n\n"
-        assert str(box.render()).strip() == "next"
+        assert box.plain.strip() == "next"
         # a long tail shows only the last lines that fit the pane (fixed-height box)
         await turn.append(" ".join(["word"] * 2000))
         await pilot.pause()
@@ -166,7 +183,7 @@ async def test_commits_slow_down_while_the_tail_fills_the_followed_pane(monkeypa
         for i in range(40):  # not due yet: all of it in the tail, which fills the pane
             await turn.append(f"{PARA} {i}\n\n")
         await pilot.pause()
-        box = turn.query_one(".tail", Static)
+        box = turn.query_one(".tail", TailText)
         assert box.size.height >= conv.size.height - 2 and turn.source == ""
         monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
         await turn.append(f"{PARA} more\n\n")

@@ -8,23 +8,33 @@ what it shows and how tall it is.
 
 from __future__ import annotations
 
+import re
 import textwrap
+
+from rich.cells import cell_len, chop_cells
 
 HEIGHT_STEP = 1  # the box grows in steps of this many lines (more: fewer layouts, but gaps)
 
 
-def last_lines(text: str, width: int, limit: int) -> list[str]:
-    """The last ``limit`` lines of ``text`` word-wrapped to ``width`` columns.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # never reaches the terminal raw
 
-    Blank lines are kept; only the end of ``text`` is wrapped (at most ``limit`` lines
-    of ``width`` characters per line each, so the cost does not grow with the text).
+
+def last_lines(text: str, width: int, limit: int) -> list[str]:
+    """The last ``limit`` lines of ``text`` word-wrapped to ``width`` terminal cells.
+
+    Blank lines are kept; tabs become spaces and other control characters are dropped
+    (the lines are drawn as they are); only the end of ``text`` is wrapped (at most
+    ``limit`` lines of ``width`` characters per line each, so the cost does not grow
+    with the text). A line of wide characters (CJK, emoji) is cut at ``width`` cells.
     """
     if width < 1 or limit < 1:
         return []
-    text = text[-(limit + 1) * (width + 1) :]
+    text = _CONTROL.sub("", text[-(limit + 1) * (width + 1) :])
     out: list[str] = []
     for para in reversed(text.split("\n")):
         lines = textwrap.wrap(para, width, break_on_hyphens=False) or [""]
+        if not para.isascii():
+            lines = [c for line in lines for c in _fit(line, width)]
         out = lines + out
         if len(out) >= limit:
             break
@@ -36,3 +46,7 @@ def box_height(lines: int, limit: int) -> int:
     if lines <= 0:
         return 0
     return min(limit, -(-lines // HEIGHT_STEP) * HEIGHT_STEP)
+
+
+def _fit(line: str, width: int) -> list[str]:
+    return chop_cells(line, width) if cell_len(line) > width else [line]

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from tui.core.events import (
 from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.gguf import check_gguf
+from tui.engines.handoff import Handoff
 from tui.engines.stderr_capture import captured_stderr
 
 # llama.cpp's general.file_type enum -> name (the common ones)
@@ -160,25 +162,23 @@ class LlamaCppEngine(Engine):
             yield Failed(time.perf_counter_ns(), "engine is not loaded", "load")
             return
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        handoff = Handoff(loop)
         stop = threading.Event()
         token = cancel or CancelToken()
-
-        def emit(item: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
 
         # Sent = submitted: time queued behind another request (one model, one thread)
         # belongs inside TTFT, as it does for a server's queue.
         t_sent = time.perf_counter_ns()
         future = loop.run_in_executor(
-            self._executor, _generate, self._llm, request, emit, stop, token, t_sent
+            self._executor, _generate, self._llm, request, handoff.put, stop, token, t_sent
         )
         try:
-            while True:
-                item = await queue.get()
-                if item is _DONE:
-                    break
-                yield item
+            async with aclosing(handoff.batches()) as batches:
+                async for batch in batches:
+                    for item in batch:
+                        if item is _DONE:
+                            return
+                        yield item
         finally:
             stop.set()
             await asyncio.shield(future)

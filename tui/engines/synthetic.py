@@ -25,6 +25,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 from tui.core.events import (
     EngineReport,
@@ -44,6 +45,7 @@ from tui.engines.base import (
     GenerationRequest,
     refused,
 )
+from tui.engines.handoff import Handoff
 
 PASSAGE = (
     "Prefill reads the whole prompt at once and is bound by compute, while decode "
@@ -122,28 +124,24 @@ class SyntheticEngine(Engine):
             for event in refused(str(e)):
                 yield event
             return
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-
-        def put(item: object) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
+        handoff = Handoff(asyncio.get_running_loop())
         t_sent = time.perf_counter_ns()
         yield RequestSent(t_sent)
         stop = _Either(cancel)
         thread = threading.Thread(
             target=self._produce,
-            args=(request, stop, t_sent, put),
+            args=(request, stop, t_sent, handoff.put),
             daemon=True,
             name=f"synthetic-{request.request_id}",
         )
         thread.start()
         try:
-            while True:
-                item = await queue.get()
-                if item is _END:
-                    break
-                yield item  # type: ignore[misc]
+            async with aclosing(handoff.batches()) as batches:
+                async for batch in batches:
+                    for item in batch:
+                        if item is _END:
+                            return
+                        yield item
         finally:
             stop.stop()  # the consumer went away early: end the producer too
             await asyncio.to_thread(thread.join, 5.0)

@@ -4,7 +4,7 @@ While an answer streams, its text is split at the last block boundary (a blank l
 the complete blocks before it go to the Markdown widget in batches (at most every
 ``COMMIT_S`` seconds — ``COMMIT_HIDDEN_S`` while the tail fills the followed pane — or
 sooner once the tail is over ``TAIL_MAX`` characters), and the
-in-flight rest is shown as plain text in a cheap ``Static`` tail under it. Appending to
+in-flight rest is shown as plain text in a cheap ``TailText`` box under it. Appending to
 Markdown re-parses its last block and mounts block widgets, so doing that a few times a
 second instead of on every append keeps the UI thread's cost low at high token rates
 (benchmarks/ui_stream_2000.py). At the end the tail is committed too: the final answer is
@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
@@ -73,6 +76,34 @@ class AnswerSegment(Markdown):
         return self._height
 
 
+class TailText(Widget):
+    """The plain-text tail: lines already wrapped by :func:`last_lines`, drawn as they are.
+
+    A ``Static`` re-wrapped and re-styled its whole text on every update (~6 ms for a
+    full pane, ten times a second at 2,000 tok/s); this draws each line as one segment.
+    """
+
+    DEFAULT_CSS = "TailText { height: auto; }"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lines: list[str] = []
+
+    def show(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.refresh()
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(self.lines)
+
+    def render_line(self, y: int) -> Strip:
+        width, style = self.size.width, self.rich_style
+        if y >= len(self.lines):
+            return Strip.blank(width, style)
+        return Strip([Segment(self.lines[y], style)]).crop_extend(0, width, style)
+
+
 class Turn(Vertical):
     """One prompt, its streamed answer, and the one-line metrics summary."""
 
@@ -101,7 +132,7 @@ class Turn(Vertical):
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
         yield Static(f"› {shown}", classes="prompt", markup=False)
         yield AnswerSegment("", classes="answer")
-        yield Static("", classes="tail", markup=False)
+        yield TailText(classes="tail")
         yield Static(
             f"{self.engine} · waiting for the first token…", classes="summary", markup=False
         )
@@ -157,7 +188,7 @@ class Turn(Vertical):
         segment = self.answer
         if self._segment_blocks >= SEGMENT_BLOCKS and can_split_before(segment.source, text):
             segment = AnswerSegment("", classes="answer")
-            await self.mount(segment, before=self.query_one(".tail", Static))
+            await self.mount(segment, before=self.query_one(".tail", TailText))
             self._segment_blocks = 0
         self._segment_blocks += text.count("\n\n") or 1
         await segment.append(text)
@@ -165,7 +196,7 @@ class Turn(Vertical):
     def _show_tail(self) -> None:
         """Show the last lines of the tail in a box whose height changes in steps, so
         most updates repaint only the box (``layout=False``), not the whole screen."""
-        tail = self.query_one(".tail", Static)
+        tail = self.query_one(".tail", TailText)
         text = self._tail.rstrip()
         width, limit = self._box()
         lines = last_lines(text, width, limit) if text else []
@@ -174,7 +205,7 @@ class Turn(Vertical):
             self._tail_height = height
             tail.styles.height = height
             tail.display = height > 0
-        tail.update("\n".join(lines), layout=False)
+        tail.show(lines)
 
     def _box(self) -> tuple[int, int]:
         """(width, most lines) of the tail box: the turn's width, the pane's height."""

@@ -1,0 +1,65 @@
+"""Handoff: events from a generating thread to an asyncio consumer, in batches.
+
+A generating thread (llama.cpp's decode loop, the synthetic engine's clock) stamps each
+event where it is produced, then :meth:`Handoff.put`\\ s it. Waking the consumer's loop
+costs a self-pipe write on the producer and an epoll wake-up on the loop — tens of µs,
+per token when done per token. Here the producer only wakes a consumer that is parked
+(it found nothing to take); a consumer that is busy, or resting ``rest_s`` after a batch,
+finds everything that arrived meanwhile in one batch. So a fast stream costs one wake-up
+per batch, a slow one (a token every few ms or more) still one per token, and no event
+waits longer than ``rest_s`` plus a wake-up to be seen. The stamps were taken before,
+by the producer: batching changes when an event is *seen*, never its time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+REST_S = 0.002  # after a batch, let the next one gather this long (≈ 4 tokens at 2,000/s)
+
+
+class Handoff:
+    """One stream's events, from one producing thread to one asyncio consumer."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, rest_s: float = REST_S) -> None:
+        self._loop = loop
+        self._rest_s = rest_s
+        self._items: deque[Any] = deque()
+        self._lock = threading.Lock()
+        self._parked = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: Any) -> None:
+        """Producer thread: hand ``item`` over; wakes the consumer only if it is parked."""
+        self._items.append(item)
+        with self._lock:
+            if not self._parked:
+                return
+            self._parked = False
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def batches(self) -> AsyncIterator[list[Any]]:
+        """Consumer loop: every item, in order, in batches (never ends on its own)."""
+        items = self._items
+        while True:
+            if items:
+                batch = [items.popleft() for _ in range(len(items))]
+                yield batch
+                if self._rest_s > 0:
+                    await asyncio.sleep(self._rest_s)
+                continue
+            self._waiter = self._loop.create_future()
+            with self._lock:
+                if items:  # arrived between the check and the lock: take it now
+                    continue
+                self._parked = True
+            await self._waiter
