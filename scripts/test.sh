@@ -10,4 +10,8 @@ for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh; do
 done
 # The servers were just installed, so a server that cannot start is a failure, not a skip.
 export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
+# Lint and types first (about 10 s): a style or type slip fails the run like a test.
+.venv/bin/ruff check tui tests benchmarks scripts
+.venv/bin/ruff format --check tui tests benchmarks scripts
+.venv/bin/mypy tui
 exec .venv/bin/python -m pytest "$@"

@@ -318,6 +318,6 @@ def create_app(
     )
 
 
-def default_paths() -> dict[str, Path]:
-    """The CLI's defaults for the remembered state file."""
-    return {"state_path": Path(os.environ.get("INFERTOP_STATE", default_state_path()))}
+def default_state_file() -> Path:
+    """The CLI's remembered-state file: $INFERTOP_STATE, else the per-user default."""
+    return Path(os.environ.get("INFERTOP_STATE", default_state_path()))

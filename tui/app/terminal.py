@@ -36,11 +36,11 @@ def engine_stderr_to(log_path: Path) -> Iterator[Path | None]:
     term = os.fdopen(term_fd, "w", encoding=original.encoding or "utf-8", errors="replace")
     os.dup2(log_fd, 2)
     os.close(log_fd)
-    sys.__stderr__ = term  # Textual's driver picks the terminal file up from here
+    sys.__stderr__ = term  # type: ignore[misc]  # Textual's driver picks the terminal up here
     try:
         yield log_path
     finally:
         term.flush()
         os.dup2(term_fd, 2)
-        sys.__stderr__ = original
+        sys.__stderr__ = original  # type: ignore[misc]
         term.close()

@@ -109,7 +109,7 @@ class BenchRunner:
         self,
         plan: BenchPlan,
         specs: list[EngineSpec],
-        on_update: Callable[[BenchUpdate], None] | None = None,
+        on_update: Callable[[BenchUpdate], object] | None = None,
         engine_factory: Callable[[EngineSpec], Engine] = create_engine,
         environment: dict[str, Any] | None = None,
     ) -> None:

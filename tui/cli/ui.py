@@ -38,10 +38,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"infertop: {e}", file=sys.stderr)
         return 2
     prepare_terminal_ui()
-    from tui.app.app import create_app, default_paths
+    from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
-    app = create_app(config, **default_paths())
+    app = create_app(config, state_path=default_state_file())
     with engine_stderr_to(engine_log_path()):
         app.run()
     return int(app.return_code or 0)

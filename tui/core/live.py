@@ -41,7 +41,7 @@ class LiveSnapshot:
 class LiveRequest:
     """Thread-safe accumulator for one streaming request (see the module docstring)."""
 
-    def __init__(self, request_id: str, notify: Callable[[], None] | None = None) -> None:
+    def __init__(self, request_id: str, notify: Callable[[], object] | None = None) -> None:
         self.request_id = request_id
         self.timeline = RequestTimeline()
         self._notify = notify

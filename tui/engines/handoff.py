@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 REST_S = 0.002  # after a batch, let the next one gather this long (≈ 4 tokens at 2,000/s)
@@ -47,7 +47,7 @@ class Handoff:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def batches(self) -> AsyncIterator[list[Any]]:
+    async def batches(self) -> AsyncGenerator[list[Any], None]:
         """Consumer loop: every item, in order, in batches (never ends on its own)."""
         items = self._items
         while True:

@@ -17,13 +17,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import get_current_worker
 
-from tui.app.engine_host import ERROR, GENERATING, READY, EngineHost
+from tui.app.engine_host import ERROR
 from tui.app.format import ms, summary_line, tps
-from tui.app.heap import settle_heap
 from tui.app.messages import (
     EngineStateChanged,
     ServerSampled,
@@ -32,9 +29,10 @@ from tui.app.messages import (
     TelemetrySampled,
 )
 from tui.app.pacing import AppendPacer
+from tui.app.screens.engine_slots import EngineSlots, next_name, windows
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation, Turn
-from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
@@ -44,7 +42,7 @@ from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.window import RollingWindow
 from tui.engines.base import CancelToken, EngineError, GenerationRequest
-from tui.telemetry.server import server_probe
+from tui.telemetry.sampler import TelemetrySample
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
@@ -53,7 +51,7 @@ TEXT_MIN_HZ = 10.0  # and at least, however busy the UI thread (streaming must l
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 
-class ChatScreen(Screen):
+class ChatScreen(EngineSlots):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="cancel", priority=True),
         Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),
@@ -72,9 +70,9 @@ class ChatScreen(Screen):
         self.live: dict[str, LiveRequest | None] = {"A": None, "B": None}
         self.cancels: dict[str, CancelToken] = {}
         self.messages: dict[str, list[dict[str, str]]] = {"A": [], "B": []}
-        self.history: dict[str, dict[str, RollingWindow]] = {"A": _windows(), "B": _windows()}
+        self.history: dict[str, dict[str, RollingWindow]] = {"A": windows(), "B": windows()}
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
-        self.last_sample = None
+        self.last_sample: TelemetrySample | None = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
         self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
@@ -101,7 +99,7 @@ class ChatScreen(Screen):
         names = list(app.config.engines)
         first = app.initial_engine
         self.slot_engine["A"] = first
-        self.slot_engine["B"] = _next_name(names, first)
+        self.slot_engine["B"] = next_name(names, first)
         self._show_slot("A")
         self.query_one("#prompt", PromptInput).focus()
         self._layout_for(self.size.width, self.size.height)
@@ -128,136 +126,6 @@ class ChatScreen(Screen):
         if not narrow:
             self.remove_class("-show-panels")
         self._update_strip()
-
-    # -- engines --------------------------------------------------------------------
-    def host(self, slot: str) -> EngineHost:
-        name = self.slot_engine[slot]
-        assert name is not None
-        return self.app.host(name)
-
-    def _show_slot(self, slot: str) -> None:
-        name = self.slot_engine[slot]
-        if name is None:
-            return
-        spec = self.app.config.engines[name]
-        host = self.app.host(name)
-        info = host.info()
-        model = info.model if info else (spec.model or spec.url or "")
-        detail = host.error or ""
-        self.query_one(EngineBar).set_slot(
-            slot,
-            SlotView(
-                engine=name, kind=spec.kind, model=_short(model), state=host.state, detail=detail
-            ),
-        )
-
-    def _start_load(self, slot: str) -> None:
-        self.run_worker(
-            self._ensure_loaded(slot),
-            group=f"load-{slot}",
-            exclusive=True,
-            exit_on_error=False,
-            description=f"load engine for slot {slot}",
-        )
-
-    async def _ensure_loaded(self, slot: str) -> EngineHost | None:
-        """Load the slot's engine if needed (off the UI loop); None when it failed."""
-        name = self.slot_engine[slot]
-        assert name is not None
-        host = self.app.host(name)
-        lock = self._load_locks.setdefault(name, asyncio.Lock())
-        async with lock:
-            if host.state in (READY, GENERATING) and host.engine is not None:
-                return host
-            self.post_message(EngineStateChanged(slot, name, "loading"))
-            try:
-                load_ms = await host.load()
-            except EngineError as e:
-                self.post_message(EngineStateChanged(slot, name, "error", str(e)))
-                return None
-            self.post_message(
-                EngineStateChanged(slot, name, "ready", f"loaded in {load_ms:.0f} ms")
-            )
-            return host
-
-    @on(EngineStateChanged)
-    def _engine_state(self, msg: EngineStateChanged) -> None:
-        if self.slot_engine.get(msg.slot) != msg.engine:
-            return  # a message about an engine this slot no longer uses
-        self._show_slot(msg.slot)
-        self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
-        if msg.state == "error":
-            self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
-        if msg.state == "ready":
-            self.call_after_refresh(self._settle_heap)  # loading made many objects
-        if msg.slot == "A" and msg.state == "ready":
-            info = self.host("A").info()
-            self.app.watch_pid(info.pid if info else None)
-            if self.app.telemetry_enabled:
-                self.run_worker(
-                    partial(self._server_metrics, msg.engine),
-                    thread=True,
-                    group="server-telemetry",
-                    exclusive=True,
-                    exit_on_error=False,
-                    description=f"server metrics of {msg.engine}",
-                )
-
-    def use_engine(self, slot: str, name: str) -> None:
-        """Point a slot at a configured engine (engine switch / command palette)."""
-        if name not in self.app.config.engines:
-            self.notify(f"no engine named {name!r} in config", severity="error")
-            return
-        if self.busy:
-            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
-            return
-        old = self.slot_engine[slot]
-        if old == name:
-            return
-        self.slot_engine[slot] = name
-        if slot == "A":
-            self.query_one(ServerPanel).show_lines(None)
-        self.history[slot] = _windows()
-        self.last_metrics[slot] = None
-        self.messages[slot] = []
-        self._show_slot(slot)
-        if slot == "A":
-            self.app.remember(engine=name)
-        if slot == "A" or self.ab:
-            self._start_load(slot)
-        if old is not None and old not in self.slot_engine.values():
-            self.app.release_host(old)
-
-    def action_next_engine(self) -> None:
-        names = list(self.app.config.engines)
-        if len(names) < 2:
-            self.notify("only one engine is configured: add [engines.NAME] tables to config")
-            return
-        nxt = _next_name(names, self.slot_engine["A"])
-        if self.ab and nxt == self.slot_engine["B"]:
-            nxt = _next_name(names, nxt)
-        self.use_engine("A", nxt)
-
-    def action_toggle_ab(self) -> None:
-        names = list(self.app.config.engines)
-        if not self.ab and len(names) < 2:
-            self.notify("A/B needs two engines: add another [engines.NAME] table to config")
-            return
-        if self.busy:
-            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
-            return
-        self.ab = not self.ab
-        self.set_class(self.ab, "-ab")
-        if self.ab:
-            if self.slot_engine["B"] in (None, self.slot_engine["A"]):
-                self.slot_engine["B"] = _next_name(names, self.slot_engine["A"])
-            self._show_slot("B")
-            self._start_load("B")
-        self.query_one(EngineBar).set_ab(self.ab)
-        mode = "concurrently" if self.app.config.ui.ab_concurrent else "one after the other"
-        self.notify(
-            f"A/B mode {'on' if self.ab else 'off'}" + (f" (engines run {mode})" if self.ab else "")
-        )
 
     def action_toggle_panels(self) -> None:
         if self.has_class("-narrow"):
@@ -393,11 +261,6 @@ class ChatScreen(Screen):
         self.post_message(StreamEnded(slot, live, metrics, turn))
         return metrics
 
-    def _settle_heap(self) -> None:
-        """Full GC between requests, never during one (see tui/app/heap.py)."""
-        if not self.busy:
-            settle_heap()
-
     @on(StreamUpdated)
     async def _stream_updated(self, msg: StreamUpdated) -> None:
         """Append what arrived, at most TEXT_MAX_HZ times a second per pane (down to
@@ -489,20 +352,6 @@ class ChatScreen(Screen):
         self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
 
     # -- telemetry ------------------------------------------------------------------
-    def _server_metrics(self, name: str) -> None:
-        """Thread worker: scrape the engine's server at the telemetry interval."""
-        worker = get_current_worker()
-        probe = server_probe(self.app.config.engines[name])
-        if probe is None:
-            self.post_message(ServerSampled(name, None))
-            return
-        interval = self.app.config.telemetry.interval_s
-        while not worker.is_cancelled:
-            self.post_message(ServerSampled(name, probe.sample()))
-            deadline = time.monotonic() + max(interval, 0.5)
-            while time.monotonic() < deadline and not worker.is_cancelled:
-                time.sleep(0.05)
-
     @on(ServerSampled)
     def _server_sampled(self, msg: ServerSampled) -> None:
         if msg.engine == self.slot_engine["A"]:
@@ -521,22 +370,6 @@ class ChatScreen(Screen):
             self.slot_engine["A"], self.last_metrics["A"], self.last_sample
         )
         self.query_one(HardwarePanel).show(self.last_sample, self.app.sampler.cpu.snapshot(), roof)
-
-
-def _windows() -> dict[str, RollingWindow]:
-    return {k: RollingWindow(60) for k in ("ttft", "itl", "decode", "prefill")}
-
-
-def _next_name(names: list[str], current: str | None) -> str:
-    if current not in names:
-        return names[0]
-    return names[(names.index(current) + 1) % len(names)]
-
-
-def _short(model: str, width: int = 40) -> str:
-    if model.endswith(".gguf") or model.startswith(("/", "~", ".")):
-        model = model.replace("\\", "/").rsplit("/", 1)[-1]
-    return model if len(model) <= width else model[: width - 1] + "…"
 
 
 def engine_names(names: Iterable[str]) -> list[str]:
