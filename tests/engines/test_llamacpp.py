@@ -168,7 +168,8 @@ def test_stream_before_load_fails_cleanly():
         return [e async for e in eng.stream(GenerationRequest.from_prompt("hi"))]
 
     events = asyncio.run(go())
-    assert len(events) == 1 and isinstance(events[0], Failed)
+    assert [type(e) for e in events] == [RequestSent, Failed]  # the stream contract holds
+    assert events[1].kind == "load" and "not loaded" in events[1].message
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,9 @@ class LlamaCppEngine(Engine):
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         if self._llm is None or self._executor is None:
-            yield Failed(time.perf_counter_ns(), "engine is not loaded", "load")
+            now = time.perf_counter_ns()  # the stream contract: RequestSent, then the end
+            yield RequestSent(now)
+            yield Failed(now, "engine is not loaded", "load")
             return
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop)
