@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any
 
-COLUMNS = (
+RECORD_COLUMNS = (  # taken from the request's record
     "engine",
     "phase",
     "level",
@@ -19,6 +19,8 @@ COLUMNS = (
     "t_end_s",
     "load_ms",
     "pre_send_wait_ms",
+)
+METRIC_COLUMNS = (  # taken from its metrics (tui/core/metrics.py)
     "ttft_ms",
     "ttfr_ms",
     "itl_ms_p50",
@@ -33,23 +35,8 @@ COLUMNS = (
     "output_tokens_source",
     "engine_prefill_ms",
     "engine_decode_tps",
-    "error_kind",
-    "error",
 )
-_RECORD_KEYS = {
-    "engine",
-    "phase",
-    "level",
-    "concurrency",
-    "rate",
-    "index",
-    "request_id",
-    "status",
-    "t_start_s",
-    "t_end_s",
-    "load_ms",
-    "pre_send_wait_ms",
-}
+COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, "error_kind", "error")
 
 
 def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,14 +44,10 @@ def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     for engine in report["engines"]:
         for rec in engine["records"]:
             m = rec["metrics"]
-            row = {}
-            for col in COLUMNS:
-                if col in _RECORD_KEYS:
-                    row[col] = rec.get(col)
-                elif col == "error_kind":
-                    row[col] = rec["timeline"].get("error_kind")
-                else:
-                    row[col] = m.get(col)
+            row = {col: rec.get(col) for col in RECORD_COLUMNS}
+            row.update((col, m.get(col)) for col in METRIC_COLUMNS)
+            row["error_kind"] = rec["timeline"].get("error_kind")
+            row["error"] = m.get("error")
             out.append(row)
     return out
 
