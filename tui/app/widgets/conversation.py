@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
@@ -88,17 +89,25 @@ class TailText(Widget):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lines: list[str] = []
+        self._style: Style | None = None  # rich_style walks the ancestors: once a paint
 
     def show(self, lines: list[str]) -> None:
         self.lines = lines
+        self._style = None
         self.refresh()
+
+    def notify_style_update(self) -> None:
+        self._style = None  # a theme or class change
+        super().notify_style_update()
 
     @property
     def plain(self) -> str:
         return "\n".join(self.lines)
 
     def render_line(self, y: int) -> Strip:
-        width, style = self.size.width, self.rich_style
+        if self._style is None:
+            self._style = self.rich_style
+        width, style = self.size.width, self._style
         if y >= len(self.lines):
             return Strip.blank(width, style)
         return Strip([Segment(self.lines[y], style)]).crop_extend(0, width, style)
