@@ -295,10 +295,18 @@ class Http1Response:
                     raise httpx.RemoteProtocolError(
                         "peer closed connection without sending complete message body"
                     )
-            for t, data in parts:
+            for i, (t, data) in enumerate(parts):
                 out = body.feed(data)
+                if body.done:
+                    # settled before the last yield: a consumer that stops at the end of
+                    # the stream (SSE [DONE]) still leaves a reusable connection
+                    self._complete = True
+                    extra = body.extra or i + 1 < len(parts)
+                    self._reusable = keep and not extra
                 if out:
                     yield t, out
+                if body.done:
+                    return
             parts = []
         self._complete = True
         self._reusable = keep and not isinstance(body, UntilClose) and not body.extra

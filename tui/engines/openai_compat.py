@@ -298,15 +298,19 @@ class OpenAICompatEngine(Engine):
     ) -> None:
         decoder = SSEDecoder()
         first = True
-        async for t_ns, part in stamped(resp, self.timeouts):
-            if first:
-                emit(FirstByte(t_ns))
-                first = False
-            for data in decoder.feed_data(part):
-                for ev in state.on_data(data, t_ns):
-                    emit(ev)
-                if state.done:
-                    return
+        body = stamped(resp, self.timeouts)
+        try:
+            async for t_ns, part in body:
+                if first:
+                    emit(FirstByte(t_ns))
+                    first = False
+                for data in decoder.feed_data(part):
+                    for ev in state.on_data(data, t_ns):
+                        emit(ev)
+                    if state.done:
+                        return
+        finally:
+            await body.aclose()  # type: ignore[attr-defined]
         now = time.perf_counter_ns()
         for sse in decoder.close():
             for ev in state.on_data(sse.data, now):
