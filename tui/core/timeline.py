@@ -17,14 +17,9 @@ from tui.core.events import (
     Usage,
 )
 
-
-@dataclass
-class ChunkStamp:
-    """One response chunk: when it arrived, its text, its engine-given token count."""
-
-    t_ns: int
-    text: str
-    tokens: int | None
+# One response chunk: when it arrived, its text, its engine-given token count. The
+# timeline keeps the TextChunk event itself (no copy per token).
+ChunkStamp = TextChunk
 
 
 @dataclass
@@ -47,7 +42,7 @@ class RequestTimeline:
         if isinstance(event, TextChunk):
             if self.t_first_byte_ns is None:
                 self.t_first_byte_ns = event.t_ns
-            self.chunks.append(ChunkStamp(event.t_ns, event.text, event.tokens))
+            self.chunks.append(event)
         elif isinstance(event, RequestSent):
             self.t_sent_ns = event.t_ns
         elif isinstance(event, FirstByte):
@@ -68,6 +63,17 @@ class RequestTimeline:
             self.error = event.message
             self.error_kind = event.kind
             self.finish_reason = "error"
+
+    def extend(self, events: list[StreamEvent]) -> None:
+        """:meth:`add` each event, in order (text chunks, the bulk, inline)."""
+        chunks = self.chunks
+        for event in events:
+            if isinstance(event, TextChunk):
+                if self.t_first_byte_ns is None:
+                    self.t_first_byte_ns = event.t_ns
+                chunks.append(event)
+            else:
+                self.add(event)
 
     @property
     def text(self) -> str:

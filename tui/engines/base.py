@@ -138,6 +138,15 @@ class Engine(abc.ABC):
     ) -> AsyncIterator[StreamEvent]:
         """Answer ``request``, yielding events stamped where they happened."""
 
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`stream`, in lists of events that became available together (the bench's
+        way in: one step per list, not per event). Engines that relay events from another
+        thread in batches override it; by default each event is a list of its own."""
+        async for event in self.stream(request, cancel):
+            yield [event]
+
     @abc.abstractmethod
     def info(self) -> EngineInfo:
         """Engine, model, quantisation, context size and parameters."""

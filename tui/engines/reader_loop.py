@@ -100,6 +100,7 @@ class HttpReader(LoopThread):
 
 
 Emit = Callable[[StreamEvent], None]
+_END = (Finished, Failed)  # a tuple: ``Finished | Failed`` would build a union per call
 
 
 async def relay(
@@ -140,7 +141,7 @@ async def relay_batches(
         if not box.pending:
             reader.post(loop, box)
         box.pending.append(ev)
-        ended = isinstance(ev, Finished | Failed)
+        ended = isinstance(ev, _END)
 
     async def guarded() -> None:
         task = asyncio.ensure_future(run(emit))
@@ -171,7 +172,7 @@ async def relay_batches(
         while True:
             batch = await box.queue.get()
             yield batch
-            if isinstance(batch[-1], Finished | Failed):
+            if isinstance(batch[-1], _END):
                 return
     finally:
         if not fut.done():
