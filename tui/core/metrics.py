@@ -120,7 +120,7 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
         else:
             estimated = True
             per_gap = (n_out - 1) / len(gaps) if n_out and n_out > 1 else 1.0
-            itl_token = [_ms(g) / per_gap for g in gaps]
+            itl_token = [g / NS_PER_MS / per_gap for g in gaps]  # _ms(g) / per_gap
 
     tpot = decode_tps = decode_ms = None
     if ttft_ns is not None and e2e_ns is not None and n_out is not None and n_out > 1:
