@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tui.engines.http1 import Http1Pool, fast_path_ok
-from tui.engines.http_common import HttpTimeouts, StallTimeout
+from tui.engines.http_common import HttpTimeouts
 from tui.engines.http_framing import Chunked
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
@@ -236,94 +236,3 @@ async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reus
         pool.close()
         srv.close()
     assert served == [0, 0]  # one connection, used twice
-
-
-async def _pushed(resp: object, stop_at: bytes | None = None) -> list[tuple[int, bytes]]:
-    got: list[tuple[int, bytes]] = []
-
-    def on_part(t: int, data: bytes) -> bool:
-        got.append((t, data))
-        return stop_at is not None and stop_at in data
-
-    await resp.push_body(TIMEOUTS_SHORT, on_part)  # type: ignore[attr-defined]
-    return got
-
-
-TIMEOUTS_SHORT = HttpTimeouts(connect=5, read=0.6, stall=0.3)
-
-
-async def test_push_body_stamps_each_read_and_keeps_the_connection() -> None:
-    served: list[int] = []
-    conns = iter(range(100))
-
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        number = next(conns)
-        for _ in range(2):
-            await _read_request(r)
-            served.append(number)
-            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n")
-            await w.drain()
-            await asyncio.sleep(0.2)
-            w.write(b"4\r\ntwo!\r\n6\r\n[DONE]\r\n0\r\n\r\n")
-            await w.drain()
-
-    srv, url = await _serve(handler)
-    pool = Http1Pool({}, TIMEOUTS)
-    try:
-        for stop_at in (None, b"[DONE]"):  # to the end of the body; stopped at the last part
-            resp = await pool.post(url, b"{}", "application/json")
-            parts = await _pushed(resp, stop_at)
-            await resp.aclose()
-            assert b"".join(d for _, d in parts) == b"onetwo![DONE]"
-            gap_ms = (parts[-1][0] - parts[0][0]) / 1e6
-            assert 180 < gap_ms < 400, gap_ms
-    finally:
-        pool.close()
-        srv.close()
-    assert served == [0, 0]  # one connection, used twice
-
-
-@pytest.mark.parametrize("first", [b"", b"3\r\none\r\n"])
-async def test_push_body_read_timeout_then_stall_timeout(first: bytes) -> None:
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _read_request(r)
-        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-        await w.drain()
-        if first:
-            await asyncio.sleep(0.1)
-            w.write(first)
-            await w.drain()
-        await asyncio.sleep(3)
-
-    srv, url = await _serve(handler)
-    pool = Http1Pool({}, TIMEOUTS)
-    try:
-        resp = await pool.post(url, b"{}", "application/json")
-        t0 = time.monotonic()
-        expected = StallTimeout if first else httpx.ReadTimeout
-        with pytest.raises(expected):
-            await _pushed(resp)
-        waited = time.monotonic() - t0
-        assert (0.35 < waited < 1.0) if first else (0.55 < waited < 1.2), waited
-        await resp.aclose()
-    finally:
-        pool.close()
-        srv.close()
-
-
-async def test_push_body_server_closing_mid_body_is_a_protocol_error() -> None:
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _read_request(r)
-        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n")
-        await w.drain()
-
-    srv, url = await _serve(handler)
-    pool = Http1Pool({}, TIMEOUTS)
-    try:
-        resp = await pool.post(url, b"{}", "application/json")
-        with pytest.raises(httpx.RemoteProtocolError):
-            await _pushed(resp)
-        await resp.aclose()
-    finally:
-        pool.close()
-        srv.close()

@@ -27,7 +27,7 @@ import socket
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -112,11 +112,7 @@ class _Conn:
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timeout = 0.0
-        self._since = 0.0  # loop.time() when the current wait began (or the last read came)
-        # pump(): reads go straight to the sink, from the read callback (no wake-up per read)
-        self._sink: Callable[[int, bytes], bool] | None = None
-        self._sink_end: bool | BaseException | None = None  # True: the sink finished
-        self._stall = 0.0
+        self._since = 0.0  # loop.time() when the current wait began
 
         loop.add_reader(sock.fileno(), self._on_readable)
 
@@ -127,7 +123,6 @@ class _Conn:
         """Read everything the socket holds; each read keeps its own stamp."""
         size = SMALL_READ
         while not self.closed:
-            asked = size if self.kernel_stamps else READ_SIZE
             try:
                 if self.kernel_stamps:
                     data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
@@ -146,29 +141,9 @@ class _Conn:
                 self.connection_lost(None)
                 return
             self.data_received(t, data)
-            if len(data) < asked:
-                # a short read emptied the socket: no second read to learn that from
-                # EAGAIN (a syscall and an exception per wake-up); the selector is
-                # level-triggered, so bytes that came meanwhile wake us again
-                return
 
     def data_received(self, t_ns: int, data: bytes) -> None:
-        sink = self._sink
-        if sink is not None:
-            self._since = self.loop.time()  # the stall watchdog counts from here
-            if self._timeout != self._stall:  # the first read came: stall timeout from now
-                self._timeout = self._stall
-                self._cancel_timer()
-                self._timer = self.loop.call_at(self._since + self._stall, self._check)
-            try:
-                if not sink(t_ns, data):
-                    return
-                self._sink_end = True
-            except Exception as e:  # noqa: BLE001 - raised again in pump()
-                self._sink_end = e
-            self._sink = None
-        else:
-            self.parts.append((t_ns, data))
+        self.parts.append((t_ns, data))
         w = self._waiter
         if w is not None:
             self._waiter = None
@@ -203,37 +178,6 @@ class _Conn:
             await self._waiter
         parts, self.parts = self.parts, []
         return parts
-
-    async def pump(self, sink: Callable[[int, bytes], bool], first: float, stall: float) -> bool:
-        """Hand every read to ``sink(t_ns, data)`` as it comes, from the read callback
-        itself, until the sink returns True (then True) or the connection closes (False).
-
-        Waits up to ``first`` seconds for the first read, ``stall`` between later ones
-        (TimeoutError); what the sink raises is raised here.
-        """
-        parts, self.parts = self.parts, []
-        for t, data in parts:
-            if sink(t, data):
-                return True
-        self._sink, self._sink_end, self._stall = sink, None, stall
-        if parts:
-            first = stall
-        try:
-            while self._sink_end is None and not self.closed:
-                self._since = self.loop.time()
-                if self._timer is None or first != self._timeout:
-                    self._cancel_timer()
-                    self._timeout = first
-                    self._timer = self.loop.call_at(self._since + first, self._check)
-                self._waiter = self.loop.create_future()
-                await self._waiter
-                first = self._timeout
-        finally:
-            self._sink = None
-        end, self._sink_end = self._sink_end, None
-        if isinstance(end, BaseException):
-            raise end
-        return end is True
 
     def _check(self) -> None:
         """The watchdog: fail the wait if it is older than the timeout, else re-arm."""
@@ -315,8 +259,11 @@ class Http1Response:
         if coding != "identity":
             raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
 
-    def _framing(self) -> tuple[Framing, bool]:
-        """The body's framing, and whether the connection may be kept alive after it."""
+    async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
+        """Body bytes (de-chunked) with the stamp of the network read that brought them.
+
+        The first read may wait ``timeouts.read``, later ones ``timeouts.stall``.
+        """
         h = self.headers
         if "chunked" in h.get("transfer-encoding", "").lower():
             body: Framing = Chunked()
@@ -329,56 +276,6 @@ class Http1Response:
             body = UntilClose()
         conn_header = h.get("connection", "").lower()
         keep = "keep-alive" in conn_header if self._http10 else "close" not in conn_header
-        return body, keep
-
-    async def push_body(
-        self, timeouts: HttpTimeouts, on_part: Callable[[int, bytes], bool]
-    ) -> None:
-        """:meth:`stamped_body`, pushed: ``on_part(t_ns, data)`` is called from the read
-        callback itself for each read's body bytes (no task wake-up per read), until the
-        body ends or it returns True. Stamps, timeouts and faults as for stamped_body;
-        what ``on_part`` raises is raised here."""
-        body, keep = self._framing()
-        fed = False  # a read came (after it, the stall timeout applies)
-
-        def sink(t_ns: int, data: bytes) -> bool:
-            nonlocal fed
-            fed = True
-            out = body.feed(data)
-            if body.done:
-                self._complete = True
-                self._reusable = keep and not body.extra
-            return bool(out and on_part(t_ns, out)) or body.done
-
-        rest, self._rest = self._rest, []
-        for t_ns, data in rest:
-            if sink(t_ns, data):
-                return
-        first = timeouts.stall if fed else timeouts.read
-        conn = self._conn
-        try:
-            if await conn.pump(sink, first, timeouts.stall):
-                return
-        except TimeoutError:
-            if not fed:
-                raise httpx.ReadTimeout("no body within the read timeout") from None
-            raise StallTimeout() from None
-        if isinstance(body, UntilClose):  # closed: that is its end
-            self._complete = True
-            self._reusable = False
-            return
-        if conn.error is not None:
-            raise httpx.ReadError(str(conn.error) or "connection reset")
-        raise httpx.RemoteProtocolError(
-            "peer closed connection without sending complete message body"
-        )
-
-    async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
-        """Body bytes (de-chunked) with the stamp of the network read that brought them.
-
-        The first read may wait ``timeouts.read``, later ones ``timeouts.stall``.
-        """
-        body, keep = self._framing()
         parts, self._rest = self._rest, []
         first = not parts  # no body bytes came with the head
         while not body.done:

@@ -318,37 +318,6 @@ class OpenAICompatEngine(Engine):
     ) -> None:
         decoder = SSEDecoder()
         first = True
-        if isinstance(resp, Http1Response):
-            # pushed: parsed in the read callback, no task wake-up per read
-            def on_part(t_ns: int, part: bytes) -> bool:
-                nonlocal first
-                if first:
-                    emit(FirstByte(t_ns))
-                    first = False
-                for data in decoder.feed_payloads(part):
-                    ev = state.on_data(data, t_ns)
-                    if ev is not None:
-                        emit(ev)
-                    if state.done:
-                        return True
-                return False
-
-            await resp.push_body(self.timeouts, on_part)
-        else:
-            await self._pull_events(resp, state, emit, decoder)
-        if state.done:
-            return
-        now = time.perf_counter_ns()
-        for sse in decoder.close():
-            ev = state.on_data(sse.data, now)
-            if ev is not None:
-                emit(ev)
-
-    async def _pull_events(
-        self, resp: httpx.Response, state: OpenAIStreamState, emit: Emit, decoder: SSEDecoder
-    ) -> None:
-        """httpx (https, proxies): body parts pulled as they come."""
-        first = True
         body = stamped(resp, self.timeouts)
         try:
             async for t_ns, part in body:
@@ -363,6 +332,11 @@ class OpenAICompatEngine(Engine):
                         return
         finally:
             await body.aclose()  # type: ignore[attr-defined]
+        now = time.perf_counter_ns()
+        for sse in decoder.close():
+            ev = state.on_data(sse.data, now)
+            if ev is not None:
+                emit(ev)
 
     def _emit_partial(self, state: OpenAIStreamState, emit: Emit) -> None:
         """Before a Failed: pass on the token counts the server already gave."""
