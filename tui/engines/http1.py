@@ -123,6 +123,7 @@ class _Conn:
         """Read everything the socket holds; each read keeps its own stamp."""
         size = SMALL_READ
         while not self.closed:
+            asked = size if self.kernel_stamps else READ_SIZE
             try:
                 if self.kernel_stamps:
                     data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
@@ -141,6 +142,11 @@ class _Conn:
                 self.connection_lost(None)
                 return
             self.data_received(t, data)
+            if len(data) < asked:
+                # a short read emptied the socket: no second read to learn that from
+                # EAGAIN (a syscall and an exception per wake-up); the selector is
+                # level-triggered, so bytes that came meanwhile wake us again
+                return
 
     def data_received(self, t_ns: int, data: bytes) -> None:
         self.parts.append((t_ns, data))
