@@ -205,3 +205,34 @@ async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None
         conn.close()
         peer.close()
         server.close()
+
+
+async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reusable() -> None:
+    """An SSE reader stops at ``data: [DONE]``; the body's last chunk came in the same read."""
+    served: list[int] = []
+    conns = iter(range(100))
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        number = next(conns)
+        for _ in range(2):
+            await _read_request(r)
+            served.append(number)
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            w.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+            await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        for _ in range(2):
+            resp = await pool.post(url, b"{}", "application/json")
+            body = resp.stamped_body(TIMEOUTS)
+            async for _t, part in body:
+                assert part == b"data: [DONE]\n\n"
+                break  # stop at the end of the stream, as the SSE reader does
+            await body.aclose()
+            await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert served == [0, 0]  # one connection, used twice

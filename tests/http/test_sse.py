@@ -64,3 +64,31 @@ def test_feed_data_gives_the_data_of_feed_at_every_split_point() -> None:
         got = d.feed_data(STREAM[:cut]) + d.feed_data(STREAM[cut:])
         got += [ev.data for ev in d.close()]
         assert got == [ev.data for ev in EXPECTED], cut
+
+
+LF_STREAM = (
+    b'data: {"a": 1}\n\n'
+    b"data: caf\xc3\xa9\n\n"
+    b": comment\n\n\n"
+    b"event: ping\ndata: x\n\n"
+    b"data: line1\ndata:line2\n\n"
+    b"data\n\n"
+    b"data: bad \xff byte\n\n"
+    b"data: [DONE]\n\n"
+    b"data: tail"
+)
+
+
+def test_feed_payloads_fast_path_matches_the_full_rules_at_every_split_point() -> None:
+    whole = SSEDecoder()
+    expected = [ev.data for ev in whole.feed(LF_STREAM) + whole.close()]
+    assert expected[-1] == "tail" and "café" in expected
+    for stream in (LF_STREAM, LF_STREAM.replace(b"data: x\n", b"data: x\r\n")):
+        for cut in range(1, len(stream)):
+            for cut2 in (cut, min(len(stream), cut + 7)):
+                d = SSEDecoder()
+                got = d.feed_payloads(stream[:cut]) + d.feed_payloads(stream[cut:cut2])
+                got += d.feed_payloads(stream[cut2:])
+                texts = [p.decode("utf-8", "replace") for p in got]
+                texts += [ev.data for ev in d.close()]
+                assert texts == expected, (stream, cut, cut2)

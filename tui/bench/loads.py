@@ -91,8 +91,8 @@ class RequestDriver:
         tl = RequestTimeline()
         t_call = time.perf_counter_ns()
         try:
-            async for event in self.engine.stream(request, cancel):
-                tl.add(event)
+            async for batch in self.engine.stream_batches(request, cancel):
+                tl.extend(batch)
         except Exception as e:  # an engine that broke its never-raise contract
             tl.add(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
         finally:

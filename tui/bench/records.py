@@ -109,7 +109,7 @@ def classify(tl: RequestTimeline) -> str:
         return "cancelled"
     if tl.error is not None:
         return "failed"
-    if not tl.content_chunks:
+    if not any(tl.chunk_text):
         if tl.error is None:
             tl.error = "the stream ended without generated text"
             tl.error_kind = "protocol"

@@ -25,12 +25,16 @@ class FirstByte:
     t_ns: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TextChunk:
     """A response chunk. ``text`` may be empty (a role-only chunk): that is not a token.
 
     ``tokens`` is how many generated tokens the engine says this chunk carries, or
     ``None`` when the engine does not say.
+
+    Not frozen, unlike the other events: there is one per token, a frozen dataclass
+    costs about 3x as much to build, and a request's timeline keeps the event itself as
+    its :class:`~tui.core.timeline.ChunkStamp`. Treat it as read-only all the same.
     """
 
     t_ns: int

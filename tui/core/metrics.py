@@ -89,44 +89,44 @@ def output_token_count(tl: RequestTimeline) -> tuple[int | None, str]:
     """N and where it came from (see the module docstring)."""
     if tl.usage_output_tokens is not None:
         return tl.usage_output_tokens, "usage"
-    content = tl.content_chunks
-    if content and all(c.tokens is not None for c in content):
-        return sum(c.tokens or 0 for c in content), "engine-chunks"
+    _, tokens = tl.content_columns()
+    if tokens and all(k is not None for k in tokens):
+        return sum(k or 0 for k in tokens), "engine-chunks"
     if tl.truth is not None and tl.truth.output_tokens is not None:
         return tl.truth.output_tokens, "usage"
-    return len(content), "chunk-count-estimate"
+    return len(tokens), "chunk-count-estimate"
 
 
 def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
     """Compute every metric of one request from its timeline, as the module defines."""
     t0 = tl.t_sent_ns
-    content = tl.content_chunks
+    stamps, tokens = tl.content_columns()  # of the chunks that carry text
     n_out, n_source = output_token_count(tl)
 
-    ttft_ns = content[0].t_ns - t0 if (t0 is not None and content) else None
+    ttft_ns = stamps[0] - t0 if (t0 is not None and stamps) else None
     ttfr_ns = tl.t_first_byte_ns - t0 if (t0 is not None and tl.t_first_byte_ns) else None
-    t_end = tl.t_end_ns if tl.t_end_ns is not None else (tl.chunks[-1].t_ns if tl.chunks else None)
+    t_end = tl.t_end_ns if tl.t_end_ns is not None else (tl.chunk_ns[-1] if tl.chunk_ns else None)
     e2e_ns = t_end - t0 if (t0 is not None and t_end is not None) else None
 
-    gaps = [b.t_ns - a.t_ns for a, b in zip(content, content[1:])]
-    itl_chunk = [_ms(g) for g in gaps]
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    itl_chunk = [g / NS_PER_MS for g in gaps]
     itl_token: list[float] = []
     estimated = False
     if gaps:
-        if all(c.tokens is not None for c in content[1:]):
-            for g, c in zip(gaps, content[1:]):
-                k = c.tokens or 0
+        if all(k is not None for k in tokens[1:]):
+            for g, k in zip(gaps, tokens[1:]):
+                k = k or 0
                 itl_token.extend([_ms(g) / k] * k)
         else:
             estimated = True
             per_gap = (n_out - 1) / len(gaps) if n_out and n_out > 1 else 1.0
-            itl_token = [_ms(g) / per_gap for g in gaps]
+            itl_token = [g / NS_PER_MS / per_gap for g in gaps]  # _ms(g) / per_gap
 
     tpot = decode_tps = decode_ms = None
     if ttft_ns is not None and e2e_ns is not None and n_out is not None and n_out > 1:
         tpot = _ms(e2e_ns - ttft_ns) / (n_out - 1)
-    if len(content) >= 1 and n_out is not None and n_out > 1:
-        span_ns = content[-1].t_ns - content[0].t_ns
+    if len(stamps) >= 1 and n_out is not None and n_out > 1:
+        span_ns = stamps[-1] - stamps[0]
         decode_ms = _ms(span_ns)
         if span_ns > 0:
             decode_tps = (n_out - 1) / (span_ns / 1e9)
@@ -144,7 +144,7 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
         prompt_tokens=tl.prompt_tokens,
         output_tokens=n_out,
         output_tokens_source=n_source,
-        content_chunks=len(content),
+        content_chunks=len(stamps),
         finish_reason=tl.finish_reason,
         error=tl.error,
     )

@@ -6,7 +6,7 @@ import abc
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -94,13 +94,35 @@ class EngineInfo:
 
 
 class CancelToken:
-    """Set from any thread to stop a stream; engines check it between tokens."""
+    """Set from any thread to stop a stream; engines check it between tokens, or ask to
+    be called (:meth:`on_cancel`)."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (in the cancelling thread) when cancelled, at once if already
+        cancelled. Returns a function that unregisters it."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
 
     @property
     def cancelled(self) -> bool:
@@ -137,6 +159,15 @@ class Engine(abc.ABC):
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         """Answer ``request``, yielding events stamped where they happened."""
+
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`stream`, in lists of events that became available together (the bench's
+        way in: one step per list, not per event). Engines that relay events from another
+        thread in batches override it; by default each event is a list of its own."""
+        async for event in self.stream(request, cancel):
+            yield [event]
 
     @abc.abstractmethod
     def info(self) -> EngineInfo:

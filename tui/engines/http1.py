@@ -123,6 +123,7 @@ class _Conn:
         """Read everything the socket holds; each read keeps its own stamp."""
         size = SMALL_READ
         while not self.closed:
+            asked = size if self.kernel_stamps else READ_SIZE
             try:
                 if self.kernel_stamps:
                     data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
@@ -141,6 +142,11 @@ class _Conn:
                 self.connection_lost(None)
                 return
             self.data_received(t, data)
+            if len(data) < asked:
+                # a short read emptied the socket: no second read to learn that from
+                # EAGAIN (a syscall and an exception per wake-up); the selector is
+                # level-triggered, so bytes that came meanwhile wake us again
+                return
 
     def data_received(self, t_ns: int, data: bytes) -> None:
         self.parts.append((t_ns, data))
@@ -295,10 +301,18 @@ class Http1Response:
                     raise httpx.RemoteProtocolError(
                         "peer closed connection without sending complete message body"
                     )
-            for t, data in parts:
+            for i, (t, data) in enumerate(parts):
                 out = body.feed(data)
+                if body.done:
+                    # settled before the last yield: a consumer that stops at the end of
+                    # the stream (SSE [DONE]) still leaves a reusable connection
+                    self._complete = True
+                    extra = body.extra or i + 1 < len(parts)
+                    self._reusable = keep and not extra
                 if out:
                     yield t, out
+                if body.done:
+                    return
             parts = []
         self._complete = True
         self._reusable = keep and not isinstance(body, UntilClose) and not body.extra

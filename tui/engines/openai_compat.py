@@ -85,52 +85,67 @@ class OpenAIStreamState:
     counted_tokens: int = 0  # running completion_tokens (continuous usage)
     extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields
 
-    def on_data(self, data: str, t_ns: int) -> list[StreamEvent]:
-        """Events carried by one SSE ``data`` payload that arrived at ``t_ns``."""
+    def on_data(self, data: str | bytes, t_ns: int) -> TextChunk | None:
+        """The text chunk carried by one SSE ``data`` payload (text, or UTF-8 bytes) that
+        arrived at ``t_ns``, if it carries text; the rest of what it says goes into this
+        state."""
         self.last_t_ns = t_ns
         try:
             obj = json_loads(data)
         except ValueError:
+            if isinstance(data, bytes):  # as text: invalid UTF-8 becomes U+FFFD
+                return self.on_data(data.decode("utf-8", "replace"), t_ns)
             if data.strip() == "[DONE]":
                 self.done = True
-                return []
+                return None
             raise StreamProtocolError(f"malformed stream data: {data[:120]!r}") from None
         if not isinstance(obj, dict):
-            raise StreamProtocolError(f"stream data is not a JSON object: {data[:120]!r}")
+            raise StreamProtocolError(f"stream data is not a JSON object: {_text(data)[:120]!r}")
         if obj.get("error"):
-            raise StreamServerError(error_message_from_body(data.encode(), "json"))
-        out: list[StreamEvent] = []
+            raw = data if isinstance(data, bytes) else data.encode()
+            raise StreamServerError(error_message_from_body(raw, "json"))
         usage = obj.get("usage")
         tokens: int | None = None
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self.usage = usage
             self.usage_t_ns = t_ns
             ct = usage.get("completion_tokens")
             if isinstance(ct, int):
                 tokens = ct - self.counted_tokens
                 self.counted_tokens = ct
-        for key in ("timings", "x_groq", "system_fingerprint"):
-            if key in obj:
-                self.extra[key] = obj[key]
-        choices = obj.get("choices") or []
-        if not isinstance(choices, list):
-            raise StreamProtocolError(f"'choices' is not a list: {data[:120]!r}")
+        if "timings" in obj or "x_groq" in obj or "system_fingerprint" in obj:
+            for key in _EXTRA_KEYS:
+                if key in obj:
+                    self.extra[key] = obj[key]
+        choices = obj.get("choices")
         text = ""
-        for ch in choices:
-            if not isinstance(ch, dict):
-                continue
-            if self.endpoint == "completions":
-                t = ch.get("text")
-                if isinstance(t, str):
-                    text += t
-            else:
-                text += _chat_text(ch)
-            if ch.get("finish_reason"):
-                self.finish_reason = str(ch["finish_reason"])
+        if choices:
+            if not isinstance(choices, list):
+                raise StreamProtocolError(f"'choices' is not a list: {_text(data)[:120]!r}")
+            completions = self.endpoint == "completions"
+            for ch in choices:
+                if not isinstance(ch, dict):
+                    continue
+                if completions:
+                    t = ch.get("text")
+                    if isinstance(t, str):
+                        text += t
+                else:
+                    text += _chat_text(ch)
+                reason = ch.get("finish_reason")
+                if reason:
+                    self.finish_reason = str(reason)
         if text:
             # Per-chunk counts only when the server counts every chunk (continuous usage).
-            out.append(TextChunk(t_ns, text, tokens if tokens is not None and tokens > 0 else None))
-        return out
+            return TextChunk(t_ns, text, tokens if tokens is not None and tokens > 0 else None)
+        return None
+
+
+_EXTRA_KEYS = ("timings", "x_groq", "system_fingerprint")  # server-specific fields kept
+
+
+def _text(data: str | bytes) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
 
 
 def _chat_text(ch: dict[str, Any]) -> str:
@@ -230,19 +245,24 @@ class OpenAICompatEngine(Engine):
     async def stream(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
+        async for batch in self.stream_batches(request, cancel):
+            for ev in batch:
+                yield ev
+
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
         try:
             request.validate()
         except EngineError as e:
-            for event in refused(str(e)):
-                yield event
+            yield list(refused(str(e)))
             return
 
         async def run(emit: Emit) -> None:
             await self._run(request, emit)
 
         async for batch in relay_batches(self.reader, run, cancel):
-            for ev in batch:
-                yield ev
+            yield batch
 
     def url_for(self, endpoint: str) -> str:
         path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
@@ -298,18 +318,24 @@ class OpenAICompatEngine(Engine):
     ) -> None:
         decoder = SSEDecoder()
         first = True
-        async for t_ns, part in stamped(resp, self.timeouts):
-            if first:
-                emit(FirstByte(t_ns))
-                first = False
-            for data in decoder.feed_data(part):
-                for ev in state.on_data(data, t_ns):
-                    emit(ev)
-                if state.done:
-                    return
+        body = stamped(resp, self.timeouts)
+        try:
+            async for t_ns, part in body:
+                if first:
+                    emit(FirstByte(t_ns))
+                    first = False
+                for data in decoder.feed_payloads(part):
+                    ev = state.on_data(data, t_ns)
+                    if ev is not None:
+                        emit(ev)
+                    if state.done:
+                        return
+        finally:
+            await body.aclose()  # type: ignore[attr-defined]
         now = time.perf_counter_ns()
         for sse in decoder.close():
-            for ev in state.on_data(sse.data, now):
+            ev = state.on_data(sse.data, now)
+            if ev is not None:
                 emit(ev)
 
     def _emit_partial(self, state: OpenAIStreamState, emit: Emit) -> None:

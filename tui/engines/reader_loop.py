@@ -100,6 +100,7 @@ class HttpReader(LoopThread):
 
 
 Emit = Callable[[StreamEvent], None]
+_END = (Finished, Failed)  # a tuple: ``Finished | Failed`` would build a union per call
 
 
 async def relay(
@@ -140,22 +141,31 @@ async def relay_batches(
         if not box.pending:
             reader.post(loop, box)
         box.pending.append(ev)
-        ended = isinstance(ev, Finished | Failed)
+        ended = isinstance(ev, _END)
 
     async def guarded() -> None:
         task = asyncio.ensure_future(run(emit))
-        watcher = asyncio.ensure_future(_watch_cancel(cancel)) if cancel else None
-        try:
-            if watcher is None:
-                await task
-                return
-            done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if task not in done:
+        by_token = False  # the token cancelled the task (not the consumer)
+
+        def stop() -> None:  # reader loop
+            nonlocal by_token
+            if not task.done():
+                by_token = True
                 task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
+
+        def on_cancel() -> None:  # any thread
+            try:
+                reader.loop.call_soon_threadsafe(stop)
+            except RuntimeError:  # the reader loop is closed: nothing left to stop
+                pass
+
+        forget = cancel.on_cancel(on_cancel) if cancel is not None else None
+        try:
+            try:
+                await task
+            except asyncio.CancelledError:
+                if not by_token:
+                    raise
                 emit(Finished(time.perf_counter_ns(), "cancelled"))
         except asyncio.CancelledError:
             task.cancel()
@@ -163,21 +173,16 @@ async def relay_batches(
         except Exception as e:  # noqa: BLE001 - a bug must still end the stream
             emit(Failed(time.perf_counter_ns(), f"internal error: {type(e).__name__}: {e}"))
         finally:
-            if watcher is not None:
-                watcher.cancel()
+            if forget is not None:
+                forget()
 
     fut = reader.submit(guarded())
     try:
         while True:
             batch = await box.queue.get()
             yield batch
-            if isinstance(batch[-1], Finished | Failed):
+            if isinstance(batch[-1], _END):
                 return
     finally:
         if not fut.done():
             fut.cancel()
-
-
-async def _watch_cancel(cancel: CancelToken | None, poll_s: float = 0.02) -> None:
-    while cancel is not None and not cancel.cancelled:
-        await asyncio.sleep(poll_s)
