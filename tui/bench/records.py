@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.timeline import RequestTimeline
+
+
+def finite(x: Any) -> Any:
+    """JSON has no NaN/inf: the same structure with them as None."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
+
 
 # Request phases. Only "cold" and "warm" enter the statistics; warm-up and calibration
 # requests are kept in report.json for the record.
@@ -40,6 +53,7 @@ class RequestRecord:
     # request when it is submitted; a queue inside the engine that stamps later shows here
     # (that wait is then not inside the engine-stamped TTFT).
     pre_send_wait_ms: float | None = None
+    _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -50,7 +64,20 @@ class RequestRecord:
         return self.timeline.error
 
     def to_dict(self) -> dict[str, Any]:
-        truth = self.timeline.truth
+        """The record as report.json holds it (NaN/inf written as None).
+
+        Its timeline and metrics are final once the record exists, so their dictionaries
+        are built once and shared by every report written after (checkpoints included);
+        the record's own fields are read fresh each time.
+        """
+        if self._parts is None:
+            truth = self.timeline.truth
+            self._parts = (
+                finite(self.metrics.to_dict()),
+                self.timeline.to_dict(),
+                finite(truth.to_dict()) if truth is not None else None,
+            )
+        metrics, timeline, truth_dict = self._parts
         return {
             "engine": self.engine,
             "phase": self.phase,
@@ -65,9 +92,9 @@ class RequestRecord:
             "load_ms": self.load_ms,
             "prompt_tokens_target": self.prompt_tokens_target,
             "pre_send_wait_ms": self.pre_send_wait_ms,
-            "metrics": self.metrics.to_dict(),
-            "timeline": self.timeline.to_dict(),
-            "engine_truth": truth.to_dict() if truth is not None else None,
+            "metrics": metrics,
+            "timeline": timeline,
+            "engine_truth": truth_dict,
         }
 
     @classmethod

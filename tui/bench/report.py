@@ -10,12 +10,12 @@ the top of report.md.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from tui.bench.aggregate import N_BOOT, summarize_result
 from tui.bench.atomic import write_atomic
+from tui.bench.records import finite
 from tui.bench.report_csv import csv_text
 from tui.bench.report_md import markdown
 from tui.bench.runner import BenchResult
@@ -25,42 +25,31 @@ SCHEMA = "infertop.bench/1"
 FILES = ("report.json", "report.csv", "report.md")
 
 
-def _finite(x: Any) -> Any:
-    """JSON has no NaN/inf: write them as null."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
-
-
 def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """The report dictionary. Records come finite from RequestRecord.to_dict (and are
+    not walked again: they hold every chunk stamp); the rest is made finite here."""
     engines = []
     for run in result.engines:
         engines.append(
             {
                 "name": run.name,
                 "kind": run.kind,
-                "spec": run.spec,
-                "info": run.info,
+                "spec": finite(run.spec),
+                "info": finite(run.info),
                 "records": [r.to_dict() for r in run.records()],
             }
         )
-    return _finite(
-        {
-            "schema": SCHEMA,
-            "partial": result.partial,
-            "partial_reason": result.partial_reason,
-            "started_at": result.started_at,
-            "finished_at": result.finished_at,
-            "plan": result.plan.to_dict(),
-            "environment": result.environment,
-            "engines": engines,
-            "summary": summarize_result(result, n_boot),
-        }
-    )
+    return {
+        "schema": SCHEMA,
+        "partial": result.partial,
+        "partial_reason": result.partial_reason,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "plan": finite(result.plan.to_dict()),
+        "environment": finite(result.environment),
+        "engines": engines,
+        "summary": finite(summarize_result(result, n_boot)),
+    }
 
 
 CHECKPOINT_BOOT = 200  # resamples in the reports written while the bench still runs
