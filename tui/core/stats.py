@@ -79,7 +79,7 @@ def bootstrap_ci(
         raise ValueError("bootstrap of no values")
     rng = random.Random(seed)
     n = len(values)
-    boots = [stat([values[rng.randrange(n)] for _ in range(n)]) for _ in range(n_boot)]
+    boots = [stat(rng.choices(values, k=n)) for _ in range(n_boot)]
     alpha = (1 - level) / 2 * 100
     return Interval(stat(values), percentile(boots, alpha), percentile(boots, 100 - alpha), level)
 
@@ -98,8 +98,8 @@ def ratio_ci(
     rng = random.Random(seed)
     ratios = []
     for _ in range(n_boot):
-        sa = stat([a[rng.randrange(len(a))] for _ in a])
-        sb = stat([b[rng.randrange(len(b))] for _ in b])
+        sa = stat(rng.choices(a, k=len(a)))
+        sb = stat(rng.choices(b, k=len(b)))
         if sb:
             ratios.append(sa / sb)
     alpha = (1 - level) / 2 * 100
