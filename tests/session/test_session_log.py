@@ -55,6 +55,7 @@ def test_record_has_every_field_and_round_trips(tmp_path):
     r0, r1 = got.records
     assert r0["prompt"] == "hi" and r0["text"] == "Hello" and r0["engine"] == "local"
     assert r0["timeline"]["chunks"] == [[100_000_000, "Hel", 1], [110_000_000, "lo", 1]]
+    assert r0["t_sent_ns"] == 1_000_000_000  # the clock reading the chunk times are relative to
     assert r0["metrics"]["ttft_ms"] == 100.0 and r0["metrics"]["output_tokens"] == 2
     assert r0["error"] is None and r0["params"] == {"max_tokens": 2}
     assert r1["error"] == "server went away" and r1["text"] == "Hello"

@@ -53,6 +53,9 @@ def session_record(
         "messages": messages,
         "params": params,
         "timeline": timeline.to_dict(),
+        # the clock reading the timeline is relative to (perf_counter_ns: CLOCK_MONOTONIC
+        # on Linux, shared by every process of this boot), for comparison with other stamps
+        "t_sent_ns": timeline.t_sent_ns,
         "text": timeline.text,
         "metrics": metrics.to_dict(with_lists=False),
         "engine_truth": None if timeline.truth is None else timeline.truth.to_dict(),
