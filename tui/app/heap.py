@@ -7,12 +7,22 @@ the next shrinks). ``settle_heap()`` runs between requests: a full collection no
 ``gc.freeze()`` moves the survivors to the permanent generation, so the collections
 that run during the next stream scan only what was allocated since. ``gc.unfreeze()``
 first, so objects frozen last time that have become garbage are still collected.
+
+While a request streams, :func:`defer_full_collections` also stops CPython from starting
+a full collection on its own (its generation-2 threshold is set out of reach; young
+collections, ~1 ms, go on): measured in benchmarks/ui_itl_under_load.py, those came
+every second or two mid-stream and held the GIL 4–27 ms, long enough for two 10 ms tokens
+to wait in the socket together, where the kernel merges them and keeps the later stamp.
+:func:`resume_full_collections` restores the threshold when the stream ends.
 """
 
 from __future__ import annotations
 
 import gc
 import time
+
+_FAR = 1 << 30  # generation-1 collections before a full one: never, in practice
+_deferred: tuple[int, int, int] | None = None  # the thresholds to restore
 
 
 def settle_heap() -> float:
@@ -22,3 +32,19 @@ def settle_heap() -> float:
     gc.collect()
     gc.freeze()
     return (time.perf_counter() - t0) * 1000.0
+
+
+def defer_full_collections() -> None:
+    """No automatic full collection until :func:`resume_full_collections`."""
+    global _deferred
+    if _deferred is None:
+        _deferred = gc.get_threshold()
+        gc.set_threshold(_deferred[0], _deferred[1], _FAR)
+
+
+def resume_full_collections() -> None:
+    """Restore the thresholds :func:`defer_full_collections` changed (idempotent)."""
+    global _deferred
+    if _deferred is not None:
+        gc.set_threshold(*_deferred)
+        _deferred = None

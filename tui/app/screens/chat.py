@@ -21,6 +21,7 @@ from textual.widgets import Footer, Static
 
 from tui.app.engine_host import ERROR
 from tui.app.format import ms, summary_line, tps
+from tui.app.heap import defer_full_collections, resume_full_collections
 from tui.app.messages import (
     EngineStateChanged,
     ServerSampled,
@@ -164,6 +165,7 @@ class ChatScreen(EngineSlots):
             self.notify("still answering — wait, or press Esc to cancel", severity="warning")
             return False
         self.busy = True
+        defer_full_collections()  # until the turn ends (see tui/app/heap.py)
         self.turn_no += 1
         slots = ["A", "B"] if self.ab else ["A"]
         requests: dict[str, GenerationRequest] = {}
@@ -227,6 +229,7 @@ class ChatScreen(EngineSlots):
         finally:
             self.cancels.clear()
             self.busy = False
+            resume_full_collections()
             self._live_timer.pause()
             self.call_after_refresh(self._settle_heap)  # after the final answer is painted
         a, b = results.get("A"), results.get("B")
