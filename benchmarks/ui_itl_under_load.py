@@ -20,6 +20,17 @@ If the "openai" engine kind or the pace server is not in this tree, the same mea
 runs against the in-process synthetic engine at 100 tok/s (10 ms) instead, and says so.
 
     .venv/bin/python benchmarks/ui_itl_under_load.py [--requests 5] [--tokens 200]
+
+Measured on the shared 2-core machine (2026-11-30), with the UI, vs the server's send gaps:
+    2026-11-29: p50 0.004 ms, p99 0.35 ms (one run, load ~0.9)
+    2026-11-30, same code and newer: p99 4.3 / 5.5 / 10.3 / 10.4 / 10.5 ms; the app's
+        one-way latency p99 +18.8 ms: stamps late. Cause: CPython's automatic full
+        collections mid-stream (4-27 ms holding the GIL, every 1-2 s); two tokens then
+        waited in the socket together, and the kernel merges queued TCP segments keeping
+        the later one's receive time. Fix: tui/app/heap.py defers full collections while
+        a turn streams (settle_heap runs between turns).
+    after: p50 0.004-0.006 ms, p99 0.36 / 0.80 / 1.11 ms (goal 2); one-way latency p99
+        <= 0 (no stamp later than its send)
 """
 
 from __future__ import annotations
