@@ -64,9 +64,10 @@ matter in runs long enough to checkpoint inside the window):
     12.6 / 14.0 (1.11)   12.6 / 13.4 (1.07)   12.2 / 14.0 (1.16)   11.7 / 13.1 (1.11)
     13.0 / 14.0 (1.08)   14.2 / 13.7 (0.97)   12.8 / 13.4 (1.05)   13.9 / 13.5 (0.97)
     12.4 / 15.3 (1.23)   10.7 / 13.5 (1.26)
-    Median ratio 1.10 (ours 12.6 µs, vLLM's 13.6); >= 1 in 8 of 10 runs. Ours also finishes the 1000 requests in about
-    half the wall time (8-12 s vs 14-27 s): it drives the server faster, so each read
-    carries fewer tokens, which costs more per token; a slower client batches for free.
+    Median ratio 1.10 (ours 12.6 µs, vLLM's 13.6); >= 1 in 8 of 10 runs. Ours also
+    finishes the 1000 requests in about half the wall time (8-12 s vs 14-27 s): it drives
+    the server faster, so each read carries fewer tokens, which costs more per token; a
+    slower client batches for free.
 """
 
 from __future__ import annotations
