@@ -67,3 +67,20 @@ async def test_a_slow_producer_is_seen_promptly():
     assert items == list(range(20))
     assert max(sizes) <= 2  # a token every 10 ms: seen one by one
     assert sorted(lags)[len(lags) // 2] < 0.01  # seen within rest_s (2 ms) + a wake-up
+
+
+async def test_items_are_everything_put_before_close():
+    handoff = Handoff(asyncio.get_running_loop())
+
+    def producer() -> None:
+        try:
+            for i in range(1000):
+                handoff.put(i)
+        finally:
+            handoff.close()
+
+    t = threading.Thread(target=producer)
+    t.start()
+    got = [item async for item in handoff.items()]
+    t.join()
+    assert got == list(range(1000))

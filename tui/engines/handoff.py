@@ -9,6 +9,9 @@ finds everything that arrived meanwhile in one batch. So a fast stream costs one
 per batch, a slow one (a token every few ms or more) still one per token, and no event
 waits longer than ``rest_s`` plus a wake-up to be seen. The stamps were taken before,
 by the producer: batching changes when an event is *seen*, never its time.
+
+The producer ends with :meth:`Handoff.close` (in a ``finally``); the consumer takes
+:meth:`Handoff.items` up to that end, or :meth:`Handoff.batches` as they came.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
+_END = object()  # put by close(): the producer is done
 REST_S = 0.002  # after a batch, let the next one gather this long (≈ 4 tokens at 2,000/s)
 
 
@@ -42,6 +47,10 @@ class Handoff:
             self._parked = False
         self._loop.call_soon_threadsafe(self._wake)
 
+    def close(self) -> None:
+        """Producer thread: nothing more will be put (call it in a ``finally``)."""
+        self.put(_END)
+
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -63,3 +72,12 @@ class Handoff:
                     continue
                 self._parked = True
             await self._waiter
+
+    async def items(self) -> AsyncGenerator[Any, None]:
+        """Consumer: every item, in order, until the producer's :meth:`close`."""
+        async with aclosing(self.batches()) as batches:
+            async for batch in batches:
+                for item in batch:
+                    if item is _END:
+                        return
+                    yield item

@@ -14,7 +14,7 @@ import codecs
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
@@ -56,8 +56,6 @@ FILE_TYPES = {
     18: "Q6_K",
     32: "BF16",
 }
-
-_DONE = object()
 
 
 class LlamaCppEngine(Engine):
@@ -172,15 +170,12 @@ class LlamaCppEngine(Engine):
         # belongs inside TTFT, as it does for a server's queue.
         t_sent = time.perf_counter_ns()
         future = loop.run_in_executor(
-            self._executor, _generate, self._llm, request, handoff.put, stop, token, t_sent
+            self._executor, _generate, self._llm, request, handoff, stop, token, t_sent
         )
         try:
-            async with aclosing(handoff.batches()) as batches:
-                async for batch in batches:
-                    for item in batch:
-                        if item is _DONE:
-                            return
-                        yield item
+            async with aclosing(handoff.items()) as items:
+                async for item in items:
+                    yield item
         finally:
             stop.set()
             await asyncio.shield(future)
@@ -189,7 +184,7 @@ class LlamaCppEngine(Engine):
 def _generate(
     llm: Any,
     request: GenerationRequest,
-    emit: Callable[[Any], None],
+    out: Handoff,
     stop: threading.Event,
     cancel: CancelToken,
     t_sent: int,
@@ -198,6 +193,7 @@ def _generate(
     import llama_cpp
 
     now = time.perf_counter_ns
+    emit = out.put
     emit(RequestSent(t_sent))
     n_out = 0
     prompt_tokens: list[int] = []
@@ -256,7 +252,7 @@ def _generate(
         emit(Usage(now(), len(prompt_tokens) or None, n_out))
         emit(Failed(now(), f"llama.cpp failed: {type(e).__name__}: {e}", "engine"))
     finally:
-        emit(_DONE)
+        out.close()
 
 
 def _truth(perf: Any, prompt_tokens: int, n_out: int) -> EngineTruth:

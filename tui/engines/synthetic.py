@@ -54,8 +54,6 @@ PASSAGE = (
     "per second during decode tracks memory bandwidth rather than raw arithmetic."
 )
 
-_END = object()
-
 
 class SyntheticEngine(Engine):
     """Streams a fixed passage at ``tokens_per_s``; see the module docstring."""
@@ -130,26 +128,24 @@ class SyntheticEngine(Engine):
         stop = _Either(cancel)
         thread = threading.Thread(
             target=self._produce,
-            args=(request, stop, t_sent, handoff.put),
+            args=(request, stop, t_sent, handoff),
             daemon=True,
             name=f"synthetic-{request.request_id}",
         )
         thread.start()
         try:
-            async with aclosing(handoff.batches()) as batches:
-                async for batch in batches:
-                    for item in batch:
-                        if item is _END:
-                            return
-                        yield item
+            async with aclosing(handoff.items()) as items:
+                async for item in items:
+                    yield item
         finally:
             stop.stop()  # the consumer went away early: end the producer too
             await asyncio.to_thread(thread.join, 5.0)
 
-    def _produce(  # type: ignore[no-untyped-def]
-        self, request: GenerationRequest, cancel: _Either, t_sent: int, put
+    def _produce(
+        self, request: GenerationRequest, cancel: _Either, t_sent: int, out: Handoff
     ) -> None:
         """The generating thread: sleeps to each deadline, stamps, hands the chunk over."""
+        put = out.put
         prompt_tokens = sum(len(m.get("content", "").split()) for m in request.messages)
         interval_ns = int(1e9 / self.tokens_per_s)
         t_first_due = t_sent + int(self.ttft_ms * 1e6)
@@ -191,7 +187,7 @@ class SyntheticEngine(Engine):
             )
             put(Finished(time.perf_counter_ns(), reason))
         finally:
-            put(_END)
+            out.close()
 
 
 class _Either:
