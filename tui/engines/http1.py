@@ -306,16 +306,21 @@ class Http1Response:
                 if body.done:
                     # settled before the last yield: a consumer that stops at the end of
                     # the stream (SSE [DONE]) still leaves a reusable connection
-                    self._complete = True
-                    extra = body.extra or i + 1 < len(parts)
-                    self._reusable = keep and not extra
+                    self._settle(body, keep, leftover=i + 1 < len(parts))
                 if out:
                     yield t, out
                 if body.done:
                     return
             parts = []
+        self._settle(body, keep, leftover=False)
+
+    def _settle(self, body: Framing, keep: bool, leftover: bool) -> None:
+        """The body is complete; the connection is reusable when the server keeps it
+        open, the body's end was framed, and no bytes came after it."""
         self._complete = True
-        self._reusable = keep and not isinstance(body, UntilClose) and not body.extra
+        self._reusable = (
+            keep and not isinstance(body, UntilClose) and not body.extra and not leftover
+        )
 
     async def aread(self, limit: int, timeouts: HttpTimeouts) -> bytes:
         """Up to ``limit`` body bytes (for error pages); transport faults end it quietly."""

@@ -106,17 +106,16 @@ class OpenAIStreamState:
             raise StreamServerError(error_message_from_body(raw, "json"))
         usage = obj.get("usage")
         tokens: int | None = None
-        if usage is not None and isinstance(usage, dict):
+        if isinstance(usage, dict):
             self.usage = usage
             self.usage_t_ns = t_ns
             ct = usage.get("completion_tokens")
             if isinstance(ct, int):
                 tokens = ct - self.counted_tokens
                 self.counted_tokens = ct
-        if "timings" in obj or "x_groq" in obj or "system_fingerprint" in obj:
-            for key in _EXTRA_KEYS:
-                if key in obj:
-                    self.extra[key] = obj[key]
+        for key in _EXTRA_KEYS:
+            if key in obj:
+                self.extra[key] = obj[key]
         choices = obj.get("choices")
         text = ""
         if choices:
