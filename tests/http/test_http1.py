@@ -179,8 +179,7 @@ async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None
     GC pause) carry the time they reached the socket, not the time they were read."""
     import socket
 
-    from tui.engines.http1 import _Conn
-    from tui.engines.tcp import probe_arrival_stamps
+    from tui.engines.tcp import StampedConn, probe_arrival_stamps
 
     if not probe_arrival_stamps():
         pytest.skip("this kernel stamps loopback packets when they are read, not on arrival")
@@ -189,7 +188,7 @@ async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None
     client = socket.create_connection(server.getsockname())
     peer, _ = server.accept()
     client.setblocking(False)
-    conn = _Conn(loop, client)
+    conn = StampedConn(loop, client)
     assert conn.kernel_stamps
     try:
         t_send = time.perf_counter_ns()

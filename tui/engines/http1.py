@@ -5,12 +5,13 @@ chunk costs ~28 µs of CPU before it is parsed; this client costs a few. It does
 thing: send a request with a body and read the response as it streams, on keep-alive
 connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`).
 
-Honest timing: on Linux every read carries the kernel's receive timestamp of its bytes
-(``SO_TIMESTAMPNS``: when the packet reached the socket, converted from CLOCK_REALTIME to
-``perf_counter_ns``), so a reader thread kept waiting for the GIL by a busy UI, a garbage
-collection or the OS scheduler does not shift the stamp. Elsewhere, or when the kernel
-gives none, a read is stamped with ``time.perf_counter_ns()`` the moment it returns,
-before anyone parses or consumes the bytes.
+Honest timing (tui/engines/tcp.py, StampedConn): on Linux every read carries the
+kernel's receive timestamp of its bytes (``SO_TIMESTAMPNS``: when the packet reached the
+socket, converted from CLOCK_REALTIME to ``perf_counter_ns``), so a reader thread kept
+waiting for the GIL by a busy UI, a garbage collection or the OS scheduler does not shift
+the stamp. Elsewhere, or when the kernel gives none, a read is stamped with
+``time.perf_counter_ns()`` the moment it returns, before anyone parses or consumes the
+bytes.
 
 Timeouts: ``connect`` for the TCP connection; ``read`` for the response head and the first
 body bytes; ``stall`` for any later gap between reads. One re-armed timer per connection
@@ -23,9 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import sys
-import time
 import urllib.request
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
@@ -40,18 +38,9 @@ from tui.engines.http_common import (
     stamped_body,
 )
 from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
-from tui.engines.tcp import ANC_SIZE, SO_TIMESTAMPNS, kernel_stamp, open_socket
+from tui.engines.tcp import Stamped, StampedConn, open_socket
 
 HEAD_LIMIT = 64 * 1024
-READ_SIZE = 256 * 1024
-# With kernel stamps, one read spanning several packets carries the *last* packet's time.
-# So a reader that finds data waiting reads small pieces (about one SSE event each, each
-# with its own packet's stamp), and switches to whole-buffer reads only while what it reads
-# arrived less than FRESH_NS ago: then everything behind it arrived within that window too,
-# and sharing one stamp misplaces no event by more than FRESH_NS.
-SMALL_READ = 1024
-FRESH_NS = 1_000_000
-Stamped = tuple[int, bytes]
 
 
 def fast_path_ok(url: str) -> bool:
@@ -93,131 +82,10 @@ async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeout
     return await read_error_body(resp, timeouts.stall)
 
 
-class _Conn:
-    """One TCP connection read by the event loop: stamped reads collect in ``parts``."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
-        self.loop = loop
-        self.sock = sock
-        self.kernel_stamps = False
-        if sys.platform.startswith("linux") and ANC_SIZE:
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                self.kernel_stamps = True
-            except OSError:
-                pass
-        self.parts: list[Stamped] = []
-        self.closed = False
-        self.error: BaseException | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timeout = 0.0
-        self._since = 0.0  # loop.time() when the current wait began
-
-        loop.add_reader(sock.fileno(), self._on_readable)
-
-    async def send(self, data: bytes) -> None:
-        await self.loop.sock_sendall(self.sock, data)
-
-    def _on_readable(self) -> None:
-        """Read everything the socket holds; each read keeps its own stamp."""
-        size = SMALL_READ
-        while not self.closed:
-            asked = size if self.kernel_stamps else READ_SIZE
-            try:
-                if self.kernel_stamps:
-                    data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
-                    t = kernel_stamp(anc) or time.perf_counter_ns()
-                    fresh = time.perf_counter_ns() - t < FRESH_NS
-                    size = READ_SIZE if fresh else SMALL_READ
-                else:
-                    data = self.sock.recv(READ_SIZE)
-                    t = time.perf_counter_ns()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                self.connection_lost(e)
-                return
-            if not data:  # EOF: close our side too
-                self.connection_lost(None)
-                return
-            self.data_received(t, data)
-            if len(data) < asked:
-                # a short read emptied the socket: no second read to learn that from
-                # EAGAIN (a syscall and an exception per wake-up); the selector is
-                # level-triggered, so bytes that came meanwhile wake us again
-                return
-
-    def data_received(self, t_ns: int, data: bytes) -> None:
-        self.parts.append((t_ns, data))
-        w = self._waiter
-        if w is not None:
-            self._waiter = None
-            if not w.done():
-                w.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.error = exc
-        self._cancel_timer()
-        self._release()
-        w = self._waiter
-        if w is not None:
-            self._waiter = None
-            if not w.done():
-                w.set_result(None)
-
-    async def take(self, timeout: float) -> list[Stamped]:
-        """The reads so far, waiting up to ``timeout`` s for one; [] once closed.
-
-        Raises TimeoutError when nothing came in ``timeout`` seconds.
-        """
-        while not self.parts:
-            if self.closed:
-                return []
-            self._since = self.loop.time()
-            if self._timer is None or timeout != self._timeout:
-                self._cancel_timer()
-                self._timeout = timeout
-                self._timer = self.loop.call_at(self._since + timeout, self._check)
-            self._waiter = self.loop.create_future()
-            await self._waiter
-        parts, self.parts = self.parts, []
-        return parts
-
-    def _check(self) -> None:
-        """The watchdog: fail the wait if it is older than the timeout, else re-arm."""
-        self._timer = None
-        w = self._waiter
-        if w is None or w.done():
-            return
-        due = self._since + self._timeout
-        if self.loop.time() >= due:
-            self._waiter = None
-            w.set_exception(TimeoutError())
-        else:
-            self._timer = self.loop.call_at(due, self._check)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _release(self) -> None:
-        if self.sock.fileno() != -1:
-            self.loop.remove_reader(self.sock.fileno())
-            self.sock.close()
-
-    def close(self) -> None:
-        self.closed = True
-        self._cancel_timer()
-        self._release()
-
-
 class Http1Response:
     """Status, headers and the streamed body of one response."""
 
-    def __init__(self, conn: _Conn, pool: Http1Pool, key: tuple[str, int]) -> None:
+    def __init__(self, conn: StampedConn, pool: Http1Pool, key: tuple[str, int]) -> None:
         self._conn, self._pool, self._key = conn, pool, key
         self.status_code = 0
         self.reason_phrase = ""
@@ -352,12 +220,12 @@ class Http1Pool:
     def __init__(self, headers: dict[str, str], timeouts: HttpTimeouts) -> None:
         self.headers = headers
         self.timeouts = timeouts
-        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._idle: dict[tuple[str, int], list[StampedConn]] = {}
 
-    def put(self, key: tuple[str, int], conn: _Conn) -> None:
+    def put(self, key: tuple[str, int], conn: StampedConn) -> None:
         self._idle.setdefault(key, []).append(conn)
 
-    async def _connect(self, host: str, port: int) -> _Conn:
+    async def _connect(self, host: str, port: int) -> StampedConn:
         loop = asyncio.get_running_loop()
         try:
             sock = await asyncio.wait_for(open_socket(loop, host, port), self.timeouts.connect)
@@ -365,7 +233,7 @@ class Http1Pool:
             raise httpx.ConnectTimeout("connect timed out") from None
         except OSError as e:
             raise httpx.ConnectError(str(e)) from e
-        return _Conn(loop, sock)
+        return StampedConn(loop, sock)
 
     async def post(self, url: str, body: bytes, content_type: str) -> Http1Response:
         """Send a POST; returns once the response head is in (its body streams after)."""
@@ -392,7 +260,9 @@ class Http1Pool:
                 pass  # a kept-alive connection the server had closed: try a fresh one
         return await self._exchange(await self._connect(host, port), key, message)
 
-    async def _exchange(self, conn: _Conn, key: tuple[str, int], message: bytes) -> Http1Response:
+    async def _exchange(
+        self, conn: StampedConn, key: tuple[str, int], message: bytes
+    ) -> Http1Response:
         resp = Http1Response(conn, self, key)
         try:
             await conn.send(message)

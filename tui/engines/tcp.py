@@ -1,4 +1,5 @@
-"""TCP sockets for the HTTP/1.1 client: connecting, and the kernel's receive timestamps.
+"""TCP sockets for the HTTP/1.1 client: connecting, the kernel's receive timestamps, and
+:class:`StampedConn`, a connection read by an event loop with each read stamped.
 
 ``SO_TIMESTAMPNS`` makes Linux attach to each read the time its (last) packet reached the
 socket, in CLOCK_REALTIME; :func:`kernel_stamp` converts it to ``perf_counter_ns`` terms
@@ -15,6 +16,16 @@ import time
 
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
 _TIMESPEC = struct.Struct("qq")
+READ_SIZE = 256 * 1024
+# With kernel stamps, one read spanning several packets carries the *last* packet's time.
+# So a reader that finds data waiting reads small pieces (about one SSE event each, each
+# with its own packet's stamp), and switches to whole-buffer reads only while what it reads
+# arrived less than FRESH_NS ago: then everything behind it arrived within that window too,
+# and sharing one stamp misplaces no event by more than FRESH_NS.
+SMALL_READ = 1024
+FRESH_NS = 1_000_000
+Stamped = tuple[int, bytes]
+
 ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 
 
@@ -79,3 +90,124 @@ async def open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> 
             raise
     assert last is not None
     raise last
+
+
+class StampedConn:
+    """One TCP connection read by the event loop: stamped reads collect in ``parts``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        self.loop = loop
+        self.sock = sock
+        self.kernel_stamps = False
+        if sys.platform.startswith("linux") and ANC_SIZE:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                self.kernel_stamps = True
+            except OSError:
+                pass
+        self.parts: list[Stamped] = []
+        self.closed = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timeout = 0.0
+        self._since = 0.0  # loop.time() when the current wait began
+
+        loop.add_reader(sock.fileno(), self._on_readable)
+
+    async def send(self, data: bytes) -> None:
+        await self.loop.sock_sendall(self.sock, data)
+
+    def _on_readable(self) -> None:
+        """Read everything the socket holds; each read keeps its own stamp."""
+        size = SMALL_READ
+        while not self.closed:
+            asked = size if self.kernel_stamps else READ_SIZE
+            try:
+                if self.kernel_stamps:
+                    data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
+                    t = kernel_stamp(anc) or time.perf_counter_ns()
+                    fresh = time.perf_counter_ns() - t < FRESH_NS
+                    size = READ_SIZE if fresh else SMALL_READ
+                else:
+                    data = self.sock.recv(READ_SIZE)
+                    t = time.perf_counter_ns()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                self.connection_lost(e)
+                return
+            if not data:  # EOF: close our side too
+                self.connection_lost(None)
+                return
+            self.data_received(t, data)
+            if len(data) < asked:
+                # a short read emptied the socket: no second read to learn that from
+                # EAGAIN (a syscall and an exception per wake-up); the selector is
+                # level-triggered, so bytes that came meanwhile wake us again
+                return
+
+    def data_received(self, t_ns: int, data: bytes) -> None:
+        self.parts.append((t_ns, data))
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            if not w.done():
+                w.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.error = exc
+        self._cancel_timer()
+        self._release()
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            if not w.done():
+                w.set_result(None)
+
+    async def take(self, timeout: float) -> list[Stamped]:
+        """The reads so far, waiting up to ``timeout`` s for one; [] once closed.
+
+        Raises TimeoutError when nothing came in ``timeout`` seconds.
+        """
+        while not self.parts:
+            if self.closed:
+                return []
+            self._since = self.loop.time()
+            if self._timer is None or timeout != self._timeout:
+                self._cancel_timer()
+                self._timeout = timeout
+                self._timer = self.loop.call_at(self._since + timeout, self._check)
+            self._waiter = self.loop.create_future()
+            await self._waiter
+        parts, self.parts = self.parts, []
+        return parts
+
+    def _check(self) -> None:
+        """The watchdog: fail the wait if it is older than the timeout, else re-arm."""
+        self._timer = None
+        w = self._waiter
+        if w is None or w.done():
+            return
+        due = self._since + self._timeout
+        if self.loop.time() >= due:
+            self._waiter = None
+            w.set_exception(TimeoutError())
+        else:
+            self._timer = self.loop.call_at(due, self._check)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _release(self) -> None:
+        if self.sock.fileno() != -1:
+            self.loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self._cancel_timer()
+        self._release()
