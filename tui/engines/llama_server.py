@@ -17,7 +17,8 @@ import httpx
 
 from tui.core.events import EngineTruth
 from tui.engines.base import EngineInfo, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine, OpenAIStreamState
+from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.openai_stream import OpenAIStreamState
 
 
 def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) -> EngineTruth:

@@ -3,7 +3,8 @@
 Requests ask for ``stream_options.include_usage`` so the server counts the tokens. A
 role-only or empty first chunk is not a token (it becomes no TextChunk; its bytes still
 mark TTFR). When the server sends no ``usage``, no Usage event is emitted and the metrics
-label the token count as an estimate. Server-specific engines (llama-server, vLLM)
+label the token count as an estimate (payloads are parsed by tui/engines/openai_stream.py).
+Server-specific engines (llama-server, vLLM)
 subclass :class:`OpenAICompatEngine` and override the small hooks at the bottom.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
@@ -24,8 +24,6 @@ from tui.core.events import (
     FirstByte,
     RequestSent,
     StreamEvent,
-    TextChunk,
-    Usage,
 )
 from tui.engines.base import (
     CancelToken,
@@ -49,114 +47,19 @@ from tui.engines.http_common import (
     api_key_from_env,
     base_url,
     describe_transport_error,
-    error_message_from_body,
     http_status_failure,
     make_client,
     request_headers,
     wrong_content_failure,
 )
+from tui.engines.openai_stream import (
+    OpenAIStreamState,
+    StreamProtocolError,
+    StreamServerError,
+    usage_event,
+)
 from tui.engines.reader_loop import Emit, HttpReader, relay_batches
 from tui.engines.sse import SSEDecoder
-
-try:  # orjson parses a stream chunk ~3x faster than json (issue 5: client CPU per token)
-    from orjson import loads as json_loads
-except ImportError:  # pragma: no cover - a dependency; json gives the same objects
-    from json import loads as json_loads  # type: ignore[assignment]
-
-
-class StreamProtocolError(Exception):
-    """The server sent something that is not the protocol (kind "protocol")."""
-
-
-class StreamServerError(Exception):
-    """The server reported an error inside the stream (kind "engine")."""
-
-
-@dataclass
-class OpenAIStreamState:
-    """What one streamed response has said so far."""
-
-    endpoint: str
-    done: bool = False  # saw data: [DONE]
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    usage_t_ns: int | None = None
-    last_t_ns: int | None = None
-    counted_tokens: int = 0  # running completion_tokens (continuous usage)
-    extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields
-
-    def on_data(self, data: str | bytes, t_ns: int) -> TextChunk | None:
-        """The text chunk carried by one SSE ``data`` payload (text, or UTF-8 bytes) that
-        arrived at ``t_ns``, if it carries text; the rest of what it says goes into this
-        state."""
-        self.last_t_ns = t_ns
-        try:
-            obj = json_loads(data)
-        except ValueError:
-            if isinstance(data, bytes):  # as text: invalid UTF-8 becomes U+FFFD
-                return self.on_data(data.decode("utf-8", "replace"), t_ns)
-            if data.strip() == "[DONE]":
-                self.done = True
-                return None
-            raise StreamProtocolError(f"malformed stream data: {data[:120]!r}") from None
-        if not isinstance(obj, dict):
-            raise StreamProtocolError(f"stream data is not a JSON object: {_text(data)[:120]!r}")
-        if obj.get("error"):
-            raw = data if isinstance(data, bytes) else data.encode()
-            raise StreamServerError(error_message_from_body(raw, "json"))
-        usage = obj.get("usage")
-        tokens: int | None = None
-        if isinstance(usage, dict):
-            self.usage = usage
-            self.usage_t_ns = t_ns
-            ct = usage.get("completion_tokens")
-            if isinstance(ct, int):
-                tokens = ct - self.counted_tokens
-                self.counted_tokens = ct
-        for key in _EXTRA_KEYS:
-            if key in obj:
-                self.extra[key] = obj[key]
-        choices = obj.get("choices")
-        text = ""
-        if choices:
-            if not isinstance(choices, list):
-                raise StreamProtocolError(f"'choices' is not a list: {_text(data)[:120]!r}")
-            completions = self.endpoint == "completions"
-            for ch in choices:
-                if not isinstance(ch, dict):
-                    continue
-                if completions:
-                    t = ch.get("text")
-                    if isinstance(t, str):
-                        text += t
-                else:
-                    text += _chat_text(ch)
-                reason = ch.get("finish_reason")
-                if reason:
-                    self.finish_reason = str(reason)
-        if text:
-            # Per-chunk counts only when the server counts every chunk (continuous usage).
-            return TextChunk(t_ns, text, tokens if tokens is not None and tokens > 0 else None)
-        return None
-
-
-_EXTRA_KEYS = ("timings", "x_groq", "system_fingerprint")  # server-specific fields kept
-
-
-def _text(data: str | bytes) -> str:
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-
-
-def _chat_text(ch: dict[str, Any]) -> str:
-    delta = ch.get("delta") or {}
-    if not isinstance(delta, dict):
-        return ""
-    parts = []
-    for key in ("reasoning_content", "reasoning", "content"):
-        v = delta.get(key)
-        if isinstance(v, str) and v:
-            parts.append(v)
-    return "".join(parts)
 
 
 class OpenAICompatEngine(Engine):
@@ -340,7 +243,7 @@ class OpenAICompatEngine(Engine):
     def _emit_partial(self, state: OpenAIStreamState, emit: Emit) -> None:
         """Before a Failed: pass on the token counts the server already gave."""
         if state.usage is not None and state.usage_t_ns is not None:
-            emit(_usage_event(state))
+            emit(usage_event(state))
 
     # --- hooks for server-specific engines -------------------------------------------
 
@@ -379,7 +282,7 @@ class OpenAICompatEngine(Engine):
         """Reader loop, after the body ended: Usage, EngineReport, then Finished/Failed."""
         out: list[StreamEvent] = []
         if state.usage is not None:
-            out.append(_usage_event(state))
+            out.append(usage_event(state))
         t_end = state.last_t_ns or time.perf_counter_ns()
         if not state.done and state.finish_reason is None:
             out.append(
@@ -399,13 +302,3 @@ class OpenAICompatEngine(Engine):
 
     async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
         return self.engine_truth(state, context)
-
-
-def _usage_event(state: OpenAIStreamState) -> Usage:
-    u = state.usage or {}
-    pt, ct = u.get("prompt_tokens"), u.get("completion_tokens")
-    return Usage(
-        state.usage_t_ns or time.perf_counter_ns(),
-        pt if isinstance(pt, int) else None,
-        ct if isinstance(ct, int) else None,
-    )

@@ -20,7 +20,8 @@ import httpx
 
 from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine, OpenAIStreamState
+from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.openai_stream import OpenAIStreamState
 from tui.telemetry.prometheus import Scrape, ScrapeError, counter_delta, parse
 
 E2E = "vllm:e2e_request_latency_seconds"
