@@ -41,7 +41,7 @@ from tui.app.tail import box_height, last_lines
 COMMIT_S = 1.0  # at most this long between Markdown appends while streaming
 COMMIT_HIDDEN_S = 4.0  # the same while the tail fills the followed pane (commits are unseen)
 TAIL_MAX = 100_000  # characters of plain tail that force a commit at the next block boundary
-SEGMENT_BLOCKS = 24  # blocks per Markdown segment before a new one may start
+SEGMENT_BLOCKS = 24  # block widgets in a Markdown segment before a new one may start
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _CONTINUES = re.compile(r"[ \t|>]|[-*+] |\d{1,9}[.)] ")  # indented, table, quote, list item
@@ -134,7 +134,6 @@ class Turn(Vertical):
         self._committed_at = 0.0
         self._streaming = False
         self._tail_height = 0
-        self._segment_blocks = 0  # blocks committed to the last Markdown segment
         self.finished = False
 
     def compose(self) -> ComposeResult:
@@ -179,7 +178,7 @@ class Turn(Vertical):
         if cut >= 0 and due:
             head, self._tail = self._tail[: cut + 2], self._tail[cut + 2 :]
             await self._commit(head)
-        self._show_tail()
+        self._show_tail(width, limit)
 
     def _commit_every(self, limit: int) -> float:
         """Seconds between commits: while the tail box fills the pane and the pane follows
@@ -195,19 +194,17 @@ class Turn(Vertical):
         if not text:
             return
         segment = self.answer
-        if self._segment_blocks >= SEGMENT_BLOCKS and can_split_before(segment.source, text):
+        if len(segment.children) >= SEGMENT_BLOCKS and can_split_before(segment.source, text):
             segment = AnswerSegment("", classes="answer")
             await self.mount(segment, before=self.query_one(".tail", TailText))
-            self._segment_blocks = 0
-        self._segment_blocks += text.count("\n\n") or 1
         await segment.append(text)
 
-    def _show_tail(self) -> None:
-        """Show the last lines of the tail in a box whose height changes in steps, so
-        most updates repaint only the box (``layout=False``), not the whole screen."""
+    def _show_tail(self, width: int, limit: int) -> None:
+        """Show the last ``limit`` lines of the tail, wrapped to ``width``, in a box whose
+        height changes only when its line count does, so most updates repaint only the
+        box, not the whole screen."""
         tail = self.query_one(".tail", TailText)
         text = self._tail.rstrip()
-        width, limit = self._box()
         lines = last_lines(text, width, limit) if text else []
         height = box_height(len(lines), limit)
         if height != self._tail_height:
@@ -227,7 +224,7 @@ class Turn(Vertical):
         """Commit the tail and show the summary; ``state``: '', 'cancelled' or 'error'."""
         text, self._tail = self._tail, ""
         await self._commit(text)
-        self._show_tail()
+        self._show_tail(*self._box())
         if state == "cancelled":
             await self.answer.append("\n\n*[cancelled — partial answer kept]*")
         self.finished = True
