@@ -1,8 +1,11 @@
 """Decode tok/s through infertop's llama.cpp engine ÷ a bare llama-cpp-python loop.
 
-Same model, same prompt, same Llama instance, fixed output length (EOS ignored), greedy,
-no prompt-cache reuse; runs alternate (ours, bare, ours, bare, ...) in one process so
-machine noise hits both alike. Decode tok/s is (N − 1) / (t_last − t_first) for both.
+"Through infertop" is the engine as the app runs it: in its worker process (the tokens
+stamped there, then carried to this process over the worker's socket). The bare loop is
+llama-cpp-python's own generator in this process, on its own Llama instance of the same
+model with the same settings. Same prompt, fixed output length (EOS ignored), greedy, no
+prompt-cache reuse; runs alternate (ours, bare, ours, bare, ...) so machine noise hits
+both alike, and never overlap. Decode tok/s is (N − 1) / (t_last − t_first) for both.
 Goal: median ratio >= 0.98.
 
     .venv/bin/python benchmarks/overhead_llamacpp.py [--runs 8] [--tokens 128]
@@ -19,6 +22,8 @@ from tui.core.metrics import compute_metrics
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
 from tui.engines.llamacpp import LlamaCppEngine, _prompt_tokens
+from tui.engines.registry import create_engine
+from tui.engines.worker import WorkerEngine
 
 PROMPT = "Explain in detail how a bicycle works, part by part."
 
@@ -39,22 +44,33 @@ def bare_decode_tps(llm, request: GenerationRequest) -> float:
 
 
 async def main(runs: int, n_tokens: int, threads: int) -> None:
-    engine = LlamaCppEngine(EngineSpec(name="bench", kind="llamacpp", n_threads=threads))
+    spec = EngineSpec(name="bench", kind="llamacpp", n_threads=threads)
+    engine = create_engine(spec)  # as the app makes it: in a worker process
+    assert isinstance(engine, WorkerEngine), type(engine)
     await engine.load()
+    bare_engine = LlamaCppEngine(spec)  # the bare loop's Llama, loaded the same way
+    await bare_engine.load()
     request = GenerationRequest.from_prompt(
         PROMPT, max_tokens=n_tokens, temperature=0.0, cache_prompt=False, ignore_eos=True
     )
     loop = asyncio.get_running_loop()
     ours, bare = [], []
     await run_request(engine, request)  # warm-up
+    await loop.run_in_executor(bare_engine._executor, bare_decode_tps, bare_engine._llm, request)
     for i in range(runs):
         tl = await run_request(engine, request)
-        ours.append(compute_metrics(tl).decode_tps)
+        m = compute_metrics(tl)
+        if m.output_tokens != n_tokens:
+            raise SystemExit(f"ours made {m.output_tokens} tokens, not {n_tokens}")
+        ours.append(m.decode_tps)
         bare.append(
-            await loop.run_in_executor(engine._executor, bare_decode_tps, engine._llm, request)
+            await loop.run_in_executor(
+                bare_engine._executor, bare_decode_tps, bare_engine._llm, request
+            )
         )
         print(f"run {i + 1}/{runs}: ours {ours[-1]:7.2f} tok/s   bare {bare[-1]:7.2f} tok/s")
     await engine.close()
+    await bare_engine.close()
     ratios = [o / b for o, b in zip(ours, bare)]
     print(
         f"\nmedian decode tok/s: ours {statistics.median(ours):.2f}, "

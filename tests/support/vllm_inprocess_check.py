@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -50,6 +51,8 @@ async def main(model: str) -> dict:
                     cancel.cancel()
         return {
             "load_ms": load_ms,
+            "worker_pid": engine.info().pid,
+            "own_pid": os.getpid(),
             "metrics": m.to_dict(with_lists=False),
             "chunk_tokens": chunk_tokens,
             "truth": tl.truth.to_dict() if tl.truth else None,

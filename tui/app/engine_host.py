@@ -73,6 +73,12 @@ class EngineHost:
         return ms
 
     async def _load(self) -> float:
+        old, self.engine = self.engine, None
+        if old is not None:  # a reload (e.g. after its worker process died): end the old one
+            try:
+                await asyncio.wait_for(old.close(), 15)
+            except Exception:  # noqa: BLE001 - the old engine is going away either way
+                pass
         self.engine = create_engine(self.spec)
         return float(await self.engine.load())
 
@@ -100,6 +106,9 @@ class EngineHost:
         finally:
             if self.state == GENERATING:
                 self.state = READY
+            died = getattr(self.engine, "died", None)
+            if died:  # its worker process is gone: the next prompt reloads it
+                self.state, self.error = ERROR, died
 
     async def _stream(
         self, request: Any, cancel: CancelToken, sink: Callable[[StreamEvent], None]

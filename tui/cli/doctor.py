@@ -1,13 +1,14 @@
 """``infertop doctor``: what was found, what was not, and why.
 
-Exit status 0 when the default engine can run (for llama.cpp: the library imports and
-the model loads), 1 otherwise.
+Exit status 0 when the default engine can run (for llama.cpp: the engine probe — import,
+model load and one generated token, in a child process — succeeds), 1 otherwise.
+Nothing native is loaded in this process: a build that does not fit the CPU is a finding
+("died of SIGILL"), not a crash of the doctor.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.metadata
 import importlib.util
 import platform
@@ -16,6 +17,7 @@ import sys
 
 from tui.config import Config, ConfigError, find_config, load_config
 from tui.engines.base import EngineError
+from tui.engines.probe import ProbeResult, system_info_features
 
 OK, MISSING, INFO = "ok", "--", "  "
 
@@ -39,7 +41,9 @@ def _version(dist: str) -> str | None:
 def main(args: argparse.Namespace) -> int:
     print(f"infertop doctor — Python {platform.python_version()} on {platform.platform()}")
     cfg = _check_config(args)
+    _check_cpu()
     llama_ok = _check_llama_cpp()
+    _check_amx_free()
     model_ok = _check_default_model()
     _check_nvml()
     _check_apple()
@@ -55,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     can_run = llama_ok and (model_ok or spec.model not in (None, "", "default"))
     if can_run and not args.no_load:
-        can_run = _try_load(spec)
+        can_run = _probe_engine(spec)
     verdict = "can run" if can_run else "cannot run"
     _line(OK if can_run else MISSING, "default engine", f"{spec.name} ({spec.kind}) {verdict}")
     return 0 if can_run else 1
@@ -75,22 +79,41 @@ def _check_config(args: argparse.Namespace) -> Config | None:
     return cfg
 
 
+def _check_cpu() -> None:
+    from tui.engines.ggml_build import cpu_flags, cpu_has_amx
+    from tui.engines.probe import cpu_line
+
+    amx = cpu_has_amx(cpu_flags())
+    note = " (AMX present: infertop's builds leave it out, see README)" if amx else ""
+    _line(INFO, "CPU", cpu_line() + note)
+
+
 def _check_llama_cpp() -> bool:
     version = _version("llama_cpp_python")
     if version is None:
         _line(MISSING, "llama-cpp-python", "not installed: pip install llama-cpp-python==0.3.36")
         return False
-    try:
-        import llama_cpp
-
-        system = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
-    except Exception as e:  # noqa: BLE001 - a broken native build is a finding, not a crash
-        _line(MISSING, "llama-cpp-python", f"{version} installed but does not import: {e}")
-        return False
-    gpu = "GPU offload supported" if llama_cpp.llama_supports_gpu_offload() else "CPU only"
-    _line(OK, "llama-cpp-python", f"{version}, {gpu}")
-    _line(INFO, "", system[:96])
+    _line(OK, "llama-cpp-python", version)
     return True
+
+
+def _check_amx_free() -> None:
+    """Count AMX tile instructions in every installed ggml CPU backend (objdump)."""
+    from tui.engines.ggml_build import count_amx_instructions, ggml_cpu_libraries
+
+    for package, libs in ggml_cpu_libraries().items():
+        for lib in libs:
+            try:
+                n = count_amx_instructions(lib)
+            except OSError as e:
+                _line(INFO, "AMX instructions", f"{lib.name} ({package}): {e}")
+                continue
+            if n is None:
+                _line(INFO, "AMX instructions", "objdump not found: not counted")
+                return
+            status = OK if n == 0 else MISSING
+            verdict = "none (AMX off in the build)" if n == 0 else f"{n} — this build can SIGILL"
+            _line(status, "AMX instructions", f"{verdict}: {lib}")
 
 
 def _check_default_model() -> bool:
@@ -181,20 +204,26 @@ def _check_url(url: str) -> None:
     _line(OK, "server", found.describe())
 
 
-def _try_load(spec: object) -> bool:
-    from tui.engines.registry import create_engine
+def build_summary(result: ProbeResult) -> str:
+    """The SIMD a llama.cpp build uses (its own system info), AMX, and GPU offload."""
+    features = system_info_features(result.system_info or "")
+    simd = [k for k, on in features.items() if on and k.startswith(("AVX", "FMA", "F16C", "AMX"))]
+    amx = "AMX compiled in" if features.get("AMX_INT8") else "no AMX"
+    gpu = "GPU offload" if result.stages.get("import", {}).get("gpu_offload") else "CPU only"
+    return f"{' '.join(simd) or 'no x86 SIMD'}; {amx}; {gpu}"
 
-    async def load_once() -> float:
-        engine = create_engine(spec)  # type: ignore[arg-type]
-        try:
-            return await engine.load()
-        finally:
-            await engine.close()
 
-    try:
-        ms = asyncio.run(load_once())
-    except EngineError as e:
-        _line(MISSING, "model load", str(e))
-        return False
-    _line(OK, "model load", f"loaded in {ms:.0f} ms")
-    return True
+def _probe_engine(spec: object) -> bool:
+    """Load the engine's model and generate one token in a child process."""
+    from tui.engines.probe import advice, run_probe
+
+    model = getattr(spec, "model", None)
+    result = run_probe(None if model in (None, "", "default") else str(model))
+    if result.system_info:
+        _line(INFO, "llama.cpp build", build_summary(result))
+    if result.ok:
+        _line(OK, "engine probe", result.describe())
+        return True
+    _line(MISSING, "engine probe", str(result.error))
+    _line(INFO, "", advice(result))
+    return False

@@ -47,6 +47,15 @@ class Handoff:
             self._parked = False
         self._loop.call_soon_threadsafe(self._wake)
 
+    def put_many(self, items: list[Any]) -> None:
+        """Producer thread: hand several items over at once (one wake-up at most)."""
+        self._items.extend(items)
+        with self._lock:
+            if not self._parked:
+                return
+            self._parked = False
+        self._loop.call_soon_threadsafe(self._wake)
+
     def close(self) -> None:
         """Producer thread: nothing more will be put (call it in a ``finally``)."""
         self.put(_END)
@@ -72,6 +81,16 @@ class Handoff:
                     continue
                 self._parked = True
             await self._waiter
+
+    async def batches_until_close(self) -> AsyncGenerator[list[Any], None]:
+        """Consumer: every item, in the batches they came in, until :meth:`close`."""
+        async with aclosing(self.batches()) as batches:
+            async for batch in batches:
+                if batch[-1] is _END:
+                    if len(batch) > 1:
+                        yield batch[:-1]
+                    return
+                yield batch
 
     async def items(self) -> AsyncGenerator[Any, None]:
         """Consumer: every item, in order, until the producer's :meth:`close`."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
@@ -32,6 +33,7 @@ from tui.core.events import (
 )
 from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
+from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import check_gguf
 from tui.engines.handoff import Handoff
 from tui.engines.stderr_capture import captured_stderr
@@ -60,7 +62,11 @@ FILE_TYPES = {
 
 class LlamaCppEngine(Engine):
     """llama.cpp in this process. Options (``[engines.X.options]``): ``quiet_stderr``
-    (default true: keep llama.cpp's log lines off the terminal), ``seed``."""
+    (default true: keep llama.cpp's log lines off the terminal), ``seed``,
+    ``use_extra_bufts`` (true / false / "auto", the default: llama.cpp's extra buffer
+    types — weight repacking and the AMX matmul path — are turned off when the installed
+    build has AMX code and the CPU has AMX, the combination that dies with SIGILL; see
+    tui/engines/ggml_build.py)."""
 
     kind = "llamacpp"
 
@@ -71,6 +77,8 @@ class LlamaCppEngine(Engine):
         self._load_ms: float | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._quiet = bool(spec.options.get("quiet_stderr", True))
+        self._extra_bufts: bool | None = None  # as loaded
+        self._extra_bufts_why = ""
 
     # --- lifecycle -------------------------------------------------------------------
     async def load(self) -> float:
@@ -90,8 +98,14 @@ class LlamaCppEngine(Engine):
         except ImportError as e:  # pragma: no cover - depends on the install
             raise EngineError(f"llama-cpp-python is not installed ({e})") from None
         n_threads = self.spec.n_threads or max(1, os.cpu_count() or 1)
+        extra, self._extra_bufts_why = extra_bufts_choice(
+            self.spec.options.get("use_extra_bufts", "auto"),
+            llama_cpp.llama_print_system_info().decode(errors="replace"),
+            cpu_flags(),
+        )
+        self._extra_bufts = extra
         t0 = time.perf_counter_ns()
-        with captured_stderr(self._quiet) as log:
+        with captured_stderr(self._quiet) as log, model_defaults(llama_cpp, extra):
             try:
                 llm = llama_cpp.Llama(
                     model_path=str(path),
@@ -143,6 +157,8 @@ class LlamaCppEngine(Engine):
                 "n_gpu_layers": self.spec.n_gpu_layers,
                 "model_path": str(self._model_path) if self._model_path else self.spec.model,
                 "model_bytes": self._model_path.stat().st_size if self._model_path else None,
+                "use_extra_bufts": self._extra_bufts,
+                "use_extra_bufts_why": self._extra_bufts_why,
             },
             load_ms=self._load_ms,
             pid=os.getpid(),
@@ -156,10 +172,17 @@ class LlamaCppEngine(Engine):
     async def stream(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
+        async with aclosing(self.stream_batches(request, cancel)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
         if self._llm is None or self._executor is None:
             now = time.perf_counter_ns()  # the stream contract: RequestSent, then the end
-            yield RequestSent(now)
-            yield Failed(now, "engine is not loaded", "load")
+            yield [RequestSent(now), Failed(now, "engine is not loaded", "load")]
             return
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop)
@@ -173,12 +196,50 @@ class LlamaCppEngine(Engine):
             self._executor, _generate, self._llm, request, handoff, stop, token, t_sent
         )
         try:
-            async with aclosing(handoff.items()) as items:
-                async for item in items:
-                    yield item
+            async with aclosing(handoff.batches_until_close()) as batches:
+                async for batch in batches:
+                    yield batch
         finally:
             stop.set()
             await asyncio.shield(future)
+
+
+def extra_bufts_choice(option: object, system_info: str, flags: frozenset[str]) -> tuple[bool, str]:
+    """Whether to load with llama.cpp's extra buffer types, and why (for info/doctor)."""
+    if isinstance(option, bool):
+        return option, "set in config"
+    if option not in (None, "auto"):
+        raise EngineError(f'use_extra_bufts must be true, false or "auto" (got {option!r})')
+    build_amx = "AMX_INT8 = 1" in system_info
+    if build_amx and cpu_has_amx(flags):
+        return False, "off: this llama.cpp build has AMX code and the CPU has AMX (SIGILL risk)"
+    return True, "on (llama.cpp's default)"
+
+
+_defaults_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def model_defaults(llama_cpp: Any, use_extra_bufts: bool) -> Iterator[None]:
+    """Load with ``use_extra_bufts`` set: llama-cpp-python's ``Llama`` takes no such
+    argument, so its default model parameters are patched for the duration of the load."""
+    if use_extra_bufts:
+        yield
+        return
+    module = llama_cpp.llama_cpp
+    original = module.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _defaults_lock:
+        module.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            module.llama_model_default_params = original
 
 
 def _generate(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 from tui.engines.base import Engine, EngineError, EngineSpec
@@ -31,6 +32,14 @@ KIND_HELP: dict[str, str] = {
 }
 
 
+# In-process kinds whose native code could crash the process that runs it: by default
+# they run in a worker process infertop owns (tui/engines/worker.py); ``isolate = false``
+# in ``[engines.NAME.options]`` runs them in infertop's own process. Any other in-process
+# kind may ask for a worker with ``isolate = true``.
+ISOLATED_BY_DEFAULT = frozenset({"llamacpp", "vllm-inprocess"})
+IN_PROCESS_KINDS = ISOLATED_BY_DEFAULT | {"synthetic"}
+
+
 def register(kind: str, target: str, help_text: str = "") -> None:
     """Add an engine kind (``target`` = "module:Class")."""
     ENGINE_KINDS[kind] = target
@@ -50,6 +59,24 @@ def engine_class(kind: str) -> type[Engine]:
     return cls
 
 
+def runs_in_worker(spec: EngineSpec) -> bool:
+    """Whether this engine runs in a worker process (see ISOLATED_BY_DEFAULT)."""
+    if spec.kind not in IN_PROCESS_KINDS:
+        return False
+    isolate = spec.options.get("isolate", spec.kind in ISOLATED_BY_DEFAULT)
+    if not isinstance(isolate, bool):
+        raise EngineError(f"engine {spec.name!r}: options.isolate must be true or false")
+    return isolate
+
+
 def create_engine(spec: EngineSpec) -> Engine:
     """Build (not load) the engine a spec describes."""
+    if runs_in_worker(spec):
+        from tui.engines.worker import worker_class
+
+        engine_class(spec.kind)  # an unknown kind fails here, in this process
+        return worker_class(spec.kind, ENGINE_KINDS[spec.kind])(spec)
+    options = {k: v for k, v in spec.options.items() if k != "isolate"}
+    if options != spec.options:
+        spec = dataclasses.replace(spec, options=options)
     return engine_class(spec.kind)(spec)

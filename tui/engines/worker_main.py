@@ -1,0 +1,150 @@
+"""The engine worker process: hosts one in-process engine for infertop.
+
+Started by :class:`tui.engines.worker.WorkerEngine` as ``python -m
+tui.engines.worker_main FD``, where FD is its end of a socketpair. Native code that
+crashes (SIGILL, SIGSEGV, abort) ends this process only; infertop sees the socket close,
+reads the exit status and ends the stream with a Failed event.
+
+The hosted engine stamps its events exactly as it does in infertop's own process (the
+generation thread stamps each token with ``perf_counter_ns``, the system-wide monotonic
+clock, so the stamps mean the same in the parent). This process forwards each batch the
+engine hands over, as it comes; it drops the engine's RequestSent, since the parent stamps
+the request when it sends it. Nothing here writes to stdout; stderr is a file the parent
+reads when this process dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from tui.core.events import Failed, RequestSent
+from tui.engines.base import CancelToken, Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.worker_wire import FrameReader, WireClosed, send_frame
+
+
+class WorkerServer:
+    """Runs commands from the parent on this process's event loop."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.engine: Engine | None = None
+        self.cancels: dict[int, CancelToken] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        send_frame(self.sock, message)
+
+    def on_message(self, message: tuple[Any, ...]) -> None:
+        """Loop thread: one command from the parent."""
+        op = message[0]
+        if op == "load":
+            self._spawn(self._load(message[1], message[2], message[3]))
+        elif op == "stream":
+            self._spawn(self._stream(message[1], message[2]))
+        elif op == "cancel":
+            token = self.cancels.get(message[1])
+            if token is not None:
+                token.cancel()
+        elif op == "close":
+            self._spawn(self._close(message[1]))
+
+    def _spawn(self, coro: Any) -> None:
+        task = self.loop.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _load(self, cid: int, target: str, spec: EngineSpec) -> None:
+        try:
+            if self.engine is not None:
+                await self.engine.close()
+                self.engine = None
+            module_name, _, cls_name = target.partition(":")
+            cls = getattr(importlib.import_module(module_name), cls_name)
+            engine: Engine = cls(spec)
+            load_ms = await engine.load()
+            self.engine = engine
+            self.send(("reply", cid, True, (float(load_ms), engine.info())))
+        except EngineError as e:
+            self.send(("reply", cid, False, str(e)))
+        except Exception as e:  # noqa: BLE001 - any load fault is one line for the user
+            self.send(("reply", cid, False, f"{type(e).__name__}: {e}"))
+
+    async def _stream(self, rid: int, request: GenerationRequest) -> None:
+        engine = self.engine
+        if engine is None:
+            failed = Failed(time.perf_counter_ns(), "engine is not loaded", "load")
+            self.send(("events", rid, [failed]))
+            return
+        token = CancelToken()
+        self.cancels[rid] = token
+        ended = False
+        try:
+            async for batch in engine.stream_batches(request, token):
+                events = [e for e in batch if type(e) is not RequestSent]
+                if events:
+                    self.send(("events", rid, events))
+                    ended = ended or isinstance(events[-1], Failed) or _is_finished(events[-1])
+        except Exception as e:  # noqa: BLE001 - engines should not raise; if one does, Failed
+            failed = Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine")
+            self.send(("events", rid, [failed]))
+            ended = True
+        finally:
+            self.cancels.pop(rid, None)
+        if not ended:
+            lost = Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol")
+            self.send(("events", rid, [lost]))
+
+    async def _close(self, cid: int) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            try:
+                await engine.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the process ends next
+                pass
+        self.send(("reply", cid, True, None))
+
+
+def _is_finished(event: object) -> bool:
+    return type(event).__name__ == "Finished"
+
+
+def _read_commands(server: WorkerServer) -> None:
+    """Reader thread: parent's commands to the loop. The parent gone = this process ends."""
+    reader = FrameReader(server.sock)
+    while True:
+        try:
+            message = reader.read()
+        except WireClosed:
+            os._exit(0)  # the parent closed (or died): nothing is left to serve
+        server.loop.call_soon_threadsafe(server.on_message, message)
+
+
+async def serve(sock: socket.socket) -> None:
+    server = WorkerServer(sock, asyncio.get_running_loop())
+    reader = threading.Thread(
+        target=_read_commands, args=(server,), name="worker-commands", daemon=True
+    )
+    reader.start()
+    await asyncio.Event().wait()  # runs until the parent closes the socket
+
+
+def main(argv: list[str]) -> int:
+    # Ctrl-C in the terminal reaches the whole process group: the parent decides, not us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[0]))
+    sock.setblocking(True)
+    asyncio.run(serve(sock))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
