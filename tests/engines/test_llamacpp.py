@@ -226,3 +226,37 @@ def test_seed_makes_sampling_repeatable(engine):
         for s in (1, 2, 3)
     }
     assert len(others | {a.text}) > 1, "the seed changes nothing"
+
+
+def test_extra_buffer_types_off_only_where_amx_code_meets_an_amx_cpu():
+    from tui.engines.llamacpp import extra_bufts_choice
+
+    amx_cpu = frozenset({"avx2", "avx512f", "amx_tile", "amx_int8"})
+    plain_cpu = frozenset({"avx2", "fma"})
+    amx_build = "CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1 |"
+    our_build = "CPU : AVX2 = 1 | AVX512 = 1 | REPACK = 1 |"
+    assert extra_bufts_choice("auto", amx_build, amx_cpu)[0] is False
+    assert extra_bufts_choice(None, amx_build, plain_cpu)[0] is True
+    assert extra_bufts_choice("auto", our_build, amx_cpu)[0] is True
+    assert extra_bufts_choice(False, our_build, plain_cpu) == (False, "set in config")
+    with pytest.raises(EngineError, match="use_extra_bufts"):
+        extra_bufts_choice("no", our_build, plain_cpu)
+
+
+def test_loading_without_extra_buffer_types_still_answers():
+    """The escape hatch for a native build on an AMX CPU: no repacking, same answer."""
+    spec = EngineSpec(name="x", kind="llamacpp", n_threads=2, options={"use_extra_bufts": False})
+    eng = LlamaCppEngine(spec)
+
+    async def go():
+        await eng.load()
+        try:
+            assert eng.info().parameters["use_extra_bufts"] is False
+            return await run_request(
+                eng, GenerationRequest.from_prompt("Say hi.", max_tokens=6, temperature=0)
+            )
+        finally:
+            await eng.close()
+
+    tl = asyncio.run(go())
+    assert tl.error is None and compute_metrics(tl).output_tokens == 6

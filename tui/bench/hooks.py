@@ -28,8 +28,9 @@ from tui.engines.base import Engine, EngineError, GenerationRequest
 
 # In-process engines where close() + load() is a true cold start (the model is reloaded).
 RELOAD_IS_COLD = {
-    "llamacpp": "close and reload the model in-process (timed; the OS file cache stays warm)",
-    "vllm-inprocess": "shut down and restart the in-process vLLM engine (timed)",
+    "llamacpp": "end the engine's worker process, start a new one and reload the model "
+    "(timed; the OS file cache stays warm)",
+    "vllm-inprocess": "shut down and restart the in-process vLLM engine and its worker (timed)",
 }
 # Engines that run one request at a time when they offer no capacity hook.
 SERIAL_KINDS = {"llamacpp": "in-process llama.cpp runs one request at a time"}

@@ -160,6 +160,8 @@ class WorkerEngine(Engine):
             self._proc = None
             sock, self._sock = self._sock, None
             stderr, self._stderr = self._stderr, None
+        if stderr is not None:
+            _keep_log(stderr, proc.pid)
         for f in (sock, stderr):
             if f is not None:
                 with contextlib.suppress(OSError):
@@ -362,6 +364,20 @@ def describe_exit(returncode: int, stderr_tail: str = "") -> str:
     if stderr_tail:
         line += f"; last words: {stderr_tail}"
     return line
+
+
+def _keep_log(stderr: IO[bytes], pid: int) -> None:
+    """Copy what the worker wrote to stderr (llama.cpp's log lines) to our fd 2 when that
+    is a log file (the TUI points it at engine-stderr.log), never onto a terminal."""
+    try:
+        if os.isatty(2):
+            return
+        stderr.seek(0)
+        data = stderr.read()
+        if data:
+            os.write(2, f"[infertop] engine worker {pid} stderr:\n".encode() + data)
+    except (OSError, ValueError):
+        pass
 
 
 def _end_process(proc: subprocess.Popen[bytes]) -> None:
