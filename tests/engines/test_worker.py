@@ -131,6 +131,24 @@ async def test_worker_killed_mid_stream_ends_it_with_failed(sig: signal.Signals)
         await engine.close()
 
 
+async def test_restart_right_after_close_is_not_failed_by_the_old_worker() -> None:
+    """A cold start is close() then load(): the old worker's end must not fail the new
+    worker's load or streams (the bench's cold runs do this back to back)."""
+    engine = synthetic(tokens_per_s=1000, ttft_ms=1)
+    await engine.load()
+    try:
+        pids = set()
+        for _ in range(8):
+            await engine.close()
+            await engine.load()
+            pids.add(engine.pid)
+            tl, events, _ = await stream_until(engine, 0, None, max_tokens=3)
+            assert isinstance(events[-1], Finished), events[-1]
+        assert len(pids) == 8
+    finally:
+        await engine.close()
+
+
 async def test_cancel_reaches_the_worker() -> None:
     engine = synthetic(tokens_per_s=200, ttft_ms=5)
     await engine.load()

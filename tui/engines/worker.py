@@ -60,208 +60,92 @@ SIGNAL_HINTS = {
 }
 
 
-class WorkerEngine(Engine):
-    """An in-process engine (``target``, "module:Class") hosted in a worker process."""
+class WorkerProcess:
+    """One running worker: the process, its socket, its stderr file, and what waits on it.
 
-    kind: ClassVar[str] = "worker"
-    target: ClassVar[str] = ""
+    Its reader thread routes the worker's frames; when the socket closes it ends every
+    stream and call waiting on *this* process (a successor has its own), with the reason.
+    """
 
-    def __init__(self, spec: EngineSpec) -> None:
-        super().__init__(spec)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-        self._stderr: IO[bytes] | None = None
-        self._send_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._routes: dict[int, _Route] = {}
-        self._replies: dict[int, concurrent.futures.Future[tuple[bool, Any]]] = {}
-        self._info: EngineInfo | None = None
-        self._load_ms: float | None = None
-        self._died: str | None = None  # why the worker ended, while no new one is loaded
-        self._closing: subprocess.Popen[bytes] | None = None  # ended on purpose
-        self._ready = False  # an engine is loaded in the running worker
-
-    # -- lifecycle ------------------------------------------------------------------
-    async def load(self) -> float:
-        """Start a worker (if none runs) and load the engine there; return ms until ready
-        (process start, imports and model load: what a user waits for)."""
-        t0 = time.perf_counter_ns()
-        dead = self._proc
-        if dead is not None and (self._died is not None or dead.poll() is not None):
-            self._detach(dead)  # a worker that died: its successor starts below
-        if self._proc is None:
-            await asyncio.to_thread(self._start)
-        inner = dataclasses.replace(self.spec, options=_inner_options(self.spec.options))
-        ok, payload = await self._call("load", self.target, inner)
-        if not ok:
-            await self.close()
-            raise EngineError(str(payload))
-        model_ms, info = payload
-        self._load_ms = (time.perf_counter_ns() - t0) / 1e6
-        info.load_ms = self._load_ms
-        info.parameters = {**info.parameters, "model_load_ms": model_ms, "worker": "process"}
-        self._info = info
-        self._ready = True
-        return self._load_ms
-
-    def _start(self) -> None:
+    def __init__(self, name: str) -> None:
         parent, child = socket.socketpair()
-        stderr = tempfile.TemporaryFile(prefix="infertop-worker-")
+        self.stderr: IO[bytes] = tempfile.TemporaryFile(prefix="infertop-worker-")
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # where the tui package lives
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
-            proc = subprocess.Popen(
+            self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tui.engines.worker_main", str(child.fileno())],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=stderr,
+                stderr=self.stderr,
                 env=env,
             )
         except OSError as e:
             parent.close()
-            stderr.close()
+            self.stderr.close()
             raise EngineError(f"could not start the engine process: {e}") from None
         finally:
             child.close()
-        self._proc, self._sock, self._stderr = proc, parent, stderr
-        self._died = None
-        self._ready = False
-        threading.Thread(
-            target=self._read_frames,
-            args=(proc, parent),
-            name=f"worker-{self.spec.name}",
-            daemon=True,
-        ).start()
-
-    async def close(self) -> None:
-        """Ask the worker to close its engine, then end the process (bounded)."""
-        proc = self._proc
-        if proc is None:
-            return
-        self._closing = proc
-        if proc.poll() is None and self._died is None:
-            with contextlib.suppress(EngineError, TimeoutError):
-                await asyncio.wait_for(self._call("close"), CLOSE_TIMEOUT_S)
-        sock = self._sock
-        if sock is not None:  # the worker exits when its socket reaches end of stream
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        await asyncio.to_thread(_end_process, proc)
-        self._detach(proc)
-        self._ready = False
-
-    def _detach(self, proc: subprocess.Popen[bytes]) -> None:
-        with self._lock:
-            if self._proc is not proc:
-                return
-            self._proc = None
-            sock, self._sock = self._sock, None
-            stderr, self._stderr = self._stderr, None
-        if stderr is not None:
-            _keep_log(stderr, proc.pid)
-        for f in (sock, stderr):
-            if f is not None:
-                with contextlib.suppress(OSError):
-                    f.close()
-
-    def info(self) -> EngineInfo:
-        if self._info is not None:
-            info = dataclasses.replace(self._info)
-            info.pid = self.pid
-            return info
-        return EngineInfo(engine=self.spec.name, kind=self.kind, model=str(self.spec.model))
+        self.sock = parent
+        self.died: str | None = None  # why it ended, when it ended on its own
+        self.closing = False  # ended on purpose (close())
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._routes: dict[int, _Route] = {}
+        self._replies: dict[int, concurrent.futures.Future[tuple[bool, Any]]] = {}
+        self._ended = threading.Event()
+        threading.Thread(target=self._read_frames, name=f"worker-{name}", daemon=True).start()
 
     @property
-    def pid(self) -> int | None:
-        """The worker's process id (its RSS is the engine's), None when none runs."""
-        proc = self._proc
-        return proc.pid if proc is not None and proc.poll() is None else None
+    def pid(self) -> int:
+        return self.proc.pid
 
     @property
-    def died(self) -> str | None:
-        """Why the worker process ended on its own (None while it runs or was closed)."""
-        return self._died
+    def running(self) -> bool:
+        return not self._ended.is_set() and self.proc.poll() is None
 
-    @property
-    def loaded(self) -> bool:
-        return self._ready and self._died is None
-
-    # -- streams --------------------------------------------------------------------
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        async for batch in self.stream_batches(request, cancel):
-            for event in batch:
-                yield event
-
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        route = _Route(Handoff(asyncio.get_running_loop()))
-        rid = next(self._ids)
-        with self._lock:
-            live = self._sock is not None and self._died is None and self._ready
-            if live:
-                self._routes[rid] = route
-        t_sent = time.perf_counter_ns()
-        if not live:
-            yield [RequestSent(t_sent), Failed(t_sent, self._not_ready(), "load")]
-            return
-        try:
-            self._send(("stream", rid, request))
-        except OSError:
-            pass  # the worker is gone: the reader thread ends the route with the reason
-        yield [RequestSent(t_sent)]
-        token = cancel or CancelToken()
-        forget = token.on_cancel(lambda: self._send_quietly(("cancel", rid)))
-        ended = False
-        try:
-            async for batch in route.handoff.batches_until_close():
-                yield batch
-            ended = True
-        finally:
-            forget()
-            if not ended:  # the consumer left early: stop the generation in the worker
-                self._send_quietly(("cancel", rid))
-            with self._lock:
-                self._routes.pop(rid, None)
-
-    def _not_ready(self) -> str:
-        if self._died is not None:
-            return f"{self._died}; reload the engine to start a new one"
-        return "engine is not loaded"
-
-    # -- the wire -------------------------------------------------------------------
-    def _send(self, message: tuple[Any, ...]) -> None:
-        sock = self._sock
-        if sock is None:
-            raise OSError("no engine process")
+    # -- sending --------------------------------------------------------------------
+    def send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
-            send_frame(sock, message)
+            send_frame(self.sock, message)
 
-    def _send_quietly(self, message: tuple[Any, ...]) -> None:
+    def send_quietly(self, message: tuple[Any, ...]) -> None:
         with contextlib.suppress(OSError):
-            self._send(message)
+            self.send(message)
 
-    async def _call(self, op: str, *args: Any) -> tuple[bool, Any]:
+    async def call(self, op: str, *args: Any) -> tuple[bool, Any]:
+        """Send ``op`` and await the worker's reply: (ok, payload)."""
         cid = next(self._ids)
         reply: concurrent.futures.Future[tuple[bool, Any]] = concurrent.futures.Future()
         with self._lock:
-            if self._died is not None or self._sock is None:
-                raise EngineError(self._died or "no engine process")
+            if self._ended.is_set():
+                return False, self.died or "the engine process has ended"
             self._replies[cid] = reply
-        try:
-            self._send((op, cid, *args))
-        except OSError:
-            pass  # the reader thread answers with why the worker is gone
+        self.send_quietly((op, cid, *args))  # if it is gone, the reader answers why
         return await asyncio.wrap_future(reply)
 
-    def _read_frames(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
-        """Reader thread: the worker's frames to their streams; its death to all of them."""
-        reader = FrameReader(sock)
+    def open_route(self, loop: asyncio.AbstractEventLoop) -> tuple[int, _Route] | None:
+        """A new stream's route (None when this worker has ended)."""
+        rid = next(self._ids)
+        route = _Route(Handoff(loop))
+        with self._lock:
+            if self._ended.is_set():
+                return None
+            self._routes[rid] = route
+        return rid, route
+
+    def close_route(self, rid: int) -> None:
+        with self._lock:
+            self._routes.pop(rid, None)
+
+    # -- receiving ------------------------------------------------------------------
+    def _read_frames(self) -> None:
+        """Reader thread: the worker's frames to their streams; its end to all of them."""
+        reader = FrameReader(self.sock)
+        why = None
         try:
             while True:
                 message = reader.read()
@@ -280,25 +164,23 @@ class WorkerEngine(Engine):
             pass
         except Exception as e:  # noqa: BLE001 - a corrupt frame: end the worker, say so
             with contextlib.suppress(OSError):
-                proc.kill()
-            self._ended(proc, f"engine process sent a bad frame ({type(e).__name__}: {e})")
-            return
-        self._ended(proc, None)
+                self.proc.kill()
+            why = f"engine process sent a bad frame ({type(e).__name__}: {e})"
+        self._end(why)
 
-    def _ended(self, proc: subprocess.Popen[bytes], why: str | None) -> None:
-        """The worker's socket closed: find out why, and end everything waiting on it."""
+    def _end(self, why: str | None) -> None:
+        """The socket closed: find out why, and end everything waiting on this worker."""
         try:
-            code = proc.wait(timeout=5)
+            code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            proc.kill()  # it closed its socket but did not exit: it is of no use now
-            code = proc.wait()
-        reason = why or describe_exit(code, self._stderr_tail())
+            self.proc.kill()  # it closed its socket but did not exit: it is of no use now
+            code = self.proc.wait()
+        reason = why or describe_exit(code, self.stderr_tail())
         now = time.perf_counter_ns()
         with self._lock:
-            if self._proc is proc:
-                self._ready = False
-                if self._closing is not proc:
-                    self._died = reason
+            if not self.closing:
+                self.died = reason
+            self._ended.set()
             routes, self._routes = list(self._routes.values()), {}
             replies, self._replies = list(self._replies.values()), {}
         for route in routes:
@@ -307,19 +189,143 @@ class WorkerEngine(Engine):
             if not reply.done():
                 reply.set_result((False, reason))
 
-    def _stderr_tail(self) -> str:
-        f = self._stderr
-        if f is None:
-            return ""
+    def stderr_tail(self) -> str:
         try:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 4096))
-            text = f.read().decode("utf-8", errors="replace")
+            self.stderr.seek(0, os.SEEK_END)
+            size = self.stderr.tell()
+            self.stderr.seek(max(0, size - 4096))
+            text = self.stderr.read().decode("utf-8", errors="replace")
         except (OSError, ValueError):
             return ""
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         return lines[-1][:300] if lines else ""
+
+    # -- ending ---------------------------------------------------------------------
+    async def close(self) -> None:
+        """Ask the worker to close its engine, then end the process (bounded)."""
+        self.closing = True
+        if self.running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.call("close"), CLOSE_TIMEOUT_S)
+        with contextlib.suppress(OSError):  # the worker exits at end of stream
+            self.sock.shutdown(socket.SHUT_RDWR)
+        await asyncio.to_thread(_end_process, self.proc)
+        await asyncio.to_thread(self._ended.wait, 10)
+        self.release()
+
+    def release(self) -> None:
+        """Close our ends (after the process has ended); keep its log lines."""
+        _keep_log(self.stderr, self.pid)
+        for f in (self.sock, self.stderr):
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+class WorkerEngine(Engine):
+    """An in-process engine (``target``, "module:Class") hosted in a worker process."""
+
+    kind: ClassVar[str] = "worker"
+    target: ClassVar[str] = ""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        super().__init__(spec)
+        self._worker: WorkerProcess | None = None
+        self._info: EngineInfo | None = None
+        self._ready = False  # an engine is loaded in the running worker
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def load(self) -> float:
+        """Start a worker (if none runs) and load the engine there; return ms until ready
+        (process start, imports and model load: what a user waits for)."""
+        t0 = time.perf_counter_ns()
+        worker = self._worker
+        if worker is not None and not worker.running:  # it died: its successor starts below
+            await asyncio.to_thread(worker.release)
+            worker = self._worker = None
+        if worker is None:
+            worker = self._worker = await asyncio.to_thread(WorkerProcess, self.spec.name)
+        self._ready = False
+        inner = dataclasses.replace(self.spec, options=_inner_options(self.spec.options))
+        ok, payload = await worker.call("load", self.target, inner)
+        if not ok:
+            await self.close()
+            raise EngineError(str(payload))
+        model_ms, info = payload
+        load_ms = (time.perf_counter_ns() - t0) / 1e6
+        info.load_ms = load_ms
+        info.parameters = {**info.parameters, "model_load_ms": model_ms, "worker": "process"}
+        self._info = info
+        self._ready = True
+        return load_ms
+
+    async def close(self) -> None:
+        worker, self._worker = self._worker, None
+        self._ready = False
+        if worker is not None:
+            await worker.close()
+
+    def info(self) -> EngineInfo:
+        if self._info is not None:
+            info = dataclasses.replace(self._info)
+            info.pid = self.pid
+            return info
+        return EngineInfo(engine=self.spec.name, kind=self.kind, model=str(self.spec.model))
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (its RSS is the engine's), None when none runs."""
+        worker = self._worker
+        return worker.pid if worker is not None and worker.running else None
+
+    @property
+    def died(self) -> str | None:
+        """Why the worker process ended on its own (None while it runs or was closed)."""
+        worker = self._worker
+        return None if worker is None else worker.died
+
+    @property
+    def loaded(self) -> bool:
+        worker = self._worker
+        return self._ready and worker is not None and worker.running
+
+    # -- streams --------------------------------------------------------------------
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        async for batch in self.stream_batches(request, cancel):
+            for event in batch:
+                yield event
+
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        worker = self._worker
+        opened = worker.open_route(asyncio.get_running_loop()) if worker and self._ready else None
+        t_sent = time.perf_counter_ns()
+        if worker is None or opened is None:
+            yield [RequestSent(t_sent), Failed(t_sent, self._not_ready(), "load")]
+            return
+        rid, route = opened
+        worker.send_quietly(("stream", rid, request))  # if it is gone, the reader says why
+        yield [RequestSent(t_sent)]
+        token = cancel or CancelToken()
+        forget = token.on_cancel(lambda: worker.send_quietly(("cancel", rid)))
+        ended = False
+        try:
+            async for batch in route.handoff.batches_until_close():
+                yield batch
+            ended = True
+        finally:
+            forget()
+            if not ended:  # the consumer left early: stop the generation in the worker
+                worker.send_quietly(("cancel", rid))
+            worker.close_route(rid)
+
+    def _not_ready(self) -> str:
+        died = self.died
+        if died is not None:
+            return f"{died}; reload the engine to start a new one"
+        return "engine is not loaded"
 
 
 class _Route:
