@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 
@@ -45,41 +46,58 @@ def bare_decode_tps(llm, request: GenerationRequest) -> float:
 
 async def main(runs: int, n_tokens: int, threads: int) -> None:
     spec = EngineSpec(name="bench", kind="llamacpp", n_threads=threads)
-    engine = create_engine(spec)  # as the app makes it: in a worker process
-    assert isinstance(engine, WorkerEngine), type(engine)
-    await engine.load()
-    bare_engine = LlamaCppEngine(spec)  # the bare loop's Llama, loaded the same way
-    await bare_engine.load()
+    worker = create_engine(spec)  # as the app makes it: in a worker process
+    assert isinstance(worker, WorkerEngine), type(worker)
+    await worker.load()
+    # in this process: the engine without its worker, and the bare loop on its Llama
+    inproc = LlamaCppEngine(spec)
+    await inproc.load()
     request = GenerationRequest.from_prompt(
         PROMPT, max_tokens=n_tokens, temperature=0.0, cache_prompt=False, ignore_eos=True
     )
     loop = asyncio.get_running_loop()
-    ours, bare = [], []
-    await run_request(engine, request)  # warm-up
-    await loop.run_in_executor(bare_engine._executor, bare_decode_tps, bare_engine._llm, request)
-    for i in range(runs):
-        tl = await run_request(engine, request)
-        m = compute_metrics(tl)
+
+    async def through(engine) -> float:  # type: ignore[no-untyped-def]
+        m = compute_metrics(await run_request(engine, request))
         if m.output_tokens != n_tokens:
-            raise SystemExit(f"ours made {m.output_tokens} tokens, not {n_tokens}")
-        ours.append(m.decode_tps)
-        bare.append(
-            await loop.run_in_executor(
-                bare_engine._executor, bare_decode_tps, bare_engine._llm, request
-            )
+            raise SystemExit(f"{engine.kind} made {m.output_tokens} tokens, not {n_tokens}")
+        return float(m.decode_tps)
+
+    async def bare_loop() -> float:
+        return await loop.run_in_executor(inproc._executor, bare_decode_tps, inproc._llm, request)
+
+    def arm_of(arms, name):  # type: ignore[no-untyped-def]
+        return arms[name]()
+
+    arms = {"worker": lambda: through(worker), "in-process": lambda: through(inproc)}
+    arms["bare"] = bare_loop
+    results: dict[str, list[float]] = {name: [] for name in arms}
+    for arm in arms.values():  # warm-up
+        await arm()
+    names = list(arms)
+    for i in range(runs):
+        for k in range(len(names)):  # each run starts with the next arm: no order bias
+            name = names[(i + k) % len(names)]
+            results[name].append(await arm_of(arms, name))
+        print(
+            f"run {i + 1}/{runs}: "
+            + "   ".join(f"{name} {values[-1]:7.2f}" for name, values in results.items())
+            + " tok/s"
         )
-        print(f"run {i + 1}/{runs}: ours {ours[-1]:7.2f} tok/s   bare {bare[-1]:7.2f} tok/s")
-    await engine.close()
-    await bare_engine.close()
-    ratios = [o / b for o, b in zip(ours, bare)]
+    await worker.close()
+    await inproc.close()
+    bare = results["bare"]
     print(
-        f"\nmedian decode tok/s: ours {statistics.median(ours):.2f}, "
-        f"bare {statistics.median(bare):.2f}"
+        "\nmedian decode tok/s: "
+        + ", ".join(f"{n} {statistics.median(v):.2f}" for n, v in results.items())
+        + f"   ({os.getloadavg()[0]:.2f} load)"
     )
-    print(
-        f"ratio ours/bare: median {statistics.median(ratios):.4f} "
-        f"(min {min(ratios):.4f}, max {max(ratios):.4f}); goal >= 0.98"
-    )
+    for name in ("worker", "in-process"):
+        ratios = [o / b for o, b in zip(results[name], bare, strict=True)]
+        print(
+            f"ratio {name}/bare: median {statistics.median(ratios):.4f} "
+            f"(min {min(ratios):.4f}, max {max(ratios):.4f}); goal >= 0.98"
+        )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,11 @@ if not a["extra_bufts"]:
     def defaults():
         p = original(); p.use_extra_bufts = False; return p
     C.llama_model_default_params = defaults
+info = llama_cpp.llama_print_system_info().decode(errors="replace")
+print(json.dumps({"stage": "import", "system_info": info}), flush=True)
 llm = llama_cpp.Llama(a["model"], n_ctx=a["n_ctx"], n_threads=a["threads"],
                       n_batch=512, verbose=False)
-info = llama_cpp.llama_print_system_info().decode(errors="replace")
+print(json.dumps({"stage": "load"}), flush=True)
 text = ("The river runs past the old mill and under the stone bridge, where children "
         "watch the boats go by in the long summer evenings. ")
 tokens = llm.tokenize((text * 200).encode(), add_bos=True)[: a["prompt_tokens"]]
@@ -65,6 +67,7 @@ ctx = llm._ctx.ctx
 llm.reset()
 C.llama_perf_context_reset(ctx)
 llm.eval(tokens)
+C.llama_synchronize(ctx)  # llama.cpp adds a batch's time to its counters here
 perf = C.llama_perf_context(ctx)
 prefill = {"n_p_eval": int(perf.n_p_eval), "t_p_eval_ms": float(perf.t_p_eval_ms)}
 llm.reset()
@@ -94,6 +97,8 @@ def run_variant(python: Path, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": probe.error}
     out = probe.stages["token"]
     prefill = out["prefill"]
+    if not prefill["t_p_eval_ms"]:
+        return {"error": "llama.cpp reported no prefill time"}
     problems = []
     if prefill["n_p_eval"] != args["prompt_tokens"]:
         problems.append(f"prefill evaluated {prefill['n_p_eval']} of {args['prompt_tokens']}")
@@ -126,6 +131,10 @@ def build_native(venv: Path) -> None:
     subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True)
 
 
+def _load() -> str:
+    return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -154,7 +163,7 @@ def main() -> int:
         "tokens": a.tokens,
         "prompt_tokens": a.prompt_tokens,
     }
-    print(f"CPU has AMX: {amx}; threads {a.threads}; model {model.name}")
+    print(f"CPU has AMX: {amx}; threads {a.threads}; model {model.name}; {_load()}")
     if amx:  # show the crash the portable build exists to avoid
         crash = run_variant(native_py, {**base, "tokens": 4, "extra_bufts": True})
         print(f"native build, llama.cpp defaults: {crash.get('error') or 'ran (no crash)'}")
@@ -188,15 +197,23 @@ def main() -> int:
         return statistics.median(values) if values else None
 
     def ratio(x: str, y: str, key: str) -> str:
-        mx, my = med(x, key), med(y, key)
-        return "n/a" if mx is None or my is None else f"{mx / my:.3f}"
+        """Median of the per-round ratios (each round's runs were back to back), range."""
+        pairs = [
+            rx[key] / ry[key]
+            for rx, ry in zip(results[x], results[y], strict=True)
+            if key in rx and key in ry
+        ]
+        if not pairs:
+            return "n/a"
+        return f"{statistics.median(pairs):.3f} [{min(pairs):.3f}–{max(pairs):.3f}]"
 
     for name in variants:
         p, d = med(name, "prefill_tps"), med(name, "decode_tps")
         if p is not None and d is not None:
             print(f"median {name:18}: prefill {p:7.1f} tok/s   decode {d:6.1f} tok/s")
+    print(f"\nper-round ratios, median [min–max] over {a.runs} rounds; {_load()}")
     print(
-        f"\nportable ÷ native:            prefill {ratio('portable', 'native', 'prefill_tps')}"
+        f"portable ÷ native:            prefill {ratio('portable', 'native', 'prefill_tps')}"
         f"   decode {ratio('portable', 'native', 'decode_tps')}"
     )
     print(

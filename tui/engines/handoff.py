@@ -7,8 +7,11 @@ per token when done per token. Here the producer only wakes a consumer that is p
 (it found nothing to take); a consumer that is busy, or resting ``rest_s`` after a batch,
 finds everything that arrived meanwhile in one batch. So a fast stream costs one wake-up
 per batch, a slow one (a token every few ms or more) still one per token, and no event
-waits longer than ``rest_s`` plus a wake-up to be seen. The stamps were taken before,
-by the producer: batching changes when an event is *seen*, never its time.
+waits longer than ``rest_s`` plus a wake-up to be seen. The consumer rests only while the
+stream is fast (its previous batch came less than ``FAST_GAP_S`` ago): for a slow stream the
+rest would only add a timer wake-up per token, and every wake-up takes CPU from the engine.
+The stamps were taken before, by the producer: batching changes when an event is *seen*,
+never its time.
 
 The producer ends with :meth:`Handoff.close` (in a ``finally``); the consumer takes
 :meth:`Handoff.items` up to that end, or :meth:`Handoff.batches` as they came.
@@ -25,6 +28,7 @@ from typing import Any
 
 _END = object()  # put by close(): the producer is done
 REST_S = 0.002  # after a batch, let the next one gather this long (≈ 4 tokens at 2,000/s)
+FAST_GAP_S = 0.005  # batches closer than this (> 200 a second): the stream is fast, rest
 
 
 class Handoff:
@@ -68,11 +72,15 @@ class Handoff:
     async def batches(self) -> AsyncGenerator[list[Any], None]:
         """Consumer loop: every item, in order, in batches (never ends on its own)."""
         items = self._items
+        clock = self._loop.time
+        last = -1.0
         while True:
             if items:
                 batch = [items.popleft() for _ in range(len(items))]
                 yield batch
-                if self._rest_s > 0:
+                now = clock()
+                fast, last = now - last < FAST_GAP_S, now
+                if fast and self._rest_s > 0:
                     await asyncio.sleep(self._rest_s)
                 continue
             self._waiter = self._loop.create_future()

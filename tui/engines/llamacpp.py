@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tui.core.events import (
     EngineReport,
@@ -203,6 +203,36 @@ class LlamaCppEngine(Engine):
             stop.set()
             await asyncio.shield(future)
 
+    async def generate_into(
+        self, request: GenerationRequest, cancel: CancelToken, out: EventSink
+    ) -> None:
+        """Answer ``request`` with every event handed to ``out.put`` *in the generation
+        thread*, then ``out.close()``. The worker process uses this to send each token the
+        moment it is stamped, with no event-loop hop in between (see worker_main)."""
+        if self._llm is None or self._executor is None:
+            now = time.perf_counter_ns()
+            out.put(RequestSent(now))
+            out.put(Failed(now, "engine is not loaded", "load"))
+            out.close()
+            return
+        stop = threading.Event()
+        t_sent = time.perf_counter_ns()
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, _generate, self._llm, request, out, stop, cancel, t_sent
+        )
+        try:
+            await asyncio.shield(future)
+        finally:
+            stop.set()
+
+
+class EventSink(Protocol):
+    """Where the generation thread puts events (a Handoff, or the worker's socket)."""
+
+    def put(self, item: Any) -> None: ...
+
+    def close(self) -> None: ...
+
 
 def extra_bufts_choice(option: object, system_info: str, flags: frozenset[str]) -> tuple[bool, str]:
     """Whether to load with llama.cpp's extra buffer types, and why (for info/doctor)."""
@@ -245,7 +275,7 @@ def model_defaults(llama_cpp: Any, use_extra_bufts: bool) -> Iterator[None]:
 def _generate(
     llm: Any,
     request: GenerationRequest,
-    out: Handoff,
+    out: EventSink,
     stop: threading.Event,
     cancel: CancelToken,
     t_sent: int,

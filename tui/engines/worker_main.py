@@ -35,13 +35,15 @@ class WorkerServer:
 
     def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
         self.sock = sock
+        self._send_lock = threading.Lock()  # generation threads send too
         self.loop = loop
         self.engine: Engine | None = None
         self.cancels: dict[int, CancelToken] = {}
         self.tasks: set[asyncio.Task[None]] = set()
 
     def send(self, message: tuple[Any, ...]) -> None:
-        send_frame(self.sock, message)
+        with self._send_lock:
+            send_frame(self.sock, message)
 
     def on_message(self, message: tuple[Any, ...]) -> None:
         """Loop thread: one command from the parent."""
@@ -86,6 +88,20 @@ class WorkerServer:
             return
         token = CancelToken()
         self.cancels[rid] = token
+        direct = getattr(engine, "generate_into", None)
+        if direct is not None:  # events leave from the generation thread as they come
+            sink = _FrameSink(self, rid)
+            try:
+                await direct(request, token, sink)
+            except Exception as e:  # noqa: BLE001 - engines should not raise; if one does
+                sink.put(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
+            finally:
+                self.cancels.pop(rid, None)
+            if not sink.ended:
+                sink.put(
+                    Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol")
+                )
+            return
         ended = False
         try:
             async for batch in engine.stream_batches(request, token):
@@ -111,6 +127,24 @@ class WorkerServer:
             except Exception:  # noqa: BLE001 - closing is best effort; the process ends next
                 pass
         self.send(("reply", cid, True, None))
+
+
+class _FrameSink:
+    """An engine's generation thread → the parent: one frame per event, sent at once."""
+
+    def __init__(self, server: WorkerServer, rid: int) -> None:
+        self._server = server
+        self._rid = rid
+        self.ended = False
+
+    def put(self, event: Any) -> None:
+        if type(event) is RequestSent or self.ended:
+            return  # the parent stamped the request when it sent it
+        self.ended = isinstance(event, Failed) or _is_finished(event)
+        self._server.send(("events", self._rid, [event]))
+
+    def close(self) -> None:
+        pass
 
 
 def _is_finished(event: object) -> bool:
