@@ -45,20 +45,27 @@ class Handoff:
     def put(self, item: Any) -> None:
         """Producer thread: hand ``item`` over; wakes the consumer only if it is parked."""
         self._items.append(item)
-        with self._lock:
-            if not self._parked:
-                return
-            self._parked = False
-        self._loop.call_soon_threadsafe(self._wake)
+        self._unpark()
 
     def put_many(self, items: list[Any]) -> None:
-        """Producer thread: hand several items over at once (one wake-up at most)."""
+        """Producer (a thread, or a callback on the consumer's own loop): hand several
+        items over at once (one wake-up at most)."""
         self._items.extend(items)
+        self._unpark()
+
+    def _unpark(self) -> None:
         with self._lock:
             if not self._parked:
                 return
             self._parked = False
-        self._loop.call_soon_threadsafe(self._wake)
+        try:
+            same_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            same_loop = False
+        if same_loop:  # no self-pipe write needed
+            self._loop.call_soon(self._wake)
+        else:
+            self._loop.call_soon_threadsafe(self._wake)
 
     def close(self) -> None:
         """Producer thread: nothing more will be put (call it in a ``finally``)."""

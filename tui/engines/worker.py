@@ -49,7 +49,7 @@ from tui.engines.base import (
     GenerationRequest,
 )
 from tui.engines.handoff import Handoff
-from tui.engines.worker_wire import FrameReader, WireClosed, send_frame
+from tui.engines.worker_wire import FrameBuffer, send_frame
 
 CLOSE_TIMEOUT_S = 10.0
 
@@ -63,8 +63,10 @@ SIGNAL_HINTS = {
 class WorkerProcess:
     """One running worker: the process, its socket, its stderr file, and what waits on it.
 
-    Its reader thread routes the worker's frames; when the socket closes it ends every
-    stream and call waiting on *this* process (a successor has its own), with the reason.
+    The event loop that uses it reads its socket (``add_reader``: one wake-up per frame,
+    on the loop that consumes the events) and routes the frames; when the socket closes it
+    ends every stream and call waiting on *this* process (a successor has its own), with
+    the reason.
     """
 
     def __init__(self, name: str) -> None:
@@ -97,7 +99,23 @@ class WorkerProcess:
         self._routes: dict[int, _Route] = {}
         self._replies: dict[int, concurrent.futures.Future[tuple[bool, Any]]] = {}
         self._ended = threading.Event()
-        threading.Thread(target=self._read_frames, name=f"worker-{name}", daemon=True).start()
+        self._frames = FrameBuffer()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop reading the socket
+        self._end_started = False
+
+    def attach(self) -> None:
+        """Read the socket on the running loop, unless another live loop already does
+        (the loop a worker was started on may have closed since: ``asyncio.run`` twice)."""
+        loop = asyncio.get_running_loop()
+        old = self._loop
+        if old is loop or self._end_started:
+            return
+        if old is not None and old.is_running():
+            return
+        if old is not None and not old.is_closed():
+            old.remove_reader(self.sock.fileno())
+        self._loop = loop
+        loop.add_reader(self.sock.fileno(), self._on_readable)
 
     @property
     def pid(self) -> int:
@@ -118,6 +136,7 @@ class WorkerProcess:
 
     async def call(self, op: str, *args: Any) -> tuple[bool, Any]:
         """Send ``op`` and await the worker's reply: (ok, payload)."""
+        self.attach()
         cid = next(self._ids)
         reply: concurrent.futures.Future[tuple[bool, Any]] = concurrent.futures.Future()
         with self._lock:
@@ -129,6 +148,7 @@ class WorkerProcess:
 
     def open_route(self, loop: asyncio.AbstractEventLoop) -> tuple[int, _Route] | None:
         """A new stream's route (None when this worker has ended)."""
+        self.attach()
         rid = next(self._ids)
         route = _Route(Handoff(loop))
         with self._lock:
@@ -142,31 +162,44 @@ class WorkerProcess:
             self._routes.pop(rid, None)
 
     # -- receiving ------------------------------------------------------------------
-    def _read_frames(self) -> None:
-        """Reader thread: the worker's frames to their streams; its end to all of them."""
-        reader = FrameReader(self.sock)
+    def _on_readable(self) -> None:
+        """Loop callback: what the worker sent, to its streams and calls (one recv: the
+        socket is readable, so it does not block)."""
         why = None
         try:
-            while True:
-                message = reader.read()
-                op = message[0]
-                if op == "events":
-                    with self._lock:
-                        route = self._routes.get(message[1])
-                    if route is not None:
-                        route.deliver(message[2])
-                elif op == "reply":
-                    with self._lock:
-                        reply = self._replies.pop(message[1], None)
-                    if reply is not None:
-                        reply.set_result((bool(message[2]), message[3]))
-        except WireClosed:
-            pass
-        except Exception as e:  # noqa: BLE001 - a corrupt frame: end the worker, say so
-            with contextlib.suppress(OSError):
-                self.proc.kill()
-            why = f"engine process sent a bad frame ({type(e).__name__}: {e})"
-        self._end(why)
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if data:
+            try:
+                messages = self._frames.feed(data)
+            except Exception as e:  # noqa: BLE001 - a corrupt frame: end the worker, say so
+                with contextlib.suppress(OSError):
+                    self.proc.kill()
+                why = f"engine process sent a bad frame ({type(e).__name__}: {e})"
+            else:
+                for message in messages:
+                    self._dispatch(message)
+                return
+        loop = self._loop
+        if loop is not None:
+            loop.remove_reader(self.sock.fileno())
+        self._end_started = True
+        # waiting for the exit status must not block the loop
+        threading.Thread(target=self._end, args=(why,), name="worker-end", daemon=True).start()
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        op = message[0]
+        if op == "events":
+            with self._lock:
+                route = self._routes.get(message[1])
+            if route is not None:
+                route.deliver(message[2])
+        elif op == "reply":
+            with self._lock:
+                reply = self._replies.pop(message[1], None)
+            if reply is not None:
+                reply.set_result((bool(message[2]), message[3]))
 
     def _end(self, why: str | None) -> None:
         """The socket closed: find out why, and end everything waiting on this worker."""
@@ -204,17 +237,25 @@ class WorkerProcess:
     async def close(self) -> None:
         """Ask the worker to close its engine, then end the process (bounded)."""
         self.closing = True
+        self.attach()
         if self.running:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.call("close"), CLOSE_TIMEOUT_S)
         with contextlib.suppress(OSError):  # the worker exits at end of stream
             self.sock.shutdown(socket.SHUT_RDWR)
         await asyncio.to_thread(_end_process, self.proc)
-        await asyncio.to_thread(self._ended.wait, 10)
+        if not await asyncio.to_thread(self._ended.wait, 5):  # nobody read the end: do it
+            self._end_started = True
+            self._end(None)
         self.release()
 
     def release(self) -> None:
-        """Close our ends (after the process has ended); keep its log lines."""
+        """Close our ends (after the process has ended); keep its log lines. On the loop
+        that reads the socket, or after that loop has closed."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and not self._end_started:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(self.sock.fileno())
         _keep_log(self.stderr, self.pid)
         for f in (self.sock, self.stderr):
             with contextlib.suppress(OSError):
@@ -240,7 +281,7 @@ class WorkerEngine(Engine):
         t0 = time.perf_counter_ns()
         worker = self._worker
         if worker is not None and not worker.running:  # it died: its successor starts below
-            await asyncio.to_thread(worker.release)
+            worker.release()
             worker = self._worker = None
         if worker is None:
             worker = self._worker = await asyncio.to_thread(WorkerProcess, self.spec.name)

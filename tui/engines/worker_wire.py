@@ -31,30 +31,49 @@ def send_frame(sock: socket.socket, message: tuple[Any, ...]) -> None:
     sock.sendall(_LEN.pack(len(body)) + body)
 
 
+class FrameBuffer:
+    """Whole messages out of bytes fed in as they arrive."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[Any, ...]]:
+        """Add ``data``; return every message now complete (raises WireClosed on a
+        corrupt length)."""
+        buf = self._buf
+        buf += data
+        out: list[tuple[Any, ...]] = []
+        start = 0
+        while len(buf) - start >= _LEN.size:
+            (size,) = _LEN.unpack_from(buf, start)
+            if size > MAX_FRAME:
+                raise WireClosed(f"frame of {size} bytes: the stream is corrupt")
+            end = start + _LEN.size + size
+            if len(buf) < end:
+                break
+            out.append(pickle.loads(bytes(buf[start + _LEN.size : end])))
+            start = end
+        if start:
+            del buf[:start]
+        return out
+
+
 class FrameReader:
     """Reads whole frames from a blocking socket, buffering what one recv brings."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._buf = bytearray()
+        self._frames = FrameBuffer()
+        self._ready: list[tuple[Any, ...]] = []
 
     def read(self) -> tuple[Any, ...]:
         """The next message; raises :class:`WireClosed` at end of stream."""
-        while True:
-            if len(self._buf) >= _LEN.size:
-                (size,) = _LEN.unpack_from(self._buf)
-                if size > MAX_FRAME:
-                    raise WireClosed(f"frame of {size} bytes: the stream is corrupt")
-                end = _LEN.size + size
-                if len(self._buf) >= end:
-                    body = bytes(self._buf[_LEN.size : end])
-                    del self._buf[:end]
-                    message: tuple[Any, ...] = pickle.loads(body)
-                    return message
+        while not self._ready:
             try:
                 data = self._sock.recv(1 << 16)
             except OSError as e:
                 raise WireClosed(str(e)) from None
             if not data:
                 raise WireClosed("end of stream")
-            self._buf += data
+            self._ready = self._frames.feed(data)
+        return self._ready.pop(0)
