@@ -73,7 +73,7 @@ def engine_toml(port: int | None, tokens: int) -> str:
     )
 
 
-def inside(cfg_path: str, session_path: str, requests: int) -> None:
+def inside(cfg_path: str, session_path: str, requests: int, prompt: str = "request {i}") -> None:
     """Runs in the tmux pane: the real app, autoplaying the prompts, recording a session."""
     from tui.cli.ui import prepare_terminal_ui
 
@@ -86,7 +86,7 @@ def inside(cfg_path: str, session_path: str, requests: int) -> None:
         load_config(cfg_path),
         state_path=None,
         session_path=Path(session_path),
-        autoplay=[f"request {i}" for i in range(requests)],
+        autoplay=[prompt.format(i=i) for i in range(requests)],
     )
     with engine_stderr_to(Path(session_path).with_suffix(".stderr")):
         app.run()
@@ -192,10 +192,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=200)
-    ap.add_argument("--inside", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--inside", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inside:
-        inside(args.inside[0], args.inside[1], int(args.inside[2]))
+        inside(args.inside[0], args.inside[1], int(args.inside[2]), *args.inside[3:])
         return
     from tui.engines.registry import ENGINE_KINDS
 
