@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -175,3 +176,22 @@ class Engine(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model or connections."""
+
+
+class BatchedEngine(Engine):
+    """An engine whose events come in batches (handed over from another thread or
+    process together): it implements :meth:`stream_batches`; :meth:`stream` flattens it."""
+
+    async def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        async with aclosing(self.stream_batches(request, cancel)) as batches:  # type: ignore[type-var]
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    @abc.abstractmethod
+    def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """Answer ``request``, yielding lists of events that became available together."""

@@ -15,7 +15,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
@@ -31,7 +31,13 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.base import (
+    BatchedEngine,
+    CancelToken,
+    EngineError,
+    EngineInfo,
+    GenerationRequest,
+)
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import check_gguf
@@ -60,7 +66,7 @@ FILE_TYPES = {
 }
 
 
-class LlamaCppEngine(Engine):
+class LlamaCppEngine(BatchedEngine):
     """llama.cpp in this process. Options (``[engines.X.options]``): ``quiet_stderr``
     (default true: keep llama.cpp's log lines off the terminal), ``seed``,
     ``use_extra_bufts`` (true / false / "auto", the default: llama.cpp's extra buffer
@@ -169,13 +175,6 @@ class LlamaCppEngine(Engine):
         return self._llm is not None
 
     # --- generation -----------------------------------------------------------------
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        async with aclosing(self.stream_batches(request, cancel)) as batches:
-            async for batch in batches:
-                for event in batch:
-                    yield event
 
     async def stream_batches(
         self, request: GenerationRequest, cancel: CancelToken | None = None

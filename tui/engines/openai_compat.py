@@ -26,8 +26,8 @@ from tui.core.events import (
     StreamEvent,
 )
 from tui.engines.base import (
+    BatchedEngine,
     CancelToken,
-    Engine,
     EngineError,
     EngineInfo,
     EngineSpec,
@@ -62,7 +62,7 @@ from tui.engines.reader_loop import Emit, HttpReader, relay_batches
 from tui.engines.sse import SSEDecoder
 
 
-class OpenAICompatEngine(Engine):
+class OpenAICompatEngine(BatchedEngine):
     """Streams from an OpenAI-compatible server (see the module docstring)."""
 
     kind: ClassVar[str] = "openai"
@@ -143,13 +143,6 @@ class OpenAICompatEngine(Engine):
             self.model = self.server_models[0]
 
     # --- streaming -------------------------------------------------------------------
-
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        async for batch in self.stream_batches(request, cancel):
-            for ev in batch:
-                yield ev
 
     async def stream_batches(
         self, request: GenerationRequest, cancel: CancelToken | None = None

@@ -41,8 +41,8 @@ from typing import IO, Any, ClassVar
 
 from tui.core.events import Failed, Finished, RequestSent, StreamEvent
 from tui.engines.base import (
+    BatchedEngine,
     CancelToken,
-    Engine,
     EngineError,
     EngineInfo,
     EngineSpec,
@@ -262,7 +262,7 @@ class WorkerProcess:
                 f.close()
 
 
-class WorkerEngine(Engine):
+class WorkerEngine(BatchedEngine):
     """An in-process engine (``target``, "module:Class") hosted in a worker process."""
 
     kind: ClassVar[str] = "worker"
@@ -330,12 +330,6 @@ class WorkerEngine(Engine):
         return self._ready and worker is not None and worker.running
 
     # -- streams --------------------------------------------------------------------
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        async for batch in self.stream_batches(request, cancel):
-            for event in batch:
-                yield event
 
     async def stream_batches(
         self, request: GenerationRequest, cancel: CancelToken | None = None
