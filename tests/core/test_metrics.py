@@ -176,3 +176,34 @@ def test_timeline_round_trips_through_dict():
     )
     again = RequestTimeline.from_dict(tl.to_dict())
     assert compute_metrics(again).to_dict() == compute_metrics(tl).to_dict()
+
+
+def test_a_chunk_with_zero_tokens_adds_text_but_no_gap():
+    """llama.cpp's final UTF-8 flush can carry text after its token was counted: tokens
+    [1, 1, 0]. Its text is kept; its stamp is not a token's (no gap, no decode time)."""
+    tl = timeline(
+        RequestSent(0),
+        TextChunk(100 * MS, "a", 1),
+        TextChunk(110 * MS, "b", 1),
+        TextChunk(150 * MS, "\ufffd", 0),
+        Finished(151 * MS),
+    )
+    m = compute_metrics(tl)
+    assert tl.text == "ab\ufffd"
+    assert m.output_tokens == 2 and m.output_tokens_source == "engine-chunks"
+    assert m.itl_chunk_ms == [10.0] and m.itl_token_ms == [10.0]
+    assert m.decode_ms == 10.0 and m.decode_tps == pytest.approx(1 / 0.010)
+    assert m.content_chunks == 3  # the text chunks, the zero-token one included
+
+
+def test_zero_token_text_first_still_is_the_first_text_seen():
+    tl = timeline(
+        RequestSent(0),
+        TextChunk(90 * MS, " ", 0),
+        TextChunk(100 * MS, "a", 1),
+        TextChunk(120 * MS, "b", 1),
+        Finished(120 * MS),
+    )
+    m = compute_metrics(tl)
+    assert m.ttft_ms == 90.0  # the first text the user saw
+    assert m.itl_token_ms == [20.0] and m.decode_tps == pytest.approx(1 / 0.020)

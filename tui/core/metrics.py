@@ -10,7 +10,11 @@ with non-empty text, t_end = end of the stream, N = output tokens (engine-counte
 - ITL (per token) = each gap spread over the tokens its chunk carries: a chunk with k
   tokens after a gap g contributes k values of g/k. When the engine does not give per-chunk
   counts but gives N, every gap is taken to carry (N−1)/(C−1) tokens (C content chunks)
-  and the view is marked as an estimate.
+  and the view is marked as an estimate (then the mean of the values × (N−1) is the span).
+- A chunk the engine says carries 0 tokens (text with no token of its own: llama.cpp's
+  final UTF-8 flush, a server's trailing text) adds text, never a gap: ITL, decode time and
+  t_first/t_last for decode are taken over the chunks that carry tokens (a count ≥ 1, or
+  no count at all). Its text still counts for TTFT if it is the first text.
 - TPOT = (e2e − TTFT) / (N − 1). TTFT is never inside ITL or TPOT.
 - Decode tok/s = (N − 1) / (t_last − t_first).
 - Prefill tok/s = prompt tokens / prefill time, from the engine where it reports prefill
@@ -97,13 +101,24 @@ def output_token_count(tl: RequestTimeline) -> tuple[int | None, str]:
     return len(tokens), "chunk-count-estimate"
 
 
+def token_columns(
+    stamps: list[int], tokens: list[int | None]
+) -> tuple[list[int], list[int | None]]:
+    """The content chunks that carry tokens: a count of 0 means text without a token."""
+    if 0 not in tokens:
+        return stamps, tokens
+    keep = [i for i, k in enumerate(tokens) if k != 0]
+    return [stamps[i] for i in keep], [tokens[i] for i in keep]
+
+
 def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
     """Compute every metric of one request from its timeline, as the module defines."""
     t0 = tl.t_sent_ns
-    stamps, tokens = tl.content_columns()  # of the chunks that carry text
+    text_stamps, text_tokens = tl.content_columns()  # of the chunks that carry text
+    stamps, tokens = token_columns(text_stamps, text_tokens)
     n_out, n_source = output_token_count(tl)
 
-    ttft_ns = stamps[0] - t0 if (t0 is not None and stamps) else None
+    ttft_ns = text_stamps[0] - t0 if (t0 is not None and text_stamps) else None
     ttfr_ns = tl.t_first_byte_ns - t0 if (t0 is not None and tl.t_first_byte_ns) else None
     t_end = tl.t_end_ns if tl.t_end_ns is not None else (tl.chunk_ns[-1] if tl.chunk_ns else None)
     e2e_ns = t_end - t0 if (t0 is not None and t_end is not None) else None
@@ -144,7 +159,7 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
         prompt_tokens=tl.prompt_tokens,
         output_tokens=n_out,
         output_tokens_source=n_source,
-        content_chunks=len(stamps),
+        content_chunks=len(text_stamps),
         finish_reason=tl.finish_reason,
         error=tl.error,
     )
