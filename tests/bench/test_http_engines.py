@@ -3,6 +3,7 @@ real llama-server (skipped loudly when its binary is not installed)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 
@@ -79,11 +80,11 @@ def test_cli_url_engine(pace_server_url, infertop_cmd, cli_env, tmp_path):
     )
     assert p.returncode == 0, p.stdout + p.stderr
     report = json.loads((out / "report.json").read_text())
-    assert report["engines"][0]["kind"] == "openai"
+    assert report["engines"][0]["kind"] == "openai"  # detected: a generic OpenAI server
     assert report["summary"]["engines"][0]["ok"] == 6
 
 
-def test_cli_url_that_refuses_connections_fails_every_request(infertop_cmd, cli_env, tmp_path):
+def test_cli_url_that_refuses_connections_is_refused_up_front(infertop_cmd, cli_env, tmp_path):
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
@@ -105,8 +106,30 @@ def test_cli_url_that_refuses_connections_fails_every_request(infertop_cmd, cli_
         text=True,
         timeout=120,
     )
-    assert p.returncode == 3, p.stdout + p.stderr
-    assert "FAILED" in p.stdout and "Traceback" not in p.stderr
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"infertop bench: error: --url http://127.0.0.1:{port}")
+    assert "refused" in last
+
+
+def cli_bench_url(url: str, out) -> dict:  # type: ignore[no-untyped-def]
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, INFERTOP_CONFIG="", PYTHONPATH=str(root))
+    args = ["bench", "--url", url, "--runs", "2", "--max-tokens", "8", "--warmup", "0"]
+    p = subprocess.run(
+        [sys.executable, "-m", "tui", *args, "--prompt-tokens", "32", "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads((out / "report.json").read_text())
 
 
 @pytest.mark.engine
@@ -120,8 +143,17 @@ async def test_real_llama_server_bench(tmp_path, model_path):
     try:
         p = plan(runs=3, max_tokens=16, prompt_tokens=96, concurrency=[1, 2], cold=True)
         e, res = await bench(p, EngineSpec("ls", "llama-server", url=sp.url))
+        by_url = await asyncio.to_thread(cli_bench_url, sp.url, tmp_path / "by-url")
     finally:
         sp.stop()
+    # benched by URL alone, it is detected as llama-server: its timings are the truth
+    # and ignore_eos is honoured, as with the configured engine
+    assert by_url["engines"][0]["kind"] == "llama-server"
+    warm = [r for r in by_url["engines"][0]["records"] if r["phase"] == "warm"]
+    assert len(warm) == 2
+    for rec in warm:
+        assert rec["metrics"]["output_tokens"] == 8
+        assert rec["metrics"]["prefill_tps_source"] == "engine"
     assert e["error"] is None and e["failed"] == 0
     assert e["capacity"] == 1 and "total_slots" in e["capacity_note"]  # -np 1
     assert any("exceeds ls's parallel capacity (1)" in w for w in e["warnings"])

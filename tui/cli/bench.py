@@ -29,7 +29,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     a = p.add_argument
     a("--engine", action="append", metavar="NAME", help="engine from config (repeatable)")
-    a("--url", action="append", metavar="URL", help="an OpenAI-compatible server (repeatable)")
+    a(
+        "--url",
+        action="append",
+        metavar="URL",
+        help="a server; its kind (llama-server, vLLM, Ollama, OpenAI) is detected (repeatable)",
+    )
     a("--runs", type=int, metavar="N", help="requests per worker per level (default 10)")
     a("--warmup", type=int, metavar="N", help="warm-up requests per engine (default 1)")
     a("--concurrency", metavar="LIST", help="concurrency levels, e.g. 1,8,16 (default 1)")
@@ -69,22 +74,29 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
 
 
 def resolve_engines(args: argparse.Namespace) -> list[Any]:
-    """EngineSpecs from --engine names (config), --url, or the config's default engine."""
+    """EngineSpecs from --engine names (config), --url, or the config's default engine.
+
+    A --url server's kind is detected exactly as ``infertop run --url`` does, so a
+    llama-server keeps ``cache_prompt``, ``ignore_eos`` and its ``timings``."""
     from urllib.parse import urlparse
 
     from tui.config import load_config
-    from tui.engines.base import EngineSpec
+    from tui.engines.base import EngineError
+    from tui.engines.detect import spec_from_url
     from tui.engines.registry import ENGINE_KINDS
 
     cfg = load_config(getattr(args, "config", None))
     specs = []
     for name in dict.fromkeys(args.engine or []):
         specs.append(cfg.engine(name))
-    for i, url in enumerate(dict.fromkeys(args.url or [])):
+    for url in dict.fromkeys(args.url or []):
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise BenchError(f"--url {url!r}: expected http(s)://HOST:PORT")
-        specs.append(EngineSpec(name=parsed.netloc or f"url{i}", kind="openai", url=url))
+        try:
+            specs.append(spec_from_url(url))
+        except EngineError as e:
+            raise BenchError(f"--url {url}: {e}") from None
     if not specs:
         specs.append(cfg.engine(cfg.default_engine))
     for spec in specs:
