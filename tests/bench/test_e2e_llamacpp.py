@@ -66,6 +66,12 @@ def test_bench_llamacpp_end_to_end(infertop_cmd, cli_env, tmp_path, model_path):
     assert c1["label"] == "c=1" and c1["eta"] == pytest.approx(1.0)
     assert c1["medians"]["decode_tps"]["low"] <= c1["medians"]["decode_tps"]["estimate"]
 
+    assert eng["request_controls"]["cache_prompt"].startswith("enforced: the context is reset")
+    notes = report["summary"]["fairness"]
+    cache = next(n for n in notes if n.startswith("local: prompt-cache reuse"))
+    assert "reported 0 cached prompt tokens on all 6" in cache  # 3 cold + 3 warm
+    assert any(n.startswith("local: output length fixed: all 6 answers had 16") for n in notes)
+
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert len(rows) == len(eng["records"])
     md = (out / "report.md").read_text()

@@ -43,6 +43,22 @@ async def test_eta_against_the_pace_server(pace_server_url):
     assert any("capacity is unknown" in w for w in e["warnings"])
 
 
+async def test_fairness_notes_say_what_a_generic_server_was_sent(pace_server_url):
+    """A generic OpenAI server is sent neither cache_prompt nor ignore_eos: the report
+    must not claim prompt-cache reuse was off, and says the length was what it was."""
+    url = pace_server_url(interval_ms=5.0)
+    p = plan(runs=2, warmup=0)
+    res = await BenchRunner(p, [EngineSpec("pace", "openai", url=url)]).run()
+    notes = summarize_result(res)["fairness"]
+    assert res.engines[0].controls["cache_prompt"].startswith("not enforced")
+    assert res.engines[0].controls["ignore_eos"].startswith("not enforced")
+    cache = next(n for n in notes if n.startswith("pace: prompt-cache reuse"))
+    assert "not enforced" in cache and "reuse cannot be ruled out" in cache
+    length = next(n for n in notes if n.startswith("pace: output length"))
+    assert "ignore_eos not enforced" in length
+    assert not any("cache_prompt=false) and every prompt is distinct" in n for n in notes)
+
+
 async def test_eta_saturates_at_the_servers_slots(pace_server_url):
     url = pace_server_url(interval_ms=INTERVAL_MS, ttft_ms=20.0, concurrency=2)
     e, _ = await bench(plan(concurrency=[1, 4]), EngineSpec("pace", "openai", url=url))
@@ -160,6 +176,13 @@ async def test_real_llama_server_bench(tmp_path, model_path):
     assert e["prompt"]["method"] == "usage probe"
     assert abs(e["prompt"]["counted_tokens"] - 96) <= 2
     assert "infertop did not start" in e["cold_note"]
+    # fairness notes from what was sent and what the server's answers show
+    notes = summarize_result(res)["fairness"]
+    assert res.engines[0].controls["cache_prompt"] == "sent (cache_prompt: false)"
+    cache = next(n for n in notes if n.startswith("ls: prompt-cache reuse"))
+    assert "sent (cache_prompt: false)" in cache and "reported 0 cached prompt tokens" in cache
+    length = next(n for n in notes if n.startswith("ls: output length"))
+    assert "fixed: all" in length and "sent (ignore_eos: true)" in length
     warm = [r for r in res.engines[0].measured() if r.level == "c=1"]
     for r in warm:
         m = r.metrics

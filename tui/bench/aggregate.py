@@ -269,7 +269,51 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
                 )
         if any(lv["prefill_estimated"] for lv in e["levels"]):
             notes.append(f"{e['name']}: prompt tok/s is an estimate (prompt tokens / TTFT)")
-    notes.append("prompt-cache reuse: off (cache_prompt=false) and every prompt is distinct")
+    by_name = {run.name: run for run in result.engines}
+    for e in engines:
+        run = by_name.get(e["name"])
+        if run is not None and run.error is None:
+            notes += control_notes(run, result.plan.max_tokens)
+    notes.append(
+        "prompts: each request's prompt is distinct from its first words (a request number "
+        "leads); the engine's chat template may put a prefix shared by all before it, which "
+        "a prefix cache can reuse"
+    )
+    return notes
+
+
+def control_notes(run: EngineRun, max_tokens: int) -> list[str]:
+    """What was sent for output length and prompt-cache reuse, and what the answers show."""
+    ok = [r for r in run.measured() if r.ok]
+    if not ok:
+        return []
+    ignore = run.controls.get("ignore_eos", "unknown")
+    cache = run.controls.get("cache_prompt", "unknown")
+    full = sum(1 for r in ok if r.metrics.output_tokens == max_tokens)
+    if full == len(ok):
+        length = f"output length fixed: all {len(ok)} answers had {max_tokens} tokens"
+    else:
+        length = (
+            f"output length not fixed: {len(ok) - full} of {len(ok)} answers had other than "
+            f"{max_tokens} tokens"
+        )
+    notes = [f"{run.name}: {length} (ignore_eos {ignore})"]
+    cached = [
+        r.timeline.truth.cached_tokens
+        for r in ok
+        if r.timeline.truth is not None and r.timeline.truth.cached_tokens is not None
+    ]
+    if not cached:
+        seen = "the engine reports no cached-token count, so reuse cannot be ruled out"
+    elif not any(cached):
+        seen = f"the engine reported 0 cached prompt tokens on all {len(cached)} it counted"
+    else:
+        hits = [c for c in cached if c]
+        seen = (
+            f"the engine reported cached prompt tokens on {len(hits)} of {len(cached)} "
+            f"requests (up to {max(hits)}): their TTFT includes prefix-cache hits"
+        )
+    notes.append(f"{run.name}: prompt-cache reuse (the bench asks for none): {cache}; {seen}")
     return notes
 
 

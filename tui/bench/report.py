@@ -36,6 +36,7 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
                 "kind": run.kind,
                 "spec": finite(run.spec),
                 "info": finite(run.info),
+                "request_controls": dict(run.controls),
                 "records": [r.to_dict() for r in run.records()],
             }
         )

@@ -54,6 +54,8 @@ class EngineRun:
     levels: list[LevelRun] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None  # the engine could not be built or loaded
+    # how the engine applied the bench's cache_prompt=false / ignore_eos=true (its words)
+    controls: dict[str, str] = field(default_factory=dict)
 
     def records(self) -> list[RequestRecord]:
         out = list(self.calibration) + list(self.warmup)
@@ -267,6 +269,11 @@ class BenchRunner:
 
     async def _fairness(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
         self._stage = (run.name, "fairness checks")
+        try:
+            run.controls = engine.request_controls(self._request("x"))
+        except Exception as e:  # noqa: BLE001 - a note, not a reason to stop
+            run.controls = {}
+            run.warnings.append(f"how {run.name} applies cache_prompt/ignore_eos is unknown: {e}")
         cap = await hooks.engine_capacity(engine)
         run.capacity, run.capacity_source, run.capacity_note = cap.slots, cap.source, cap.note
         for c in self.plan.concurrency:

@@ -137,6 +137,22 @@ def refused(message: str) -> tuple[RequestSent, Failed]:
     return RequestSent(now), Failed(now, message, "engine")
 
 
+NOT_ENFORCED = "not enforced"
+
+
+def controls_from_body(body: dict[str, Any]) -> dict[str, str]:
+    """The fairness controls as an HTTP engine's request body carries them."""
+    cache = body.get("cache_prompt")
+    return {
+        "cache_prompt": f"sent (cache_prompt: {str(cache).lower()})"
+        if cache is not None
+        else f"{NOT_ENFORCED}: the request carries no prefix-cache control",
+        "ignore_eos": "sent (ignore_eos: true)"
+        if body.get("ignore_eos")
+        else f"{NOT_ENFORCED}: the request carries no ignore_eos",
+    }
+
+
 class Engine(abc.ABC):
     """A backend that streams stamped events for a generation request.
 
@@ -173,6 +189,24 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def info(self) -> EngineInfo:
         """Engine, model, quantisation, context size and parameters."""
+
+    @classmethod
+    def fixed_controls(cls, request: GenerationRequest) -> dict[str, str] | None:
+        """For engines that apply ``cache_prompt``/``ignore_eos`` themselves (in-process):
+        how, in words. None: see :meth:`request_controls`."""
+        return None
+
+    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
+        """How this engine applies ``request.cache_prompt`` and ``request.ignore_eos``:
+        {control: "sent …" | "enforced: …" | "not enforced: …"}, from what it really does
+        (HTTP engines: what their request body carries). The bench's fairness notes."""
+        fixed = self.fixed_controls(request)
+        if fixed is not None:
+            return fixed
+        return {
+            "cache_prompt": f"{NOT_ENFORCED}: this engine has no per-request control",
+            "ignore_eos": f"{NOT_ENFORCED}: this engine has no per-request control",
+        }
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model or connections."""

@@ -174,6 +174,17 @@ class LlamaCppEngine(BatchedEngine):
     def loaded(self) -> bool:
         return self._llm is not None
 
+    @classmethod
+    def fixed_controls(cls, request: GenerationRequest) -> dict[str, str]:
+        return {
+            "cache_prompt": "enforced: the context is reset before the request (no prefix reuse)"
+            if not request.cache_prompt
+            else "off: the context's matching prefix is reused",
+            "ignore_eos": "enforced: end-of-generation tokens are skipped"
+            if request.ignore_eos
+            else "off: generation stops at end-of-generation",
+        }
+
     # --- generation -----------------------------------------------------------------
 
     async def stream_batches(

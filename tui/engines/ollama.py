@@ -38,6 +38,7 @@ from tui.engines.base import (
     EngineInfo,
     EngineSpec,
     GenerationRequest,
+    controls_from_body,
     refused,
 )
 from tui.engines.http1 import (
@@ -200,6 +201,9 @@ class OllamaEngine(Engine):
             url=self.base,
             pid=self.spec.options.get("pid"),
         )
+
+    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
+        return controls_from_body(self.build_body(request))
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         options: dict[str, Any] = {

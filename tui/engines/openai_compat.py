@@ -32,6 +32,7 @@ from tui.engines.base import (
     EngineInfo,
     EngineSpec,
     GenerationRequest,
+    controls_from_body,
     refused,
 )
 from tui.engines.http1 import (
@@ -239,6 +240,9 @@ class OpenAICompatEngine(BatchedEngine):
             emit(usage_event(state))
 
     # --- hooks for server-specific engines -------------------------------------------
+
+    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
+        return controls_from_body(self.build_body(request))
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The JSON body. Only standard OpenAI fields here (strict servers reject others)."""

@@ -90,6 +90,13 @@ class SyntheticEngine(Engine):
         sep = "" if i == 0 else ("\n\n" if i % k == 0 else " ")
         return sep + self._words[i % k]
 
+    @classmethod
+    def fixed_controls(cls, request: GenerationRequest) -> dict[str, str]:
+        return {
+            "cache_prompt": "not applicable: no model, no cache",
+            "ignore_eos": "enforced: always exactly max_tokens",
+        }
+
     async def load(self) -> float:
         t0 = time.perf_counter()
         if self.load_stderr:

@@ -118,6 +118,15 @@ class VLLMInProcessEngine(Engine):
             self._loop.stop()
             self._loop = None
 
+    @classmethod
+    def fixed_controls(cls, request: GenerationRequest) -> dict[str, str]:
+        return {
+            "cache_prompt": "not enforced: vLLM's prefix caching is an engine setting",
+            "ignore_eos": "sent (SamplingParams.ignore_eos)"
+            if request.ignore_eos
+            else "off: generation stops at end-of-generation",
+        }
+
     def info(self) -> EngineInfo:
         return EngineInfo(
             engine=self.spec.name,

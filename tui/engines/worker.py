@@ -305,6 +305,13 @@ class WorkerEngine(BatchedEngine):
         if worker is not None:
             await worker.close()
 
+    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
+        """The hosted engine's own (its class says; nothing needs the worker)."""
+        from tui.engines.registry import engine_class
+
+        fixed = engine_class(self.kind).fixed_controls(request)
+        return fixed if fixed is not None else super().request_controls(request)
+
     def info(self) -> EngineInfo:
         if self._info is not None:
             info = dataclasses.replace(self._info)
