@@ -27,7 +27,7 @@ Measured on the shared 2-core machine (2026-11-30), with the UI, vs the server's
         one-way latency p99 +18.8 ms: stamps late. Cause: CPython's automatic full
         collections mid-stream (4-27 ms holding the GIL, every 1-2 s); two tokens then
         waited in the socket together, and the kernel merges queued TCP segments keeping
-        the later one's receive time. Fix: tui/app/heap.py defers full collections while
+        the later one's receive time. Fix: tui/core/pauses.py defers full collections while
         a turn streams (settle_heap runs between turns).
     after: p50 0.004-0.006 ms, p99 0.36 / 0.80 / 1.11 ms (goal 2); one-way latency p99
         <= 0 (no stamp later than its send)

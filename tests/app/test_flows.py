@@ -65,6 +65,7 @@ async def test_submit_streams_answer_with_metrics_and_session_log(
     assert rec["text"] == turn.text
     assert len(rec["timeline"]["chunks"]) >= 1
     assert rec["metrics"]["ttft_ms"] > 0 and rec["engine_truth"]["source"]
+    assert rec["timeline"]["stamp_source"].startswith("llama.cpp's generation thread")
 
 
 async def test_multi_turn_sends_previous_exchange(make_config, build_app, wait_for, tmp_path):

@@ -98,6 +98,13 @@ def test_cli_url_engine(pace_server_url, infertop_cmd, cli_env, tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["engines"][0]["kind"] == "openai"  # detected: a generic OpenAI server
     assert report["summary"]["engines"][0]["ok"] == 6
+    # how the stamps were taken, and under which interpreter discipline, is on record
+    env = report["environment"]
+    name = report["engines"][0]["name"]
+    assert env["stamp_sources"][name]  # e.g. ["kernel receive time (SO_TIMESTAMPNS)"]
+    assert "GIL switch interval 0.2 ms" in env["measuring"]
+    assert env["http_receive_stamps"]
+    assert "Stamps: " + name in (out / "report.md").read_text()
 
 
 def test_cli_url_that_refuses_connections_is_refused_up_front(infertop_cmd, cli_env, tmp_path):

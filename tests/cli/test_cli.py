@@ -75,12 +75,14 @@ def test_run_json_has_every_field(infertop_cmd, cli_env):
     assert 0 < out["ttft_ms"] < out["e2e_ms"]
     assert out["load_ms"] > 0
     assert out["engine_truth"]["prompt_tokens"] == out["prompt_tokens"]
+    assert out["stamp_source"].startswith("llama.cpp's generation thread")
 
 
 def test_run_streams_text_then_metrics(infertop_cmd, cli_env):
     proc = run(infertop_cmd, cli_env, "run", "--prompt", "Say hello.", "--max-tokens", "10")
     assert proc.returncode == 0, proc.stderr
     assert "TTFT" in proc.stdout and "decode" in proc.stdout and "(engine)" in proc.stdout
+    assert "stamps: llama.cpp's generation thread" in proc.stdout
 
 
 def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):

@@ -244,6 +244,10 @@ async def test_llamacpp_worker_crash_mid_answer_keeps_the_partial_answer(
         assert m.ttft_ms is not None and m.ttft_ms > 0
         assert m.output_tokens is not None and m.output_tokens >= 8
         assert m.output_tokens_source == "engine-chunks"  # token ids counted by llama.cpp
+        assert tl.stamp_source == (
+            "llama.cpp's generation thread, as each token id is returned "
+            "(in infertop's engine worker process)"
+        )
         assert len(tl.text) > 8
         # tokens were stamped in the worker: after our RequestSent, before we saw them
         sent = events[0]

@@ -44,6 +44,12 @@ def test_fast_path_only_for_plain_http(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not fast_path_ok("http://user:pw@127.0.0.1:8000")
     monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
     assert not fast_path_ok("http://127.0.0.1:8000")
+    # NO_PROXY covering the host: no proxy, so the lean client and kernel stamps stay
+    for no_proxy in ("127.0.0.1", "localhost,127.0.0.1", "*"):
+        monkeypatch.setenv("no_proxy", no_proxy)
+        assert fast_path_ok("http://127.0.0.1:8000"), no_proxy
+    monkeypatch.setenv("no_proxy", "example.com")
+    assert not fast_path_ok("http://127.0.0.1:8000")
 
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], object]

@@ -12,6 +12,7 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.http1 import HTTPX_STAMPS, KERNEL_STAMPS
 from tui.engines.openai_compat import OpenAICompatEngine
 
 REQ = GenerationRequest.from_prompt("a b", max_tokens=3)
@@ -69,6 +70,32 @@ async def test_tls_verification_can_be_turned_off(https_pace: str) -> None:
     spec = EngineSpec(name="t", kind="openai", url=https_pace, model="pace", verify_tls=False)
     r = await collect(OpenAICompatEngine(spec), REQ)
     assert r.failed is None and r.metrics.output_tokens == 3
+    assert r.timeline.stamp_source == HTTPX_STAMPS  # https: httpx, read-return times
+
+
+async def test_each_request_records_how_it_was_stamped(monkeypatch) -> None:
+    """Plain http: kernel receive stamps (Linux), also with a proxy variable set when
+    NO_PROXY covers the host; the session log and reports carry the same words."""
+    import sys
+
+    port, _srv, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=1))
+    url = f"http://127.0.0.1:{port}"
+    expected = KERNEL_STAMPS if sys.platform.startswith("linux") else None
+    try:
+        spec = EngineSpec(name="t", kind="openai", url=url, model="pace")
+        r = await collect(OpenAICompatEngine(spec), REQ)
+        assert r.failed is None
+        if expected:
+            assert r.timeline.stamp_source == expected
+        assert r.timeline.to_dict()["stamp_source"] == r.timeline.stamp_source
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        r = await collect(OpenAICompatEngine(spec), REQ)
+        assert r.failed is None  # not sent to the (unreachable) proxy
+        if expected:
+            assert r.timeline.stamp_source == expected
+    finally:
+        stop()
 
 
 async def test_api_key_and_extra_headers_are_sent(monkeypatch) -> None:

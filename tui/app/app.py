@@ -21,12 +21,11 @@ from tui.app.themes import DEFAULT_THEME, builtin_theme_dir, load_theme_dirs, us
 from tui.config import Config
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
+from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.session import SessionRecorder, default_session_path, session_record
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.telemetry.roofline import roofline
 from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
-
-GIL_SWITCH_INTERVAL_S = 0.0002
 
 # binding ids a user may remap in [ui.keys] (id -> key)
 BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "help", "quit")
@@ -133,8 +132,7 @@ class InfertopApp(App):
 
     def on_mount(self) -> None:
         # The engine threads stamp tokens; a thread woken by a token must get the GIL
-        # from the UI thread first. CPython hands it over after the switch interval
-        # (default 5 ms), which would land in measured ITL; 0.2 ms keeps it small.
+        # from the UI thread first (see tui/core/pauses.py).
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self.push_screen(self.chat)

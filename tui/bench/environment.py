@@ -88,4 +88,28 @@ def environment() -> dict[str, Any]:
         "gpus": gpus(),
         "versions": versions(),
         "hostname": platform.node(),
+        "measuring": measuring(),
+        "http_receive_stamps": http_receive_stamps(),
     }
+
+
+def measuring() -> str:
+    """The interpreter discipline the bench measures under (tui/core/pauses.py)."""
+    from tui.core.pauses import GIL_SWITCH_INTERVAL_S
+
+    return (
+        f"GIL switch interval {GIL_SWITCH_INTERVAL_S * 1000:g} ms, automatic full garbage "
+        "collections deferred while requests stream (run between levels)"
+    )
+
+
+def http_receive_stamps() -> str:
+    """What this kernel's receive stamps are on loopback (see tui/engines/tcp.py)."""
+    from tui.engines.tcp import probe_arrival_stamps
+
+    arrival = probe_arrival_stamps()
+    if arrival is None:
+        return "no kernel receive stamps here: HTTP chunks are stamped when the read returns"
+    if arrival:
+        return "kernel arrival time (SO_TIMESTAMPNS)"
+    return "this kernel stamps loopback packets when they are read: HTTP stamps are read times"

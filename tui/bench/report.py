@@ -47,9 +47,19 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
         "started_at": result.started_at,
         "finished_at": result.finished_at,
         "plan": finite(result.plan.to_dict()),
-        "environment": finite(result.environment),
+        "environment": finite({**result.environment, "stamp_sources": stamp_sources(result)}),
         "engines": engines,
         "summary": finite(summarize_result(result, n_boot)),
+    }
+
+
+def stamp_sources(result: BenchResult) -> dict[str, list[str]]:
+    """Per engine, how its requests' stamps were taken (each distinct way, as recorded)."""
+    return {
+        run.name: sorted(
+            {r.timeline.stamp_source for r in run.records() if r.timeline.stamp_source}
+        )
+        for run in result.engines
     }
 
 

@@ -52,7 +52,16 @@ def _environment(env: dict[str, Any]) -> str:
     gpus = env.get("gpus") or []
     gpu = ", ".join(g["name"] for g in gpus) if gpus else "no NVIDIA GPU"
     vers = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items())
-    return f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores), {mem}, {gpu}; {vers}"
+    line = f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores), {mem}, {gpu}; {vers}"
+    measuring = env.get("measuring")
+    if measuring:
+        line += f". Measured with {measuring}"
+    sources = env.get("stamp_sources") or {}
+    if sources:
+        line += ". Stamps: " + "; ".join(
+            f"{name}: {', '.join(ways) or 'none recorded'}" for name, ways in sources.items()
+        )
+    return line
 
 
 def markdown(report: dict[str, Any]) -> str:

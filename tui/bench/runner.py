@@ -22,6 +22,7 @@ from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_seq
 from tui.bench.plan import BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
+from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 
@@ -220,25 +221,30 @@ class BenchRunner:
             if self.plan.cold and not self.stopped:
                 await self._cold(engine, run, driver)
             self._stage = (spec.name, "warm-up")
-            run.warmup = await run_sequential(
-                driver, self.plan.warmup, self._maker(run, "warmup"), "warmup", "warmup"
-            )
+            with streaming():
+                run.warmup = await run_sequential(
+                    driver, self.plan.warmup, self._maker(run, "warmup"), "warmup", "warmup"
+                )
             for c in self.plan.concurrency:
                 if self.stopped:
                     break
+                settle_heap()  # full collections between levels, never inside one
                 self._stage = (spec.name, f"c={c}")
                 level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
                 run.levels.append(level)  # listed before it runs: checkpoints include it
-                await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
+                with streaming():
+                    await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
                 self._save()
             if self.plan.rate and not self.stopped:
                 rate = self.plan.rate
+                settle_heap()
                 self._stage = (spec.name, f"rate={rate:g}")
                 level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
                 run.levels.append(level)
-                await run_poisson(
-                    driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
-                )
+                with streaming():
+                    await run_poisson(
+                        driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
+                    )
         finally:
             self._driver = None
             try:
@@ -346,7 +352,8 @@ class BenchRunner:
                 self._total -= self.plan.cold_runs - k
                 break
             i = driver.next_index()
-            rec = await driver.run(make(i), "cold", "cold", i, concurrency=1, load_ms=ms)
+            with streaming():
+                rec = await driver.run(make(i), "cold", "cold", i, concurrency=1, load_ms=ms)
             if ms is None and rec.timeline.truth is not None:
                 rec.load_ms = rec.timeline.truth.load_ms  # reported by the engine (Ollama)
             level.records.append(rec)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import signal
 import sys
 from pathlib import Path
@@ -129,13 +128,15 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
     from tui.cli.bench_progress import progress_display
+    from tui.core.pauses import settle_heap, short_gil_switches
 
     with progress_display() as display:
         runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
         # Everything imported and built so far lives to the end: out of the collector's
         # way, so its full collections during the bench scan only what the bench makes.
-        gc.collect()
-        gc.freeze()
+        # The runner defers full collections inside each level; the GIL hand-over is
+        # short while measuring, as in the TUI (tui/core/pauses.py).
+        settle_heap()
 
         def checkpoint(result: Any) -> None:
             try:
@@ -144,7 +145,8 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
                 display.message(f"checkpoint not written: {e}")
 
         runner.checkpoint = checkpoint
-        result = asyncio.run(_run_with_sigint(runner, display))
+        with short_gil_switches():
+            result = asyncio.run(_run_with_sigint(runner, display))
     report = build_report(result)
     try:
         written = write_report_dict(report, out)

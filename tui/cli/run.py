@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(result_dict(info, load_ms, timeline, metrics), indent=2))
     else:
         print()
-        print(format_summary(info, load_ms, metrics))
+        print(format_summary(info, load_ms, metrics, timeline.stamp_source))
     if timeline.error:
         if not args.json:
             print(f"infertop: error: {timeline.error}", file=sys.stderr)
@@ -114,6 +114,7 @@ def result_dict(
         "load_ms": load_ms,
         "finish_reason": m.finish_reason,
         "error": m.error,
+        "stamp_source": tl.stamp_source,
         "engine_truth": tl.truth.to_dict() if tl.truth else None,
         "vs_engine": {
             "ttft_minus_engine_prefill_ms": m.ttft_minus_engine_prefill_ms,
@@ -126,7 +127,9 @@ def _f(value: float | None, unit: str, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f} {unit}"
 
 
-def format_summary(info: EngineInfo, load_ms: float, m: RequestMetrics) -> str:
+def format_summary(
+    info: EngineInfo, load_ms: float, m: RequestMetrics, stamp_source: str | None = None
+) -> str:
     """A few human lines; estimates say so."""
     quant = f" {info.quantisation}" if info.quantisation else ""
     prefill_note = " (engine)" if m.prefill_tps_source == "engine" else " (estimate)"
@@ -151,4 +154,6 @@ def format_summary(info: EngineInfo, load_ms: float, m: RequestMetrics) -> str:
             f"TTFT − engine prefill {_f(diff, 'ms')}   "
             f"our decode ÷ engine {'n/a' if ratio is None else f'{ratio:.3f}'}"
         )
+    if stamp_source:
+        lines.append(f"stamps: {stamp_source}")
     return "\n".join(lines)

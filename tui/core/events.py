@@ -25,6 +25,16 @@ class FirstByte:
     t_ns: int
 
 
+@dataclass(frozen=True, slots=True)
+class StampSource:
+    """How this request's stamps are taken: "kernel receive time (SO_TIMESTAMPNS)", "time
+    the read returned (httpx: https or a proxy)", "llama.cpp's generation thread ...".
+    Emitted once per request, when it is known (for HTTP: when the response head came)."""
+
+    t_ns: int
+    source: str
+
+
 @dataclass(slots=True)
 class TextChunk:
     """A response chunk. ``text`` may be empty (a role-only chunk): that is not a token.
@@ -132,4 +142,6 @@ class Failed:
     kind: str = "engine"
 
 
-StreamEvent = RequestSent | FirstByte | TextChunk | Usage | EngineReport | Finished | Failed
+StreamEvent = (
+    RequestSent | FirstByte | StampSource | TextChunk | Usage | EngineReport | Finished | Failed
+)

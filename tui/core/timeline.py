@@ -12,6 +12,7 @@ from tui.core.events import (
     Finished,
     FirstByte,
     RequestSent,
+    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
@@ -43,6 +44,7 @@ class RequestTimeline:
     finish_reason: str | None = None
     error: str | None = None
     error_kind: str | None = None
+    stamp_source: str | None = None  # how the stamps were taken (see StampSource)
 
     def add(self, event: StreamEvent) -> None:
         """Record one event. Events must come in the order the engine produced them."""
@@ -57,6 +59,8 @@ class RequestTimeline:
         elif isinstance(event, FirstByte):
             if self.t_first_byte_ns is None:
                 self.t_first_byte_ns = event.t_ns
+        elif isinstance(event, StampSource):
+            self.stamp_source = event.source
         elif isinstance(event, Usage):
             if event.prompt_tokens is not None:
                 self.prompt_tokens = event.prompt_tokens
@@ -135,6 +139,7 @@ class RequestTimeline:
             "finish_reason": self.finish_reason,
             "error": self.error,
             "error_kind": self.error_kind,
+            "stamp_source": self.stamp_source,
         }
 
     @classmethod
@@ -154,4 +159,5 @@ class RequestTimeline:
             finish_reason=d.get("finish_reason"),
             error=d.get("error"),
             error_kind=d.get("error_kind"),
+            stamp_source=d.get("stamp_source"),
         )

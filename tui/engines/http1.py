@@ -44,12 +44,28 @@ HEAD_LIMIT = 64 * 1024
 
 
 def fast_path_ok(url: str) -> bool:
-    """Plain http:// without credentials in the URL, and no HTTP proxy configured."""
+    """Plain http:// without credentials in the URL, and no HTTP proxy for this host (a
+    proxy variable is set but ``NO_PROXY``/``no_proxy`` covers the host: no proxy)."""
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or "@" in parts.netloc:
         return False
     proxies = urllib.request.getproxies()
-    return "http" not in proxies and "all" not in proxies
+    if "http" not in proxies and "all" not in proxies:
+        return True
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return bool(bypass(parts.hostname, proxies))
+
+
+KERNEL_STAMPS = "kernel receive time (SO_TIMESTAMPNS)"
+READ_STAMPS = "time the read returned (no kernel receive stamps on this socket)"
+HTTPX_STAMPS = "time the read returned (httpx: https, a proxy, or credentials in the URL)"
+
+
+def stamp_source(resp: httpx.Response | Http1Response) -> str:
+    """How the body bytes of ``resp`` are stamped, in words for logs and reports."""
+    if isinstance(resp, Http1Response):
+        return KERNEL_STAMPS if resp.kernel_stamps else READ_STAMPS
+    return HTTPX_STAMPS
 
 
 class NoResponse(httpx.RemoteProtocolError):
@@ -94,6 +110,10 @@ class Http1Response:
         self._complete = False
         self._reusable = False
         self._http10 = False
+
+    @property
+    def kernel_stamps(self) -> bool:
+        return self._conn.kernel_stamps
 
     async def _read_head(self, timeout: float) -> None:
         buf = b""

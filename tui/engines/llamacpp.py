@@ -27,6 +27,7 @@ from tui.core.events import (
     Failed,
     Finished,
     RequestSent,
+    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
@@ -43,6 +44,8 @@ from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import check_gguf
 from tui.engines.handoff import Handoff
 from tui.engines.stderr_capture import captured_stderr
+
+GENERATION_THREAD_STAMPS = "llama.cpp's generation thread, as each token id is returned"
 
 # llama.cpp's general.file_type enum -> name (the common ones)
 FILE_TYPES = {
@@ -296,6 +299,7 @@ def _generate(
     now = time.perf_counter_ns
     emit = out.put
     emit(RequestSent(t_sent))
+    emit(StampSource(t_sent, GENERATION_THREAD_STAMPS))
     n_out = 0
     prompt_tokens: list[int] = []
     try:

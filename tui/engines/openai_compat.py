@@ -23,6 +23,7 @@ from tui.core.events import (
     Finished,
     FirstByte,
     RequestSent,
+    StampSource,
     StreamEvent,
 )
 from tui.engines.base import (
@@ -41,6 +42,7 @@ from tui.engines.http1 import (
     error_body,
     fast_path_ok,
     post_json,
+    stamp_source,
     stamped,
 )
 from tui.engines.http_common import (
@@ -191,6 +193,7 @@ class OpenAICompatEngine(BatchedEngine):
             if resp.status_code >= 400:
                 emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
                 return
+            emit(StampSource(time.perf_counter_ns(), stamp_source(resp)))
             ctype = resp.headers.get("content-type", "")
             if "event-stream" not in ctype:
                 raw = await error_body(resp, self.timeouts)

@@ -22,6 +22,7 @@ from tui.core.events import (
     Failed,
     Finished,
     RequestSent,
+    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
@@ -96,6 +97,8 @@ class ReplayEngine(Engine):
         rec = self.records[self.position]
         self.position += 1
         tl = rec["timeline"]
+        recorded = tl.get("stamp_source") or "not recorded"
+        yield StampSource(t0, f"replayed at its recorded pace (recorded: {recorded})")
         for t_rel, text, tokens in tl.get("chunks", []):
             if await _sleep_until(t0 + int(t_rel / self.speed), cancel):
                 yield Finished(time.perf_counter_ns(), "cancelled")

@@ -33,6 +33,7 @@ from tui.core.events import (
     Failed,
     Finished,
     RequestSent,
+    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
@@ -132,6 +133,7 @@ class SyntheticEngine(Engine):
         handoff = Handoff(asyncio.get_running_loop())
         t_sent = time.perf_counter_ns()
         yield RequestSent(t_sent)
+        yield StampSource(t_sent, "the synthetic engine's generation thread, as it emits")
         stop = _Either(cancel)
         thread = threading.Thread(
             target=self._produce,

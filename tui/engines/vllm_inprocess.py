@@ -26,6 +26,7 @@ from tui.core.events import (
     Failed,
     Finished,
     RequestSent,
+    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
@@ -171,7 +172,9 @@ class VLLMInProcessEngine(Engine):
             ignore_eos=request.ignore_eos,
             output_kind=RequestOutputKind.DELTA,
         )
-        emit(RequestSent(time.perf_counter_ns()))
+        t_sent = time.perf_counter_ns()
+        emit(RequestSent(t_sent))
+        emit(StampSource(t_sent, "vLLM's outputs, as each arrives on the engine's own loop"))
         n_out, pending, prompt_n, reason = 0, 0, 0, "stop"
         last: Any = None
         try:

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from tui.core.events import Failed, RequestSent
+from tui.core.events import Failed, RequestSent, StampSource
 from tui.engines.base import CancelToken, Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.worker_wire import FrameReader, WireClosed, send_frame
 
@@ -105,7 +105,11 @@ class WorkerServer:
         ended = False
         try:
             async for batch in engine.stream_batches(request, token):
-                events = [e for e in batch if type(e) is not RequestSent]
+                events = [
+                    in_worker(e) if type(e) is StampSource else e
+                    for e in batch
+                    if type(e) is not RequestSent
+                ]
                 if events:
                     self.send(("events", rid, events))
                     ended = ended or isinstance(events[-1], Failed) or _is_finished(events[-1])
@@ -140,11 +144,17 @@ class _FrameSink:
     def put(self, event: Any) -> None:
         if type(event) is RequestSent or self.ended:
             return  # the parent stamped the request when it sent it
+        if type(event) is StampSource:
+            event = in_worker(event)
         self.ended = isinstance(event, Failed) or _is_finished(event)
         self._server.send(("events", self._rid, [event]))
 
     def close(self) -> None:
         pass
+
+
+def in_worker(event: StampSource) -> StampSource:
+    return StampSource(event.t_ns, f"{event.source} (in infertop's engine worker process)")
 
 
 def _is_finished(event: object) -> bool:

@@ -21,7 +21,6 @@ from textual.widgets import Footer, Static
 
 from tui.app.engine_host import ERROR
 from tui.app.format import ms, summary_line, tps
-from tui.app.heap import defer_full_collections, resume_full_collections
 from tui.app.messages import (
     EngineStateChanged,
     ServerSampled,
@@ -41,6 +40,7 @@ from tui.app.widgets.server_panel import ServerPanel
 from tui.core.events import Failed
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.window import RollingWindow
 from tui.engines.base import CancelToken, EngineError, GenerationRequest
 from tui.telemetry.sampler import TelemetrySample
@@ -165,7 +165,7 @@ class ChatScreen(EngineSlots):
             self.notify("still answering — wait, or press Esc to cancel", severity="warning")
             return False
         self.busy = True
-        defer_full_collections()  # until the turn ends (see tui/app/heap.py)
+        defer_full_collections()  # until the turn ends (see tui/core/pauses.py)
         self.turn_no += 1
         slots = ["A", "B"] if self.ab else ["A"]
         requests: dict[str, GenerationRequest] = {}

@@ -17,10 +17,10 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from tui.app.engine_host import GENERATING, READY, EngineHost
-from tui.app.heap import settle_heap
 from tui.app.messages import EngineStateChanged, ServerSampled
 from tui.app.widgets.engine_bar import EngineBar, SlotView
 from tui.app.widgets.server_panel import ServerPanel
+from tui.core.pauses import settle_heap
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError
 from tui.telemetry.server import server_probe
@@ -175,7 +175,7 @@ class EngineSlots(Screen):
         )
 
     def _settle_heap(self) -> None:
-        """Full GC between requests, never during one (see tui/app/heap.py)."""
+        """Full GC between requests, never during one (see tui/core/pauses.py)."""
         if not self.busy:
             settle_heap()
 
