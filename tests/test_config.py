@@ -1,5 +1,6 @@
 """Config discovery, validation and every error path (messages name file, key, line)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -111,8 +112,89 @@ def test_default_engine_must_exist(tmp_path):
 
 
 def test_bad_values(tmp_path):
-    with pytest.raises(ConfigError, match="generation.max_tokens.*at least 1"):
+    with pytest.raises(ConfigError, match="generation.max_tokens.*must be >= 1"):
         load_config(write(tmp_path, GOOD.replace("max_tokens = 64", "max_tokens = 0")))
+
+
+@pytest.mark.parametrize(
+    "text, key, why",
+    [
+        ("[generation]\ntop_p = 0\n", "generation.top_p", "must be > 0 and <= 1"),
+        ("[generation]\ntop_p = 1.5\n", "generation.top_p", "must be > 0 and <= 1"),
+        ("[generation]\ntemperature = -1\n", "generation.temperature", "must be >= 0"),
+        ("[ui]\nrefresh_hz = 0\n", "ui.refresh_hz", "must be > 0"),
+        ("[telemetry]\ninterval_s = -2\n", "telemetry.interval_s", "must be > 0"),
+        ('[engines.e]\nkind = "llamacpp"\nn_ctx = 0\n', "engines.e.n_ctx", "must be >= 1"),
+        ('[engines.e]\nkind = "llamacpp"\nn_threads = 0\n', "engines.e.n_threads", ">= 1"),
+        (
+            '[engines.e]\nkind = "openai"\nurl = "http://x"\nread_timeout_s = 0\n',
+            "engines.e.read_timeout_s",
+            "must be > 0",
+        ),
+        (
+            '[engines.e]\nkind = "openai"\nurl = "http://x"\nconnect_timeout_s = -1\n',
+            "engines.e.connect_timeout_s",
+            "must be > 0",
+        ),
+        (
+            '[engines.e]\nkind = "openai"\nurl = "http://x"\nstall_timeout_s = 0\n',
+            "engines.e.stall_timeout_s",
+            "must be > 0",
+        ),
+    ],
+)
+def test_numbers_out_of_range_name_the_key(tmp_path, text, key, why):
+    head = 'default_engine = "e"\n' if "[engines.e]" in text else ""
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, head + text))
+    msg = str(err.value)
+    assert f"key '{key}'" in msg and why in msg and str(tmp_path) in msg
+
+
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        (
+            "{ quiet_stderr = true, seeed = 3 }",
+            "options.seeed': unknown option for kind 'llamacpp'",
+        ),
+        ('{ isolate = "yes" }', "options.isolate': expected bool, got str"),
+        ("{ tokens_per_s = 5 }", "options.tokens_per_s': unknown option for kind 'llamacpp'"),
+    ],
+)
+def test_engine_options_are_checked_per_kind(tmp_path, options, needle):
+    text = f'default_engine = "e"\n[engines.e]\nkind = "llamacpp"\noptions = {options}\n'
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        load_config(write(tmp_path, text))
+
+
+def test_the_options_each_kind_accepts_load(tmp_path):
+    text = (
+        'default_engine = "s"\n'
+        '[engines.s]\nkind = "synthetic"\noptions = { tokens_per_s = 50, isolate = true }\n'
+        '[engines.l]\nkind = "llamacpp"\noptions = { use_extra_bufts = "auto", seed = 1 }\n'
+        '[engines.o]\nkind = "ollama"\nurl = "http://x"\noptions = { keep_alive = "5m" }\n'
+    )
+    cfg = load_config(write(tmp_path, text))
+    assert cfg.engines["l"].options["use_extra_bufts"] == "auto"
+
+
+@pytest.mark.parametrize(
+    "headers, needle",
+    [
+        ('{ "X-A" = "ok\\r\\nX-Injected: 1" }', "holds a line break"),
+        ('{ "X-A" = 5 }', "value must be a string, got int"),
+        ('{ "X A" = "v" }', "holds ':' or a space"),
+    ],
+)
+def test_header_values_are_checked(tmp_path, headers, needle):
+    text = (
+        'default_engine = "e"\n[engines.e]\nkind = "openai"\nurl = "http://x"\n'
+        f"headers = {headers}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text))
+    assert "engines.e.headers.X" in str(err.value) and needle in str(err.value)
 
 
 def test_lookup_order(tmp_path, monkeypatch):

@@ -39,7 +39,7 @@ def test_every_headless_module_file_is_checked():
 
     code = (
         "import importlib, pkgutil, sys, tui\n"
-        "for pkg in ('tui.core', 'tui.engines', 'tui.telemetry', 'tui.bench'):\n"
+        "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"

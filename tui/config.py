@@ -187,22 +187,78 @@ def parse_config(text: str, path: Path) -> Config:
     return cfg
 
 
+# (dotted key pattern, lowest, highest, lowest allowed itself?) for numbers with a range
+RANGES: tuple[tuple[str, float, float, bool], ...] = (
+    ("generation.max_tokens", 1, 10_000_000, True),
+    ("generation.temperature", 0, 100, True),
+    ("generation.top_p", 0, 1, False),
+    ("generation.seed", 0, 2**63 - 1, True),
+    ("ui.refresh_hz", 0, 1000, False),
+    ("telemetry.interval_s", 0, 3600, False),
+    ("telemetry.peak_bandwidth_gbs", 0, 1e6, False),
+)
+ENGINE_RANGES: tuple[tuple[str, float, float, bool], ...] = (
+    ("n_ctx", 1, 100_000_000, True),
+    ("n_threads", 1, 4096, True),
+    ("n_gpu_layers", -1, 1_000_000, True),
+    ("connect_timeout_s", 0, 86_400, False),
+    ("read_timeout_s", 0, 86_400, False),
+    ("stall_timeout_s", 0, 86_400, False),
+)
+
+
+def _in_range(v: _Validator, key: str, value: float | None, rule: tuple) -> None:  # type: ignore[type-arg]
+    if value is None:
+        return
+    _, low, high, low_ok = rule
+    if value > high or value < low or (value == low and not low_ok):
+        lower = f">= {_num(low)}" if low_ok else f"> {_num(low)}"
+        raise v.error(key, f"must be {lower} and <= {_num(high)} (got {value!r})")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _check_values(cfg: Config, v: _Validator) -> None:
     from tui.engines.registry import ENGINE_KINDS
 
-    g = cfg.generation
-    if g.max_tokens < 1:
-        raise v.error("generation.max_tokens", "must be at least 1")
-    if g.temperature < 0:
-        raise v.error("generation.temperature", "must be >= 0")
-    if cfg.telemetry.interval_s <= 0:
-        raise v.error("telemetry.interval_s", "must be > 0")
+    sections = {"generation": cfg.generation, "ui": cfg.ui, "telemetry": cfg.telemetry}
+    for rule in RANGES:
+        section, _, key = rule[0].partition(".")
+        _in_range(v, rule[0], getattr(sections[section], key), rule)
     for name, spec in cfg.engines.items():
         if spec.kind not in ENGINE_KINDS:
             known = ", ".join(sorted(ENGINE_KINDS))
             raise v.error(f"engines.{name}.kind", f"unknown kind {spec.kind!r} (known: {known})")
         if spec.endpoint not in ("chat", "completions"):
             raise v.error(f"engines.{name}.endpoint", "must be 'chat' or 'completions'")
+        for rule in ENGINE_RANGES:
+            _in_range(v, f"engines.{name}.{rule[0]}", getattr(spec, rule[0]), rule)
+        _check_headers(v, name, spec.headers)
+        _check_options(v, name, spec.kind, spec.options)
+
+
+def _check_headers(v: _Validator, name: str, headers: dict[str, Any]) -> None:
+    from tui.transport.access import HeaderError, check_header
+
+    for key, value in headers.items():
+        try:
+            check_header(key, value)
+        except HeaderError as e:
+            raise v.error(f"engines.{name}.headers.{key}", str(e)) from None
+
+
+def _check_options(v: _Validator, name: str, kind: str, options: dict[str, Any]) -> None:
+    from tui.engines.registry import KIND_OPTIONS
+
+    accepted = KIND_OPTIONS.get(kind, {})
+    for key, value in options.items():
+        dotted = f"engines.{name}.options.{key}"
+        if key not in accepted:
+            known = ", ".join(sorted(accepted)) or "none"
+            raise v.error(dotted, f"unknown option for kind {kind!r} (it accepts: {known})")
+        v.check(dotted, value, accepted[key])
 
 
 class _Validator:

@@ -151,6 +151,28 @@ async def test_api_key_from_the_environment(llama_server_keyed, monkeypatch) -> 
     assert none.failed is not None and none.failed.message.startswith("HTTP 401")
 
 
+def test_panels_and_detection_use_the_engines_key(llama_server_keyed, monkeypatch) -> None:
+    """A protected server: /metrics, /slots, /props and detection send the engine's API
+    key (and headers), as its requests do; without it they get 401 and say so."""
+    from tui.engines.base import EngineSpec
+    from tui.engines.detect import detect_server
+    from tui.engines.http_common import access_for
+    from tui.telemetry.server import server_probe
+
+    url = llama_server_keyed.url
+    monkeypatch.setenv("INFERTOP_TEST_KEY", TEST_API_KEY)
+    spec = EngineSpec("k", "llama-server", url=url, api_key_env="INFERTOP_TEST_KEY")
+    access = access_for(spec)
+    probe = server_probe("llama-server", url, access)
+    assert probe is not None
+    lines = probe.sample()
+    assert lines[0].startswith("llama-server slots ") and "/1 busy" in lines[0], lines
+    assert detect_server(url, access=access).kind == "llama-server"
+    keyless = server_probe("llama-server", url, None)
+    assert keyless is not None
+    assert "no metrics" in keyless.sample()[0] and "401" in keyless.sample()[0]
+
+
 def test_cli_run_json_includes_engine_truth(llama_server, tmp_path) -> None:
     """`infertop run --url U --json` with no config file at all."""
     env = dict(os.environ, INFERTOP_CONFIG="", XDG_CONFIG_HOME=str(tmp_path))

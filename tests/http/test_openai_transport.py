@@ -73,6 +73,35 @@ async def test_tls_verification_can_be_turned_off(https_pace: str) -> None:
     assert r.timeline.stamp_source == HTTPX_STAMPS  # https: httpx, read-return times
 
 
+def test_insecure_flag_accepts_a_self_signed_server_and_says_what_it_turns_off(
+    https_pace: str, tmp_path: Path
+) -> None:
+    """`--url` of a self-signed server: refused with a pointer to --insecure; accepted with
+    it (detection and the request both skip verification); --help says what it turns off."""
+    import json
+    import os
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, INFERTOP_CONFIG="", PYTHONPATH=str(root))
+    cmd = [sys.executable, "-m", "tui", "run", "--url", https_pace, "--prompt", "a b"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode != 0 and "--insecure" in refused.stderr
+    ok = subprocess.run(
+        [*cmd, "--insecure", "--max-tokens", "3", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["output_tokens"] == 3
+    helptext = subprocess.run(
+        [sys.executable, "-m", "tui", "run", "--help"], capture_output=True, text=True, env=env
+    ).stdout
+    assert "--insecure" in helptext and "checking OFF" in " ".join(helptext.split())
+
+
 async def test_each_request_records_how_it_was_stamped(monkeypatch) -> None:
     """Plain http: kernel receive stamps (Linux), also with a proxy variable set when
     NO_PROXY covers the host; the session log and reports carry the same words."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
+from tui.cli.common import add_insecure_argument
 
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -34,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="a server; its kind (llama-server, vLLM, Ollama, OpenAI) is detected (repeatable)",
     )
+    add_insecure_argument(p)
     a("--runs", type=int, metavar="N", help="requests per worker per level (default 10)")
     a("--warmup", type=int, metavar="N", help="warm-up requests per engine (default 1)")
     a("--concurrency", metavar="LIST", help="concurrency levels, e.g. 1,8,16 (default 1)")
@@ -83,6 +85,7 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
     from tui.engines.base import EngineError
     from tui.engines.detect import spec_from_url
     from tui.engines.registry import ENGINE_KINDS
+    from tui.transport.access import redact_url
 
     cfg = load_config(getattr(args, "config", None))
     specs = []
@@ -90,12 +93,13 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
         specs.append(cfg.engine(name))
     for url in dict.fromkeys(args.url or []):
         parsed = urlparse(url)
+        shown = redact_url(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise BenchError(f"--url {url!r}: expected http(s)://HOST:PORT")
+            raise BenchError(f"--url {shown!r}: expected http(s)://HOST:PORT")
         try:
-            specs.append(spec_from_url(url))
+            specs.append(spec_from_url(url, verify_tls=not args.insecure))
         except EngineError as e:
-            raise BenchError(f"--url {url}: {e}") from None
+            raise BenchError(f"--url {shown}: {e}") from None
     if not specs:
         specs.append(cfg.engine(cfg.default_engine))
     for spec in specs:

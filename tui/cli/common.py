@@ -26,7 +26,19 @@ def fail(message: str, code: int = 2) -> int:
 def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", metavar="NAME", help="engine name from config (default: config's)")
     p.add_argument("--url", metavar="URL", help="a server URL; its kind is auto-detected")
+    add_insecure_argument(p)
     p.add_argument("--model", metavar="MODEL", help="GGUF path (llamacpp) or model name (server)")
+
+
+INSECURE_HELP = (
+    "with --url: accept a TLS certificate that cannot be verified (self-signed, wrong "
+    "host). This turns certificate checking OFF for that server: anyone on the network "
+    "path could read or change the traffic, API key included"
+)
+
+
+def add_insecure_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--insecure", action="store_true", help=INSECURE_HELP)
 
 
 def load(args: argparse.Namespace) -> Config:
@@ -44,7 +56,9 @@ def engine_spec(args: argparse.Namespace, cfg: Config) -> EngineSpec:
         except ImportError:
             raise CLIError("HTTP engines are not available in this install") from None
         try:
-            return spec_from_url(args.url, model=args.model)
+            return spec_from_url(
+                args.url, model=args.model, verify_tls=not getattr(args, "insecure", False)
+            )
         except EngineError as e:
             raise CLIError(str(e), code=1) from None
     name = getattr(args, "engine", None) or cfg.default_engine

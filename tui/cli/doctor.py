@@ -15,15 +15,18 @@ import platform
 import shutil
 import sys
 
+from tui.cli.common import add_insecure_argument
 from tui.config import Config, ConfigError, find_config, load_config
-from tui.engines.base import EngineError
+from tui.engines.base import EngineError, EngineSpec
 from tui.engines.probe import ProbeResult, system_info_features
+from tui.transport.access import redact_url
 
 OK, MISSING, INFO = "ok", "--", "  "
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", metavar="URL", help="also probe a server and say what it is")
+    add_insecure_argument(p)
     p.add_argument("--no-load", action="store_true", help="do not test-load the default model")
 
 
@@ -50,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     _check_optional()
     _check_receive_stamps()
     if getattr(args, "url", None):
-        _check_url(args.url)
+        _check_url(args.url, verify_tls=not getattr(args, "insecure", False))
     if cfg is None:
         return 1
     spec = cfg.engines[cfg.default_engine]
@@ -190,16 +193,18 @@ def _check_receive_stamps() -> None:
     _line(OK if arrival else INFO, "HTTP receive stamps", detail)
 
 
-def _check_url(url: str) -> None:
+def _check_url(url: str, verify_tls: bool = True) -> None:
     try:
         from tui.engines.detect import detect_server
+        from tui.engines.http_common import access_for
     except ImportError:
         _line(MISSING, "server", "HTTP engines are not available in this install")
         return
+    spec = EngineSpec(name="doctor", kind="?", url=url, verify_tls=verify_tls)
     try:
-        found = detect_server(url)
+        found = detect_server(spec.url or url, access=access_for(spec))
     except EngineError as e:
-        _line(MISSING, "server", f"{url}: {e}")
+        _line(MISSING, "server", f"{redact_url(url)}: {e}")
         return
     _line(OK, "server", found.describe())
 

@@ -72,11 +72,15 @@ class SessionRecorder:
         self.count = 0
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line; raises OSError when the file cannot be written."""
+        """Write one record as one line; raises OSError when the file cannot be written.
+
+        Session logs hold prompts and answers: the file is created readable by its owner
+        only (0600), in a folder created 0700."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line)
                 f.flush()
                 os.fsync(f.fileno())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tui.core.events import Failed, RequestSent, StreamEvent
+from tui.transport.access import split_credentials
 
 
 class EngineError(Exception):
@@ -37,6 +38,20 @@ class EngineSpec:
     stall_timeout_s: float | None = None  # HTTP: longest gap between body reads (None: read)
     endpoint: str = "chat"  # "chat" (/v1/chat/completions) or "completions"
     options: dict[str, Any] = field(default_factory=dict)  # passed through to the engine
+
+    def __post_init__(self) -> None:
+        """Credentials in the URL become an Authorization header (a header's value is
+        never shown), so the URL kept here — in names, reports, logs, errors — is clean."""
+        if not self.url or "@" not in self.url:
+            return
+        try:
+            clean, auth = split_credentials(self.url)
+        except ValueError:
+            return  # not a URL at all: the engine says so when it is used
+        self.url = clean
+        has_auth = any(k.lower() == "authorization" for k in self.headers)
+        if auth and not has_auth and not self.api_key_env:
+            self.headers = {**self.headers, "Authorization": auth}
 
 
 @dataclass

@@ -23,7 +23,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.http_common import HttpTimeouts, base_url, describe_transport_error
+from tui.engines.http_common import (
+    HttpTimeouts,
+    access_for,
+    base_url,
+    describe_transport_error,
+    request_headers,
+)
+from tui.transport.access import HttpAccess
 
 
 @dataclass
@@ -58,9 +65,14 @@ def _json(r: httpx.Response | None) -> Any:
 
 
 class _Prober:
-    def __init__(self, base: str, timeout_s: float, headers: dict[str, str]) -> None:
+    def __init__(self, base: str, timeout_s: float, access: HttpAccess) -> None:
         self.base = base
-        self.client = httpx.Client(timeout=timeout_s, headers=headers, follow_redirects=False)
+        self.client = httpx.Client(
+            timeout=timeout_s,
+            headers=access.headers,
+            verify=access.verify_tls,
+            follow_redirects=False,
+        )
         self.timeout_s = timeout_s
         self.reached = False
         self.notes: list[str] = []
@@ -85,13 +97,15 @@ def _model_ids(data: Any) -> list[str]:
     return []
 
 
-def detect_server(url: str, timeout: float = 3.0, api_key: str | None = None) -> Detection:
-    """Probe ``url`` and say which kind of LLM server it is (see the module docstring)."""
-    base = base_url(EngineSpec(name="probe", kind="?", url=url))
-    headers = {"User-Agent": "infertop"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    p = _Prober(base, timeout, headers)
+def detect_server(url: str, timeout: float = 3.0, access: HttpAccess | None = None) -> Detection:
+    """Probe ``url`` and say which kind of LLM server it is (see the module docstring).
+    ``access``: headers and TLS setting to probe with (credentials in ``url`` are used as
+    an Authorization header)."""
+    spec = EngineSpec(name="probe", kind="?", url=url)
+    base = base_url(spec)
+    if access is None:
+        access = HttpAccess(request_headers(spec, None))
+    p = _Prober(base, timeout, access)
     try:
         return _detect(p)
     finally:
@@ -152,14 +166,21 @@ def _detect(p: _Prober) -> Detection:
 
 
 def spec_from_url(
-    url: str, model: str | None = None, kind: str | None = None, timeout: float = 3.0
+    url: str,
+    model: str | None = None,
+    kind: str | None = None,
+    timeout: float = 3.0,
+    verify_tls: bool = True,
 ) -> EngineSpec:
-    """An EngineSpec for a server given only its URL (kind detected unless given)."""
+    """An EngineSpec for a server given only its URL (kind detected unless given).
+    Credentials in the URL become its Authorization header; ``verify_tls=False`` accepts
+    a certificate that cannot be verified (``--insecure``)."""
     from tui.engines.registry import ENGINE_KINDS
 
-    base = base_url(EngineSpec(name="url", kind=kind or "?", url=url))
+    probe = EngineSpec(name="url", kind=kind or "?", url=url, verify_tls=verify_tls)
+    base = base_url(probe)
     if kind is None:
-        found = detect_server(base, timeout)
+        found = detect_server(base, timeout, access_for(probe))
         kind = found.kind
         if model is None and found.models:
             model = found.models[0]
@@ -167,4 +188,11 @@ def spec_from_url(
         known = ", ".join(sorted(ENGINE_KINDS))
         raise EngineError(f"unknown engine kind {kind!r} (known kinds: {known})")
     host = urlsplit(base).netloc
-    return EngineSpec(name=f"{kind}@{host}", kind=kind, url=base, model=model)
+    return EngineSpec(
+        name=f"{kind}@{host}",
+        kind=kind,
+        url=base,
+        model=model,
+        headers=dict(probe.headers),
+        verify_tls=verify_tls,
+    )

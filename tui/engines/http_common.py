@@ -32,6 +32,7 @@ import httpx
 
 from tui.core.events import Failed
 from tui.engines.base import EngineError, EngineSpec
+from tui.transport.access import USER_AGENT, HeaderError, HttpAccess, check_header
 
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -75,12 +76,24 @@ def base_url(spec: EngineSpec) -> str:
 
 
 def request_headers(spec: EngineSpec, api_key: str | None) -> dict[str, str]:
-    """Headers sent with every request: User-Agent, the spec's own, Authorization."""
-    headers = {"User-Agent": "infertop"}
+    """Headers sent with every request: User-Agent, the spec's own, Authorization.
+    EngineError for a header that cannot be sent (CR/LF in it: header injection)."""
+    headers = {"User-Agent": USER_AGENT}
     headers.update(spec.headers)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    for name, value in headers.items():
+        try:
+            check_header(name, value)
+        except HeaderError as e:
+            raise EngineError(f"engine {spec.name!r}: {e}") from None
     return headers
+
+
+def access_for(spec: EngineSpec) -> HttpAccess:
+    """How every request to this engine's server is made — the engine's own, and its
+    scrapers' and probes' (api_key_env, headers, verify_tls)."""
+    return HttpAccess(request_headers(spec, api_key_from_env(spec)), spec.verify_tls)
 
 
 def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
@@ -118,7 +131,8 @@ def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeout
             return Failed(
                 now,
                 f"TLS certificate of {host} is not trusted ({text}); for a self-signed "
-                "server you trust, set verify_tls = false",
+                "server you trust, set verify_tls = false in its engine table, or pass "
+                "--insecure with --url",
                 "connect",
             )
         if "refused" in low:

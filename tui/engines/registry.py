@@ -32,6 +32,40 @@ KIND_HELP: dict[str, str] = {
 }
 
 
+# The options each kind accepts (``[engines.NAME.options]``) and their types: config
+# validation refuses anything else, so a typo is an error, not silently ignored.
+_NUM = (int, float)
+_HTTP_OPTIONS: dict[str, tuple[type, ...]] = {"extra_body": (dict,), "pid": (int,)}
+KIND_OPTIONS: dict[str, dict[str, tuple[type, ...]]] = {
+    "llamacpp": {
+        "quiet_stderr": (bool,),
+        "seed": (int,),
+        "isolate": (bool,),
+        "use_extra_bufts": (bool, str),
+    },
+    "openai": dict(_HTTP_OPTIONS),
+    "llama-server": {**_HTTP_OPTIONS, "timings_per_token": (bool,)},
+    "vllm": {**_HTTP_OPTIONS, "continuous_usage_stats": (bool,), "metrics_truth": (bool,)},
+    "ollama": {"keep_alive": (str, int, float), "options": (dict,), "pid": (int,)},
+    "vllm-inprocess": {
+        "isolate": (bool,),
+        "dtype": (str,),
+        "enforce_eager": (bool,),
+        "gpu_memory_utilization": _NUM,
+    },
+    "synthetic": {
+        "tokens_per_s": _NUM,
+        "ttft_ms": _NUM,
+        "load_ms": _NUM,
+        "fail_after": (int,),
+        "fail_load": (str,),
+        "text": (str,),
+        "load_stderr": (str,),
+        "isolate": (bool,),
+    },
+    "replay": {"file": (str,), "speed": _NUM},
+}
+
 # In-process kinds whose native code could crash the process that runs it: by default
 # they run in a worker process infertop owns (tui/engines/worker.py); ``isolate = false``
 # in ``[engines.NAME.options]`` runs them in infertop's own process. Any other in-process
@@ -40,9 +74,15 @@ ISOLATED_BY_DEFAULT = frozenset({"llamacpp", "vllm-inprocess"})
 IN_PROCESS_KINDS = ISOLATED_BY_DEFAULT | {"synthetic"}
 
 
-def register(kind: str, target: str, help_text: str = "") -> None:
-    """Add an engine kind (``target`` = "module:Class")."""
+def register(
+    kind: str,
+    target: str,
+    help_text: str = "",
+    options: dict[str, tuple[type, ...]] | None = None,
+) -> None:
+    """Add an engine kind (``target`` = "module:Class", ``options`` it accepts)."""
     ENGINE_KINDS[kind] = target
+    KIND_OPTIONS[kind] = dict(options or {})
     if help_text:
         KIND_HELP[kind] = help_text
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.telemetry.prometheus import Scrape, ScrapeError, counter_delta, fetch, get_text
+from tui.transport.access import HttpAccess
 
 PROMPT_TOKENS = "llamacpp:prompt_tokens_total"
 PROMPT_SECONDS = "llamacpp:prompt_seconds_total"
@@ -65,9 +66,11 @@ def summarize(prev: Scrape | None, cur: Scrape) -> LlamaServerSample:
     return s
 
 
-def total_slots(base_url: str, timeout_s: float = 2.0) -> int | None:
+def total_slots(
+    base_url: str, timeout_s: float = 2.0, access: HttpAccess | None = None
+) -> int | None:
     """/props total_slots (None when the server does not say)."""
-    props = json.loads(get_text(base_url.rstrip("/") + "/props", timeout_s))
+    props = json.loads(get_text(base_url.rstrip("/") + "/props", timeout_s, access))
     n = props.get("total_slots") if isinstance(props, dict) else None
     return int(n) if isinstance(n, int) else None
 
@@ -75,24 +78,27 @@ def total_slots(base_url: str, timeout_s: float = 2.0) -> int | None:
 class LlamaServerMetrics:
     """Scrapes /metrics (needs ``--metrics``), /slots and /props of one llama-server."""
 
-    def __init__(self, base_url: str, timeout_s: float = 2.0) -> None:
+    def __init__(
+        self, base_url: str, timeout_s: float = 2.0, access: HttpAccess | None = None
+    ) -> None:
         self.base = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.access = access
         self.previous: Scrape | None = None
         self._total_slots: int | None = None
 
     def sample(self) -> LlamaServerSample:
-        cur = fetch(self.base + "/metrics", self.timeout_s)
+        cur = fetch(self.base + "/metrics", self.timeout_s, self.access)
         out = summarize(self.previous, cur)
         self.previous = cur
         if self._total_slots is None:
             try:
-                self._total_slots = total_slots(self.base, self.timeout_s)
+                self._total_slots = total_slots(self.base, self.timeout_s, self.access)
             except (ScrapeError, ValueError):
                 pass
         out.total_slots = self._total_slots
         try:
-            slots = json.loads(get_text(self.base + "/slots", self.timeout_s))
+            slots = json.loads(get_text(self.base + "/slots", self.timeout_s, self.access))
         except (ScrapeError, ValueError):
             slots = None  # /slots can be disabled (--no-slots)
         if isinstance(slots, list):

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 
 from tui.telemetry.prometheus import ScrapeError, get_text
+from tui.transport.access import HttpAccess
 
 
 @dataclass
@@ -58,9 +59,11 @@ def parse_ps(data: object) -> list[LoadedModel]:
     return out
 
 
-def loaded_models(base_url: str, timeout_s: float = 2.0) -> list[LoadedModel]:
+def loaded_models(
+    base_url: str, timeout_s: float = 2.0, access: HttpAccess | None = None
+) -> list[LoadedModel]:
     """GET /api/ps now (blocking); ScrapeError with a one-line reason."""
-    text = get_text(base_url.rstrip("/") + "/api/ps", timeout_s)
+    text = get_text(base_url.rstrip("/") + "/api/ps", timeout_s, access)
     try:
         return parse_ps(json.loads(text))
     except ValueError:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tui.transport.access import HttpAccess
+
 Labels = tuple[tuple[str, str], ...]
 
 
@@ -137,12 +139,14 @@ def histogram_window(a: Scrape | None, b: Scrape, name: str, **match: str) -> Hi
     return HistogramWindow(deltas, count_b - count_a, sum_b - sum_a)
 
 
-def get_text(url: str, timeout_s: float = 2.0, headers: dict[str, str] | None = None) -> str:
-    """GET ``url`` (blocking; call from a sampler thread); ScrapeError on any failure."""
+def get_text(url: str, timeout_s: float = 2.0, access: HttpAccess | None = None) -> str:
+    """GET ``url`` (blocking; call from a sampler thread) with the server's access
+    (headers, API key, TLS verification); ScrapeError on any failure."""
     import httpx
 
+    access = access or HttpAccess()
     try:
-        r = httpx.get(url, timeout=timeout_s, headers=headers)
+        r = httpx.get(url, timeout=timeout_s, headers=access.headers, verify=access.verify_tls)
     except httpx.HTTPError as e:
         raise ScrapeError(f"{url}: {type(e).__name__}: {e}") from None
     if r.status_code != 200:
@@ -150,6 +154,6 @@ def get_text(url: str, timeout_s: float = 2.0, headers: dict[str, str] | None = 
     return r.text
 
 
-def fetch(url: str, timeout_s: float = 2.0, headers: dict[str, str] | None = None) -> Scrape:
+def fetch(url: str, timeout_s: float = 2.0, access: HttpAccess | None = None) -> Scrape:
     """Scrape a /metrics URL now."""
-    return parse(get_text(url, timeout_s, headers))
+    return parse(get_text(url, timeout_s, access))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui.engines.base import EngineSpec
+from tui.transport.access import HttpAccess
 
 
 class ServerProbe:
@@ -47,16 +47,18 @@ def _num(v: float | None, fmt: str = "{:.0f}") -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def server_probe(spec: EngineSpec) -> ServerProbe | None:
-    """A probe for ``spec`` when its kind has server-side metrics and a URL, else None."""
-    if not spec.url:
+def server_probe(kind: str, url: str | None, access: HttpAccess | None) -> ServerProbe | None:
+    """A probe for an engine of ``kind`` at ``url`` when that kind has server-side metrics,
+    else None. ``access``: the engine's own headers and TLS setting (see
+    tui.engines.http_common.access_for)."""
+    if not url:
         return None
-    base = _base(spec.url)
+    base = _base(url)
     try:
-        if spec.kind == "vllm":
+        if kind == "vllm":
             from tui.telemetry.vllm_metrics import VLLMMetrics
 
-            vm = VLLMMetrics(base)
+            vm = VLLMMetrics(base, access=access)
 
             def vllm_lines() -> list[str]:
                 s = vm.sample()
@@ -66,10 +68,10 @@ def server_probe(spec: EngineSpec) -> ServerProbe | None:
                 ]
 
             return ServerProbe("vLLM", vllm_lines)
-        if spec.kind == "llama-server":
+        if kind == "llama-server":
             from tui.telemetry.llamacpp_metrics import LlamaServerMetrics
 
-            lm = LlamaServerMetrics(base)
+            lm = LlamaServerMetrics(base, access=access)
 
             def llama_lines() -> list[str]:
                 s: Any = lm.sample()
@@ -85,11 +87,11 @@ def server_probe(spec: EngineSpec) -> ServerProbe | None:
                 return [line, speeds]
 
             return ServerProbe("llama-server", llama_lines)
-        if spec.kind == "ollama":
+        if kind == "ollama":
             from tui.telemetry.ollama_ps import loaded_models
 
             def ollama_lines() -> list[str]:
-                models = loaded_models(base)
+                models = loaded_models(base, access=access)
                 if not models:
                     return ["Ollama: no model loaded"]
                 out = []

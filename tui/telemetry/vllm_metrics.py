@@ -18,6 +18,7 @@ from tui.telemetry.prometheus import (
     fetch,
     histogram_window,
 )
+from tui.transport.access import HttpAccess
 
 # Our short name -> vLLM series, newest name first (vLLM renamed some across versions).
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
@@ -87,14 +88,17 @@ def summarize(prev: Scrape | None, cur: Scrape) -> VLLMSample:
 class VLLMMetrics:
     """Scrapes ``BASE/metrics`` and keeps the previous scrape for windowed numbers."""
 
-    def __init__(self, base_url: str, timeout_s: float = 2.0) -> None:
+    def __init__(
+        self, base_url: str, timeout_s: float = 2.0, access: HttpAccess | None = None
+    ) -> None:
         self.url = base_url.rstrip("/") + "/metrics"
         self.timeout_s = timeout_s
+        self.access = access
         self.previous: Scrape | None = None
 
     def sample(self) -> VLLMSample:
         """Scrape now (blocking); raises ScrapeError with a one-line reason."""
-        cur = fetch(self.url, self.timeout_s)
+        cur = fetch(self.url, self.timeout_s, self.access)
         out = summarize(self.previous, cur)
         self.previous = cur
         return out

@@ -182,7 +182,15 @@ class EngineSlots(Screen):
     def _server_metrics(self, name: str) -> None:
         """Thread worker: scrape the engine's server at the telemetry interval."""
         worker = get_current_worker()
-        probe = server_probe(self.app.config.engines[name])
+        from tui.engines.http_common import access_for  # httpx: not on the start-up path
+
+        spec = self.app.config.engines[name]
+        try:
+            access = access_for(spec) if spec.url else None
+        except EngineError as e:
+            self.post_message(ServerSampled(name, [f"server metrics: {e}"]))
+            return
+        probe = server_probe(spec.kind, spec.url, access)
         if probe is None:
             self.post_message(ServerSampled(name, None))
             return
