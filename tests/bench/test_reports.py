@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -128,6 +129,24 @@ def test_atomic_write_leaves_the_old_file_on_failure(tmp_path):
         write_atomic(target, Boom())  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_temps_left_by_a_killed_bench_are_removed_by_the_next(tmp_path):
+    """write_atomic's temp file outlives a process killed mid-write (kill -9); the next
+    bench into that folder removes it, and nothing else."""
+    import os
+    import tempfile
+
+    stale = []
+    for name in ("report.json", "report.csv", "report.md", "ttft.svg"):
+        fd, path = tempfile.mkstemp(dir=tmp_path, prefix=f".{name}.", suffix=".tmp")
+        os.close(fd)  # named exactly as write_atomic names its temp files
+        stale.append(Path(path).name)
+    keep = [".hidden.tmp", "notes.md", ".report.json.tmp", "report.json"]
+    for name in keep:
+        (tmp_path / name).write_text("x")
+    prepare_out_dir(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
 
 
 def test_unwritable_out_dir_is_one_line(tmp_path):

@@ -79,3 +79,16 @@ def test_a_crash_loses_at_most_the_request_in_flight(tmp_path):
     assert [r["prompt"] for r in got.records] == ["done"]
     assert got.bad_lines == [2]
     json.loads(path.read_text().splitlines()[0])
+
+
+def test_a_record_appended_after_a_torn_line_starts_a_new_line(tmp_path):
+    """A file whose writer was killed mid-record, appended to again: the torn line stays
+    one bad line, and the new record is whole (it was glued onto the torn one)."""
+    path = tmp_path / "s.jsonl"
+    SessionRecorder(path).append({"timeline": {}, "prompt": "first"})
+    with path.open("a", encoding="utf-8") as f:
+        f.write('{"timeline": {"chunks": [[1, "x"')  # torn: no closing brace, no newline
+    SessionRecorder(path).append({"timeline": {}, "prompt": "after"})
+    got = read_session(path)
+    assert [r["prompt"] for r in got.records] == ["first", "after"]
+    assert got.bad_lines == [2]

@@ -12,11 +12,13 @@ Behaviour, per request to /v1/chat/completions or /v1/completions (``"stream": t
 - then a chunk with finish_reason "length", a ``usage`` chunk (``choices: []``) when
   ``stream_options.include_usage`` is true, and ``data: [DONE]``.
 Non-streaming requests get one JSON answer after the same total time. Also: GET
-/v1/models, GET /health, GET /stats (requests served, max concurrent seen), GET /stamps:
-for the last ``STAMPS_KEPT`` streamed requests (by response id ``pace-N``), the
-``time.perf_counter_ns()`` right after each token's bytes were handed to the socket —
-the server's actual send times, on the clock (CLOCK_MONOTONIC on Linux) that infertop's
-own stamps use, so a client's measured gaps can be checked against the real send gaps.
+/v1/models, GET /health, GET /stats (requests served, streams active now, max concurrent
+seen), GET /stamps: for the last ``stamps_kept`` streamed requests (by response id
+``pace-N``), the ``time.perf_counter_ns()`` right after each token's bytes were handed to
+the socket — the server's actual send times, on the clock (CLOCK_MONOTONIC on Linux) that
+infertop's own stamps use, so a client's measured gaps can be checked against the real send
+gaps — and each request's ``seed`` (when its body had one: the bench gives every request a
+distinct seed, so a client record finds its stamps even when many requests overlap).
 
 Run: ``python tests/support/pace_server.py --port N --interval-ms 10`` or import it and
 use :func:`start_in_thread`. Standard library only.
@@ -44,6 +46,7 @@ class PaceConfig:
     tokens: int = 64
     concurrency: int = 64
     model: str = MODEL_ID
+    stamps_kept: int = STAMPS_KEPT
 
 
 @dataclass
@@ -108,6 +111,7 @@ class PaceServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self.sent_ns: dict[str, list[int]] = {}  # response id -> token send times (ns)
+        self.seeds: dict[str, int] = {}  # response id -> the request's seed (kept alike)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
         """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
@@ -160,10 +164,15 @@ class PaceServer:
             return await self._json(writer, "200 OK", {"object": "list", "data": [model]}, ka)
         if req.method == "GET" and req.path == "/stats":
             s = self.stats
-            body = {"requests": s.requests, "max_active": s.max_active, "tokens": s.tokens_sent}
+            body = {
+                "requests": s.requests,
+                "active": s.active,
+                "max_active": s.max_active,
+                "tokens": s.tokens_sent,
+            }
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "GET" and req.path == "/stamps":
-            body = {"clock": "time.perf_counter_ns", "sent_ns": self.sent_ns}
+            body = {"clock": "time.perf_counter_ns", "sent_ns": self.sent_ns, "seed": self.seeds}
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "POST" and req.path in ("/v1/chat/completions", "/v1/completions"):
             try:
@@ -191,6 +200,7 @@ class PaceServer:
             "total_tokens": len(prompt.split()) + n,
         }
         stream = bool(body.get("stream"))
+        seed = body.get("seed")
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         assert self._slots is not None
         async with self._slots:
@@ -199,7 +209,7 @@ class PaceServer:
             s.active += 1
             s.max_active = max(s.max_active, s.active)
             try:
-                await self._emit(chat, n, usage, stream, include_usage, writer, ka)
+                await self._emit(chat, n, usage, stream, include_usage, writer, ka, seed)
             finally:
                 s.active -= 1
 
@@ -212,6 +222,7 @@ class PaceServer:
         include_usage: bool,
         writer: asyncio.StreamWriter,
         ka: bool,
+        seed: object = None,
     ) -> None:
         cfg = self.config
         loop = asyncio.get_running_loop()
@@ -254,8 +265,12 @@ class PaceServer:
             writer.write(chunk(frame([role])))
         await writer.drain()
         sent = self.sent_ns[rid] = []
-        while len(self.sent_ns) > STAMPS_KEPT:
-            del self.sent_ns[next(iter(self.sent_ns))]
+        if isinstance(seed, int):
+            self.seeds[rid] = seed
+        while len(self.sent_ns) > cfg.stamps_kept:
+            old = next(iter(self.sent_ns))
+            del self.sent_ns[old]
+            self.seeds.pop(old, None)
         for i in range(n):
             delay = t0 + ttft + i * step - loop.time()
             if delay > 0:
@@ -309,8 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ttft-ms", type=float, default=None, help="first token delay")
     ap.add_argument("--tokens", type=int, default=64, help="tokens when max_tokens is absent")
     ap.add_argument("--concurrency", type=int, default=64, help="requests served at once")
+    ap.add_argument(
+        "--stamps-kept", type=int, default=STAMPS_KEPT, help="requests whose send times are kept"
+    )
     a = ap.parse_args(argv)
-    cfg = PaceConfig(a.interval_ms, a.ttft_ms, a.tokens, a.concurrency)
+    cfg = PaceConfig(a.interval_ms, a.ttft_ms, a.tokens, a.concurrency, stamps_kept=a.stamps_kept)
 
     async def serve() -> None:
         server = PaceServer(cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -27,12 +28,34 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+# What write_atomic leaves when its process is killed between mkstemp and os.replace
+# (SIGKILL, power loss): ".report.json.k3j_9x2a.tmp" beside report.json.
+STALE_TEMP = re.compile(r"^\.[\w.-]+\.(json|csv|md|svg)\.[a-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Delete the temp files of report writes that never finished; returns them."""
+    removed = []
+    for p in folder.iterdir():
+        if STALE_TEMP.match(p.name) and p.is_file():
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            removed.append(p)
+    return removed
+
+
 def prepare_out_dir(out: Path) -> Path:
-    """Create ``out`` if needed and prove it is writable; BenchError (one line) if not."""
+    """Create ``out`` if needed and prove it is writable; BenchError (one line) if not.
+
+    Temp files left there by a bench that was killed mid-write are removed (the reports
+    beside them are whole: each is the old or the new version)."""
     try:
         if out.exists() and not out.is_dir():
             raise BenchError(f"--out {out}: exists and is not a folder")
         out.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(out)
         fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test.")
         os.close(fd)
         os.unlink(probe)

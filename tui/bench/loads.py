@@ -56,6 +56,12 @@ class RequestDriver:
     def stopped(self) -> bool:
         return self.stop.is_set()
 
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet turned into a record."""
+        with self._lock:
+            return len(self._active)
+
     def next_index(self) -> int:
         """A new prompt number: every request of an engine gets a distinct prompt."""
         i = self._next_index

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +31,9 @@ from tui.engines.registry import create_engine
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
 CHECKPOINT_EVERY_S = 30.0  # also write the (partial) report this often inside a level
+# Overrides CHECKPOINT_EVERY_S (seconds, >= 0), read when a runner is made: tests that
+# kill a bench mid-write want checkpoints often. The share below still bounds them.
+CHECKPOINT_ENV = "INFERTOP_BENCH_CHECKPOINT_S"
 # ...but never let checkpoints take more than this share of the wall time: a checkpoint
 # rebuilds the whole report on the measuring process's main thread (CPU and GIL).
 CHECKPOINT_MAX_SHARE = 0.05
@@ -100,6 +105,16 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def checkpoint_floor_s() -> float:
+    """The least time between checkpoints: ``$INFERTOP_BENCH_CHECKPOINT_S`` when it is a
+    number >= 0, else :data:`CHECKPOINT_EVERY_S`."""
+    try:
+        value = float(os.environ.get(CHECKPOINT_ENV, ""))
+    except ValueError:
+        return CHECKPOINT_EVERY_S
+    return value if 0 <= value < math.inf else CHECKPOINT_EVERY_S
+
+
 def spec_for_report(spec: EngineSpec) -> dict[str, Any]:
     """The spec minus anything secret-bearing (headers may carry tokens)."""
     d = dict(spec.__dict__)
@@ -130,7 +145,8 @@ class BenchRunner:
         self._stage = ("", "")
         self.checkpoint: Callable[[BenchResult], None] | None = None
         self._saved_at = time.monotonic()
-        self._checkpoint_every_s = CHECKPOINT_EVERY_S
+        self._checkpoint_floor_s = checkpoint_floor_s()
+        self._checkpoint_every_s = self._checkpoint_floor_s
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -177,7 +193,7 @@ class BenchRunner:
             self.checkpoint(self.result)
         self._saved_at = time.monotonic()
         cost = self._saved_at - t0
-        self._checkpoint_every_s = max(CHECKPOINT_EVERY_S, cost / CHECKPOINT_MAX_SHARE)
+        self._checkpoint_every_s = max(self._checkpoint_floor_s, cost / CHECKPOINT_MAX_SHARE)
 
     # --- the bench -----------------------------------------------------------------
     async def run(self) -> BenchResult:

@@ -6,7 +6,10 @@ the raw timeline (per-chunk timestamps in ns relative to the request being sent,
 each chunk's text and engine token count), the full text, the computed metrics, the
 engine's own report, and the error if any. The file is opened in append mode and each
 record is written with one ``write`` then flushed and fsynced, so a crash loses at most
-the request in flight and never corrupts earlier lines.
+the request in flight and never corrupts earlier lines. A process killed inside that
+write (``kill -9`` during a large record) can leave a torn last line: the reader reports
+it and keeps every complete record, and a recorder appending to such a file starts on a
+new line, so the torn line never swallows the next record.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class SessionRecorder:
         self.path = Path(path)
         self._lock = threading.Lock()
         self.count = 0
+        self._checked_tail = False
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line; raises OSError when the file cannot be written.
@@ -79,12 +83,29 @@ class SessionRecorder:
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._lock:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._checked_tail:
+                if _ends_torn(self.path):
+                    line = "\n" + line
+                self._checked_tail = True
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(line)
                 f.flush()
                 os.fsync(f.fileno())
             self.count += 1
+
+
+def _ends_torn(path: Path) -> bool:
+    """The file exists and its last line has no newline (a writer died inside it)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
 
 def default_session_path(session_dir: str | None) -> Path:

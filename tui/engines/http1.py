@@ -235,14 +235,23 @@ class Http1Response:
 
 
 class Http1Pool:
-    """Keep-alive connections per (host, port); use it on one event loop only."""
+    """Keep-alive connections per (host, port); use it on one event loop only.
+
+    Once closed, a connection given back (a stream that was still running when its
+    engine closed) is closed instead of kept: nothing would ever take it again, and the
+    loop's reader callback would keep its socket open for the life of the process.
+    """
 
     def __init__(self, headers: dict[str, str], timeouts: HttpTimeouts) -> None:
         self.headers = headers
         self.timeouts = timeouts
         self._idle: dict[tuple[str, int], list[StampedConn]] = {}
+        self.closed = False
 
     def put(self, key: tuple[str, int], conn: StampedConn) -> None:
+        if self.closed:
+            conn.close()
+            return
         self._idle.setdefault(key, []).append(conn)
 
     async def _connect(self, host: str, port: int) -> StampedConn:
@@ -293,7 +302,13 @@ class Http1Pool:
         return resp
 
     def close(self) -> None:
+        """Close the idle connections; those in use close when their response ends."""
+        self.closed = True
         for conns in self._idle.values():
             for conn in conns:
                 conn.close()
         self._idle.clear()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, as a coroutine to run on the pool's loop and wait for."""
+        self.close()

@@ -191,7 +191,7 @@ class OllamaEngine(Engine):
             await self.reader.call(client.aclose())
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            self.reader.loop.call_soon_threadsafe(pool.close)
+            await self.reader.call(pool.aclose())  # its sockets are closed on return
 
     def info(self) -> EngineInfo:
         return EngineInfo(
