@@ -16,6 +16,7 @@ LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
 # each after optional whitespace and a ";" (ignored), then optional whitespace (as h11).
 # Python's int(x, 16) alone would also take "-5", "+5", " 5", "1_0" and "0x5".
 _SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 
 
@@ -71,7 +72,10 @@ class Chunked(Framing):
             if eol < 0:
                 _check_line_length(buf, pos, n - 1, "chunk size")
                 break
-            size = _chunk_size(buf, pos, eol)
+            if _HEX.fullmatch(buf, pos, eol):  # the usual line: the size alone
+                size = int(buf[pos:eol], 16)
+            else:
+                size = _chunk_size(buf, pos, eol)
             pos = eol + 2
             if size == 0:
                 self._trailers = True
