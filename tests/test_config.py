@@ -182,9 +182,9 @@ def test_the_options_each_kind_accepts_load(tmp_path):
 @pytest.mark.parametrize(
     "headers, needle",
     [
-        ('{ "X-A" = "ok\\r\\nX-Injected: 1" }', "holds a line break"),
-        ('{ "X-A" = 5 }', "value must be a string, got int"),
-        ('{ "X A" = "v" }', "holds ':' or a space"),
+        ('{ "X-A" = "ok\\r\\nX-Injected: 1" }', "cannot hold CR, LF or NUL"),
+        ('{ "X-A" = 5 }', "expected str, got int"),
+        ('{ "X A" = "v" }', "is not an HTTP header name"),
     ],
 )
 def test_header_values_are_checked(tmp_path, headers, needle):
@@ -194,7 +194,8 @@ def test_header_values_are_checked(tmp_path, headers, needle):
     )
     with pytest.raises(ConfigError) as err:
         load_config(write(tmp_path, text))
-    assert "engines.e.headers.X" in str(err.value) and needle in str(err.value)
+    msg = str(err.value)
+    assert "engines.e.headers." in msg and needle in msg and str(tmp_path) in msg
 
 
 def test_lookup_order(tmp_path, monkeypatch):
@@ -224,3 +225,71 @@ def test_save_round_trips(tmp_path):
     save_config({"default_engine": "local", "ui": {"theme": "infertop-dark"}}, out)
     cfg = parse_config(out.read_text(), out)
     assert cfg.ui.theme == "infertop-dark"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        # float(10**400) raised OverflowError
+        ("[telemetry]\npeak_bandwidth_gbs = 1" + "0" * 400, "telemetry.peak_bandwidth_gbs"),
+        # tomllib raised ValueError (int over 4300 digits), not TOMLDecodeError
+        ("[generation]\nseed = " + "1" * 5000, "invalid TOML"),
+        # a wrong type's message did repr(huge int): ValueError again
+        ("[ui]\ntheme = 0x" + "f" * 5000, "ui.theme"),
+        ("[generation]\nmax_tokens = 0x" + "f" * 20, "generation.max_tokens"),
+        # tomllib raised RecursionError
+        ("a = " + "[" * 3000 + "]" * 3000, "nested too deeply"),
+        ("[engines.x.options" + ".a" * 40 + "]\nb = 1", "nested more than 32 deep"),
+    ],
+    ids=["float-overflow", "int-digits", "hex-repr", "int-64-bit", "deep-array", "deep-table"],
+)
+def test_hostile_numbers_and_nesting_are_config_errors(text: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle) as e:
+        parse_config(text, Path("f.toml"))
+    assert str(e.value).startswith("f.toml")
+
+
+@pytest.mark.parametrize(
+    ("table", "line", "needle"),
+    [
+        ("[telemetry]\ninterval_s = nan", "interval_s = nan", "finite"),
+        ("[generation]\ntemperature = inf", "temperature = inf", "finite"),
+        ("[ui]\nrefresh_hz = 0", "refresh_hz = 0", "must be > 0"),
+        ("[engines.local]\nkind = 'llamacpp'\nread_timeout_s = -1", "read_timeout_s = -1", "> 0"),
+        ("[engines.local]\nkind = 'llamacpp'\nheaders = {X = 1}", "headers = {X = 1}", "str"),
+        ("[engines.local]\nkind = 'llamacpp'\nheaders = {X = \"a\\r\\nB: c\"}", "headers", "CR"),
+        ("[engines.local]\nkind = 'llamacpp'\nheaders = {'a b' = 'c'}", "headers", "header"),
+    ],
+    ids=["nan", "inf", "zero-hz", "negative-timeout", "header-int", "header-crlf", "header-name"],
+)
+def test_values_no_engine_can_use_name_key_and_line(table: str, line: str, needle: str) -> None:
+    # nan/inf/0/-1 passed (a NaN sampling interval), headers failed later inside httpx
+    with pytest.raises(ConfigError, match=needle) as e:
+        parse_config(table + "\n", Path("f.toml"))
+    n = next(i for i, t in enumerate(table.splitlines(), 1) if t.startswith(line))
+    assert str(e.value).startswith(f"f.toml:{n}: key '")
+
+
+def test_a_quoted_engine_name_is_found_on_its_own_line() -> None:
+    # "engines.b.c.kind" once searched for [engines.b.c], fell back to the top of the
+    # file and named engine a's kind line
+    text = '[engines.a]\nkind = "llamacpp"\n\n[engines."b.c"]\nkind = 5\n'
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, Path("f.toml"))
+    assert str(e.value).startswith("f.toml:5: key 'engines.\"b.c\".kind': expected str")
+
+
+def test_a_missing_kind_names_the_engine_table_line(tmp_path) -> None:
+    with pytest.raises(ConfigError, match=r"infertop.toml:14: key 'engines.tiny': missing"):
+        load_config(write(tmp_path, GOOD.replace('kind = "llamacpp"\n', "")))
+
+
+def test_an_unreadable_file_is_a_config_error(tmp_path, monkeypatch) -> None:
+    p = write(tmp_path, GOOD)
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    with pytest.raises(ConfigError, match="cannot read the config file: Permission denied"):
+        load_config(p)

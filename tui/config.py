@@ -9,6 +9,8 @@ Every key is documented in config.example.toml; an unknown key or a wrong type i
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import sys
@@ -147,42 +149,53 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     path = find_config(explicit)
     if path is None:
         return Config(engines=builtin_engines())
-    return parse_config(path.read_bytes().decode("utf-8", errors="replace"), path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the config file: {e.strerror or e}") from None
+    return parse_config(raw.decode("utf-8", errors="replace"), path)
 
 
 def parse_config(text: str, path: Path) -> Config:
     """Validate and build a Config from TOML text (``path`` is for messages)."""
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:  # TOMLDecodeError, or an integer of over 4300 digits
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: invalid TOML: arrays or inline tables nested too deeply"
+        ) from None
     v = _Validator(text, path)
+    v.walk(data)
     cfg = Config(path=path)
     for key, value in data.items():
         if key in TOP_KEYS:
-            v.check(key, value, TOP_KEYS[key][0])
+            v.check((key,), value, TOP_KEYS[key][0])
             setattr(cfg, key, value)
         elif key == "generation":
-            cfg.generation = GenerationDefaults(**v.table("generation", value, GENERATION_KEYS))
+            cfg.generation = GenerationDefaults(**v.table(("generation",), value, GENERATION_KEYS))
         elif key == "ui":
-            cfg.ui = UISettings(**v.table("ui", value, UI_KEYS))
+            cfg.ui = UISettings(**v.table(("ui",), value, UI_KEYS))
             for k, key_value in cfg.ui.keys.items():
-                v.check(f"ui.keys.{k}", key_value, (str,))
+                v.check(("ui", "keys", k), key_value, (str,))
         elif key == "telemetry":
-            cfg.telemetry = TelemetrySettings(**v.table("telemetry", value, TELEMETRY_KEYS))
+            cfg.telemetry = TelemetrySettings(**v.table(("telemetry",), value, TELEMETRY_KEYS))
         elif key == "engines":
-            v.check("engines", value, (dict,))
+            v.check(("engines",), value, (dict,))
             for name, table in value.items():
-                fields = v.table(f"engines.{name}", table, ENGINE_KEYS)
+                fields = v.table(("engines", name), table, ENGINE_KEYS)
                 if "kind" not in fields:
-                    raise ConfigError(f"{path}: engines.{name}: missing required key 'kind'")
+                    raise v.error(("engines", name), "missing required key 'kind'")
+                for header, header_value in fields.get("headers", {}).items():
+                    v.header(("engines", name, "headers", header), header, header_value)
                 cfg.engines[name] = EngineSpec(name=name, **fields)
         else:
-            raise v.error(key, "unknown key")
+            raise v.error((key,), "unknown key")
     if not cfg.engines:
         cfg.engines = builtin_engines()
     if cfg.default_engine not in cfg.engines:
-        raise v.error("default_engine", f"names no engine table ({cfg.default_engine!r})")
+        raise v.error(("default_engine",), f"names no engine table ({cfg.default_engine!r})")
     _check_values(cfg, v)
     return cfg
 
@@ -207,7 +220,7 @@ ENGINE_RANGES: tuple[tuple[str, float, float, bool], ...] = (
 )
 
 
-def _in_range(v: _Validator, key: str, value: float | None, rule: tuple) -> None:  # type: ignore[type-arg]
+def _in_range(v: _Validator, key: KeyPath, value: float | None, rule: tuple) -> None:  # type: ignore[type-arg]
     if value is None:
         return
     _, low, high, low_ok = rule
@@ -226,27 +239,16 @@ def _check_values(cfg: Config, v: _Validator) -> None:
     sections = {"generation": cfg.generation, "ui": cfg.ui, "telemetry": cfg.telemetry}
     for rule in RANGES:
         section, _, key = rule[0].partition(".")
-        _in_range(v, rule[0], getattr(sections[section], key), rule)
+        _in_range(v, (section, key), getattr(sections[section], key), rule)
     for name, spec in cfg.engines.items():
         if spec.kind not in ENGINE_KINDS:
             known = ", ".join(sorted(ENGINE_KINDS))
-            raise v.error(f"engines.{name}.kind", f"unknown kind {spec.kind!r} (known: {known})")
+            raise v.error(("engines", name, "kind"), f"unknown kind {spec.kind!r} (known: {known})")
         if spec.endpoint not in ("chat", "completions"):
-            raise v.error(f"engines.{name}.endpoint", "must be 'chat' or 'completions'")
+            raise v.error(("engines", name, "endpoint"), "must be 'chat' or 'completions'")
         for rule in ENGINE_RANGES:
-            _in_range(v, f"engines.{name}.{rule[0]}", getattr(spec, rule[0]), rule)
-        _check_headers(v, name, spec.headers)
+            _in_range(v, ("engines", name, rule[0]), getattr(spec, rule[0]), rule)
         _check_options(v, name, spec.kind, spec.options)
-
-
-def _check_headers(v: _Validator, name: str, headers: dict[str, Any]) -> None:
-    from tui.transport.access import HeaderError, check_header
-
-    for key, value in headers.items():
-        try:
-            check_header(key, value)
-        except HeaderError as e:
-            raise v.error(f"engines.{name}.headers.{key}", str(e)) from None
 
 
 def _check_options(v: _Validator, name: str, kind: str, options: dict[str, Any]) -> None:
@@ -254,11 +256,31 @@ def _check_options(v: _Validator, name: str, kind: str, options: dict[str, Any])
 
     accepted = KIND_OPTIONS.get(kind, {})
     for key, value in options.items():
-        dotted = f"engines.{name}.options.{key}"
+        key_path = ("engines", name, "options", key)
         if key not in accepted:
             known = ", ".join(sorted(accepted)) or "none"
-            raise v.error(dotted, f"unknown option for kind {kind!r} (it accepts: {known})")
-        v.check(dotted, value, accepted[key])
+            raise v.error(key_path, f"unknown option for kind {kind!r} (it accepts: {known})")
+        v.check(key_path, value, accepted[key])
+
+
+KeyPath = tuple[str, ...]
+MAX_DEPTH = 32  # tables and arrays nested deeper than this are no config (and recurse)
+TOML_INT = range(-(2**63), 2**63)  # TOML 1.0: integers are 64-bit signed
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110 5.6.2)
+
+
+def key_text(key_path: KeyPath) -> str:
+    """A key path as TOML writes it: ``engines."b.c".kind`` (quoted where not bare)."""
+    return ".".join(
+        k if _BARE_KEY.fullmatch(k) else json.dumps(k, ensure_ascii=False) for k in key_path
+    )
+
+
+def _brief(value: Any) -> str:
+    """A value for a message: its repr, cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Validator:
@@ -266,48 +288,94 @@ class _Validator:
         self.lines = text.splitlines()
         self.path = path
 
-    def line_of(self, dotted: str) -> int | None:
-        """Best-effort line of a key: its table header, then the key inside it."""
-        parts = dotted.split(".")
-        leaf = re.escape(parts[-1])
-        start = 0
-        if len(parts) > 1:
-            header = re.compile(
-                r"^\s*\[+\s*" + r"\s*\.\s*".join(map(re.escape, parts[:-1])) + r"\s*\]+"
-            )
-            for i, line in enumerate(self.lines):
-                if header.match(line):
-                    start = i
-                    break
-        key_re = re.compile(r"^\s*[\"']?" + leaf + r"[\"']?\s*=")
-        head_re = re.compile(r"^\s*\[+[^\]]*\b" + leaf + r"\s*\]+")
-        for i in range(start, len(self.lines)):
-            if key_re.match(self.lines[i]) or head_re.match(self.lines[i]):
+    def line_of(self, key_path: KeyPath) -> int | None:
+        """Best-effort line of a key: ``key =`` in its table's body (the lines from the
+        table's header to the next header), else a header naming the key itself. None
+        when not found: never a guess."""
+        names = [_key_pattern(k) for k in key_path]
+        body = 0 if len(names) == 1 else self._header(names[:-1], exact=True)
+        if body is not None:
+            key_re = re.compile(r"^\s*" + names[-1] + r"\s*=")
+            for i in range(body, len(self.lines)):
+                if key_re.match(self.lines[i]):
+                    return i + 1
+                if self.lines[i].lstrip().startswith("["):
+                    break  # the next table: the key was not written in this one
+        return self._header(names, exact=False)
+
+    def _header(self, names: list[str], exact: bool) -> int | None:
+        """The line number of the first header naming ``names`` (or, not exact, a table
+        inside it)."""
+        end = r"\s*\]" if exact else r"\s*[\].]"
+        header = re.compile(r"^\s*\[\[?\s*" + r"\s*\.\s*".join(names) + end)
+        for i, line in enumerate(self.lines):
+            if header.match(line):
                 return i + 1
         return None
 
-    def error(self, dotted: str, what: str) -> ConfigError:
-        line = self.line_of(dotted)
+    def error(self, key_path: KeyPath, what: str) -> ConfigError:
+        """ConfigError naming the file, the key and its line (else the line of the table
+        or inline value that holds it)."""
+        lines = (self.line_of(key_path[:n]) for n in range(len(key_path), 0, -1))
+        line = next((n for n in lines if n), None)
         where = f"{self.path}:{line}" if line else str(self.path)
-        return ConfigError(f"{where}: key '{dotted}': {what}")
+        return ConfigError(f"{where}: key '{key_text(key_path)}': {what}")
 
-    def check(self, dotted: str, value: Any, types: tuple[type, ...]) -> None:
+    def check(self, key_path: KeyPath, value: Any, types: tuple[type, ...]) -> None:
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if not ok:
             want = " or ".join(t.__name__ for t in types).replace("dict", "table")
-            raise self.error(dotted, f"expected {want}, got {type(value).__name__} ({value!r})")
+            raise self.error(
+                key_path, f"expected {want}, got {type(value).__name__} ({_brief(value)})"
+            )
 
     def table(
-        self, name: str, value: Any, schema: dict[str, tuple[tuple[type, ...], str]]
+        self, key_path: KeyPath, value: Any, schema: dict[str, tuple[tuple[type, ...], str]]
     ) -> dict[str, Any]:
-        self.check(name, value, (dict,))
+        self.check(key_path, value, (dict,))
         out: dict[str, Any] = {}
         for key, item in value.items():
             if key not in schema:
-                raise self.error(f"{name}.{key}", "unknown key")
-            self.check(f"{name}.{key}", item, schema[key][0])
-            out[key] = float(item) if schema[key][0] is _NUM else item
+                raise self.error((*key_path, key), "unknown key")
+            self.check((*key_path, key), item, schema[key][0])
+            if schema[key][0] is _NUM:
+                item = float(item)  # walk() kept every int within 64 bits
+                if not math.isfinite(item):
+                    raise self.error((*key_path, key), f"must be a finite number, not {item}")
+            out[key] = item
         return out
+
+    def header(self, key_path: KeyPath, name: str, value: Any) -> None:
+        """An HTTP header: a token for a name, a one-line string for a value."""
+        if not _HEADER_NAME.fullmatch(name):
+            raise self.error(key_path, "is not an HTTP header name")
+        self.check(key_path, value, (str,))
+        if any(c in value for c in "\r\n\0"):
+            raise self.error(key_path, "a header value cannot hold CR, LF or NUL")
+
+    def walk(self, data: dict[str, Any]) -> None:
+        """Every value in the document: integers within TOML's 64 bits (tomllib takes any
+        size), tables and arrays nested at most MAX_DEPTH deep. Iterative: the document
+        may be deeper than Python's recursion limit."""
+        todo: list[tuple[KeyPath, int, Any]] = [((), 0, data)]
+        while todo:
+            key_path, depth, value = todo.pop()
+            if depth > MAX_DEPTH:
+                raise self.error(key_path, f"nested more than {MAX_DEPTH} deep")
+            if isinstance(value, dict):
+                todo.extend(((*key_path, k), depth + 1, item) for k, item in value.items())
+            elif isinstance(value, list):
+                todo.extend((key_path, depth + 1, item) for item in value)
+            elif isinstance(value, int) and value not in TOML_INT:
+                raise self.error(key_path, "integer out of TOML's 64-bit range")
+
+
+def _key_pattern(key: str) -> str:
+    """A regex for one key as TOML may write it: bare, "basic" or 'literal'."""
+    forms = [json.dumps(key, ensure_ascii=False), "'" + key + "'"]
+    if _BARE_KEY.fullmatch(key):
+        forms.append(key)
+    return "(?:" + "|".join(map(re.escape, forms)) + ")"
 
 
 def save_config(cfg_data: dict[str, Any], path: Path) -> None:

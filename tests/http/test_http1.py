@@ -11,7 +11,7 @@ import pytest
 
 from tui.engines.http1 import Http1Pool, fast_path_ok
 from tui.engines.http_common import HttpTimeouts
-from tui.engines.http_framing import Chunked
+from tui.engines.http_framing import LINE_LIMIT, Chunked, content_length
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
 CHUNKS = [b"data: a\n\n", b"x" * 300, b"\r\n\r\n", b"z"]
@@ -34,6 +34,41 @@ def test_chunked_decoding_split_anywhere() -> None:
 def test_bad_chunk_size_is_a_protocol_error() -> None:
     with pytest.raises(httpx.RemoteProtocolError):
         Chunked().feed(b"zz\r\nabc\r\n")
+
+
+@pytest.mark.parametrize(
+    "size", [b"-5", b"-0", b"+5", b" 5", b"1_0", b"0x5", b"", b"5\n", b"1" * 17]
+)
+def test_a_chunk_size_that_is_not_hex_digits_is_refused_by_name(size: bytes) -> None:
+    # int(size, 16) takes all of these (but the last three); HTTP takes none
+    with pytest.raises(httpx.RemoteProtocolError, match="bad chunk size line") as e:
+        Chunked().feed(size + b"\r\nhello\r\n0\r\n\r\n")
+    assert repr(size) in str(e.value)
+
+
+def test_whitespace_before_a_chunk_extension_is_allowed() -> None:
+    d = Chunked()
+    assert d.feed(b"5 ;a=b\r\nhello\r\n0 \r\n\r\n") == b"hello" and d.done
+
+
+def test_a_missing_crlf_after_chunk_data_names_what_came_instead() -> None:
+    with pytest.raises(httpx.RemoteProtocolError, match=r"bad chunk end: b'XY'"):
+        Chunked().feed(b"5\r\nhelloXY0\r\n\r\n")
+
+
+def test_a_chunk_size_line_without_end_is_refused_past_the_limit() -> None:
+    d = Chunked()
+    d.feed(b"5;" + b"e" * (LINE_LIMIT - 2))  # still a legal line, if it ends soon
+    with pytest.raises(httpx.RemoteProtocolError, match="longer than"):
+        d.feed(b"ee")
+
+
+@pytest.mark.parametrize("value", ["-5", "+5", " 5", "1_0", "5, 5", "0x5", "", "1" * 20])
+def test_a_content_length_that_is_not_digits_is_refused_by_name(value: str) -> None:
+    with pytest.raises(httpx.RemoteProtocolError, match="bad content-length") as e:
+        content_length(value)
+    assert repr(value[:40]) in str(e.value)
+    assert content_length("0") == 0 and content_length("0123") == 123
 
 
 def test_fast_path_only_for_plain_http(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,3 +77,29 @@ def test_vllm_summary() -> None:
 def test_not_prometheus_text() -> None:
     with pytest.raises(ScrapeError):
         parse("<html>hello</html>\n{{{")
+
+
+def test_a_bad_line_is_named_by_number_and_text() -> None:
+    with pytest.raises(ScrapeError, match=r"line 2: 'foo\{ 1'"):
+        parse("a 1\nfoo{ 1\nb 2\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "big 1" + "0" * 400 + "\n",  # float(int) raised OverflowError
+        '# TYPE c counter\nc{m="x"} 1' + "0" * 400 + "\n",
+        "stamp 1 1" + "0" * 400 + "\n",  # the parser's own timestamp / 1000 overflowed
+    ],
+    ids=["value", "counter", "timestamp"],
+)
+def test_a_number_too_large_for_a_float_is_a_scrape_error(text: str) -> None:
+    with pytest.raises(ScrapeError, match="too large|line 1"):
+        parse(text)
+
+
+def test_a_bucket_whose_le_is_not_a_number_is_not_a_bucket() -> None:
+    # float("abc") raised ValueError in every reader of the histogram
+    s = parse('x_bucket{le="abc"} 1\nx_bucket{le="NaN"} 1\nx_bucket{le="1"} 2\n')
+    assert s.buckets("x") == {1.0: 2.0}
+    assert histogram_window(None, s, "x").buckets == [(1.0, 2.0)]

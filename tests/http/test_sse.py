@@ -92,3 +92,15 @@ def test_feed_payloads_fast_path_matches_the_full_rules_at_every_split_point() -
                 texts = [p.decode("utf-8", "replace") for p in got]
                 texts += [ev.data for ev in d.close()]
                 assert texts == expected, (stream, cut, cut2)
+
+
+def test_an_empty_read_between_cr_and_lf_keeps_them_one_line_end() -> None:
+    # "\r", b"", "\n" is one CRLF: the empty read once dropped the pending CR, so the LF
+    # made a blank line that dispatched "a" and "b" as two events
+    for method in ("feed", "feed_data"):
+        d = SSEDecoder()
+        feed = getattr(d, method)
+        got = feed(b"data: a\r") + feed(b"") + feed(b"\ndata: b\n\n")
+        assert [getattr(ev, "data", ev) for ev in got] == ["a\nb"], method
+    n = NDJSONDecoder()
+    assert n.feed(b'{"a":1}\r') + n.feed(b"") + n.feed(b"\n{}\n") == ['{"a":1}', "{}"]

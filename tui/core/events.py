@@ -78,14 +78,14 @@ class EngineTruth:
         n = self.prompt_eval_tokens if self.prompt_eval_tokens is not None else self.prompt_tokens
         if n is None or not self.prompt_ms:
             return None
-        return n / (self.prompt_ms / 1000.0)
+        return n / self.prompt_ms * 1000.0  # not n / (ms / 1000): a tiny ms underflows to 0
 
     @property
     def decode_tps(self) -> float | None:
         """Engine decode speed: decode_tokens / decode_ms (tokens per second)."""
         if self.decode_tokens is None or not self.decode_ms:
             return None
-        return self.decode_tokens / (self.decode_ms / 1000.0)
+        return self.decode_tokens / self.decode_ms * 1000.0
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -37,7 +37,7 @@ from tui.engines.http_common import (
     read_error_body,
     stamped_body,
 )
-from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose
+from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose, content_length
 from tui.engines.tcp import Stamped, StampedConn, open_socket
 
 HEAD_LIMIT = 64 * 1024
@@ -162,10 +162,7 @@ class Http1Response:
         if "chunked" in h.get("transfer-encoding", "").lower():
             body: Framing = Chunked()
         elif "content-length" in h:
-            try:
-                body = Sized(int(h["content-length"]))
-            except ValueError:
-                raise httpx.RemoteProtocolError("bad content-length") from None
+            body = Sized(content_length(h["content-length"]))
         else:
             body = UntilClose()
         conn_header = h.get("connection", "").lower()

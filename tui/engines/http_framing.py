@@ -6,7 +6,18 @@ that bytes followed its end (then the connection cannot be reused).
 
 from __future__ import annotations
 
+import re
+
 import httpx
+
+LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
+
+# RFC 9112 7.1: chunk-size is 1*HEXDIG (here at most 16: under 2**64), then extensions,
+# each after optional whitespace and a ";" (ignored), then optional whitespace (as h11).
+# Python's int(x, 16) alone would also take "-5", "+5", " 5", "1_0" and "0x5".
+_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 
 
 class Framing:
@@ -59,13 +70,14 @@ class Chunked(Framing):
                 continue
             eol = buf.find(b"\r\n", pos)
             if eol < 0:
+                _check_line_length(buf, pos, n - 1, "chunk size")
                 break
-            try:
+            if _HEX.fullmatch(buf, pos, eol):  # the usual line: the size alone
                 size = int(buf[pos:eol], 16)
-            except ValueError:
-                size = _chunk_size(buf[pos:eol])
+            else:
+                size = _chunk_size(buf, pos, eol)
             pos = eol + 2
-            if size <= 0:
+            if size == 0:
                 self._trailers = True
                 continue
             end = pos + size
@@ -92,19 +104,42 @@ class Chunked(Framing):
             if n - pos < 2:
                 return -pos - 1
             if buf[pos : pos + 2] != b"\r\n":
-                raise httpx.RemoteProtocolError("bad chunk end")
+                raise httpx.RemoteProtocolError(
+                    f"bad chunk end: {buf[pos : pos + 2]!r} after the chunk's data, not CRLF"
+                )
             self._crlf = False
             return pos + 2
         eol = buf.find(b"\r\n", pos)  # a trailer line; a blank one ends the body
         if eol < 0:
+            _check_line_length(buf, pos, n - 1, "trailer")
             return -pos - 1
+        _check_line_length(buf, pos, eol, "trailer")
         self.done = eol == pos
         return eol + 2
 
 
-def _chunk_size(line: bytes) -> int:
-    """A chunk-size line with an extension (``1a;name=value``), or a bad one."""
-    try:
-        return int(line.partition(b";")[0], 16)
-    except ValueError:
-        raise httpx.RemoteProtocolError(f"bad chunk size {line[:40]!r}") from None
+def _chunk_size(buf: bytes, pos: int, eol: int) -> int:
+    """The size on the chunk-size line ``buf[pos:eol]`` (extensions ignored);
+    RemoteProtocolError naming the line unless it is 1 to 16 hex digits."""
+    _check_line_length(buf, pos, eol, "chunk size")
+    m = _SIZE_LINE.fullmatch(buf, pos, eol)
+    if m is None:
+        raise httpx.RemoteProtocolError(f"bad chunk size line {buf[pos:eol][:40]!r}")
+    return int(m[1], 16)
+
+
+def _check_line_length(buf: bytes, pos: int, end: int, what: str) -> None:
+    """RemoteProtocolError when the line from ``pos`` runs past LINE_LIMIT before ``end``
+    (a peer that never ends a line would otherwise fill the buffer)."""
+    if end - pos > LINE_LIMIT:
+        raise httpx.RemoteProtocolError(
+            f"{what} line longer than {LINE_LIMIT} bytes: {buf[pos : pos + 40]!r}..."
+        )
+
+
+def content_length(value: str) -> int:
+    """A Content-Length header's value: 1 to 19 decimal digits (RFC 9110 8.6), else a
+    RemoteProtocolError naming it (``int()`` alone would take "-5", "+5", "1_0")."""
+    if _CONTENT_LENGTH.fullmatch(value) is None:
+        raise httpx.RemoteProtocolError(f"bad content-length {value[:40]!r}")
+    return int(value)

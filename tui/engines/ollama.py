@@ -13,6 +13,7 @@ report the prompt's full length.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ from tui.engines.reader_loop import Emit, HttpReader, relay
 from tui.engines.sse import NDJSONDecoder
 
 NS_PER_MS = 1_000_000
+MAX_COUNT = 2**63  # a token count at or past this is not a count
 
 
 def truth_from_final(final: dict[str, Any]) -> EngineTruth:
@@ -72,11 +74,19 @@ def truth_from_final(final: dict[str, Any]) -> EngineTruth:
 
     def ns_ms(key: str) -> float | None:
         v = final.get(key)
-        return v / NS_PER_MS if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            return None
+        try:
+            ms = v / NS_PER_MS  # an int too large for a float raises OverflowError
+        except OverflowError:
+            return None
+        return ms if 0 <= ms < math.inf else None  # NaN, Infinity, < 0: not a duration
 
     def count(key: str) -> int | None:
         v = final.get(key)
-        return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < MAX_COUNT:
+            return None  # a count no float can hold would break every rate
+        return int(v)
 
     raw = {k: v for k, v in final.items() if k not in ("message", "model", "created_at")}
     if "prompt_eval_count" not in final:
@@ -96,10 +106,51 @@ def truth_from_final(final: dict[str, Any]) -> EngineTruth:
 
 
 @dataclass
-class _State:
+class StreamState:
+    """What the lines of one stream have said so far (see :func:`read_line`)."""
+
     final: dict[str, Any] | None = None
     final_t_ns: int | None = None
     last_t_ns: int | None = None
+
+
+class StreamProtocolError(Exception):
+    """A streamed line that is not a JSON object; the message quotes the line."""
+
+
+class StreamServerError(Exception):
+    """A streamed line that carries the server's own ``error``."""
+
+
+def read_line(line: str, t_ns: int, state: StreamState, emit: Emit) -> None:
+    """One NDJSON line of /api/chat (or /api/generate): its text as a TextChunk, and for
+    the ``done: true`` line Usage and the EngineReport (``state.final`` set).
+
+    Raises only StreamProtocolError (not a JSON object) or StreamServerError.
+    """
+    state.last_t_ns = t_ns
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
+        raise StreamProtocolError(f"malformed NDJSON line: {line[:120]!r}") from None
+    if not isinstance(obj, dict):
+        raise StreamProtocolError(f"NDJSON line is not an object: {line[:120]!r}")
+    if obj.get("error"):
+        raise StreamServerError(f"server error: {str(obj['error'])[:300]}")
+    msg = obj.get("message")
+    text = msg.get("content") if isinstance(msg, dict) else obj.get("response")
+    parts = [text] if isinstance(text, str) else []
+    if isinstance(msg, dict) and isinstance(msg.get("thinking"), str):
+        parts.insert(0, msg["thinking"])
+    text = "".join(parts)
+    if text:
+        emit(TextChunk(t_ns, text, None))
+    if obj.get("done") is True:
+        state.final = obj
+        state.final_t_ns = t_ns
+        truth = truth_from_final(obj)
+        emit(Usage(t_ns, truth.prompt_eval_tokens, truth.output_tokens))
+        emit(EngineReport(t_ns, truth))
 
 
 class OllamaEngine(Engine):
@@ -259,7 +310,7 @@ class OllamaEngine(Engine):
         except (httpx.HTTPError, OSError, ValueError) as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return
-        state = _State()
+        state = StreamState()
         try:
             if resp.status_code >= 400:
                 emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
@@ -272,9 +323,9 @@ class OllamaEngine(Engine):
                 return
             await self._read_lines(resp, state, emit)
             emit(self._end(state))
-        except _ProtocolError as e:
+        except StreamProtocolError as e:
             emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
-        except _ServerError as e:
+        except StreamServerError as e:
             emit(Failed(time.perf_counter_ns(), str(e), "engine"))
         except Exception as e:  # noqa: BLE001 - transport faults become Failed events
             emit(describe_transport_error(e, self.base, self.timeouts))
@@ -282,7 +333,7 @@ class OllamaEngine(Engine):
             await resp.aclose()
 
     async def _read_lines(
-        self, resp: httpx.Response | Http1Response, state: _State, emit: Emit
+        self, resp: httpx.Response | Http1Response, state: StreamState, emit: Emit
     ) -> None:
         decoder = NDJSONDecoder()
         first = True
@@ -291,37 +342,14 @@ class OllamaEngine(Engine):
                 emit(FirstByte(t_ns))
                 first = False
             for line in decoder.feed(part):
-                self._line(line, t_ns, state, emit)
+                read_line(line, t_ns, state, emit)
                 if state.final is not None:
                     return
         rest = decoder.close()
         if rest:
-            self._line(rest, time.perf_counter_ns(), state, emit)
+            read_line(rest, time.perf_counter_ns(), state, emit)
 
-    def _line(self, line: str, t_ns: int, state: _State, emit: Emit) -> None:
-        state.last_t_ns = t_ns
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            raise _ProtocolError(f"malformed NDJSON line: {line[:120]!r}") from None
-        if not isinstance(obj, dict):
-            raise _ProtocolError(f"NDJSON line is not an object: {line[:120]!r}")
-        if obj.get("error"):
-            raise _ServerError(f"server error: {obj['error']}")
-        msg = obj.get("message")
-        text = msg.get("content") if isinstance(msg, dict) else obj.get("response")
-        if isinstance(msg, dict) and isinstance(msg.get("thinking"), str):
-            text = (msg["thinking"] or "") + (text or "")
-        if isinstance(text, str) and text:
-            emit(TextChunk(t_ns, text, None))
-        if obj.get("done") is True:
-            state.final = obj
-            state.final_t_ns = t_ns
-            truth = truth_from_final(obj)
-            emit(Usage(t_ns, truth.prompt_eval_tokens, truth.output_tokens))
-            emit(EngineReport(t_ns, truth))
-
-    def _end(self, state: _State) -> StreamEvent:
+    def _end(self, state: StreamState) -> StreamEvent:
         if state.final is None:
             return Failed(
                 time.perf_counter_ns(),
@@ -331,11 +359,3 @@ class OllamaEngine(Engine):
             )
         reason = str(state.final.get("done_reason") or "stop")
         return Finished(state.final_t_ns or time.perf_counter_ns(), reason)
-
-
-class _ProtocolError(Exception):
-    pass
-
-
-class _ServerError(Exception):
-    pass

@@ -40,6 +40,8 @@ class _LineSplitter:
         self._pending_cr = False  # the last read ended in CR: a leading LF belongs to it
 
     def feed(self, data: bytes) -> list[str]:
+        if not data:  # nothing new: a pending CR still waits for the LF that may follow it
+            return []
         if self._pending_cr:
             self._pending_cr = False
             if data[:1] == b"\n":

@@ -15,11 +15,14 @@ reset on scrape (llama-server's), so rates and windowed percentiles are computed
 
 from __future__ import annotations
 
+import io
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TextIO, cast
 
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.parser import text_fd_to_metric_families
 
 from tui.transport.access import HttpAccess
 
@@ -54,9 +57,12 @@ class Scrape:
         for lab, v in self.samples.get(name + "_bucket", {}).items():
             if not _matches(lab, match):
                 continue
-            d = dict(lab)
-            le = float(d.get("le", "inf"))
-            out[le] = out.get(le, 0.0) + v
+            try:
+                le = float(dict(lab).get("le", "inf"))
+            except ValueError:  # le="abc": not a bucket bound
+                continue
+            if le == le:  # NaN is no bound either
+                out[le] = out.get(le, 0.0) + v
         return out
 
 
@@ -66,16 +72,45 @@ def _matches(labels: Labels, match: dict[str, str]) -> bool:
 
 
 def parse(text: str, t: float | None = None) -> Scrape:
-    """Parse Prometheus text format; ScrapeError if it is not that format."""
+    """Parse Prometheus text format; ScrapeError naming the bad line (or sample) if it is
+    not that format."""
     s = Scrape(t=time.monotonic() if t is None else t)
+    lines = _CountedLines(text)
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_fd_to_metric_families(cast(TextIO, lines)):
             for sample in family.samples:
                 labels = tuple(sorted(sample.labels.items()))
-                s.samples.setdefault(sample.name, {})[labels] = float(sample.value)
-    except (ValueError, TypeError, IndexError) as e:
-        raise ScrapeError(f"not Prometheus text: {e}") from None
+                try:
+                    value = float(sample.value)
+                except OverflowError:  # an integer past float's range
+                    where = sample.name + (str(dict(labels)) if labels else "")
+                    raise ScrapeError(
+                        f"not Prometheus text: sample {where}: "
+                        f"value {str(sample.value)[:40]}... is too large"
+                    ) from None
+                s.samples.setdefault(sample.name, {})[labels] = value
+    except (ValueError, TypeError, IndexError, OverflowError) as e:
+        reason = " ".join(str(e).split())[:120]
+        raise ScrapeError(
+            f"not Prometheus text: line {lines.number}: {lines.line[:80]!r}"
+            + (f" ({reason})" if reason else "")
+        ) from None
     return s
+
+
+class _CountedLines:
+    """The lines of a scrape, counted as the parser reads them (for its error message)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self.number = 0
+        self.line = ""
+
+    def __iter__(self) -> Iterator[str]:
+        for line in io.StringIO(self._text):
+            self.number += 1
+            self.line = line.rstrip("\n")
+            yield line
 
 
 def counter_rate(a: Scrape, b: Scrape, name: str, **match: str) -> float | None:
