@@ -14,9 +14,11 @@ if str(HERE) not in sys.path:
 
 @pytest.fixture(autouse=True)
 def pace_kind():
+    import pace_engine
+
     from tui.engines.registry import ENGINE_KINDS, register
 
-    register("pace", "pace_engine:PaceEngine", "test pace engine")
+    register("pace", "pace_engine:PaceEngine", "test pace engine", pace_engine.OPTIONS)
     yield
     ENGINE_KINDS.pop("pace", None)
 

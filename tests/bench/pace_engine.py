@@ -24,6 +24,18 @@ from tui.core.events import Failed, Finished, RequestSent, StreamEvent, TextChun
 from tui.engines.base import CancelToken, Engine, EngineInfo, GenerationRequest
 
 TEMPLATE_TOKENS = 7  # a pretend chat template
+# what register(..., options=OPTIONS) declares, so config validation accepts them
+_NUM = (int, float)
+OPTIONS: dict[str, tuple[type, ...]] = {
+    "ttft_ms": _NUM,
+    "token_ms": _NUM,
+    "slots": (int,),
+    "fail": (str,),
+    "reload_ms": _NUM,
+    "tokenizer": (bool,),
+    "template_tokens": (int,),
+    "late_sent": (bool,),
+}
 
 
 def count_tokens(request: GenerationRequest, template: int = TEMPLATE_TOKENS) -> int:

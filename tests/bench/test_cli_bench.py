@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 PACE_MAIN = (
     f"import sys; sys.path.insert(0, {str(HERE)!r}); "
     "from tui.engines.registry import register; "
-    "register('pace', 'pace_engine:PaceEngine'); "
+    "import pace_engine; register('pace', 'pace_engine:PaceEngine', '', pace_engine.OPTIONS); "
     "from tui.__main__ import main; sys.exit(main(sys.argv[1:]))"
 )
 
