@@ -134,7 +134,7 @@ class Failed:
     """The stream ended with an error; what streamed before it is kept.
 
     ``kind`` is a short machine-readable class: connect, http, protocol, timeout, load,
-    engine, cancelled.
+    engine, cancelled, internal (a bug in infertop, not a fault of the engine).
     """
 
     t_ns: int

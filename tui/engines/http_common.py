@@ -96,12 +96,12 @@ def access_for(spec: EngineSpec) -> HttpAccess:
     return HttpAccess(request_headers(spec, api_key_from_env(spec)), spec.verify_tls)
 
 
-def make_client(spec: EngineSpec, api_key: str | None) -> httpx.AsyncClient:
+def make_client(spec: EngineSpec, access: HttpAccess) -> httpx.AsyncClient:
     """An AsyncClient for the reader loop (create and use it only there)."""
     t = HttpTimeouts.from_spec(spec)
     return httpx.AsyncClient(
-        headers=request_headers(spec, api_key),
-        verify=spec.verify_tls,
+        headers=access.headers,
+        verify=access.verify_tls,
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.connect, pool=t.read),
         limits=httpx.Limits(max_connections=512, max_keepalive_connections=128),
         follow_redirects=False,
@@ -180,6 +180,17 @@ def _root_cause_text(exc: BaseException) -> str:
 
 class StallTimeout(Exception):
     """No body bytes for longer than the stall timeout."""
+
+
+# What reading from a server can raise when the *transport* fails (either client): an
+# engine turns these into Failed events with describe_transport_error. Anything else is a
+# bug and is left to surface as one.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    httpx.HTTPError,
+    OSError,
+    TimeoutError,
+    StallTimeout,
+)
 
 
 def error_message_from_body(body: bytes, content_type: str) -> str:

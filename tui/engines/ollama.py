@@ -15,11 +15,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
-
-import httpx
 
 from tui.core.events import (
     EngineReport,
@@ -27,43 +24,21 @@ from tui.core.events import (
     Failed,
     Finished,
     FirstByte,
-    RequestSent,
-    StampSource,
     StreamEvent,
     TextChunk,
     Usage,
 )
 from tui.engines.base import (
-    CancelToken,
-    Engine,
     EngineError,
     EngineInfo,
     EngineSpec,
     GenerationRequest,
-    controls_from_body,
-    refused,
 )
-from tui.engines.http1 import (
-    Http1Pool,
-    Http1Response,
-    error_body,
-    fast_path_ok,
-    post_json,
-    stamp_source,
-    stamped,
-)
-from tui.engines.http_common import (
-    HttpTimeouts,
-    api_key_from_env,
-    base_url,
-    describe_transport_error,
-    http_status_failure,
-    make_client,
-    request_headers,
-    wrong_content_failure,
-)
-from tui.engines.reader_loop import Emit, HttpReader, relay
+from tui.engines.http1 import stamped
+from tui.engines.http_engine import HttpStreamEngine, Response
+from tui.engines.reader_loop import Emit
 from tui.engines.sse import NDJSONDecoder
+from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count
@@ -114,14 +89,6 @@ class StreamState:
     last_t_ns: int | None = None
 
 
-class StreamProtocolError(Exception):
-    """A streamed line that is not a JSON object; the message quotes the line."""
-
-
-class StreamServerError(Exception):
-    """A streamed line that carries the server's own ``error``."""
-
-
 def read_line(line: str, t_ns: int, state: StreamState, emit: Emit) -> None:
     """One NDJSON line of /api/chat (or /api/generate): its text as a TextChunk, and for
     the ``done: true`` line Usage and the EngineReport (``state.final`` set).
@@ -153,47 +120,17 @@ def read_line(line: str, t_ns: int, state: StreamState, emit: Emit) -> None:
         emit(EngineReport(t_ns, truth))
 
 
-class OllamaEngine(Engine):
+class OllamaEngine(HttpStreamEngine):
     kind: ClassVar[str] = "ollama"
+    content_type: ClassVar[str] = "json"
+    content_name: ClassVar[str] = "NDJSON"
 
     def __init__(self, spec: EngineSpec) -> None:
         super().__init__(spec)
-        self.base = base_url(spec)
-        self.timeouts = HttpTimeouts.from_spec(spec)
-        self.reader = HttpReader.shared()
-        self.model: str | None = spec.model
-        self.server_models: list[str] = []
-        self.load_ms: float | None = None
         self.version: str | None = None
-        self._client: httpx.AsyncClient | None = None
-        self._pool: Http1Pool | None = None  # plain http://: the lean streaming client
-
-    async def _client_ready(self) -> httpx.AsyncClient:
-        if self._client is None:
-            key = api_key_from_env(self.spec)
-            self._client = make_client(self.spec, key)
-            if fast_path_ok(self.base):
-                self._pool = Http1Pool(request_headers(self.spec, key), self.timeouts)
-        return self._client
-
-    async def _request_json(self, method: str, path: str, body: Any = None) -> Any:
-        """Reader loop: one small JSON call; EngineError with a one-line reason."""
-        client = await self._client_ready()
-        try:
-            r = await client.request(method, self.base + path, json=body)
-        except httpx.HTTPError as e:
-            raise EngineError(
-                describe_transport_error(e, self.base, self.timeouts).message
-            ) from None
-        if r.status_code >= 400:
-            raise EngineError(http_status_failure(r, r.content).message)
-        try:
-            return r.json()
-        except ValueError:
-            raise EngineError(f"{self.base}{path} did not return JSON") from None
 
     async def _prepare(self) -> float:
-        tags = await self._request_json("GET", "/api/tags")
+        tags = await self.request_json("GET", "/api/tags")
         models = tags.get("models") if isinstance(tags, dict) else None
         if not isinstance(models, list):
             raise EngineError(f"{self.base}/api/tags did not list models: is this Ollama?")
@@ -205,13 +142,13 @@ class OllamaEngine(Engine):
                 raise EngineError(f"Ollama at {self.base} has no models (ollama pull MODEL)")
             self.model = self.server_models[0]
         try:
-            v = await self._request_json("GET", "/api/version")
+            v = await self.request_json("GET", "/api/version")
             self.version = str(v.get("version")) if isinstance(v, dict) else None
         except EngineError:
             self.version = None
         t0 = time.perf_counter_ns()
         # An /api/generate call with no prompt loads the model (Ollama's documented preload).
-        await self._request_json(
+        await self.request_json(
             "POST", "/api/generate", self._with_keep_alive({"model": self.model, "stream": False})
         )
         return (time.perf_counter_ns() - t0) / NS_PER_MS
@@ -231,18 +168,10 @@ class OllamaEngine(Engine):
         if not self.model:
             raise EngineError("no model to unload")
         await self.reader.call(
-            self._request_json(
+            self.request_json(
                 "POST", "/api/generate", {"model": self.model, "keep_alive": 0, "stream": False}
             )
         )
-
-    async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await self.reader.call(client.aclose())
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await self.reader.call(pool.aclose())  # its sockets are closed on return
 
     def info(self) -> EngineInfo:
         return EngineInfo(
@@ -254,9 +183,6 @@ class OllamaEngine(Engine):
             url=self.base,
             pid=self.spec.options.get("pid"),
         )
-
-    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
-        return controls_from_body(self.build_body(request))
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -277,64 +203,19 @@ class OllamaEngine(Engine):
         }
         return self._with_keep_alive(body)
 
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        try:
-            request.validate()
-        except EngineError as e:
-            for event in refused(str(e)):
-                yield event
-            return
+    # --- streaming -------------------------------------------------------------------
 
-        async def run(emit: Emit) -> None:
-            await self._run(request, emit)
+    async def before_stream(self) -> None:
+        if not self.model:
+            await self._prepare()
 
-        async for ev in relay(self.reader, run, cancel):
-            yield ev
+    def stream_url(self) -> str:
+        return self.base + "/api/chat"
 
-    async def _run(self, request: GenerationRequest, emit: Emit) -> None:
-        try:
-            client = await self._client_ready()
-            if not self.model:
-                await self._prepare()
-        except EngineError as e:
-            now = time.perf_counter_ns()
-            emit(RequestSent(now))
-            emit(Failed(now, str(e), "connect"))
-            return
-        body = self.build_body(request)
-        emit(RequestSent(time.perf_counter_ns()))
-        try:
-            resp = await post_json(client, self._pool, self.base + "/api/chat", body)
-        except (httpx.HTTPError, OSError, ValueError) as e:
-            emit(describe_transport_error(e, self.base, self.timeouts))
-            return
-        state = StreamState()
-        try:
-            if resp.status_code >= 400:
-                emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
-                return
-            emit(StampSource(time.perf_counter_ns(), stamp_source(resp)))
-            ctype = resp.headers.get("content-type", "")
-            if "json" not in ctype:
-                raw = await error_body(resp, self.timeouts)
-                emit(wrong_content_failure(self.base, resp, raw, "NDJSON"))
-                return
-            await self._read_lines(resp, state, emit)
-            emit(self._end(state))
-        except StreamProtocolError as e:
-            emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
-        except StreamServerError as e:
-            emit(Failed(time.perf_counter_ns(), str(e), "engine"))
-        except Exception as e:  # noqa: BLE001 - transport faults become Failed events
-            emit(describe_transport_error(e, self.base, self.timeouts))
-        finally:
-            await resp.aclose()
+    def new_state(self) -> StreamState:
+        return StreamState()
 
-    async def _read_lines(
-        self, resp: httpx.Response | Http1Response, state: StreamState, emit: Emit
-    ) -> None:
+    async def read_body(self, resp: Response, state: StreamState, emit: Emit) -> None:
         decoder = NDJSONDecoder()
         first = True
         async for t_ns, part in stamped(resp, self.timeouts):
@@ -349,13 +230,15 @@ class OllamaEngine(Engine):
         if rest:
             read_line(rest, time.perf_counter_ns(), state, emit)
 
-    def _end(self, state: StreamState) -> StreamEvent:
+    async def finish(self, state: StreamState, context: Any) -> list[StreamEvent]:
         if state.final is None:
-            return Failed(
-                time.perf_counter_ns(),
-                "the stream ended before the server finished (no done: true line): "
-                "the connection was closed mid-stream",
-                "protocol",
-            )
+            return [
+                Failed(
+                    time.perf_counter_ns(),
+                    "the stream ended before the server finished (no done: true line): "
+                    "the connection was closed mid-stream",
+                    "protocol",
+                )
+            ]
         reason = str(state.final.get("done_reason") or "stop")
-        return Finished(state.final_t_ns or time.perf_counter_ns(), reason)
+        return [Finished(state.final_t_ns or time.perf_counter_ns(), reason)]

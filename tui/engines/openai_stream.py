@@ -15,19 +15,12 @@ from typing import Any
 
 from tui.core.events import TextChunk, Usage
 from tui.engines.http_common import error_message_from_body
+from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 
 try:  # orjson parses a stream chunk ~3x faster than json (issue 5: client CPU per token)
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - a dependency; json gives the same objects
     from json import loads as json_loads  # type: ignore[assignment]
-
-
-class StreamProtocolError(Exception):
-    """The server sent something that is not the protocol (kind "protocol")."""
-
-
-class StreamServerError(Exception):
-    """The server reported an error inside the stream (kind "engine")."""
 
 
 @dataclass

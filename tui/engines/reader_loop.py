@@ -171,7 +171,8 @@ async def relay_batches(
             task.cancel()
             raise
         except Exception as e:  # noqa: BLE001 - a bug must still end the stream
-            emit(Failed(time.perf_counter_ns(), f"internal error: {type(e).__name__}: {e}"))
+            message = f"internal error (a bug in infertop): {type(e).__name__}: {e}"
+            emit(Failed(time.perf_counter_ns(), message, "internal"))
         finally:
             if forget is not None:
                 forget()

@@ -1,0 +1,210 @@
+"""HttpStreamEngine: what every HTTP-streaming engine shares, written once.
+
+The client (infertop's lean HTTP/1.1 client with kernel receive stamps for plain http://,
+httpx for the rest), readiness calls, the relay from the reader loop to the caller, and one
+way to turn each fault into a Failed event — so the OpenAI-compatible engines (and their
+llama-server and vLLM subclasses) and Ollama cannot disagree about what a fault is:
+
+- the engine cannot be made ready (no API key, a readiness call fails): ``connect``;
+- the server answers with an HTTP error: ``http`` (with the server's own message);
+- the bytes are not the protocol (malformed SSE/NDJSON, a stream that stops early):
+  ``protocol``; the server reports an error inside the stream: ``engine``;
+- the transport fails (refused, reset, timeout, a stall): as
+  :func:`~tui.engines.http_common.describe_transport_error` classifies it.
+
+Anything else is a bug in infertop, not a transport fault: it is not caught here, and the
+relay ends the stream with ``Failed(kind="internal")`` naming it.
+
+A subclass says what to send (:meth:`build_body`, :meth:`stream_url`), what the body is
+(:attr:`content_type`), how to read it (:meth:`new_state`, :meth:`read_body`) and how it
+ends (:meth:`finish`).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import httpx
+
+from tui.core.events import Failed, RequestSent, StampSource, StreamEvent
+from tui.engines.base import (
+    BatchedEngine,
+    CancelToken,
+    EngineError,
+    EngineSpec,
+    GenerationRequest,
+    controls_from_body,
+    refused,
+)
+from tui.engines.http1 import (
+    Http1Pool,
+    Http1Response,
+    error_body,
+    fast_path_ok,
+    post_json,
+    stamp_source,
+)
+from tui.engines.http_common import (
+    TRANSPORT_ERRORS,
+    HttpTimeouts,
+    access_for,
+    base_url,
+    describe_transport_error,
+    http_status_failure,
+    make_client,
+    wrong_content_failure,
+)
+from tui.engines.reader_loop import Emit, HttpReader, relay_batches
+from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+
+Response = httpx.Response | Http1Response
+# sending: the transport, or a ValueError for a body JSON cannot hold (NaN)
+SEND_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
+
+
+class HttpStreamEngine(BatchedEngine):
+    """An engine that streams its answers over HTTP from a server at ``spec.url``."""
+
+    content_type: ClassVar[str] = ""  # a part of the Content-Type the stream must have
+    content_name: ClassVar[str] = ""  # what that is, in words ("an event stream")
+
+    def __init__(self, spec: EngineSpec) -> None:
+        super().__init__(spec)
+        self.base = base_url(spec)
+        self.timeouts = HttpTimeouts.from_spec(spec)
+        self.reader = HttpReader.shared()
+        self.model: str | None = spec.model
+        self.server_models: list[str] = []
+        self.load_ms: float | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._pool: Http1Pool | None = None  # plain http://: the lean streaming client
+
+    # --- the client (reader loop only) -----------------------------------------------
+    async def _client_ready(self) -> httpx.AsyncClient:
+        if self._client is None:
+            access = access_for(self.spec)
+            self._client = make_client(self.spec, access)
+            if fast_path_ok(self.base):
+                self._pool = Http1Pool(access.headers, self.timeouts)
+        return self._client
+
+    async def request_json(self, method: str, path: str, body: Any = None) -> Any:
+        """Reader loop: one small JSON call; EngineError with a one-line reason."""
+        client = await self._client_ready()
+        try:
+            r = await client.request(method, self.base + path, json=body)
+        except httpx.HTTPError as e:
+            raise EngineError(
+                describe_transport_error(e, self.base, self.timeouts).message
+            ) from None
+        if r.status_code >= 400:
+            raise EngineError(http_status_failure(r, r.content).message)
+        try:
+            return r.json()
+        except ValueError:
+            raise EngineError(f"{self.base}{path} did not return JSON") from None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await self.reader.call(client.aclose())
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await self.reader.call(pool.aclose())  # its sockets are closed on return
+
+    def request_controls(self, request: GenerationRequest) -> dict[str, str]:
+        return controls_from_body(self.build_body(request))
+
+    # --- a stream --------------------------------------------------------------------
+    async def stream_batches(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        try:
+            request.validate()
+        except EngineError as e:
+            yield list(refused(str(e)))
+            return
+
+        async def run(emit: Emit) -> None:
+            await self._run(request, emit)
+
+        async for batch in relay_batches(self.reader, run, cancel):
+            yield batch
+
+    async def _run(self, request: GenerationRequest, emit: Emit) -> None:
+        """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
+        try:
+            client = await self._client_ready()
+            await self.before_stream()
+        except EngineError as e:
+            now = time.perf_counter_ns()
+            emit(RequestSent(now))
+            emit(Failed(now, str(e), "connect"))
+            return
+        body = self.build_body(request)
+        context = await self.before_request()
+        state = self.new_state()
+        emit(RequestSent(time.perf_counter_ns()))
+        try:
+            resp = await post_json(client, self._pool, self.stream_url(), body)
+        except SEND_ERRORS as e:
+            emit(describe_transport_error(e, self.base, self.timeouts))
+            return
+        try:
+            if resp.status_code >= 400:
+                emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
+                return
+            emit(StampSource(time.perf_counter_ns(), stamp_source(resp)))
+            if self.content_type not in resp.headers.get("content-type", ""):
+                raw = await error_body(resp, self.timeouts)
+                emit(wrong_content_failure(self.base, resp, raw, self.content_name))
+                return
+            await self.read_body(resp, state, emit)
+            for ev in await self.finish(state, context):
+                emit(ev)
+        except StreamProtocolError as e:
+            self.emit_partial(state, emit)
+            emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
+        except StreamServerError as e:
+            self.emit_partial(state, emit)
+            emit(Failed(time.perf_counter_ns(), str(e), "engine"))
+        except TRANSPORT_ERRORS as e:
+            self.emit_partial(state, emit)
+            emit(describe_transport_error(e, self.base, self.timeouts))
+        finally:
+            await resp.aclose()
+
+    # --- what a subclass says ---------------------------------------------------------
+    async def before_stream(self) -> None:
+        """Reader loop, before a stream: get ready if not yet (EngineError: cannot)."""
+
+    async def before_request(self) -> Any:
+        """Reader loop, before RequestSent: gather what :meth:`finish` compares against."""
+        return None
+
+    @abc.abstractmethod
+    def stream_url(self) -> str:
+        """Where a streamed request is POSTed."""
+
+    @abc.abstractmethod
+    def build_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The JSON body of a streamed request."""
+
+    @abc.abstractmethod
+    def new_state(self) -> Any:
+        """What :meth:`read_body` keeps of one stream."""
+
+    @abc.abstractmethod
+    async def read_body(self, resp: Response, state: Any, emit: Emit) -> None:
+        """Read the streamed body, stamped, emitting events; raise StreamProtocolError /
+        StreamServerError for what the protocol or the server says is wrong."""
+
+    @abc.abstractmethod
+    async def finish(self, state: Any, context: Any) -> list[StreamEvent]:
+        """After the body: the last events, ending with exactly one Finished or Failed."""
+
+    def emit_partial(self, state: Any, emit: Emit) -> None:
+        """Before a Failed: pass on what the server already counted (default: nothing)."""
