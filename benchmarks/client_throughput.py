@@ -21,7 +21,7 @@ figure), 1000 requests unless noted:
     before (httpx + wait_for per read, one hand-off per event):
         ours    8,022-9,192 tok/s/core (109-125 µs/token)   vLLM 82,342-87,102 (11.5-12.1 µs)
         ratio 0.10-0.11
-    after (tui/engines/http1.py for plain http, batched hand-off, bytes SSE, orjson):
+    after (tui/transport/http1.py for plain http, batched hand-off, bytes SSE, orjson):
         ours   95,817 (10.4 µs)  vLLM 84,890 (11.8 µs)  ratio 1.13   (20 s wall)
         ours  100,728  (9.9 µs)  vLLM 74,816 (13.4 µs)  ratio 1.35   (28 s wall)
         ours   83,947 (11.9 µs)  (load average 7; periodic checkpoint switched off)

@@ -54,3 +54,39 @@ def test_every_headless_module_file_is_checked():
     assert tui.__version__
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-800:]
+
+
+# Which packages each may import (besides itself): the layers, bottom up. core is the
+# measurement model; transport moves bytes; engines and telemetry sit side by side on
+# both and never import each other; bench, cli and app are on top.
+LAYERS = {
+    "tui.core": set(),
+    "tui.transport": {"tui.core"},
+    "tui.engines": {"tui.core", "tui.transport"},
+    "tui.telemetry": {"tui.core", "tui.transport"},
+}
+
+
+def test_layers_import_only_what_is_below_them():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    bad = []
+    for package, allowed in LAYERS.items():
+        for path in (root / package.replace(".", "/")).rglob("*.py"):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                for name in names:
+                    if not name.startswith("tui."):
+                        continue
+                    top = ".".join(name.split(".")[:2])
+                    if top != package and top not in allowed and name != "tui":
+                        bad.append(f"{path.relative_to(root)}: imports {name}")
+    assert bad == [], "\n".join(bad)

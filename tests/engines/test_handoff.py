@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from tui.engines.handoff import Handoff
+from tui.transport.handoff import Handoff
 
 END = object()
 

@@ -1,4 +1,4 @@
-"""Fuzzing HTTP/1.1 chunked framing (tui/engines/http_framing.py: Chunked).
+"""Fuzzing HTTP/1.1 chunked framing (tui/transport/http_framing.py: Chunked).
 
 Generated: (1) valid bodies: chunks of random bytes (CR, LF and "0\\r\\n" inside the data
 too), sizes written in lower or upper case hex with leading zeros (up to 16 digits),
@@ -27,7 +27,7 @@ import pytest
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
-from tui.engines.http_framing import Chunked, content_length
+from tui.transport.http_framing import Chunked, content_length
 
 SPLITS = 7
 DATA_BYTES = [b"a", b"\r", b"\n", b"\r\n", b"0\r\n\r\n", b"\xff", b";", b" "]

@@ -1,4 +1,4 @@
-"""Fuzzing NDJSON as the Ollama engine reads it: NDJSONDecoder (tui/engines/sse.py) cuts
+"""Fuzzing NDJSON as the Ollama engine reads it: NDJSONDecoder (tui/transport/sse.py) cuts
 lines, read_line (tui/engines/ollama.py) turns each into events.
 
 Generated: (1) streams of Ollama /api/chat and /api/generate objects (text, thinking,
@@ -30,7 +30,7 @@ from tui.core.events import EngineReport, Finished, RequestSent, StreamEvent, Te
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.ollama import StreamProtocolError, StreamServerError, StreamState, read_line
-from tui.engines.sse import NDJSONDecoder
+from tui.transport.sse import NDJSONDecoder
 
 SPLITS = 7
 TEXTS: list[Any] = ["", "Hel", "lo", " wörld", "日本", "\n", "\ud800", '"}', 5, None, ["x"], {}]

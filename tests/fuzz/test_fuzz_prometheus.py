@@ -1,4 +1,4 @@
-"""Fuzzing Prometheus text exposition parsing (tui/telemetry/prometheus.py) and the
+"""Fuzzing Prometheus text exposition parsing (tui/transport/prometheus.py) and the
 readers of a scrape (histogram windows, counter rates, the vLLM and llama-server
 summaries).
 
@@ -27,7 +27,7 @@ from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from hypothesis import given, settings
 
 from tui.telemetry import llamacpp_metrics, vllm_metrics
-from tui.telemetry.prometheus import (
+from tui.transport.prometheus import (
     Labels,
     Scrape,
     ScrapeError,

@@ -1,4 +1,4 @@
-"""Fuzzing the SSE decoder (tui/engines/sse.py) against a reference decoder.
+"""Fuzzing the SSE decoder (tui/transport/sse.py) against a reference decoder.
 
 Generated: (1) structure-aware streams: events of ``data``/``event``/``id``/``retry``/
 unknown fields, comments and colon-less lines, values with multi-byte and broken UTF-8,
@@ -22,7 +22,7 @@ import re
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
-from tui.engines.sse import SSEDecoder, SSEEvent
+from tui.transport.sse import SSEDecoder, SSEEvent
 
 SPLITS = 9  # random splittings per stream, for each of feed and feed_payloads
 

@@ -12,11 +12,11 @@ import pytest
 from soak import PaceProcess, SoakConfig, open_fds
 
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
-from tui.engines.http1 import Http1Pool
-from tui.engines.http_common import HttpTimeouts
-from tui.engines.reader_loop import HttpReader
 from tui.engines.registry import create_engine
-from tui.engines.tcp import StampedConn
+from tui.transport.http1 import Http1Pool
+from tui.transport.http_io import HttpTimeouts
+from tui.transport.reader_loop import HttpReader
+from tui.transport.tcp import StampedConn
 
 
 @pytest.fixture(scope="module")

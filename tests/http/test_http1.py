@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 streaming client (tui/engines/http1.py) against real sockets."""
+"""The lean HTTP/1.1 streaming client (tui/transport/http1.py) against real sockets."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tui.engines.http1 import Http1Pool, fast_path_ok
-from tui.engines.http_common import HttpTimeouts
-from tui.engines.http_framing import LINE_LIMIT, Chunked, content_length
+from tui.transport.http1 import Http1Pool, fast_path_ok
+from tui.transport.http_framing import LINE_LIMIT, Chunked, content_length
+from tui.transport.http_io import HttpTimeouts
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
 CHUNKS = [b"data: a\n\n", b"x" * 300, b"\r\n\r\n", b"z"]
@@ -195,7 +195,7 @@ async def _never_ending(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> Non
 
 
 async def test_a_stall_raises_after_the_stall_timeout() -> None:
-    from tui.engines.http_common import StallTimeout
+    from tui.transport.http_io import StallTimeout
 
     srv, url = await _serve(_never_ending)
     pool = Http1Pool({}, TIMEOUTS)
@@ -217,34 +217,44 @@ async def test_a_stall_raises_after_the_stall_timeout() -> None:
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="SO_TIMESTAMPNS")
 async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None:
     """Bytes that arrive while the reading loop is blocked (a busy UI holding the GIL, a
-    GC pause) carry the time they reached the socket, not the time they were read."""
+    GC pause) carry the time they reached the socket, not the time they were read.
+
+    Some sandbox kernels stamp loopback packets when they are read, and some do so only
+    now and then (seen on the development VM: the probe and this test disagree from one
+    run to the next). Code that stamped at read time could never pass an attempt below,
+    so one attempt in five with the arrival time proves the stamp is the kernel's."""
     import socket
 
-    from tui.engines.tcp import StampedConn, probe_arrival_stamps
+    from tui.transport.tcp import StampedConn, probe_arrival_stamps
 
     if not probe_arrival_stamps():
         pytest.skip("this kernel stamps loopback packets when they are read, not on arrival")
     loop = asyncio.get_running_loop()
-    server = socket.create_server(("127.0.0.1", 0))
-    client = socket.create_connection(server.getsockname())
-    peer, _ = server.accept()
-    client.setblocking(False)
-    conn = StampedConn(loop, client)
-    assert conn.kernel_stamps
-    try:
-        t_send = time.perf_counter_ns()
-        peer.sendall(b"token")
-        time.sleep(0.2)  # the loop is blocked: it cannot read for 200 ms
-        t_unblocked = time.perf_counter_ns()
-        parts = await conn.take(5)
-        assert [data for _, data in parts] == [b"token"]
-        stamp = parts[0][0]
-        assert t_send - 2_000_000 <= stamp < t_send + 50_000_000  # arrival, within 50 ms
-        assert stamp < t_unblocked - 100_000_000  # not when the loop got round to it
-    finally:
-        conn.close()
-        peer.close()
-        server.close()
+    seen = []
+    for _ in range(5):
+        server = socket.create_server(("127.0.0.1", 0))
+        client = socket.create_connection(server.getsockname())
+        peer, _ = server.accept()
+        client.setblocking(False)
+        conn = StampedConn(loop, client)
+        assert conn.kernel_stamps
+        try:
+            t_send = time.perf_counter_ns()
+            peer.sendall(b"token")
+            time.sleep(0.2)  # the loop is blocked: it cannot read for 200 ms
+            t_unblocked = time.perf_counter_ns()
+            parts = await conn.take(5)
+            assert [data for _, data in parts] == [b"token"]
+            stamp = parts[0][0]
+            assert stamp >= t_send - 2_000_000
+            seen.append((stamp - t_send) / 1e6)
+            if stamp < t_send + 50_000_000 and stamp < t_unblocked - 100_000_000:
+                return  # the arrival time, not when the loop got round to it
+        finally:
+            conn.close()
+            peer.close()
+            server.close()
+    pytest.fail(f"every stamp was the read time, not the arrival: ms after send {seen}")
 
 
 async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reusable() -> None:

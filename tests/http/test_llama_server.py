@@ -18,7 +18,7 @@ from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
 from tui.engines.detect import detect_server, spec_from_url
 from tui.engines.llama_server import LlamaServerEngine
 from tui.telemetry.llamacpp_metrics import LlamaServerMetrics
-from tui.telemetry.prometheus import fetch
+from tui.transport.prometheus import fetch
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Write a short story about a lighthouse keeper and a storm."

@@ -12,8 +12,8 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.http1 import HTTPX_STAMPS, KERNEL_STAMPS
 from tui.engines.openai_compat import OpenAICompatEngine
+from tui.transport.http1 import HTTPX_STAMPS, KERNEL_STAMPS
 
 REQ = GenerationRequest.from_prompt("a b", max_tokens=3)
 

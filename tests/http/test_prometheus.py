@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tui.telemetry.prometheus import (
+from tui.telemetry.vllm_metrics import summarize
+from tui.transport.prometheus import (
     ScrapeError,
     counter_rate,
     histogram_window,
     parse,
 )
-from tui.telemetry.vllm_metrics import summarize
 
 
 def hist(name: str, buckets: dict[str, float], total: float, count: float, model: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.engines.sse import NDJSONDecoder, SSEDecoder, SSEEvent
+from tui.transport.sse import NDJSONDecoder, SSEDecoder, SSEEvent
 
 STREAM = (
     b": keep-alive comment\r\n"

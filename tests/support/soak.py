@@ -281,8 +281,8 @@ async def run_soak(cfg: SoakConfig) -> SoakResult:
     from tui.bench.records import LevelRun, RequestRecord
     from tui.core.pauses import settle_heap, short_gil_switches, streaming
     from tui.engines.base import EngineSpec, GenerationRequest
-    from tui.engines.reader_loop import HttpReader
     from tui.engines.registry import create_engine
+    from tui.transport.reader_loop import HttpReader
 
     res = SoakResult(cfg, load_start=os.getloadavg())
     server = PaceProcess(cfg)

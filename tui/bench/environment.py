@@ -104,8 +104,8 @@ def measuring() -> str:
 
 
 def http_receive_stamps() -> str:
-    """What this kernel's receive stamps are on loopback (see tui/engines/tcp.py)."""
-    from tui.engines.tcp import probe_arrival_stamps
+    """What this kernel's receive stamps are on loopback (see tui/transport/tcp.py)."""
+    from tui.transport.tcp import probe_arrival_stamps
 
     arrival = probe_arrival_stamps()
     if arrival is None:

@@ -181,7 +181,7 @@ def _check_optional() -> None:
 
 
 def _check_receive_stamps() -> None:
-    from tui.engines.tcp import probe_arrival_stamps
+    from tui.transport.tcp import probe_arrival_stamps
 
     arrival = probe_arrival_stamps()
     if arrival is None:

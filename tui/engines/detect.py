@@ -23,14 +23,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.http_common import (
-    HttpTimeouts,
-    access_for,
-    base_url,
-    describe_transport_error,
-    request_headers,
-)
+from tui.engines.http_common import access_for, base_url, describe_transport_error, request_headers
 from tui.transport.access import HttpAccess
+from tui.transport.http_io import HttpTimeouts
 
 
 @dataclass

@@ -1,31 +1,13 @@
-"""What every HTTP engine shares: the client, timeouts, error wording.
+"""What every HTTP engine shares above the transport: its server's address and access,
+the client, and the wording of every fault as a Failed event.
 
-Honest timing: all HTTP reads run on one daemon thread with its own asyncio loop
-(:class:`~tui.engines.reader_loop.HttpReader`). Bytes are stamped with
-``time.perf_counter_ns()`` in that loop the moment a read returns (plain http:// streams:
-in the protocol's ``data_received``, see tui/engines/http1.py; httpx for the rest), parsed
-there into stream events, and handed to the consumer's loop in batches, one cross-thread
-wake-up per loop turn. A consumer that is slow to take events (a busy UI frame, a blocking
-callback) delays when it *sees* an event, never the stamp the event carries
-(tests/http/test_openai_pace.py). One limit remains: a consumer that keeps the CPU busy in
-Python holds the GIL, and the reader thread waits up to ``sys.getswitchinterval()`` (5 ms
-by default) to stamp; that adds jitter to single gaps, not drift to the mean
-(benchmarks/http_consumer_skew.py measures it).
-
-Timeouts (see :class:`HttpTimeouts`): ``connect`` for the TCP/TLS connection, ``read``
-for the response to begin (headers and the first body bytes: covers queueing and
-prefill), ``stall`` for any gap between body reads after that.
+Timing and the reads themselves live below, in tui/transport (http_io, http1, tcp).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -33,22 +15,12 @@ import httpx
 from tui.core.events import Failed
 from tui.engines.base import EngineError, EngineSpec
 from tui.transport.access import USER_AGENT, HeaderError, HttpAccess, check_header
-
-ERROR_BODY_LIMIT = 64 * 1024
-
-
-@dataclass(frozen=True)
-class HttpTimeouts:
-    """Seconds: connect, response start (read), gap between body reads (stall)."""
-
-    connect: float
-    read: float
-    stall: float
-
-    @classmethod
-    def from_spec(cls, spec: EngineSpec) -> HttpTimeouts:
-        stall = spec.stall_timeout_s or spec.read_timeout_s
-        return cls(spec.connect_timeout_s, spec.read_timeout_s, stall)
+from tui.transport.http_io import (
+    HttpTimeouts,
+    ResponseHead,
+    StallTimeout,
+    error_message_from_body,
+)
 
 
 def api_key_from_env(spec: EngineSpec) -> str | None:
@@ -178,74 +150,6 @@ def _root_cause_text(exc: BaseException) -> str:
     return "; ".join(unique) or type(exc).__name__
 
 
-class StallTimeout(Exception):
-    """No body bytes for longer than the stall timeout."""
-
-
-# What reading from a server can raise when the *transport* fails (either client): an
-# engine turns these into Failed events with describe_transport_error. Anything else is a
-# bug and is left to surface as one.
-TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    httpx.HTTPError,
-    OSError,
-    TimeoutError,
-    StallTimeout,
-)
-
-
-def error_message_from_body(body: bytes, content_type: str) -> str:
-    """The server's own error text from an error response body (JSON or plain)."""
-    text = body.decode("utf-8", errors="replace").strip()
-    if "json" in content_type or text.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        msg = _find_message(obj)
-        if msg:
-            return msg
-    if "html" in content_type or text.lower().startswith(("<!doctype", "<html")):
-        return "(an HTML page, not an API error: is this an LLM server?)"
-    return " ".join(text.split())[:300] or "(empty body)"
-
-
-def _find_message(obj: Any) -> str | None:
-    if isinstance(obj, str):
-        return obj
-    if isinstance(obj, dict):
-        for key in ("error", "message", "detail", "msg"):
-            if key in obj:
-                found = _find_message(obj[key])
-                if found:
-                    return found
-    if isinstance(obj, list) and obj:
-        return _find_message(obj[0])
-    return None
-
-
-async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
-    data = b""
-    try:
-        async for part in _with_stall(resp.aiter_raw(), stall):
-            data += part
-            if len(data) >= ERROR_BODY_LIMIT:
-                break
-    except (httpx.HTTPError, StallTimeout):
-        pass
-    return data
-
-
-class ResponseHead(Protocol):
-    """What the error wording needs of a response (httpx's or http1's)."""
-
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def reason_phrase(self) -> str: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-
 def http_status_failure(resp: ResponseHead, body: bytes) -> Failed:
     msg = error_message_from_body(body, resp.headers.get("content-type", ""))
     return Failed(
@@ -262,42 +166,3 @@ def wrong_content_failure(base: str, resp: ResponseHead, body: bytes, expected: 
         f"{error_message_from_body(body, ctype)}",
         "protocol",
     )
-
-
-async def _with_stall(it: AsyncIterator[bytes], stall: float) -> AsyncIterator[bytes]:
-    """Re-yield ``it``, raising StallTimeout when one read waits longer than ``stall``."""
-    while True:
-        try:
-            part = await asyncio.wait_for(it.__anext__(), stall)
-        except StopAsyncIteration:
-            return
-        except asyncio.TimeoutError:
-            raise StallTimeout() from None
-        yield part
-
-
-async def stamped_body(
-    resp: httpx.Response, timeouts: HttpTimeouts
-) -> AsyncIterator[tuple[int, bytes]]:
-    """Body bytes as they arrive, each with the perf_counter_ns of its arrival.
-
-    The first read may wait ``timeouts.read`` (a server can send headers before it has
-    prefilled); every later read may wait ``timeouts.stall``.
-    """
-    it = resp.aiter_bytes()
-    first = True
-    while True:
-        try:
-            part = await asyncio.wait_for(
-                it.__anext__(), timeouts.read if first else timeouts.stall
-            )
-        except StopAsyncIteration:
-            return
-        except asyncio.TimeoutError:
-            if first:
-                raise httpx.ReadTimeout("no body within the read timeout") from None
-            raise StallTimeout() from None
-        t = time.perf_counter_ns()
-        first = False
-        if part:
-            yield t, part

@@ -39,17 +39,7 @@ from tui.engines.base import (
     controls_from_body,
     refused,
 )
-from tui.engines.http1 import (
-    Http1Pool,
-    Http1Response,
-    error_body,
-    fast_path_ok,
-    post_json,
-    stamp_source,
-)
 from tui.engines.http_common import (
-    TRANSPORT_ERRORS,
-    HttpTimeouts,
     access_for,
     base_url,
     describe_transport_error,
@@ -57,8 +47,17 @@ from tui.engines.http_common import (
     make_client,
     wrong_content_failure,
 )
-from tui.engines.reader_loop import Emit, HttpReader, relay_batches
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.transport.http1 import (
+    Http1Pool,
+    Http1Response,
+    error_body,
+    fast_path_ok,
+    post_json,
+    stamp_source,
+)
+from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
+from tui.transport.reader_loop import Emit, HttpReader, relay_batches
 
 Response = httpx.Response | Http1Response
 # sending: the transport, or a ValueError for a body JSON cannot hold (NaN)

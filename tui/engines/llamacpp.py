@@ -42,8 +42,8 @@ from tui.engines.base import (
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import check_gguf
-from tui.engines.handoff import Handoff
 from tui.engines.stderr_capture import captured_stderr
+from tui.transport.handoff import Handoff
 
 GENERATION_THREAD_STAMPS = "llama.cpp's generation thread, as each token id is returned"
 

@@ -34,11 +34,11 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
-from tui.engines.http1 import stamped
 from tui.engines.http_engine import HttpStreamEngine, Response
-from tui.engines.reader_loop import Emit
-from tui.engines.sse import NDJSONDecoder
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.transport.http1 import stamped
+from tui.transport.reader_loop import Emit
+from tui.transport.sse import NDJSONDecoder
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count

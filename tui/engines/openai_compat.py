@@ -27,14 +27,14 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
-from tui.engines.http1 import stamped
 from tui.engines.http_engine import HttpStreamEngine, Response
 from tui.engines.openai_stream import (
     OpenAIStreamState,
     usage_event,
 )
-from tui.engines.reader_loop import Emit
-from tui.engines.sse import SSEDecoder
+from tui.transport.http1 import stamped
+from tui.transport.reader_loop import Emit
+from tui.transport.sse import SSEDecoder
 
 
 class OpenAICompatEngine(HttpStreamEngine):

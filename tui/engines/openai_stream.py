@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.core.events import TextChunk, Usage
-from tui.engines.http_common import error_message_from_body
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.transport.http_io import error_message_from_body
 
 try:  # orjson parses a stream chunk ~3x faster than json (issue 5: client CPU per token)
     from orjson import loads as json_loads

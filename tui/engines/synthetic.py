@@ -46,7 +46,7 @@ from tui.engines.base import (
     GenerationRequest,
     refused,
 )
-from tui.engines.handoff import Handoff
+from tui.transport.handoff import Handoff
 
 PASSAGE = (
     "Prefill reads the whole prompt at once and is bound by compute, while decode "

@@ -22,7 +22,7 @@ from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
 from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
-from tui.telemetry.prometheus import Scrape, ScrapeError, counter_delta, parse
+from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
 
 E2E = "vllm:e2e_request_latency_seconds"
 SETTLE_S = 1.0  # vLLM records a finished request's stats just after the last chunk

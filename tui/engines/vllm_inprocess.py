@@ -40,7 +40,7 @@ from tui.engines.base import (
     GenerationRequest,
     refused,
 )
-from tui.engines.reader_loop import Emit, LoopThread, relay
+from tui.transport.reader_loop import Emit, LoopThread, relay
 
 
 def truth_from_stats(

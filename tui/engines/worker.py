@@ -16,7 +16,7 @@ worker's stamps and this process's stamps are on the same time line
 is written to the worker, so the hand-over counts inside TTFT as a server's queue would.
 
 A reader thread takes the worker's frames and hands each batch of events to the stream's
-consumer loop (:class:`~tui.engines.handoff.Handoff`): one wake-up per batch.
+consumer loop (:class:`~tui.transport.handoff.Handoff`): one wake-up per batch.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
-from tui.engines.handoff import Handoff
 from tui.engines.worker_wire import FrameBuffer, send_frame
+from tui.transport.handoff import Handoff
 
 CLOSE_TIMEOUT_S = 10.0
 

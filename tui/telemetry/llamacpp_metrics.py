@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.telemetry.prometheus import Scrape, ScrapeError, counter_delta, fetch, get_text
 from tui.transport.access import HttpAccess
+from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, fetch, get_text
 
 PROMPT_TOKENS = "llamacpp:prompt_tokens_total"
 PROMPT_SECONDS = "llamacpp:prompt_seconds_total"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tui.telemetry.prometheus import ScrapeError, get_text
 from tui.transport.access import HttpAccess
+from tui.transport.prometheus import ScrapeError, get_text
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Each :meth:`VLLMMetrics.sample` scrapes once and compares with the previous scrape, so
 percentiles describe only the requests that finished in between (see
-:mod:`tui.telemetry.prometheus` for the bucket-delta definition). Gauges
+:mod:`tui.transport.prometheus` for the bucket-delta definition). Gauges
 (num_requests_running / waiting, kv_cache_usage_perc) are read as they are.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tui.telemetry.prometheus import (
+from tui.transport.access import HttpAccess
+from tui.transport.prometheus import (
     HistogramWindow,
     Scrape,
     counter_delta,
@@ -18,7 +19,6 @@ from tui.telemetry.prometheus import (
     fetch,
     histogram_window,
 )
-from tui.transport.access import HttpAccess
 
 # Our short name -> vLLM series, newest name first (vLLM renamed some across versions).
 HISTOGRAMS: dict[str, tuple[str, ...]] = {

@@ -17,8 +17,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from tui.core.cancel import CancelToken
 from tui.core.events import Failed, Finished, StreamEvent
-from tui.engines.base import CancelToken
 
 
 class LoopThread:

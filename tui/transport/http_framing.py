@@ -1,4 +1,4 @@
-"""Body framings of HTTP/1.1 responses, fed bytes in arbitrary pieces (tui/engines/http1.py).
+"""Body framings of HTTP/1.1 responses, fed bytes in arbitrary pieces (tui/transport/http1.py).
 
 Each ``feed`` returns the body bytes found so far; ``done`` says the body ended; ``extra``
 that bytes followed its end (then the connection cannot be reused).

@@ -5,7 +5,7 @@ chunk costs ~28 µs of CPU before it is parsed; this client costs a few. It does
 thing: send a request with a body and read the response as it streams, on keep-alive
 connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`).
 
-Honest timing (tui/engines/tcp.py, StampedConn): on Linux every read carries the
+Honest timing (tui/transport/tcp.py, StampedConn): on Linux every read carries the
 kernel's receive timestamp of its bytes (``SO_TIMESTAMPNS``: when the packet reached the
 socket, converted from CLOCK_REALTIME to ``perf_counter_ns``), so a reader thread kept
 waiting for the GIL by a busy UI, a garbage collection or the OS scheduler does not shift
@@ -30,15 +30,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tui.engines.http_common import (
+from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose, content_length
+from tui.transport.http_io import (
     ERROR_BODY_LIMIT,
     HttpTimeouts,
     StallTimeout,
     read_error_body,
     stamped_body,
 )
-from tui.engines.http_framing import Chunked, Framing, Sized, UntilClose, content_length
-from tui.engines.tcp import Stamped, StampedConn, open_socket
+from tui.transport.tcp import Stamped, StampedConn, open_socket
 
 HEAD_LIMIT = 64 * 1024
 
