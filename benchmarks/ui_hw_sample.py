@@ -51,13 +51,12 @@ def main() -> None:
             f"{g.mem_clock_mhz} MHz; our process {g.proc_mem}; peak bandwidth {peak}"
         )
     probe = TelemetrySampler()
-    probe._system = __import__("tui.telemetry.system", fromlist=["SystemProbe"]).SystemProbe()
-    probe._nvml.start()
+    probe.source.start()
     c0 = time.process_time()
     for _ in range(50):
         probe.sample_once()
     print(f"cost of one sample: {(time.process_time() - c0) / 50 * 1000:.2f} ms CPU")
-    probe._nvml.close()
+    probe.source.close()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# End-to-end test dependencies: an SSH server (started by the test on a loopback port,
-# never as a system service) and tmux. Idempotent: does nothing when both are present.
+# End-to-end test dependencies: an SSH server, Prometheus and node_exporter (each started
+# by the tests on a loopback port, never as a system service) and tmux. Idempotent: does
+# nothing when all are present.
 set -euo pipefail
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null || need+=(openssh-client)
 command -v tmux >/dev/null || need+=(tmux)
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -1,10 +1,12 @@
-"""The hardware sampler: a background thread that reads psutil and NVML at a fixed rate.
+"""The hardware sampler: a background thread that reads a hardware source at a fixed rate.
 
-Each tick produces one :class:`TelemetrySample` (a system reading and an NVML reading,
-stamped with ``time.monotonic()``), keeps it as ``latest``, pushes the headline numbers
-into ring buffers (:class:`~tui.core.window.RollingWindow`) for sparklines, and calls
-``on_sample`` (the UI posts a message from there). Default rate 2 Hz (interval 0.5 s).
-A failing probe is recorded in the sample, never raised out of the thread.
+Each tick produces one :class:`TelemetrySample` (a system reading and a GPU reading,
+stamped with ``time.monotonic()``, saying whose hardware it is), keeps it as ``latest``,
+pushes the headline numbers into ring buffers (:class:`~tui.core.window.RollingWindow`)
+for sparklines, and calls ``on_sample`` (the UI posts a message from there). Default rate
+2 Hz (interval 0.5 s). The source is this machine (:class:`LocalSource`: psutil and NVML)
+unless another is given (tui/telemetry/sources.py). A failing probe is recorded in the
+sample, never raised out of the thread.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tui.core.window import RollingWindow
 from tui.telemetry.nvml import ABSENT, NvmlProbe, NvmlSample
 from tui.telemetry.system import SystemProbe, SystemSample
+
+THIS_MACHINE = "this machine"
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,44 @@ class TelemetrySample:
     system: SystemSample | None
     gpu: NvmlSample
     error: str | None = None
+    source: str = THIS_MACHINE  # whose hardware: "this machine", "gpu-box via ssh", a URL
+    link: str | None = None  # a remote source's link trouble, as the panel should say it
+
+
+class LocalSource:
+    """This machine: psutil for CPU, RAM and the engine's RSS; NVML for NVIDIA GPUs."""
+
+    label = THIS_MACHINE
+
+    def __init__(self, gpu: bool = True, nvml: NvmlProbe | None = None) -> None:
+        self._gpu_enabled = gpu
+        self._nvml = nvml or NvmlProbe()
+        self._system: SystemProbe | None = None
+        self._gpu_off = NvmlSample(ABSENT, "GPU sampling off")
+        self.start_error: str | None = None
+
+    def start(self) -> None:
+        if self._gpu_enabled:
+            self._gpu_off = self._nvml.start()
+        try:
+            self._system = SystemProbe()
+        except Exception as e:  # psutil unusable on this platform
+            self._system = None
+            self.start_error = f"psutil: {e}"
+
+    def sample(self, pid: int | None) -> TelemetrySample:
+        err = self.start_error
+        system = None
+        if self._system is not None:
+            try:
+                system = self._system.sample(pid)
+            except Exception as e:
+                err = f"psutil: {e}"
+        gpu = self._nvml.sample(pid) if self._gpu_enabled else self._gpu_off
+        return TelemetrySample(time.monotonic(), system, gpu, err)
+
+    def close(self) -> None:
+        self._nvml.close()
 
 
 class TelemetrySampler:
@@ -37,15 +80,16 @@ class TelemetrySampler:
         history: int = 120,
         on_sample: Callable[[TelemetrySample], None] | None = None,
         nvml: NvmlProbe | None = None,
+        source: Any = None,
     ) -> None:
+        """``source``: a HardwareSource (tui/telemetry/sources.py); default this machine
+        (``gpu``, ``nvml`` configure that one)."""
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
         self.interval_s = interval_s
         self.pid: int | None = None
         self.on_sample = on_sample
-        self._gpu_enabled = gpu
-        self._nvml = nvml or NvmlProbe()
-        self._system: SystemProbe | None = None
+        self.source = source if source is not None else LocalSource(gpu, nvml)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.latest: TelemetrySample | None = None
@@ -71,39 +115,22 @@ class TelemetrySampler:
 
     def run(self) -> None:
         """The sampling loop (the thread's target; also usable from a thread worker)."""
-        gpu_start = (
-            self._nvml.start() if self._gpu_enabled else NvmlSample(ABSENT, "GPU sampling off")
-        )
-        try:
-            self._system = SystemProbe()
-        except Exception as e:  # psutil unusable on this platform
-            self._system = None
-            self._publish(TelemetrySample(time.monotonic(), None, gpu_start, f"psutil: {e}"))
+        self.source.start()
         next_t = time.monotonic()
         try:
             while not self._stop.is_set():
                 next_t += self.interval_s
                 if self._stop.wait(max(0.0, next_t - time.monotonic())):
                     break
-                self._publish(self.sample_once(gpu_start))
+                self._publish(self.sample_once())
                 if time.monotonic() > next_t + self.interval_s:
                     next_t = time.monotonic()  # fell behind (suspended): do not burst
         finally:
-            self._nvml.close()
+            self.source.close()
 
-    def sample_once(self, gpu_off: NvmlSample | None = None) -> TelemetrySample:
-        err = None
-        system = None
-        if self._system is not None:
-            try:
-                system = self._system.sample(self.pid)
-            except Exception as e:
-                err = f"psutil: {e}"
-        if self._gpu_enabled:
-            gpu = self._nvml.sample(self.pid)
-        else:
-            gpu = gpu_off or NvmlSample(ABSENT, "GPU sampling off")
-        return TelemetrySample(time.monotonic(), system, gpu, err)
+    def sample_once(self) -> TelemetrySample:
+        """One reading from the source now (it never raises)."""
+        return self.source.sample(self.pid)
 
     def _publish(self, s: TelemetrySample) -> None:
         self.latest = s
