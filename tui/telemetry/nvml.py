@@ -7,7 +7,8 @@ shown, never raised. Fields a device does not support are None.
 Definitions: ``util_percent`` = NVML GPU utilisation (share of the last sample period a
 kernel ran); ``mem_used``/``mem_total`` bytes; ``power_w`` watts; ``temp_c`` °C;
 ``sm_clock_mhz``/``mem_clock_mhz`` current clocks; ``proc_mem`` the GPU memory NVML lists
-for the watched PID (None when it has none there); ``peak_bandwidth_bps`` =
+for the watched PID (None when it has none there); ``processes`` every process holding
+GPU memory (remote samples; pids are the remote host's); ``peak_bandwidth_bps`` =
 memory bus width (bits) / 8 × max memory clock (Hz) × 2 (double data rate).
 """
 
@@ -23,6 +24,15 @@ ERROR = "error"
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """A process holding GPU memory (remote hosts: their pids, as that host lists them)."""
+
+    pid: int
+    name: str | None
+    bytes: int | None
+
+
+@dataclass(frozen=True)
 class GpuSample:
     index: int
     name: str
@@ -35,6 +45,7 @@ class GpuSample:
     mem_clock_mhz: int | None = None
     proc_mem: int | None = None
     peak_bandwidth_bps: float | None = None
+    processes: tuple[GpuProcess, ...] = ()  # filled by the remote agent (every process)
 
 
 @dataclass(frozen=True)
