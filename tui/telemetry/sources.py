@@ -96,3 +96,22 @@ class HardwareSource(Protocol):
 
     def close(self) -> None:
         """Stop and release what :meth:`start` opened."""
+
+
+def open_source(spec: SourceSpec, interval_s: float, gpu: bool = True) -> HardwareSource:
+    """A HardwareSource for ``spec``; nothing connects until its ``start()``.
+
+    ``interval_s``: how often the source is expected to be sampled (the SSH agent's
+    interval, the exporter's scrape interval); ``gpu=False`` leaves GPUs out.
+    """
+    if spec.kind == "ssh":
+        from tui.telemetry.remote_ssh import SshSource
+
+        return SshSource(spec.host, spec.user, spec.port, interval_s=interval_s, gpu=gpu)
+    if spec.kind == "exporter":
+        from tui.telemetry.exporters import ExporterSource
+
+        return ExporterSource(spec.url, interval_s=interval_s, gpu=gpu)
+    from tui.telemetry.sampler import LocalSource
+
+    return LocalSource(gpu)
