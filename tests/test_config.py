@@ -293,3 +293,48 @@ def test_an_unreadable_file_is_a_config_error(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(Path, "read_bytes", refuse)
     with pytest.raises(ConfigError, match="cannot read the config file: Permission denied"):
         load_config(p)
+
+
+# -- telemetry = "..." in [engines.NAME]: whose hardware the panel shows ----------------------
+@pytest.mark.parametrize(
+    "value", ["local", "ssh://gpu-box", "ssh://alice@10.0.0.5:2222", "http://dgx:9400"]
+)
+def test_engine_telemetry_sources_load(tmp_path, value):
+    cfg = load_config(write(tmp_path, GOOD + f'telemetry = "{value}"\n'))
+    assert cfg.engines["tiny"].telemetry == value
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("gpu-box", "expected 'local', ssh://"),
+        ("ssh://-oProxyCommand=x", "expected ssh://"),
+        ("ssh://box:http", "port is not a number"),
+        ("http://dgx:99999", "port is not a number"),
+        ("ftp://x", "expected 'local'"),
+    ],
+)
+def test_a_bad_telemetry_source_names_file_key_and_line(tmp_path, value, needle):
+    text = GOOD + f'telemetry = "{value}"\n'
+    p = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    line = text.splitlines().index(f'telemetry = "{value}"') + 1
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:{line}: key 'engines.tiny.telemetry'"), msg
+    assert needle in msg and "\n" not in msg
+
+
+def test_telemetry_must_be_a_string(tmp_path):
+    with pytest.raises(ConfigError, match=r"engines.tiny.telemetry'.*expected str"):
+        load_config(write(tmp_path, GOOD + "telemetry = 5\n"))
+
+
+def test_an_exporter_password_stays_out_of_reports(tmp_path):
+    from tui.bench.runner import spec_for_report
+    from tui.telemetry.sources import parse_source
+
+    cfg = load_config(write(tmp_path, GOOD + 'telemetry = "http://u:s3cret@dgx:9400"\n'))
+    assert "s3cret" not in str(spec_for_report(cfg.engines["tiny"]))
+    src = parse_source(cfg.engines["tiny"].telemetry or "")
+    assert "s3cret" not in src.label and "s3cret" not in repr(src) and src.auth

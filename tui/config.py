@@ -115,6 +115,11 @@ ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "stall_timeout_s": (_NUM, "HTTP: longest gap between streamed bytes (default: read)"),
     "endpoint": ((str,), "'chat' or 'completions'"),
     "options": ((dict,), "engine-specific options passed through"),
+    "telemetry": (
+        (str,),
+        "whose hardware the panel shows with this engine: 'local', ssh://[user@]host[:port] "
+        "or an exporter URL",
+    ),
 }
 
 
@@ -249,6 +254,17 @@ def _check_values(cfg: Config, v: _Validator) -> None:
         for rule in ENGINE_RANGES:
             _in_range(v, ("engines", name, rule[0]), getattr(spec, rule[0]), rule)
         _check_options(v, name, spec.kind, spec.options)
+        if spec.telemetry is not None:
+            _check_telemetry(v, name, spec.telemetry)
+
+
+def _check_telemetry(v: _Validator, name: str, text: str) -> None:
+    from tui.telemetry.sources import SourceError, parse_source
+
+    try:
+        parse_source(text)
+    except SourceError as e:
+        raise v.error(("engines", name, "telemetry"), str(e)) from None
 
 
 def _check_options(v: _Validator, name: str, kind: str, options: dict[str, Any]) -> None:

@@ -80,6 +80,9 @@ def value(path: KeyPath, types: tuple[type, ...], rng: random.Random) -> tuple[s
     if leaf == "endpoint":
         e = rng.choice(["chat", "completions"])
         return toml_str(e, rng), e
+    if leaf == "telemetry":
+        t = rng.choice(["local", "ssh://gpu-box", "ssh://a@10.0.0.5:2222", "http://h:9400"])
+        return toml_str(t, rng), t
     if types == (str,):
         s = rng.choice(STRINGS)
         return toml_str(s, rng), s

@@ -31,6 +31,9 @@ def test_ssh_sources() -> None:
         "ssh://",
         "ftp://x",
         "gpu-box",
+        "ssh://[::1",  # urlsplit raises ValueError: still a SourceError
+        "http://[x",
+        "http://h:99999",
     ],
 )
 def test_bad_sources_are_refused_with_the_reason(bad: str) -> None:

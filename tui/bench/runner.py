@@ -27,6 +27,7 @@ from tui.bench.records import LevelRun, RequestRecord
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
+from tui.transport.access import redact_url
 
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
@@ -119,6 +120,8 @@ def spec_for_report(spec: EngineSpec) -> dict[str, Any]:
     """The spec minus anything secret-bearing (headers may carry tokens)."""
     d = dict(spec.__dict__)
     d["headers"] = sorted(spec.headers)  # names only
+    if spec.telemetry:
+        d["telemetry"] = redact_url(spec.telemetry)  # an exporter URL's password
     return d
 
 

@@ -38,6 +38,7 @@ class EngineSpec:
     stall_timeout_s: float | None = None  # HTTP: longest gap between body reads (None: read)
     endpoint: str = "chat"  # "chat" (/v1/chat/completions) or "completions"
     options: dict[str, Any] = field(default_factory=dict)  # passed through to the engine
+    telemetry: str | None = None  # whose hardware the panel shows (tui/telemetry/sources.py)
 
     def __post_init__(self) -> None:
         """Credentials in the URL become an Authorization header (a header's value is

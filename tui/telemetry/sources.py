@@ -17,11 +17,12 @@ hardware it is (``sample.source``) and, for a remote link, its state (``sample.l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from tui.telemetry.sampler import TelemetrySample
+from tui.transport.access import USER_AGENT, HttpAccess, split_credentials
 
 LOCAL = "local"
 _HOST = re.compile(r"^[A-Za-z0-9._%\[\]:-]+$")  # a host name, IPv4 or [IPv6]
@@ -40,7 +41,8 @@ class SourceSpec:
     host: str = ""  # ssh: the host as the user's ssh config knows it
     user: str | None = None
     port: int | None = None
-    url: str = ""  # exporter: the URL scraped
+    url: str = ""  # exporter: the URL scraped (credentials taken out: see ``auth``)
+    auth: str | None = field(default=None, repr=False)  # exporter: Authorization value
 
     @property
     def label(self) -> str:
@@ -57,7 +59,10 @@ def parse_source(text: str) -> SourceSpec:
     raw = text.strip()
     if raw in ("", LOCAL):
         return SourceSpec(LOCAL)
-    parts = urlsplit(raw)
+    try:
+        parts = urlsplit(raw)
+    except ValueError as e:  # "Invalid IPv6 URL", a bad character in the host
+        raise SourceError(f"telemetry {raw!r}: not a URL ({e})") from None
     if parts.scheme == "ssh":
         host = parts.hostname or ""
         if not host or host.startswith("-") or not _HOST.match(host):
@@ -72,9 +77,17 @@ def parse_source(text: str) -> SourceSpec:
         except ValueError:
             raise SourceError(f"telemetry {raw!r}: the port is not a number") from None
         return SourceSpec("ssh", host=host, user=user, port=port)
-    if parts.scheme in ("http", "https") and parts.netloc:
+    if parts.scheme in ("http", "https") and parts.hostname:
+        try:
+            _ = parts.port  # raises for a port that is no number in range
+        except ValueError:
+            raise SourceError(f"telemetry {raw!r}: the port is not a number in 1-65535") from None
         url = raw if parts.path not in ("", "/") else raw.rstrip("/") + "/metrics"
-        return SourceSpec("exporter", url=url)
+        try:
+            url, auth = split_credentials(url)  # a password never shows in the label
+        except ValueError:
+            raise SourceError(f"telemetry {raw!r}: not a URL") from None
+        return SourceSpec("exporter", url=url, auth=auth)
     raise SourceError(
         f"telemetry {raw!r}: expected 'local', ssh://[user@]host[:port] or an exporter "
         "URL http(s)://HOST:PORT[/metrics]"
@@ -111,7 +124,11 @@ def open_source(spec: SourceSpec, interval_s: float, gpu: bool = True) -> Hardwa
     if spec.kind == "exporter":
         from tui.telemetry.exporters import ExporterSource
 
-        return ExporterSource(spec.url, interval_s=interval_s, gpu=gpu)
+        headers = {"User-Agent": USER_AGENT}
+        if spec.auth:
+            headers["Authorization"] = spec.auth
+        access = HttpAccess(headers=headers)
+        return ExporterSource(spec.url, interval_s=interval_s, gpu=gpu, access=access)
     from tui.telemetry.sampler import LocalSource
 
     return LocalSource(gpu)
