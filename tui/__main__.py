@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"infertop {__version__}")
     parser.add_argument("--config", metavar="PATH", help="config file (default: lookup order)")
+    importlib.import_module("tui.cli.ui").add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "ui"
+    if command != "ui" and getattr(args, "ui_telemetry", None) is not None:
+        parser.error(f"--telemetry before {command!r} is the terminal UI's; put it after it")
     if command == "ui":
         module_name = "tui.cli.ui"
     else:

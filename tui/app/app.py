@@ -25,7 +25,8 @@ from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.session import SessionRecorder, default_session_path, session_record
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.telemetry.roofline import roofline
-from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
+from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
+from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
 
 # binding ids a user may remap in [ui.keys] (id -> key)
 BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "help", "quit")
@@ -72,6 +73,7 @@ class InfertopApp(App):
         telemetry: bool = True,
         record_session: bool = True,
         autoplay: list[str] | None = None,
+        telemetry_source: str | None = None,
     ) -> None:
         super().__init__()
         self.record_session = record_session
@@ -88,14 +90,18 @@ class InfertopApp(App):
         self.recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
         self._record_error_shown = False
         self.hosts: dict[str, EngineHost] = {}
+        self.telemetry_enabled = telemetry
+        remembered = self.state.engine
+        self.initial_engine = remembered if remembered in config.engines else config.default_engine
+        # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
+        self.telemetry_source = telemetry_source
+        self.hardware_key = self.hardware_for(self.initial_engine)
         self.sampler = TelemetrySampler(
             interval_s=config.telemetry.interval_s,
             gpu=config.telemetry.gpu,
             on_sample=self._on_sample,
+            source=self._open_hardware(self.hardware_key),
         )
-        self.telemetry_enabled = telemetry
-        remembered = self.state.engine
-        self.initial_engine = remembered if remembered in config.engines else config.default_engine
         self.chat = ChatScreen()
         self._load_themes()
         self._apply_keys()
@@ -160,6 +166,36 @@ class InfertopApp(App):
         """Called in the sampler thread: only posts a message."""
         self.chat.post_message(TelemetrySampled(sample))
 
+    # -- whose hardware ----------------------------------------------------------------
+    def hardware_for(self, engine: str | None) -> str:
+        """The hardware source shown with ``engine`` in slot A (a source name)."""
+        spec = self.config.engines.get(engine) if engine else None
+        if spec is not None and spec.telemetry:
+            return spec.telemetry
+        return self.telemetry_source or LOCAL
+
+    def _open_hardware(self, name: str) -> HardwareSource | None:
+        """None (this machine, the sampler's default) for local; nothing connects yet."""
+        try:
+            spec = parse_source(name)
+        except SourceError as e:  # config and --telemetry were checked: only by hand
+            self.startup_notes.append((f"{e} — showing this machine", "warning"))
+            return None
+        if spec.kind == LOCAL:
+            return None
+        t = self.config.telemetry
+        return open_source(spec, t.interval_s, t.gpu)
+
+    def follow_engine(self, engine: str) -> None:
+        """Slot A now uses ``engine``: show its hardware source if that is another."""
+        key = self.hardware_for(engine)
+        if key == self.hardware_key:
+            return
+        self.hardware_key = key
+        t = self.config.telemetry
+        source = self._open_hardware(key) or LocalSource(t.gpu)
+        self.sampler.switch_source(source)
+
     # -- engines ---------------------------------------------------------------------
     def host(self, name: str) -> EngineHost:
         if name not in self.hosts:
@@ -222,7 +258,12 @@ class InfertopApp(App):
         spec = self.config.engines[name]
         size = _model_bytes(self.hosts.get(name), spec)
         nvml_peak = None
-        if spec.n_gpu_layers != 0 and sample.gpu.gpus:
+        # the sampled GPU runs this engine: a local llama.cpp offloading layers, or a
+        # server on the remote host whose hardware is shown (its NVML peak, from the
+        # agent; DCGM and nvitop report none: then config's, or no percentage)
+        remote = sample.source != THIS_MACHINE
+        on_gpu = spec.url is not None if remote else spec.n_gpu_layers != 0
+        if on_gpu and sample.gpu.gpus:
             nvml_peak = sample.gpu.gpus[0].peak_bandwidth_bps
         roof = roofline(size, m.decode_tps, nvml_peak, self.config.telemetry.peak_bandwidth_gbs)
         return None if roof is None else roof.describe()
@@ -299,11 +340,13 @@ def create_app(
     telemetry: bool = True,
     record_session: bool = True,
     autoplay: list[str] | None = None,
+    telemetry_source: str | None = None,
 ) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
     ``state_path`` defaults to the platform state dir when the CLI passes it; tests pass
-    a temporary file (or None to remember nothing).
+    a temporary file (or None to remember nothing). ``telemetry_source``: the
+    ``--telemetry`` source, shown for engines that name none in config.
     """
     return InfertopApp(
         config,
@@ -313,6 +356,7 @@ def create_app(
         telemetry=telemetry,
         record_session=record_session,
         autoplay=autoplay,
+        telemetry_source=telemetry_source,
     )
 
 

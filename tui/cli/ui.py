@@ -6,9 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+TELEMETRY_HELP = (
+    "whose hardware the panel shows: 'local' (default), ssh://[user@]host[:port] (runs "
+    "`infertop agent` there, or its code on the remote python3, through your own ssh) or "
+    "an exporter URL http(s)://HOST:PORT[/metrics] (DCGM, node_exporter, nvitop); an "
+    "engine's own `telemetry` in config wins"
+)
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:  # the default command has none
-    return None
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The TUI's options (on the top-level parser: ``infertop --telemetry SOURCE``)."""
+    parser.add_argument("--telemetry", dest="ui_telemetry", metavar="SOURCE", help=TELEMETRY_HELP)
 
 
 # Frames per second Textual may draw (it reads TEXTUAL_FPS when first imported). 30 keeps
@@ -31,17 +39,25 @@ def engine_log_path() -> Path:
 
 def main(args: argparse.Namespace) -> int:
     from tui.config import ConfigError, load_config
+    from tui.telemetry.sources import SourceError, parse_source
 
     try:
         config = load_config(getattr(args, "config", None))
     except ConfigError as e:
         print(f"infertop: {e}", file=sys.stderr)
         return 2
+    telemetry = getattr(args, "ui_telemetry", None)
+    if telemetry is not None:
+        try:
+            parse_source(telemetry)
+        except SourceError as e:
+            print(f"infertop: error: --telemetry: {e}", file=sys.stderr)
+            return 2
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
-    app = create_app(config, state_path=default_state_file())
+    app = create_app(config, state_path=default_state_file(), telemetry_source=telemetry)
     with engine_stderr_to(engine_log_path()):
         app.run()
     return int(app.return_code or 0)

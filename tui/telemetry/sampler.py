@@ -6,7 +6,9 @@ pushes the headline numbers into ring buffers (:class:`~tui.core.window.RollingW
 for sparklines, and calls ``on_sample`` (the UI posts a message from there). Default rate
 2 Hz (interval 0.5 s). The source is this machine (:class:`LocalSource`: psutil and NVML)
 unless another is given (tui/telemetry/sources.py). A failing probe is recorded in the
-sample, never raised out of the thread.
+sample, never raised out of the thread. The source can be switched while sampling
+(:meth:`TelemetrySampler.switch_source`); a sample that repeats a lost link's last numbers
+(``link`` set) is shown but not added to the history windows.
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class TelemetrySampler:
         self.pid: int | None = None
         self.on_sample = on_sample
         self.source = source if source is not None else LocalSource(gpu, nvml)
+        self._next_source: Any = None
+        self._switch_lock = threading.Lock()
+        self._running = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.latest: TelemetrySample | None = None
@@ -113,8 +118,21 @@ class TelemetrySampler:
             self._thread.join(timeout)
             self._thread = None
 
+    def switch_source(self, source: Any) -> None:
+        """Read ``source`` from now on (the engine changed). Running, the sampler's thread
+        closes the old one and starts this one at its next tick; the history windows
+        start over (another machine's numbers do not continue this one's)."""
+        with self._switch_lock:
+            if self._running:
+                self._next_source = source
+                return
+            self.source = source
+        self._clear_history()
+
     def run(self) -> None:
         """The sampling loop (the thread's target; also usable from a thread worker)."""
+        with self._switch_lock:
+            self._running = True
         self.source.start()
         next_t = time.monotonic()
         try:
@@ -122,11 +140,37 @@ class TelemetrySampler:
                 next_t += self.interval_s
                 if self._stop.wait(max(0.0, next_t - time.monotonic())):
                     break
+                self._take_next_source()
                 self._publish(self.sample_once())
                 if time.monotonic() > next_t + self.interval_s:
                     next_t = time.monotonic()  # fell behind (suspended): do not burst
         finally:
-            self.source.close()
+            with self._switch_lock:
+                self._running = False
+                pending, self._next_source = self._next_source, None
+            if pending is not None:
+                self.source = pending  # never started: nothing to close
+            try:
+                self.source.close()
+            except Exception:
+                pass
+
+    def _take_next_source(self) -> None:
+        with self._switch_lock:
+            new, self._next_source = self._next_source, None
+        if new is None:
+            return
+        old, self.source = self.source, new
+        try:
+            old.close()
+        except Exception:
+            pass  # a source that fails to close must not stop the sampling
+        self._clear_history()
+        self.source.start()
+
+    def _clear_history(self) -> None:
+        for w in (self.cpu, self.ram, self.rss, self.gpu_util, self.gpu_mem):
+            w.clear()
 
     def sample_once(self) -> TelemetrySample:
         """One reading from the source now (it never raises)."""
@@ -135,6 +179,16 @@ class TelemetrySampler:
     def _publish(self, s: TelemetrySample) -> None:
         self.latest = s
         self.count += 1
+        if s.link is None:
+            self._push_history(s)
+        if self.on_sample is not None:
+            try:
+                self.on_sample(s)
+            except Exception:
+                pass  # a closed UI must not kill the sampler
+
+    def _push_history(self, s: TelemetrySample) -> None:
+        """A fresh reading into the windows (a lost link's repeated numbers are not)."""
         if s.system is not None:
             self.cpu.push(s.system.cpu_percent)
             self.ram.push(s.system.ram_percent)
@@ -146,8 +200,3 @@ class TelemetrySampler:
                 self.gpu_util.push(g.util_percent)
             if g.mem_used is not None and g.mem_total:
                 self.gpu_mem.push(100.0 * g.mem_used / g.mem_total)
-        if self.on_sample is not None:
-            try:
-                self.on_sample(s)
-            except Exception:
-                pass  # a closed UI must not kill the sampler

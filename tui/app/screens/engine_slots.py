@@ -138,6 +138,7 @@ class EngineSlots(Screen):
         self._show_slot(slot)
         if slot == "A":
             self.app.remember(engine=name)
+            self.app.follow_engine(name)
         if slot == "A" or self.ab:
             self._start_load(slot)
         if old is not None and old not in self.slot_engine.values():

@@ -1,4 +1,9 @@
-"""HardwarePanel: CPU (total, per core), RAM, engine RSS, NVIDIA GPUs, roofline line."""
+"""HardwarePanel: CPU (total, per core), RAM, engine RSS, NVIDIA GPUs, roofline line.
+
+The border title says whose hardware it is ("hardware" for this machine, "hardware ·
+gpu-box via ssh", "hardware · dcgm http://…" for a remote source). A remote link in
+trouble is the first line (the last good numbers stay below it, marked by it).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from textual.widgets import Label, Static
 
 from tui.app.format import gib, mib
 from tui.telemetry.nvml import ABSENT, ERROR
-from tui.telemetry.sampler import TelemetrySample
+from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -40,6 +45,7 @@ class HardwarePanel(Vertical):
         self.border_title = "hardware"
 
     def show(self, sample: TelemetrySample, cpu_history: list[float], roofline: str | None) -> None:
+        self.border_title = panel_title(sample.source)
         spark = self.query_one("#cpu-spark", Static)
         width = max(1, spark.size.width or 40)
         spark.update(core_bars(cpu_history[-width:]), layout=False)  # one fixed-size line
@@ -56,16 +62,26 @@ class HardwarePanel(Vertical):
         return str(self.query_one(".hw", Static).render())
 
 
+def panel_title(source: str) -> str:
+    return "hardware" if source == THIS_MACHINE else f"hardware · {source}"
+
+
 def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
     t = Text()
+    if sample.link:
+        t.append(sample.link + "\n", style="bold yellow")
     s = sample.system
     if s is not None:
-        t.append(f"CPU {s.cpu_percent:5.1f}%  cores {core_bars(s.per_core)}\n")
+        cores = f"  cores {core_bars(s.per_core)}" if s.per_core else ""
+        t.append(f"CPU {s.cpu_percent:5.1f}%{cores}\n")
         t.append(f"{s.ram_label} {gib(s.ram_used)} / {gib(s.ram_total)} ({s.ram_percent:.0f}%)\n")
         if s.rss_bytes is not None:
             t.append(f"engine RSS {mib(s.rss_bytes)} (pid {s.rss_pid})\n")
-        else:
+        elif s.rss_error is not None:
             t.append(f"engine RSS – ({s.rss_error})\n", style="yellow")
+        # else a remote source: no local pid means anything there
+    elif sample.source != THIS_MACHINE and sample.gpu.gpus:
+        t.append("CPU, RAM: not in this source's metrics\n", style="dim")
     if sample.error:
         t.append(sample.error + "\n", style="red")
     g = sample.gpu
@@ -86,6 +102,10 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
             t.append(f" sm {gpu.sm_clock_mhz} MHz")
         if gpu.proc_mem is not None:
             t.append(f" ours {mib(gpu.proc_mem)}")
+        top = max(gpu.processes, key=lambda p: p.bytes or 0, default=None)
+        if top is not None and top.bytes:
+            more = f" +{len(gpu.processes) - 1}" if len(gpu.processes) > 1 else ""
+            t.append(f" · {top.name or 'pid'} {top.pid} {gib(top.bytes)}{more}")
         t.append("\n")
     if roofline:
         t.append("\n" + roofline, style="italic")
