@@ -26,6 +26,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no prompt-prefix reuse: a cold, fair prefill",
     )
+    p.add_argument(
+        "--telemetry",
+        metavar="SOURCE",
+        help="sample this hardware while the request runs and print what it did: 'local', "
+        "ssh://[user@]host[:port] or an exporter URL (default: the engine's `telemetry` "
+        "in config, else none)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
 
 
@@ -46,20 +53,33 @@ def main(args: argparse.Namespace) -> int:
         from tui.engines.registry import engine_class
 
         engine_class(spec.kind)  # unknown kinds fail before any loading
+        hardware = _hardware(args.telemetry or spec.telemetry, cfg)
     except CLIError as e:
         return fail(str(e), e.code)
     except EngineError as e:
         return fail(str(e))
     try:
-        info, load_ms, timeline = asyncio.run(_run(spec, request, echo=not args.json))
+        info, load_ms, timeline = asyncio.run(
+            _run(spec, request, echo=not args.json, hardware=hardware)
+        )
     except EngineError as e:
         return fail(str(e), 1)
+    finally:
+        if hardware is not None:
+            hardware.stop()
     metrics = compute_metrics(timeline)
+    summary = hardware.summary() if hardware is not None else None
     if args.json:
-        print(json.dumps(result_dict(info, load_ms, timeline, metrics), indent=2))
+        result = result_dict(info, load_ms, timeline, metrics)
+        result["hardware"] = summary.to_dict() if summary is not None else None
+        print(json.dumps(result, indent=2))
     else:
         print()
         print(format_summary(info, load_ms, metrics, timeline.stamp_source))
+        if summary is not None:
+            from tui.telemetry.summary import format_line
+
+            print(format_line(summary))
     if timeline.error:
         if not args.json:
             print(f"infertop: error: {timeline.error}", file=sys.stderr)
@@ -67,8 +87,56 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+READY_WAIT_S = 15.0  # --telemetry: longest wait for a remote source's first reading
+
+
+class _Hardware:
+    """A source sampled in its own thread while the request runs (--telemetry)."""
+
+    def __init__(self, source: Any, label: str, interval_s: float) -> None:
+        from tui.telemetry.sampler import TelemetrySampler
+        from tui.telemetry.summary import HardwareWindow
+
+        self.label = label
+        self.window = HardwareWindow()
+        self.sampler = TelemetrySampler(interval_s, source=source, on_sample=self.window.add)
+        self.sampler.start()  # before the engine loads: an SSH link connects meanwhile
+
+    def begin(self) -> None:
+        """The request starts: once the source has a first reading (or has failed)."""
+        self.window.wait_ready(READY_WAIT_S)
+        self.window.begin()
+
+    def end(self) -> None:
+        self.window.end()
+        # the reading after the end covers the request's last interval
+        self.window.wait_after_end(self.sampler.interval_s * 2 + 0.5)
+
+    def stop(self) -> None:
+        self.sampler.stop()
+
+    def summary(self) -> Any:
+        from tui.telemetry.summary import summarize
+
+        return summarize(self.label, list(self.window.samples), self.window.last)
+
+
+def _hardware(text: str | None, cfg: Any) -> _Hardware | None:
+    if not text:
+        return None
+    from tui.telemetry.sources import SourceError, open_source, parse_source
+
+    try:
+        source_spec = parse_source(text)
+    except SourceError as e:
+        raise CLIError(f"--telemetry: {e}") from None
+    t = cfg.telemetry
+    source = open_source(source_spec, t.interval_s, t.gpu)
+    return _Hardware(source, source_spec.label, t.interval_s)
+
+
 async def _run(
-    spec: Any, request: GenerationRequest, echo: bool
+    spec: Any, request: GenerationRequest, echo: bool, hardware: _Hardware | None = None
 ) -> tuple[EngineInfo, float, RequestTimeline]:
     from tui.engines.collect import run_request
     from tui.engines.registry import create_engine
@@ -82,7 +150,11 @@ async def _run(
 
     try:
         load_ms = await engine.load()
+        if hardware is not None:
+            await asyncio.to_thread(hardware.begin)
         timeline = await run_request(engine, request, on_event)
+        if hardware is not None:
+            await asyncio.to_thread(hardware.end)
         return engine.info(), load_ms, timeline
     finally:
         await engine.close()
