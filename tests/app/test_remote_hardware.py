@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from app_support import SIZE, gen
 
@@ -102,6 +103,11 @@ async def test_panel_names_the_remote_source_and_shows_a_lost_link(
             await wait_for(pilot, lambda: "remote telemetry lost" in panel.text, 20)
             assert "RAM" in panel.text
             assert beat.longest_gap(t1) < 1.0, beat.longest_gap(t1)
+            sshd.start()  # back: the next retry connects, and quitting must end that ssh
+            await wait_for(pilot, lambda: "lost" not in panel.text, 60)
+        # the app has exited: its ssh client went with it
+        left = [p for p in psutil.Process().children(recursive=True) if p.name() == "ssh"]
+        assert left == [], left
     finally:
         server.stop()
 

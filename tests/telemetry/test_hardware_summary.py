@@ -108,3 +108,17 @@ def test_window_keeps_fresh_samples_from_begin_to_the_one_after_end():
     w.wait_after_end(0.1)
     assert [s.gpu.gpus[0].util_percent for s in w.samples] == [2, 4]
     assert w.last is not None and w.last.gpu.gpus[0].util_percent == 5
+
+
+def test_stop_waits_for_a_loop_run_in_another_thread_to_close_its_source():
+    """The UI runs the loop in its own worker thread: stop() still returns only once the
+    source is closed (a remote link's ssh ends before the app exits)."""
+    a = Recorded("a")
+    sampler = TelemetrySampler(0.05, source=a)
+    t = threading.Thread(target=sampler.run, name="telemetry")
+    t.start()
+    time.sleep(0.2)
+    sampler.switch_source(Recorded("pending"))  # not yet taken up: never started
+    sampler.stop()
+    assert a.events[-1][0] == "close"
+    t.join(2)

@@ -159,7 +159,7 @@ class InfertopApp(App):
 
     async def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
-        self.sampler.stop()
+        await asyncio.to_thread(self.sampler.stop)  # a remote link closes its ssh
         await asyncio.gather(*(asyncio.to_thread(h.close) for h in self.hosts.values()))
 
     def _on_sample(self, sample: TelemetrySample) -> None:

@@ -95,6 +95,7 @@ class TelemetrySampler:
         self._next_source: Any = None
         self._switch_lock = threading.Lock()
         self._running = False
+        self._finished = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.latest: TelemetrySample | None = None
@@ -113,10 +114,15 @@ class TelemetrySampler:
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
+        """Stop sampling and wait (up to ``timeout``) for the source to be closed — also
+        when the loop runs in a thread this sampler did not start (a UI worker), so that
+        a remote link's ssh is ended before the program exits."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        elif self._running:
+            self._finished.wait(timeout)
 
     def switch_source(self, source: Any) -> None:
         """Read ``source`` from now on (the engine changed). Running, the sampler's thread
@@ -133,6 +139,7 @@ class TelemetrySampler:
         """The sampling loop (the thread's target; also usable from a thread worker)."""
         with self._switch_lock:
             self._running = True
+            self._finished.clear()
         self.source.start()
         next_t = time.monotonic()
         try:
@@ -148,12 +155,13 @@ class TelemetrySampler:
             with self._switch_lock:
                 self._running = False
                 pending, self._next_source = self._next_source, None
-            if pending is not None:
-                self.source = pending  # never started: nothing to close
             try:
                 self.source.close()
             except Exception:
                 pass
+            if pending is not None:
+                self.source = pending  # never started: nothing to close; the next run's
+            self._finished.set()
 
     def _take_next_source(self) -> None:
         with self._switch_lock:
