@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("tui.cli.doctor", "say what was found (engines, model, GPU, config) and why"),
     "bench": ("tui.cli.bench", "benchmark engines: runs, medians, concurrency, cold vs warm"),
     "replay": ("tui.cli.replay", "play a recorded session back in the UI at its recorded pace"),
+    "fleet": ("tui.cli.fleet", "one row per inference endpoint: load, KV cache, TTFT, tok/s, GPUs"),
 }
 
 
