@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from app_support import SYNTH, gen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 if str(SUPPORT) not in sys.path:
@@ -23,6 +23,7 @@ from tui.app.screens.chat import ChatScreen  # noqa: E402
 from tui.app.screens.fleet import FleetScreen  # noqa: E402
 from tui.app.widgets.conversation import Conversation  # noqa: E402
 from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
+from tui.app.widgets.fleet_table import FleetTable  # noqa: E402
 from tui.app.widgets.server_panel import ServerPanel  # noqa: E402
 from tui.fleet.poller import Fleet, fleet_endpoints  # noqa: E402
 from tui.fleet.rows import FleetSnapshot  # noqa: E402
@@ -49,13 +50,13 @@ def endpoints():  # type: ignore[no-untyped-def]
         fx.stop()
 
 
-def _table(app) -> DataTable:  # type: ignore[no-untyped-def]
-    return app.screen.query_one(DataTable)
+def _table(app) -> FleetTable:  # type: ignore[no-untyped-def]
+    return app.screen.query_one(FleetTable)
 
 
 def _names(app) -> list[str]:  # type: ignore[no-untyped-def]
     t = _table(app)
-    return [str(t.get_row_at(i)[0]) for i in range(t.row_count)]
+    return [t.cell_text(i, "name") for i in range(t.row_count)]
 
 
 async def _shown(pilot, wait_for) -> None:  # type: ignore[no-untyped-def]
@@ -103,14 +104,18 @@ async def test_sorting_by_keys_and_header(make_config, build_app, wait_for) -> N
         await pilot.press("r")
         tps = [rows[n].gen_tps for n in _names(app)]
         assert [v for v in tps if v is not None] == sorted(known) and tps[-1] is None
-        assert "▲" in str(_table(app).columns["gen_tps"].label)
+        assert "tok/s▲" in _table(app)._header
         # a click on a header sorts by that column
-        x = sum(c.get_render_width(_table(app)) for c in _table(app).ordered_columns[:2])
-        await pilot.click(DataTable, offset=(x + 2, 0))
+        x = sum(w + 2 for _, w in _table(app).columns[:2])
+        await pilot.click(FleetTable, offset=(x + 2, 0))
         assert screen.sort_key == "kind"
         await pilot.press("S")
         assert screen.sort_key == "state"
         assert _names(app)[-1] == "gpu3-vllm0"  # the down one sorts after every up one
+        await pilot.click(FleetTable, offset=(3, 1 + 7))  # a click on a row highlights it
+        row = screen.highlighted_row()
+        assert row is not None and row.name == "gpu3-vllm0"
+        assert str(screen.query_one("#fleet-detail", Static).render()).startswith("gpu3-vllm0")
 
 
 async def test_down_endpoint_among_live_ones(endpoints, make_config, build_app, wait_for) -> None:
@@ -132,7 +137,7 @@ async def test_down_endpoint_among_live_ones(endpoints, make_config, build_app, 
             await wait_for(pilot, lambda: len(screen.apply_ms) >= 5, 30)
             assert all(e.scrapes > s for e, s in zip(endpoints.endpoints, scrapes))
             t = _table(app)
-            state = [str(t.get_row_at(i)[1]) for i in range(t.row_count)]
+            state = [t.cell_text(i, "state") for i in range(t.row_count)]
             assert state.count("down") == 1 and state.count("up") == 3
             await pilot.press(*["down"] * _names(app).index(down.removeprefix("http://")))
             detail = str(screen.query_one("#fleet-detail", Static).render())

@@ -14,7 +14,7 @@ from tui.engines.base import EngineSpec
 from tui.fleet.columns import fit_columns, sort_rows, text_table
 from tui.fleet.direct import fill_llamacpp, fill_vllm
 from tui.fleet.poller import fleet_endpoints, spec_for_row
-from tui.fleet.promql import build_rows, fleet_query, host_names, instance_host
+from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
 from tui.fleet.rows import EndpointRow
 from tui.transport.prometheus import parse
 
@@ -60,8 +60,12 @@ def test_restarted_server_gives_no_negative_rate() -> None:
     assert row.gen_tps is None and row.prefix_cache_hit_pct is None
 
 
-def _sample(col: str, value: str, **labels: str) -> dict:
-    return {"metric": {"infertop_col": col, **labels}, "value": [0, value]}
+def _answers(*samples: tuple[str, str, dict[str, str]]) -> dict[str, list[dict]]:
+    """Query results by column, as Prometheus answers each column's query."""
+    out: dict[str, list[dict]] = {}
+    for col, value, labels in samples:
+        out.setdefault(col, []).append({"metric": labels, "value": [0, value]})
+    return out
 
 
 def test_prometheus_rows_kinds_and_host_join() -> None:
@@ -100,17 +104,16 @@ def test_prometheus_rows_kinds_and_host_join() -> None:
         "modelName": "H100",
         "Hostname": "gpu7",
     }
-    result = [
-        _sample("kind_vllm", "1", **llm),
-        _sample("model", "1", model_name="Qwen", **llm),
-        _sample("running", "3", **llm),
-        _sample("kv", "0.25", **llm),
-        _sample("prefix", "NaN", **llm),  # 0/0: nothing looked up in the window
-        _sample("ttft_p50", "0.125", **llm),
-        _sample("gpu_util_pct", "55", **gpu),
-        _sample("gpu_mem_used_mib", "1024", **gpu),
-        _sample("gpu_mem_free_mib", "3072", **gpu),
-    ]
+    result = _answers(
+        ("kind_vllm", "1", {**llm, "model_name": "Qwen"}),
+        ("running", "3", llm),
+        ("kv", "0.25", llm),
+        ("prefix", "NaN", llm),  # 0/0: nothing looked up in the window
+        ("ttft_p50", "0.125", llm),
+        ("gpu_util_pct", "55", gpu),
+        ("gpu_mem_used_mib", "1024", gpu),
+        ("gpu_mem_free_mib", "3072", gpu),
+    )
     got = build_rows(targets, result, 30.0)
     assert set(got.rows) == {"10.1.1.7:8000", "10.1.1.8:8000"}  # keyed by scrape address
     row = got.rows["10.1.1.7:8000"]
@@ -133,10 +136,12 @@ def test_host_names() -> None:
     assert host_names("10.0.0.1") == ["10.0.0.1"]
 
 
-def test_fleet_query_tags_every_column() -> None:
-    q = fleet_query(30, 300)
-    assert q.count("label_replace(") >= 20 and "[30s]" in q and "[300s]" in q
-    assert "DCGM_FI_DEV_FB_USED" in q and 'mode="idle"' in q
+def test_one_query_per_column_whatever_the_fleet_size() -> None:
+    queries = fleet_queries(30, 300)
+    assert len(queries) == 21
+    assert "[30s]" in queries["gen_tps"] and "[300s]" in queries["kind_vllm"]
+    assert queries["gpu_mem_used_mib"] == "DCGM_FI_DEV_FB_USED"
+    assert 'mode="idle"' in queries["host_cpu_pct"]
 
 
 def test_columns_fit_the_width() -> None:

@@ -36,7 +36,26 @@ def _positive(text: str) -> float:
     return v
 
 
+EPILOG = """\
+columns (over the window: between two scrapes, or Prometheus's [--window]):
+  run, wait   requests running / waiting (vLLM num_requests_running / _waiting;
+              llama-server requests_processing / requests_deferred)
+  KV%         vLLM kv_cache_usage_perc x 100
+  pfx%        prefix-cache hit rate: vLLM d(prefix_cache_hits) / d(prefix_cache_queries);
+              llama-server d(prompt_tokens_cached) / d(cached + prompt_tokens)
+  TTFT50/90   server-side time to first token, p50 / p90 of the window's histogram (vLLM)
+  ITL50/90    inter-token latency, the same (vLLM)
+  tok/s       generated tokens per second: d(generation_tokens_total) / dt
+  GPU%, GPU mem, power   the host's GPUs from DCGM series in Prometheus
+A value an endpoint does not report is "-" (null in --json), never made up.
+Ollama reports up/down and its loaded models (/api/ps); any other OpenAI-compatible
+server up/down and its model. Full definitions: tui/fleet/rows.py.
+"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument(
         "--url",
         metavar="URL",
@@ -49,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--prometheus",
         metavar="URL",
         help="a Prometheus server: every vLLM / llama-server it scrapes becomes a row, and "
-        "GPUs come from its DCGM series (two HTTP requests per refresh, whatever the fleet size)",
+        "GPUs come from its DCGM series (the same 22 HTTP requests per refresh whatever the "
+        "fleet size)",
     )
     p.add_argument("--interval", type=_positive, metavar="S", help="refresh period (default 2)")
     p.add_argument(

@@ -18,6 +18,7 @@ the endpoint's own access (headers, API key, TLS setting: ``access_for``).
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from urllib.parse import urlsplit
@@ -111,26 +112,35 @@ def fill_llamacpp(row: EndpointRow, prev: Scrape | None, cur: Scrape) -> None:
 
 
 class HttpClients:
-    """Shared HTTP clients (one per TLS setting): keep-alive across refreshes, and no
-    TLS context built per endpoint. Safe to use from several threads."""
+    """One small keep-alive client per server, built on one TLS context per TLS setting.
 
-    def __init__(self, timeout_s: float, max_connections: int = 256) -> None:
+    Not one shared client: httpx's connection pool looks at every pooled connection for
+    every connection on each request, so with a connection to each of 200 servers in one
+    pool a GET costs ~15 ms of CPU (measured: 200 GETs, 3.1 s against 0.11 s with a client
+    per server). Safe to use from several threads."""
+
+    def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self._max = max_connections
-        self._clients: dict[bool, httpx.Client] = {}
+        self._tls: dict[bool, ssl.SSLContext] = {}
+        self._clients: dict[tuple[str, bool], httpx.Client] = {}
         self._lock = threading.Lock()
 
     def get(self, url: str, access: HttpAccess) -> httpx.Response:
+        parts = urlsplit(url)
+        key = (f"{parts.scheme}://{parts.netloc}", access.verify_tls)
         with self._lock:
-            client = self._clients.get(access.verify_tls)
+            client = self._clients.get(key)
             if client is None:
-                client = self._clients[access.verify_tls] = httpx.Client(
+                tls = self._tls.get(access.verify_tls)
+                if tls is None:
+                    tls = self._tls[access.verify_tls] = httpx.create_ssl_context(
+                        verify=access.verify_tls
+                    )
+                client = self._clients[key] = httpx.Client(
                     timeout=self.timeout_s,
-                    verify=access.verify_tls,
+                    verify=tls,
                     follow_redirects=False,
-                    limits=httpx.Limits(
-                        max_connections=self._max, max_keepalive_connections=self._max
-                    ),
+                    limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
                 )
         return client.get(url, headers=access.headers)
 

@@ -1,10 +1,11 @@
-"""Read every endpoint a Prometheus server scrapes, in two HTTP requests per refresh.
+"""Read every endpoint a Prometheus server scrapes, in a fixed number of HTTP requests.
 
 ``GET /api/v1/targets`` lists what Prometheus scrapes (health, last error, the scrape
-URL); one instant ``/api/v1/query`` returns every row's numbers for every target at once:
-each column's PromQL expression (below) is tagged with a label ``infertop_col`` by
-``label_replace`` and the expressions are joined with ``or``. So a fleet of hundreds
-costs the same two requests as a fleet of one; Prometheus does the arithmetic.
+URL); then one instant ``/api/v1/query`` per column (below, 21 of them, sent a few at a
+time) returns that column for every target at once. So a fleet of hundreds costs the same
+22 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
+into one query with ``or`` was measured too: one request, but slower — 180-240 ms
+against 85-100 ms for 200 endpoints, since each ``or`` matches every series again.)
 
 The columns mean what :mod:`tui.fleet.rows` says, over the PromQL range ``[window]``
 instead of between two scrapes of our own: ``rate``/``increase`` of the same counters,
@@ -29,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,14 +38,12 @@ from urllib.parse import urlsplit
 from tui.fleet.promapi import PrometheusAPI
 from tui.fleet.rows import EndpointRow, GpuRow
 
-COL = "infertop_col"
 BY = "job, instance"
 
 # column -> PromQL, with {w} the window and {lb} the lookback (seconds, as "60s").
 ROW_EXPRS: dict[str, str] = {
-    "kind_vllm": f"count by ({BY}) (last_over_time(vllm:num_requests_running[{{lb}}]))",
+    "kind_vllm": f"count by ({BY}, model_name) (last_over_time(vllm:num_requests_running[{{lb}}]))",
     "kind_llamacpp": f"count by ({BY}) (last_over_time(llamacpp:requests_processing[{{lb}}]))",
-    "model": f"count by ({BY}, model_name) (vllm:num_requests_running)",
     "running": f"sum by ({BY}) (vllm:num_requests_running)"
     f" or sum by ({BY}) (llamacpp:requests_processing)",
     "waiting": f"sum by ({BY}) (vllm:num_requests_waiting)"
@@ -89,13 +89,13 @@ def _duration(seconds: float) -> str:
     return f"{max(1, round(seconds))}s"
 
 
-def fleet_query(window_s: float, lookback_s: float) -> str:
-    """The one PromQL query that returns every column for every target."""
+def fleet_queries(window_s: float, lookback_s: float) -> dict[str, str]:
+    """Column -> the PromQL instant query that returns it for every target."""
     w, lb = _duration(window_s), _duration(lookback_s)
-    parts = [(c, e.format(w=w, lb=lb)) for c, e in ROW_EXPRS.items()]
-    parts += [(f"gpu_{c}", name) for c, name in GPU_SERIES.items()]
-    parts += [(c, e.format(w=w)) for c, e in HOST_EXPRS.items()]
-    return " or ".join(f'label_replace(({e}), "{COL}", "{c}", "", "")' for c, e in parts)
+    out = {c: e.format(w=w, lb=lb) for c, e in ROW_EXPRS.items()}
+    out.update({f"gpu_{c}": name for c, name in GPU_SERIES.items()})
+    out.update({c: e.format(w=w) for c, e in HOST_EXPRS.items()})
+    return out
 
 
 def instance_host(instance: str) -> str:
@@ -142,7 +142,6 @@ class PromRead:
     gpus: dict[str, list[GpuRow]] = field(default_factory=dict)
     hosts: dict[str, HostStats] = field(default_factory=dict)
     error: str | None = None
-    queries: int = 0
 
     def gpus_for(self, host: str | None) -> list[GpuRow] | None:
         if not host:
@@ -162,25 +161,25 @@ class PromRead:
 
 
 def build_rows(
-    targets: list[dict[str, Any]], result: list[dict[str, Any]], window_s: float
+    targets: list[dict[str, Any]], results: dict[str, list[dict[str, Any]]], window_s: float
 ) -> PromRead:
-    """Rows, GPUs and hosts from ``/api/v1/targets`` and the fleet query's result."""
+    """Rows, GPUs and hosts from ``/api/v1/targets`` and each column's query result."""
     cols: dict[tuple[str, str], dict[str, Any]] = {}
     gpu_cols: dict[tuple[str, ...], dict[str, Any]] = {}
     out = PromRead()
-    for sample in result:
-        labels = sample.get("metric") or {}
-        col = labels.get(COL, "")
-        key = (labels.get("job", ""), labels.get("instance", ""))
-        value = _value(sample)
-        if col.startswith("gpu_"):
-            gkey = (*key, labels.get("gpu", ""), labels.get("UUID", ""))
-            g = gpu_cols.setdefault(gkey, {"labels": labels})
-            g[col[4:]] = value
-        elif col == "model":
-            cols.setdefault(key, {})["model"] = labels.get("model_name")
-        else:
-            cols.setdefault(key, {})[col] = value
+    for col, result in results.items():
+        for sample in result:
+            labels = sample.get("metric") or {}
+            key = (labels.get("job", ""), labels.get("instance", ""))
+            value = _value(sample)
+            if col.startswith("gpu_"):
+                gkey = (*key, labels.get("gpu", ""), labels.get("UUID", ""))
+                g = gpu_cols.setdefault(gkey, {"labels": labels})
+                g[col[4:]] = value
+            else:
+                cols.setdefault(key, {})[col] = value
+                if col == "kind_vllm" and labels.get("model_name"):
+                    cols[key]["model"] = labels["model_name"]
     _gpus(out, gpu_cols.values())
     _hosts(out, cols)
     endpoint_jobs = {
@@ -264,15 +263,20 @@ def _hosts(out: PromRead, cols: dict[tuple[str, str], dict[str, Any]]) -> None:
             out.hosts[name] = stats
 
 
-def read_prometheus(api: PrometheusAPI, window_s: float, lookback_s: float) -> PromRead:
-    """Targets and the fleet query (two requests); errors are in ``error``."""
+def read_prometheus(
+    api: PrometheusAPI, window_s: float, lookback_s: float, pool: Executor | None = None
+) -> PromRead:
+    """Targets, then every column's query (on ``pool``, a few at a time); a failure is
+    ``error`` (and no rows)."""
     from tui.fleet.promapi import PrometheusError
 
+    queries = fleet_queries(window_s, lookback_s)
     try:
         targets = api.targets()
-        result = api.query(fleet_query(window_s, lookback_s))
+        if pool is None:
+            answers = [api.query(q) for q in queries.values()]
+        else:
+            answers = list(pool.map(api.query, queries.values()))
     except PrometheusError as e:
-        return PromRead(error=str(e), queries=api.requests)
-    out = build_rows(targets, result, window_s)
-    out.queries = api.requests
-    return out
+        return PromRead(error=str(e))
+    return build_rows(targets, dict(zip(queries, answers)), window_s)

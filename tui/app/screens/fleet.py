@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import Protocol
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from tui.fleet.columns import COLUMNS, Column, detail_text, fit_columns, sort_rows
+from tui.app.widgets.fleet_table import FleetTable
+from tui.fleet.columns import BY_KEY, Column, detail_text, fit_columns, sort_rows
 from tui.fleet.rows import EndpointRow, FleetSnapshot
 
 SCROLLBAR = 2  # the table keeps room for its vertical scrollbar
@@ -47,7 +48,7 @@ class FleetScreen(Screen):
     DEFAULT_CSS = """
     FleetScreen { layout: vertical; }
     FleetScreen #fleet-status { height: 1; padding: 0 1; background: $panel; }
-    FleetScreen #fleet-table { height: 1fr; scrollbar-gutter: stable; }
+    FleetScreen #fleet-table { height: 1fr; }
     FleetScreen #fleet-detail { height: 2; padding: 0 1; color: $text-muted; }
     """
 
@@ -70,17 +71,21 @@ class FleetScreen(Screen):
         self.columns: list[tuple[Column, int]] = []
         self._wake = threading.Event()
         self._paused = threading.Event()
-        self.apply_ms: list[float] = []  # time to put each snapshot in the table
+        self.apply_ms: deque[float] = deque(maxlen=1000)  # time to put each snapshot in
 
     def compose(self) -> ComposeResult:
-        yield Static("fleet · reading the endpoints…", id="fleet-status", markup=False)
-        yield DataTable(id="fleet-table", cursor_type="row", zebra_stripes=True)
+        yield Static("reading the endpoints…", id="fleet-status", markup=False)
+        yield FleetTable(id="fleet-table")
         yield Static("", id="fleet-detail", markup=False)
         yield Footer(compact=True)
 
+    @property
+    def table(self) -> FleetTable:
+        return self.query_one(FleetTable)
+
     def on_mount(self) -> None:
         self._set_columns(self.size.width)
-        self.query_one(DataTable).focus()
+        self.table.focus()
         self.run_worker(
             self._poll,
             thread=True,
@@ -120,66 +125,35 @@ class FleetScreen(Screen):
     def _set_columns(self, width: int) -> None:
         cols = fit_columns(max(20, width - SCROLLBAR))
         if [(c.key, w) for c, w in cols] != [(c.key, w) for c, w in self.columns]:
-            self._build(cols)
+            self.columns = cols
+            self._fill()
 
-    def _build(self, cols: list[tuple[Column, int]]) -> None:
-        """Columns (headers show the sort), then the rows."""
-        self.columns = cols
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        for col, w in cols:
-            table.add_column(self._header(col), width=w, key=col.key)
-        self._fill()
-
-    def _header(self, col: Column) -> Text:
+    def _header(self, col: Column) -> str:
         arrow = ("▼" if self.sort_reverse else "▲") if col.key == self.sort_key else ""
-        label = col.header + arrow
-        return Text(label, justify="right" if col.numeric else "left")
+        return col.header + arrow
 
     @on(FleetUpdated)
     def _updated(self, msg: FleetUpdated) -> None:
+        self.show_snapshot(msg.snapshot)
+
+    def show_snapshot(self, snapshot: FleetSnapshot) -> None:
+        """Put a refresh's rows in the table (and the status line)."""
         t0 = time.perf_counter()
-        self.snapshot = msg.snapshot
-        self.rows = msg.snapshot.rows
+        self.snapshot = snapshot
+        self.rows = snapshot.rows
         self._fill()
         self._show_status()
         self.apply_ms.append((time.perf_counter() - t0) * 1000)
 
     def _fill(self) -> None:
-        """Put the rows in the table in sort order, keeping the highlighted row."""
-        table = self.query_one(DataTable)
-        current = self._highlighted_key()
-        table.clear()
-        for row in sort_rows(self.rows, self.sort_key, self.sort_reverse):
-            table.add_row(*[self._cell(col, w, row) for col, w in self.columns], key=row.key)
-        if current is not None and current in table.rows:
-            table.move_cursor(row=table.get_row_index(current), animate=False)
+        """The rows in sort order, the highlighted row kept."""
+        rows = sort_rows(self.rows, self.sort_key, self.sort_reverse)
+        self.table.show(self.columns, rows, [self._header(c) for c, _ in self.columns])
         self._show_detail()
 
-    @staticmethod
-    def _cell(col: Column, width: int, row: EndpointRow) -> Text:
-        text = col.text(row)
-        if len(text) > width:
-            text = text[: width - 1] + "…"
-        style = ""
-        if col.key == "state":
-            style = "bold red" if not row.up else ("yellow" if row.error else "green")
-        elif col.key == "error" and not row.up:
-            style = "red"
-        return Text(text, style=style, justify="right" if col.numeric else "left")
-
-    def _highlighted_key(self) -> str | None:
-        table = self.query_one(DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no such cell (the table just changed)
-            return None
-
     def highlighted_row(self) -> EndpointRow | None:
-        key = self._highlighted_key()
-        return next((r for r in self.rows if r.key == key), None)
+        table = self.table
+        return table.rows[table.cursor] if table.rows else None
 
     def _show_status(self) -> None:
         snap = self.snapshot
@@ -200,33 +174,31 @@ class FleetScreen(Screen):
         text = detail_text(row) if row is not None else ""
         self.query_one("#fleet-detail", Static).update(text)
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, _msg: DataTable.RowHighlighted) -> None:
+    @on(FleetTable.Highlighted)
+    def _highlighted(self, _msg: FleetTable.Highlighted) -> None:
         self._show_detail()
 
     # -- keys -----------------------------------------------------------------------
     def _sort_by(self, key: str, reverse: bool) -> None:
         self.sort_key, self.sort_reverse = key, reverse
-        self._build(self.columns)
-        self._show_status()
+        self._fill()
 
     def action_sort(self, step: int) -> None:
         """s / S: sort by the next / previous column shown (numbers: largest first)."""
         keys = [c.key for c, _ in self.columns]
         i = keys.index(self.sort_key) if self.sort_key in keys else 0
         key = keys[(i + step) % len(keys)]
-        self._sort_by(key, reverse=_COLUMN[key].numeric)
+        self._sort_by(key, reverse=BY_KEY[key].numeric)
 
     def action_reverse(self) -> None:
         self._sort_by(self.sort_key, not self.sort_reverse)
 
-    @on(DataTable.HeaderSelected)
-    def _header_clicked(self, msg: DataTable.HeaderSelected) -> None:
-        key = str(msg.column_key.value)
-        if key == self.sort_key:
+    @on(FleetTable.HeaderClicked)
+    def _header_clicked(self, msg: FleetTable.HeaderClicked) -> None:
+        if msg.column == self.sort_key:
             self.action_reverse()
         else:
-            self._sort_by(key, reverse=_COLUMN[key].numeric)
+            self._sort_by(msg.column, reverse=BY_KEY[msg.column].numeric)
 
     def action_open(self) -> None:
         """Enter: the chat, talking to the highlighted endpoint."""
@@ -241,6 +213,3 @@ class FleetScreen(Screen):
             back()
         else:
             self.dismiss()
-
-
-_COLUMN = {c.key: c for c in COLUMNS}
