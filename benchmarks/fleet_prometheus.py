@@ -137,7 +137,7 @@ def main() -> None:
             f"on loopback, one helper process; Prometheus {prom.url} scraping every 1 s: "
             f"{up} of {len(targets)} targets up after {time.monotonic() - t0:.1f} s"
         )
-        time.sleep(3.5)  # a few scrapes of each: rates over the window
+        time.sleep(args.window + 1)  # the whole window holds scrapes: rate() is not cut short
 
         fleet = Fleet([], prom.url, window_s=args.window)
         took, snap = [], None
