@@ -47,14 +47,20 @@ class TmuxApp:
     count = 0
 
     def __init__(
-        self, args: list[str], size: tuple[int, int] = (120, 36), env: dict[str, str] | None = None
+        self,
+        args: list[str],
+        size: tuple[int, int] = (120, 36),
+        env: dict[str, str] | None = None,
+        python_args: list[str] | None = None,
     ) -> None:
+        """``python_args``: run ``python PYTHON_ARGS`` instead of ``python -m tui ARGS``."""
         TmuxApp.count += 1
         self.sock = f"infertop-bench-{os.getpid()}-{TmuxApp.count}"
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+        argv = python_args if python_args is not None else ["-m", "tui", *args]
         cmd = (
             f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} {envs} "
-            f"{shlex.quote(sys.executable)} -m tui {' '.join(shlex.quote(a) for a in args)}"
+            f"{shlex.quote(sys.executable)} {' '.join(shlex.quote(a) for a in argv)}"
         )
         self.t_start = time.perf_counter()
         self.tmux("new-session", "-d", "-s", "b", "-x", str(size[0]), "-y", str(size[1]), cmd)

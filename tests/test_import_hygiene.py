@@ -16,6 +16,8 @@ HEADLESS = [
     "tui.engines.llamacpp",
     "tui.telemetry",
     "tui.bench",
+    "tui.fleet",
+    "tui.fleet.poller",
     "tui.config",
 ]
 
@@ -39,7 +41,8 @@ def test_every_headless_module_file_is_checked():
 
     code = (
         "import importlib, pkgutil, sys, tui\n"
-        "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench'):\n"
+        "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
+        "            'tui.fleet'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -58,12 +61,14 @@ def test_every_headless_module_file_is_checked():
 
 # Which packages each may import (besides itself): the layers, bottom up. core is the
 # measurement model; transport moves bytes; engines and telemetry sit side by side on
-# both and never import each other; bench, cli and app are on top.
+# both and never import each other; fleet reads through both; bench, cli and app are on
+# top.
 LAYERS = {
     "tui.core": set(),
     "tui.transport": {"tui.core"},
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
+    "tui.fleet": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
 }
 
 

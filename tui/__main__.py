@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("tui.cli.bench", "benchmark engines: runs, medians, concurrency, cold vs warm"),
     "replay": ("tui.cli.replay", "play a recorded session back in the UI at its recorded pace"),
     "agent": ("tui.cli.agent", "print this machine's hardware samples as JSON lines (for SSH)"),
+    "fleet": ("tui.cli.fleet", "one row per inference endpoint: load, KV cache, TTFT, tok/s, GPUs"),
 }
 
 

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tui.engines.base import EngineSpec
 
@@ -56,6 +57,17 @@ class TelemetrySettings:
 
 
 @dataclass
+class FleetSettings:
+    """``[fleet]``: the endpoints ``infertop fleet`` shows (see tui/fleet)."""
+
+    urls: list[str] = field(default_factory=list)  # empty: every engine with a url
+    prometheus: str | None = None  # read every endpoint from this Prometheus server
+    interval_s: float = 2.0  # refresh period
+    window_s: float = 60.0  # Prometheus: the PromQL range rates and quantiles cover
+    timeout_s: float = 2.0  # per request to an endpoint
+
+
+@dataclass
 class Config:
     default_engine: str = "local"
     session_dir: str | None = None
@@ -63,6 +75,7 @@ class Config:
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)
     ui: UISettings = field(default_factory=UISettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    fleet: FleetSettings = field(default_factory=FleetSettings)
     path: Path | None = None  # where it was read from (None: built-in defaults)
 
     def engine(self, name: str) -> EngineSpec:
@@ -99,6 +112,13 @@ TELEMETRY_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "interval_s": (_NUM, "hardware sampling interval"),
     "gpu": ((bool,), "sample NVIDIA GPUs via NVML"),
     "peak_bandwidth_gbs": (_NUM, "device peak memory bandwidth for the roofline line"),
+}
+FLEET_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "urls": ((list,), "endpoint URLs (default: every engine with a url)"),
+    "prometheus": ((str,), "a Prometheus server that scrapes the endpoints"),
+    "interval_s": (_NUM, "refresh period"),
+    "window_s": (_NUM, "Prometheus: range the rates and quantiles cover"),
+    "timeout_s": (_NUM, "timeout of each request to an endpoint"),
 }
 ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "kind": ((str,), "engine kind"),
@@ -186,6 +206,12 @@ def parse_config(text: str, path: Path) -> Config:
                 v.check(("ui", "keys", k), key_value, (str,))
         elif key == "telemetry":
             cfg.telemetry = TelemetrySettings(**v.table(("telemetry",), value, TELEMETRY_KEYS))
+        elif key == "fleet":
+            cfg.fleet = FleetSettings(**v.table(("fleet",), value, FLEET_KEYS))
+            for i, url in enumerate(cfg.fleet.urls):
+                v.url(("fleet", "urls"), url, f"item {i + 1}: ")
+            if cfg.fleet.prometheus is not None:
+                v.url(("fleet", "prometheus"), cfg.fleet.prometheus)
         elif key == "engines":
             v.check(("engines",), value, (dict,))
             for name, table in value.items():
@@ -214,6 +240,9 @@ RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("ui.refresh_hz", 0, 1000, False),
     ("telemetry.interval_s", 0, 3600, False),
     ("telemetry.peak_bandwidth_gbs", 0, 1e6, False),
+    ("fleet.interval_s", 0, 3600, False),
+    ("fleet.window_s", 1, 86_400, True),
+    ("fleet.timeout_s", 0, 600, False),
 )
 ENGINE_RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("n_ctx", 1, 100_000_000, True),
@@ -241,7 +270,12 @@ def _num(x: float) -> str:
 def _check_values(cfg: Config, v: _Validator) -> None:
     from tui.engines.registry import ENGINE_KINDS
 
-    sections = {"generation": cfg.generation, "ui": cfg.ui, "telemetry": cfg.telemetry}
+    sections = {
+        "generation": cfg.generation,
+        "ui": cfg.ui,
+        "telemetry": cfg.telemetry,
+        "fleet": cfg.fleet,
+    }
     for rule in RANGES:
         section, _, key = rule[0].partition(".")
         _in_range(v, (section, key), getattr(sections[section], key), rule)
@@ -368,6 +402,20 @@ class _Validator:
         self.check(key_path, value, (str,))
         if any(c in value for c in "\r\n\0"):
             raise self.error(key_path, "a header value cannot hold CR, LF or NUL")
+
+    def url(self, key_path: KeyPath, value: Any, what: str = "") -> None:
+        """An http(s) URL with a host."""
+        if not isinstance(value, str):
+            raise self.error(
+                key_path, f"{what}expected str, got {type(value).__name__} ({_brief(value)})"
+            )
+        try:
+            parts = urlsplit(value.strip())
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise self.error(key_path, f"{what}not an http(s) URL: {_brief(value)}")
 
     def walk(self, data: dict[str, Any]) -> None:
         """Every value in the document: integers within TOML's 64 bits (tomllib takes any

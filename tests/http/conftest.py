@@ -62,6 +62,23 @@ def llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.Serv
 
 
 @pytest.fixture(scope="session")
+def vllm_server(server_logs: Path) -> Iterator[servers.ServerProcess]:
+    """vLLM's CPU server on SmolLM2 (65-80 s to start): once per session, for every test
+    that needs it (test_vllm.py, test_fleet_real.py)."""
+    if os.environ.get("INFERTOP_SKIP_VLLM") == "1":
+        servers.unavailable("vLLM", "INFERTOP_SKIP_VLLM=1")
+    try:
+        sp = servers.start_vllm_server(server_logs)
+    except servers.ServerStartError as e:
+        servers.unavailable("vLLM", str(e))
+    sys.stderr.write(f"\n[vLLM ready in {sp.started_s:.0f} s, pid {sp.pid}]\n")
+    try:
+        yield sp
+    finally:
+        sp.stop()
+
+
+@pytest.fixture(scope="session")
 def pace() -> Iterator[str]:
     """A pace server: 10 ms between tokens, 20 ms to the first token."""
     port, _server, stop = pace_server.start_in_thread(

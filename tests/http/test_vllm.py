@@ -1,7 +1,8 @@
 """The real vLLM OpenAI server (CPU build, own venv) serving SmolLM2 in HF format.
 
-vLLM takes 65-80 s and ~3.8 GB to start on 2 cores: it starts once for this module and
-the tests stay few and short.
+vLLM takes 65-80 s and ~3.8 GB to start on 2 cores: it starts once per session
+(``vllm_server`` in conftest.py, shared with the fleet tests) and the tests stay few and
+short.
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import real_servers as servers
 from stream_check import collect
 
 from tui.core.events import TextChunk, Usage
@@ -28,21 +27,6 @@ from tui.telemetry.vllm_metrics import VLLMMetrics
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me about the moon."
 pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="module")
-def vllm_server(server_logs: Path) -> Iterator[servers.ServerProcess]:
-    if os.environ.get("INFERTOP_SKIP_VLLM") == "1":
-        servers.unavailable("vLLM", "INFERTOP_SKIP_VLLM=1")
-    try:
-        sp = servers.start_vllm_server(server_logs)
-    except servers.ServerStartError as e:
-        servers.unavailable("vLLM", str(e))
-    sys.stderr.write(f"\n[vLLM ready in {sp.started_s:.0f} s, pid {sp.pid}]\n")
-    try:
-        yield sp
-    finally:
-        sp.stop()
 
 
 def engine(url: str, **kw: object) -> VLLMEngine:

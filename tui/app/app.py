@@ -8,6 +8,7 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
@@ -16,6 +17,7 @@ from textual.command import Hit, Hits, Provider
 from tui.app.engine_host import EngineHost
 from tui.app.messages import TelemetrySampled
 from tui.app.screens.chat import ChatScreen
+from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
 from tui.app.themes import DEFAULT_THEME, builtin_theme_dir, load_theme_dirs, user_theme_dir
 from tui.config import Config
@@ -28,8 +30,22 @@ from tui.telemetry.roofline import roofline
 from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
 from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
 
+if TYPE_CHECKING:
+    from tui.fleet.rows import EndpointRow
+
 # binding ids a user may remap in [ui.keys] (id -> key)
-BINDING_IDS = ("cancel", "next_engine", "ab", "panels", "clear", "theme", "bench", "help", "quit")
+BINDING_IDS = (
+    "cancel",
+    "next_engine",
+    "ab",
+    "panels",
+    "clear",
+    "theme",
+    "bench",
+    "fleet",
+    "help",
+    "quit",
+)
 
 
 class EngineCommands(Provider):
@@ -60,6 +76,7 @@ class InfertopApp(App):
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
         Binding("b", "bench", "Bench", id="bench"),
+        Binding("f3", "fleet", "Fleet", id="fleet", priority=True, show=False),
         Binding("f1", "toggle_help", "Keys", id="help", priority=True),
     ]
 
@@ -74,6 +91,8 @@ class InfertopApp(App):
         record_session: bool = True,
         autoplay: list[str] | None = None,
         telemetry_source: str | None = None,
+        fleet: FleetSource | None = None,
+        fleet_interval_s: float | None = None,
     ) -> None:
         super().__init__()
         self.record_session = record_session
@@ -103,6 +122,13 @@ class InfertopApp(App):
             source=self._open_hardware(self.hardware_key),
         )
         self.chat = ChatScreen()
+        # `infertop fleet` starts on the fleet screen; the chat loads an engine only when
+        # one is picked there (or the chat is shown)
+        self.fleet_source = fleet
+        self.fleet_interval_s = fleet_interval_s or config.fleet.interval_s
+        self.start_on_fleet = fleet is not None
+        self.load_on_start = fleet is None
+        self._own_fleet = False
         self._load_themes()
         self._apply_keys()
 
@@ -142,6 +168,8 @@ class InfertopApp(App):
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self.push_screen(self.chat)
+        if self.start_on_fleet:
+            self.action_fleet()
         for text, severity in self.startup_notes:
             self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
         if self.telemetry_enabled:
@@ -160,6 +188,10 @@ class InfertopApp(App):
     async def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
         await asyncio.to_thread(self.sampler.stop)  # a remote link closes its ssh
+        if self._own_fleet and self.fleet_source is not None:
+            close = getattr(self.fleet_source, "close", None)
+            if close is not None:
+                await asyncio.to_thread(close)
         await asyncio.gather(*(asyncio.to_thread(h.close) for h in self.hosts.values()))
 
     def _on_sample(self, sample: TelemetrySample) -> None:
@@ -301,6 +333,74 @@ class InfertopApp(App):
             return
         self.push_screen(BenchScreen())
 
+    # -- the fleet ---------------------------------------------------------------------
+    def action_fleet(self) -> None:
+        """F3: the fleet screen (kept while the chat is shown, so F3 returns to it)."""
+        if isinstance(self.screen, FleetScreen):
+            return
+        if self.fleet_source is None:
+            try:
+                self.fleet_source = fleet_from_config(self.config)
+            except ValueError as e:
+                self.notify(str(e), severity="warning", timeout=8)
+                return
+            self._own_fleet = True
+        if not self.is_screen_installed("fleet"):
+            self.install_screen(FleetScreen(self.fleet_source, self.fleet_interval_s), "fleet")
+        self.push_screen("fleet")
+
+    def show_chat(self) -> None:
+        """Back from the fleet to the chat (its engine loads now if it has not)."""
+        if isinstance(self.screen, FleetScreen):
+            self.pop_screen()
+        self.chat.ensure_loaded("A")
+
+    def open_endpoint(self, row: EndpointRow) -> None:
+        """Enter on a fleet row: slot A of the chat talks to that endpoint now (its spec
+        joins the running config), so our TTFT shows beside the server's."""
+        if row.url is None:
+            self.notify(f"{row.name}: no URL known for this endpoint", severity="warning")
+            return
+        if self.chat.busy:
+            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
+            return
+        from tui.fleet.poller import spec_for_row  # httpx: not on the start-up path
+
+        spec_for = getattr(self.fleet_source, "engine_spec_for", None)
+        spec = spec_for(row) if spec_for is not None else spec_for_row(row)
+        existing = self.config.engines.get(spec.name)
+        if existing is not None and existing.url != spec.url:  # the name is another's
+            spec = dataclasses.replace(spec, name=f"{spec.name} (fleet)")
+            existing = self.config.engines.get(spec.name)
+        if existing is None:
+            self.config.engines[spec.name] = spec
+        name = spec.name
+        if isinstance(self.screen, FleetScreen):
+            self.pop_screen()
+        if self.chat.slot_engine["A"] == name:
+            self.chat.ensure_loaded("A")  # already this slot's engine (not loaded: fleet mode)
+        else:
+            self.chat.use_engine("A", name)
+        self.notify(f"chat on {name} ({spec.kind}) — F3 returns to the fleet", timeout=5)
+
+
+def fleet_from_config(config: Config) -> FleetSource:
+    """The fleet the config describes (F3 in the plain TUI); ValueError when none."""
+    from tui.fleet.poller import Fleet, fleet_endpoints
+
+    endpoints = fleet_endpoints(config.fleet.urls, config.engines)
+    if not endpoints and not config.fleet.prometheus:
+        raise ValueError(
+            "no fleet to show: add [fleet] urls or prometheus to config, give engines a "
+            "url, or run `infertop fleet --url URL`"
+        )
+    return Fleet(
+        endpoints,
+        config.fleet.prometheus,
+        window_s=config.fleet.window_s,
+        timeout_s=config.fleet.timeout_s,
+    )
+
 
 def ui_engine_spec(spec: EngineSpec) -> EngineSpec:
     """The spec an engine runs with under the UI.
@@ -341,12 +441,15 @@ def create_app(
     record_session: bool = True,
     autoplay: list[str] | None = None,
     telemetry_source: str | None = None,
+    fleet: FleetSource | None = None,
+    fleet_interval_s: float | None = None,
 ) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
     ``state_path`` defaults to the platform state dir when the CLI passes it; tests pass
     a temporary file (or None to remember nothing). ``telemetry_source``: the
-    ``--telemetry`` source, shown for engines that name none in config.
+    ``--telemetry`` source, shown for engines that name none in config. ``fleet``:
+    start on the fleet screen reading it (``infertop fleet``).
     """
     return InfertopApp(
         config,
@@ -357,6 +460,8 @@ def create_app(
         record_session=record_session,
         autoplay=autoplay,
         telemetry_source=telemetry_source,
+        fleet=fleet,
+        fleet_interval_s=fleet_interval_s,
     )
 
 

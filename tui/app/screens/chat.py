@@ -108,7 +108,8 @@ class ChatScreen(EngineSlots):
             1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live, pause=True
         )
         # after the first frame: the engine import/load must not delay the first paint
-        self.call_after_refresh(self._start_load, "A")
+        if app.load_on_start:
+            self.call_after_refresh(self._start_load, "A")
         if app.autoplay:
             self.run_worker(
                 self.autoplay(app.autoplay),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from tui.app.engine_host import GENERATING, READY, EngineHost
+from tui.app.engine_host import GENERATING, IDLE, READY, EngineHost
 from tui.app.messages import EngineStateChanged, ServerSampled
 from tui.app.widgets.engine_bar import EngineBar, SlotView
 from tui.app.widgets.server_panel import ServerPanel
@@ -95,6 +95,14 @@ class EngineSlots(Screen):
                 EngineStateChanged(slot, name, "ready", f"loaded in {load_ms:.0f} ms")
             )
             return host
+
+    def ensure_loaded(self, slot: str) -> None:
+        """Start loading the slot's engine unless it is loaded, loading or failed."""
+        if self.slot_engine.get(slot) is None or self.host(slot).state != IDLE:
+            return
+        if any(w.group == f"load-{slot}" and not w.is_finished for w in self.workers):
+            return  # a load is about to start
+        self._start_load(slot)
 
     def on_engine_state_changed(self, msg: EngineStateChanged) -> None:
         if self.slot_engine.get(msg.slot) != msg.engine:

@@ -1,0 +1,31 @@
+"""Fleet tests: fixture endpoints served from this process, a real Prometheus when asked."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).resolve().parent.parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+import fleet_fixture  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fixture_fleet() -> Iterator[fleet_fixture.FixtureFleet]:
+    """Three vLLM-like endpoints, one llama-server-like, one DCGM exporter (2 GPUs, on a
+    host named gpu-box-1)."""
+    profiles = [fleet_fixture.Profile("vllm", i) for i in range(3)]
+    profiles += [
+        fleet_fixture.Profile("llama-server", 3),
+        fleet_fixture.Profile("dcgm", 0, host="gpu-box-1"),
+    ]
+    fleet = fleet_fixture.FixtureFleet(profiles).start()
+    try:
+        yield fleet
+    finally:
+        fleet.stop()

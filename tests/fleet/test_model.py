@@ -1,0 +1,230 @@
+"""The fleet's numbers from known scrapes (no network): each column's definition, the
+PromQL join, column fitting and sorting, config, the engine a row opens."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import fleet_fixture as ff
+import pytest
+
+from tui.config import ConfigError, parse_config
+from tui.engines.base import EngineSpec
+from tui.fleet.columns import fit_columns, sort_rows, text_table
+from tui.fleet.direct import fill_llamacpp, fill_vllm
+from tui.fleet.poller import fleet_endpoints, spec_for_row
+from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
+from tui.fleet.rows import EndpointRow
+from tui.transport.prometheus import parse
+
+
+def test_vllm_row_from_two_scrapes_matches_the_definitions() -> None:
+    p = ff.Profile("vllm", 2)
+    row = EndpointRow("e", "http://h:1")
+    fill_vllm(row, parse(ff.vllm_metrics(p, 4), t=10.0), parse(ff.vllm_metrics(p, 7), t=13.0))
+    want = ff.expected_vllm(2)
+    assert row.window_s == pytest.approx(3.0)
+    assert row.gen_tps == pytest.approx(3 * want["gen_per_scrape"] / 3.0)
+    for key in ("ttft_p50_ms", "ttft_p90_ms", "itl_p50_ms", "prefix_cache_hit_pct"):
+        assert getattr(row, key) == pytest.approx(want[key]), key
+    assert row.kv_cache_pct == pytest.approx(want["kv_cache_pct"])
+    assert (row.running, row.waiting) == (want["running"], want["waiting"])
+    assert row.itl_mean_ms == pytest.approx(0.7 / 40 * 1000)  # Δsum / Δcount
+    assert row.model == "fixture-model"  # from the model_name label
+
+
+def test_first_scrape_has_gauges_but_no_window() -> None:
+    row = EndpointRow("e", "http://h:1")
+    fill_vllm(row, None, parse(ff.vllm_metrics(ff.Profile("vllm", 1), 1), t=1.0))
+    assert row.running == 3 and row.kv_cache_pct is not None
+    assert row.gen_tps is None and row.ttft_p50_ms is None and row.window_s is None
+
+
+def test_llama_server_row() -> None:
+    p = ff.Profile("llama-server", 0)
+    row = EndpointRow("e", "http://h:1")
+    fill_llamacpp(
+        row, parse(ff.llamacpp_metrics(p, 1), t=0.0), parse(ff.llamacpp_metrics(p, 3), t=4.0)
+    )
+    assert row.gen_tps == pytest.approx(2 * 40 / 4.0)
+    assert row.prefix_cache_hit_pct == pytest.approx(100 * 30 / 130)  # cached / (cached + fresh)
+    assert row.itl_mean_ms == pytest.approx(12.0)
+    assert row.kv_cache_pct is None and row.ttft_p50_ms is None  # not reported: not invented
+
+
+def test_restarted_server_gives_no_negative_rate() -> None:
+    p = ff.Profile("vllm", 0)
+    row = EndpointRow("e", "http://h:1")
+    fill_vllm(row, parse(ff.vllm_metrics(p, 9), t=0.0), parse(ff.vllm_metrics(p, 1), t=1.0))
+    assert row.gen_tps is None and row.prefix_cache_hit_pct is None
+
+
+def _answers(*samples: tuple[str, str, dict[str, str]]) -> dict[str, list[dict]]:
+    """Query results by column, as Prometheus answers each column's query."""
+    out: dict[str, list[dict]] = {}
+    for col, value, labels in samples:
+        out.setdefault(col, []).append({"metric": labels, "value": [0, value]})
+    return out
+
+
+def test_prometheus_rows_kinds_and_host_join() -> None:
+    targets = [
+        {
+            "labels": {"job": "llm", "instance": "gpu7.example.com:8000"},
+            "health": "up",
+            "scrapeUrl": "http://10.1.1.7:8000/metrics",
+            "lastError": "",
+        },
+        {
+            "labels": {"job": "llm", "instance": "10.1.1.8:8000"},
+            "health": "down",
+            "scrapeUrl": "http://10.1.1.8:8000/metrics",
+            "lastError": "connection refused",
+        },
+        {
+            "labels": {"job": "dcgm", "instance": "10.1.1.7:9400"},
+            "health": "up",
+            "scrapeUrl": "http://10.1.1.7:9400/metrics",
+            "lastError": "",
+        },
+        {
+            "labels": {"job": "other", "instance": "x:1"},
+            "health": "down",
+            "scrapeUrl": "http://x:1/metrics",
+            "lastError": "boom",
+        },
+    ]
+    llm = {"job": "llm", "instance": "gpu7.example.com:8000"}
+    gpu = {
+        "job": "dcgm",
+        "instance": "10.1.1.7:9400",
+        "gpu": "0",
+        "UUID": "GPU-a",
+        "modelName": "H100",
+        "Hostname": "gpu7",
+    }
+    result = _answers(
+        ("kind_vllm", "1", {**llm, "model_name": "Qwen"}),
+        ("running", "3", llm),
+        ("kv", "0.25", llm),
+        ("prefix", "NaN", llm),  # 0/0: nothing looked up in the window
+        ("ttft_p50", "0.125", llm),
+        ("gpu_util_pct", "55", gpu),
+        ("gpu_mem_used_mib", "1024", gpu),
+        ("gpu_mem_free_mib", "3072", gpu),
+    )
+    got = build_rows(targets, result, 30.0)
+    assert set(got.rows) == {"10.1.1.7:8000", "10.1.1.8:8000"}  # keyed by scrape address
+    row = got.rows["10.1.1.7:8000"]
+    assert (row.kind, row.model, row.up, row.url) == ("vllm", "Qwen", True, "http://10.1.1.7:8000")
+    assert row.running == 3 and row.kv_cache_pct == 25 and row.ttft_p50_ms == 125
+    assert row.prefix_cache_hit_pct is None and row.waiting is None
+    down = got.rows["10.1.1.8:8000"]  # its job has endpoints: listed, kind unknown
+    assert not down.up and down.kind is None and "connection refused" in down.error
+    # the GPU's Hostname "gpu7" matches the endpoint's host gpu7.example.com (first label)
+    gpus = got.gpus_for(row.host)
+    assert gpus is not None and gpus[0].util_pct == 55 and gpus[0].mem_total_mib == 4096
+    assert got.gpus_for("10.1.1.7") == gpus  # and its own instance host
+    assert got.gpus_for("10.9.9.9") is None
+
+
+def test_host_names() -> None:
+    assert instance_host("[::1]:9100") == "::1"
+    assert instance_host("Node-1.Example.com:80") == "node-1.example.com"
+    assert host_names("node-1.example.com") == ["node-1.example.com", "node-1"]
+    assert host_names("10.0.0.1") == ["10.0.0.1"]
+
+
+def test_one_query_per_column_whatever_the_fleet_size() -> None:
+    queries = fleet_queries(30, 300)
+    assert len(queries) == 21
+    assert "[30s]" in queries["gen_tps"] and "[300s]" in queries["kind_vllm"]
+    assert queries["gpu_mem_used_mib"] == "DCGM_FI_DEV_FB_USED"
+    assert 'mode="idle"' in queries["host_cpu_pct"]
+
+
+def test_columns_fit_the_width() -> None:
+    for width in (60, 78, 120, 198):
+        cols = fit_columns(width)
+        assert sum(w + 2 for _, w in cols) <= width
+    narrow = [c.key for c, _ in fit_columns(78)]
+    assert narrow[:2] == ["name", "state"] and "gen_tps" in narrow and "ttft_p50_ms" in narrow
+    assert len(fit_columns(198)) > len(narrow)
+    assert "gpu_util" in [c.key for c, _ in fit_columns(198)]
+
+
+def test_sort_puts_missing_values_last_both_ways() -> None:
+    rows = ff.fixed_rows()
+    for reverse in (False, True):
+        got = sort_rows(rows, "ttft_p50_ms", reverse)
+        values = [r.ttft_p50_ms for r in got]
+        known = [v for v in values if v is not None]
+        assert known == sorted(known, reverse=reverse)
+        assert values[len(known) :] == [None] * (len(values) - len(known))
+    assert [r.up for r in sort_rows(rows, "state")][-1] is False
+
+
+def test_text_table_fits() -> None:
+    text = text_table(ff.fixed_rows(), 80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "gpu1-vllm0" in text and "down" in text
+
+
+def test_config_fleet_table(tmp_path: Path) -> None:
+    cfg = parse_config(
+        '[fleet]\nurls = ["http://a:8000", "http://b:8000"]\nprometheus = "http://p:9090"\n'
+        "interval_s = 5\nwindow_s = 120\n",
+        tmp_path / "c.toml",
+    )
+    assert cfg.fleet.urls == ["http://a:8000", "http://b:8000"]
+    assert (cfg.fleet.prometheus, cfg.fleet.interval_s, cfg.fleet.window_s) == (
+        "http://p:9090",
+        5.0,
+        120.0,
+    )
+    for bad, why in (
+        ('urls = "http://a"', "expected list"),
+        ('urls = ["ftp://a"]', "item 1: not an http(s) URL"),
+        ("urls = [1]", "item 1: expected str"),
+        ('prometheus = "p:9090"', "not an http(s) URL"),
+        ("interval_s = 0", "must be > 0"),
+        ("window_s = 0.5", "must be >= 1"),
+        ("refresh = 1", "unknown key"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(why)) as e:
+            parse_config(f"[fleet]\n{bad}\n", tmp_path / "c.toml")
+        assert "c.toml:2: key 'fleet." in str(e.value)
+
+
+def test_endpoints_from_urls_and_engines() -> None:
+    engines = {
+        "box": EngineSpec("box", "vllm", url="http://10.0.0.5:8000/v1", api_key_env="K"),
+        "local": EngineSpec("local", "llamacpp", model="default"),
+    }
+    # no urls: every engine with a url
+    assert [s.name for s in fleet_endpoints([], engines)] == ["box"]
+    got = fleet_endpoints(
+        ["http://10.0.0.5:8000", "http://u:p@10.0.0.6:8000/", "http://10.0.0.6:8000"], engines
+    )
+    assert [s.name for s in got] == ["box", "10.0.0.6:8000"]  # a configured URL keeps its engine
+    assert got[1].kind == "?" and got[1].headers["Authorization"].startswith("Basic ")
+    assert "p@" not in str(got[1].url)
+
+
+def test_spec_for_a_prometheus_row() -> None:
+    row = EndpointRow("node-3:8000", "http://10.0.0.3:8000", kind="vllm", model="Qwen", up=True)
+    spec = spec_for_row(row)
+    assert (spec.name, spec.kind, spec.url, spec.model) == ("node-3:8000", "vllm", row.url, "Qwen")
+    row.kind = None
+    assert spec_for_row(row).kind == "openai"
+
+
+def test_json_reports_null_never_invented() -> None:
+    rows = ff.fixed_rows()
+    llama = next(r for r in rows if r.kind == "llama-server").to_json()
+    assert llama["kv_cache_pct"] is None and llama["ttft_p50_ms"] is None and llama["gpus"] is None
+    down = next(r for r in rows if not r.up).to_json()
+    assert down["gen_tps"] is None and down["error"].startswith("connection refused")
+    vllm = rows[0].to_json()
+    assert vllm["gpus"][0]["mem_total_mib"] == ff.FB_TOTAL_MIB and vllm["gen_tps"] == 50.0

@@ -1,0 +1,169 @@
+"""``infertop fleet``: one row per inference endpoint, live (the fleet screen) or once.
+
+Endpoints: ``--url`` (repeatable), else ``[fleet] urls`` in config, else every configured
+engine with a url; plus every endpoint a Prometheus server scrapes (``--prometheus`` or
+``[fleet] prometheus``). What each column means: tui/fleet/rows.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from typing import TYPE_CHECKING
+
+from tui.cli.common import INSECURE_HELP, CLIError, fail, load
+
+if TYPE_CHECKING:
+    from tui.config import Config
+    from tui.fleet.poller import Fleet
+    from tui.fleet.rows import FleetSnapshot
+
+ONCE_HELP = (
+    "print one snapshot and exit. Rates and windowed percentiles need two readings: "
+    "endpoints read directly are scraped twice, --gap seconds apart, and their rates cover "
+    "that gap; rows read from Prometheus need one query (Prometheus holds the window)"
+)
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0 or v > 86_400:
+        raise argparse.ArgumentTypeError(f"must be > 0 and <= 86400 (got {text})")
+    return v
+
+
+EPILOG = """\
+columns (over the window: between two scrapes, or Prometheus's [--window]):
+  run, wait   requests running / waiting (vLLM num_requests_running / _waiting;
+              llama-server requests_processing / requests_deferred)
+  KV%         vLLM kv_cache_usage_perc x 100
+  pfx%        prefix-cache hit rate: vLLM d(prefix_cache_hits) / d(prefix_cache_queries);
+              llama-server d(prompt_tokens_cached) / d(cached + prompt_tokens)
+  TTFT50/90   server-side time to first token, p50 / p90 of the window's histogram (vLLM)
+  ITL50/90    inter-token latency, the same (vLLM)
+  tok/s       generated tokens per second: d(generation_tokens_total) / dt
+  GPU%, GPU mem, power   the host's GPUs from DCGM series in Prometheus
+A value an endpoint does not report is "-" (null in --json), never made up.
+Ollama reports up/down and its loaded models (/api/ps); any other OpenAI-compatible
+server up/down and its model. Full definitions: tui/fleet/rows.py.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument(
+        "--url",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="an endpoint (repeatable); its kind is detected (vLLM, llama-server, Ollama, "
+        "OpenAI-compatible)",
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="a Prometheus server: every vLLM / llama-server it scrapes becomes a row, and "
+        "GPUs come from its DCGM series (the same 22 HTTP requests per refresh whatever the "
+        "fleet size)",
+    )
+    p.add_argument("--interval", type=_positive, metavar="S", help="refresh period (default 2)")
+    p.add_argument(
+        "--window",
+        type=_positive,
+        metavar="S",
+        help="Prometheus: the range rates and percentiles cover (default 60; at least two "
+        "of its scrape intervals)",
+    )
+    p.add_argument(
+        "--timeout", type=_positive, metavar="S", help="per request to an endpoint (default 2)"
+    )
+    p.add_argument("--once", action="store_true", help=ONCE_HELP)
+    p.add_argument(
+        "--gap",
+        type=_positive,
+        default=1.0,
+        metavar="S",
+        help="--once: seconds between the two scrapes (default 1)",
+    )
+    p.add_argument("--json", action="store_true", help="with --once: print the snapshot as JSON")
+    p.add_argument(
+        "--insecure", action="store_true", help=INSECURE_HELP.replace("with --url: ", "")
+    )
+
+
+def build_fleet(args: argparse.Namespace) -> tuple[Fleet, float, Config]:
+    """(Fleet, refresh interval) from the arguments and config; CLIError when there is
+    nothing to show."""
+    from tui.fleet.poller import Fleet, fleet_endpoints
+
+    cfg = load(args)
+    settings = cfg.fleet
+    prometheus = args.prometheus or settings.prometheus
+    verify = not args.insecure
+    endpoints = fleet_endpoints(args.url or settings.urls, cfg.engines, verify)
+    if not endpoints and not prometheus:
+        raise CLIError(
+            "no endpoints: pass --url URL (repeatable) or --prometheus URL, or set [fleet] "
+            "urls / prometheus in config (or give engines a url)"
+        )
+    fleet = Fleet(
+        endpoints,
+        prometheus,
+        window_s=args.window or settings.window_s,
+        timeout_s=args.timeout or settings.timeout_s,
+        verify_tls=verify,
+    )
+    return fleet, args.interval or settings.interval_s, cfg
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.json and not args.once:
+        return fail("--json prints one snapshot: add --once")
+    try:
+        fleet, interval, cfg = build_fleet(args)
+    except CLIError as e:
+        return fail(str(e), e.code)
+    if args.once:
+        try:
+            snap = fleet.once(args.gap)
+        finally:
+            fleet.close()
+        if args.json:
+            print(json.dumps(snap.to_json(), indent=2))
+        else:
+            print(format_snapshot(snap, shutil.get_terminal_size((120, 24)).columns))
+        return 0
+    from tui.cli.ui import engine_log_path, prepare_terminal_ui
+
+    prepare_terminal_ui()
+    from tui.app.app import create_app, default_state_file
+    from tui.app.terminal import engine_stderr_to
+
+    app = create_app(cfg, state_path=default_state_file(), fleet=fleet, fleet_interval_s=interval)
+    try:
+        with engine_stderr_to(engine_log_path()):
+            app.run()
+    finally:
+        fleet.close()
+    return int(app.return_code or 0)
+
+
+def format_snapshot(snap: FleetSnapshot, width: int) -> str:
+    """The text ``--once`` prints: the table, then each row's error in full."""
+    from tui.fleet.columns import text_table
+
+    lines = [text_table(snap.rows, width)]
+    errors = [r for r in snap.rows if r.error]
+    if errors:
+        lines.append("")
+        lines += [f"{r.name}: {'down' if not r.up else 'up'}: {r.error}" for r in errors]
+    if snap.prometheus_error:
+        lines.append(f"prometheus: {snap.prometheus_error}")
+    if not snap.rows:
+        lines.append("(no endpoints)")
+    return "\n".join(lines)

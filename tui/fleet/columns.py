@@ -1,0 +1,188 @@
+"""The fleet table's columns: header, width, how a value is shown and sorted, and which
+columns stay when the terminal is narrow. Shared by the fleet screen and ``infertop fleet
+--once``. What each number means is defined in :mod:`tui.fleet.rows`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tui.fleet.rows import EndpointRow
+
+DASH = "–"
+CELL_PADDING = 2  # the screen's table pads each cell by one column on each side
+
+
+def _num(v: float | None) -> str:
+    return DASH if v is None else f"{v:.0f}"
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return DASH
+    if v < 10:
+        return f"{v:.1f}ms"
+    if v < 1000:
+        return f"{v:.0f}ms"
+    return f"{v / 1000:.2f}s" if v < 10_000 else f"{v / 1000:.0f}s"
+
+
+def _tps(v: float | None) -> str:
+    if v is None:
+        return DASH
+    if v < 100:
+        return f"{v:.1f}"
+    return f"{v:.0f}" if v < 10_000 else f"{v / 1000:.1f}k"
+
+
+def _gpu_mem(r: EndpointRow) -> str:
+    used, total = r.gpu_mem_used_mib, r.gpu_mem_total_mib
+    if used is None:
+        return DASH
+    if total is None:
+        return f"{used / 1024:.0f}G"
+    return f"{used / 1024:.0f}/{total / 1024:.0f}G"
+
+
+def _power(v: float | None) -> str:
+    if v is None:
+        return DASH
+    return f"{v:.0f}W" if v < 10_000 else f"{v / 1000:.1f}kW"
+
+
+def state_text(r: EndpointRow) -> str:
+    if not r.up:
+        return "down"
+    return "up!" if r.error else "up"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column. ``priority``: lower stays longer as the width shrinks; ``stretch``:
+    takes a share of spare width; ``value``: what it sorts by (None sorts last)."""
+
+    key: str
+    header: str
+    width: int
+    priority: int
+    text: Callable[[EndpointRow], str]
+    value: Callable[[EndpointRow], Any]
+    numeric: bool = True
+    stretch: bool = False
+
+
+def _col(key: str, header: str, width: int, priority: int, fmt: Callable[[Any], str]) -> Column:
+    def get(r: EndpointRow) -> Any:
+        return getattr(r, key)
+
+    return Column(key, header, width, priority, lambda r: fmt(get(r)), get)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("name", "endpoint", 16, 0, lambda r: r.name, lambda r: r.name.lower(), False, True),
+    Column("state", "state", 5, 1, state_text, lambda r: (not r.up, bool(r.error)), False),
+    Column("kind", "kind", 12, 10, lambda r: r.kind or "?", lambda r: r.kind, False),
+    Column("model", "model", 14, 11, lambda r: r.model or DASH, lambda r: r.model, False, True),
+    _col("running", "run", 4, 2, _num),
+    _col("waiting", "wait", 4, 3, _num),
+    _col("kv_cache_pct", "KV%", 4, 5, _num),
+    _col("prefix_cache_hit_pct", "pfx%", 4, 8, _num),
+    _col("ttft_p50_ms", "TTFT50", 6, 6, _ms),
+    _col("ttft_p90_ms", "TTFT90", 6, 9, _ms),
+    _col("itl_p50_ms", "ITL50", 6, 7, _ms),
+    _col("gen_tps", "tok/s", 6, 4, _tps),
+    Column("gpu_util", "GPU%", 4, 12, lambda r: _num(r.gpu_util_pct), lambda r: r.gpu_util_pct),
+    Column("gpu_mem", "GPU mem", 8, 13, _gpu_mem, lambda r: r.gpu_mem_used_mib),
+    Column("gpu_power", "power", 6, 14, lambda r: _power(r.gpu_power_w), lambda r: r.gpu_power_w),
+    _col("itl_p90_ms", "ITL90", 6, 15, _ms),
+    _col("host_cpu_pct", "CPU%", 4, 16, _num),
+    Column("error", "last error", 16, 17, lambda r: r.error or "", lambda r: r.error, False, True),
+)
+BY_KEY = {c.key: c for c in COLUMNS}
+
+
+def fit_columns(width: int, padding: int = CELL_PADDING) -> list[tuple[Column, int]]:
+    """The columns that fit in ``width`` cells (by priority, shown in table order), each
+    with its width; spare width goes to the stretchy columns (name, model, error)."""
+    chosen: set[str] = set()
+    used = 0
+    for col in sorted(COLUMNS, key=lambda c: c.priority):
+        need = col.width + padding
+        if used + need <= width or not chosen:
+            chosen.add(col.key)
+            used += need
+    shown = [c for c in COLUMNS if c.key in chosen]
+    widths = {c.key: c.width for c in shown}
+    stretchy = [c for c in shown if c.stretch]
+    spare = max(0, width - used)
+    caps = {"name": 28, "model": 32, "error": 200}
+    while spare > 0 and stretchy:
+        grew = False
+        for c in stretchy:
+            if spare > 0 and widths[c.key] < caps.get(c.key, 40):
+                widths[c.key] += 1
+                spare -= 1
+                grew = True
+        if not grew:
+            break
+    return [(c, widths[c.key]) for c in shown]
+
+
+def sort_rows(rows: list[EndpointRow], key: str, reverse: bool = False) -> list[EndpointRow]:
+    """Rows ordered by column ``key``; rows without a value come last either way, and
+    ties keep the name order."""
+    col = BY_KEY[key]
+    by_name = sorted(rows, key=lambda r: r.name.lower())
+    have = [r for r in by_name if col.value(r) is not None]
+    missing = [r for r in by_name if col.value(r) is None]
+    return sorted(have, key=col.value, reverse=reverse) + missing
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def text_table(rows: list[EndpointRow], width: int) -> str:
+    """A plain-text table of ``rows`` that fits ``width`` columns (``--once``)."""
+    cols = fit_columns(width, padding=1)
+    lines = []
+    head = []
+    for col, w in cols:
+        head.append(col.header.rjust(w) if col.numeric else col.header.ljust(w))
+    lines.append(" ".join(head).rstrip())
+    for r in rows:
+        cells = []
+        for col, w in cols:
+            t = clip(col.text(r), w)
+            cells.append(t.rjust(w) if col.numeric else t.ljust(w))
+        lines.append(" ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def detail_text(r: EndpointRow) -> str:
+    """Everything about one row on one line (the screen's line under the table)."""
+    parts = [r.name, r.kind or "kind unknown"]
+    if r.model:
+        parts.append(r.model)
+    if r.url:
+        parts.append(r.url)
+    parts.append(("up" if r.up else "DOWN") + (f": {r.error}" if r.error else ""))
+    if r.up and r.window_s is not None:
+        src = "Prometheus" if r.source == "prometheus" else "scrapes"
+        parts.append(f"window {r.window_s:.1f} s ({src})")
+    if r.itl_mean_ms is not None:
+        parts.append(f"ITL mean {_ms(r.itl_mean_ms)}")
+    if r.gpus:
+        models = sorted({g.model for g in r.gpus if g.model})
+        parts.append(
+            f"{len(r.gpus)} GPU{'s' if len(r.gpus) != 1 else ''} on {r.gpus[0].host}"
+            + (f" ({', '.join(models)})" if models else "")
+            + f": util {_num(r.gpu_util_pct)}% mem {_gpu_mem(r)} power {_power(r.gpu_power_w)}"
+        )
+    elif r.gpus is None and r.up:
+        parts.append("no GPU source for this host")
+    if r.host_cpu_pct is not None or r.host_mem_pct is not None:
+        parts.append(f"host CPU {_num(r.host_cpu_pct)}% RAM {_num(r.host_mem_pct)}%")
+    return " · ".join(parts)
