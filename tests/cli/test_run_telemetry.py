@@ -83,3 +83,25 @@ def test_a_bad_source_is_one_line(infertop_cmd, cli_env, tmp_path, where):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--telemetry" in lines[0] and "expected" in lines[0], lines
+
+
+def test_fleet_takes_url_endpoints_hardware_over_ssh(infertop_cmd, remote, tmp_path):
+    """``infertop fleet --url U --telemetry ssh://HOST --once --json``: the row carries the
+    remote host's CPU and RAM from the real agent over a real SSH link (and its GPUs: none
+    on this machine, so an empty list, not null)."""
+    import fleet_fixture
+
+    server = fleet_fixture.FixtureFleet([fleet_fixture.Profile("vllm", 0)]).start()
+    try:
+        proc = _run(
+            infertop_cmd, remote, "fleet", "--url", server.urls[0], "--telemetry",
+            f"ssh://{HOST_ALIAS}", "--once", "--json", "--gap", "0.3",
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["endpoints"]
+    assert row["up"] and row["hardware"] == f"{HOST_ALIAS} via ssh", row
+    assert row["hardware_error"] is None and row["host_cpu_pct"] is not None
+    assert 0 < row["host_mem_pct"] < 100
+    assert row["gpus"] == [] or all(g["mem_total_mib"] > 0 for g in row["gpus"])

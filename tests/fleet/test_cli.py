@@ -92,3 +92,46 @@ def test_bad_use_is_one_line(infertop_cmd, cli_env) -> None:
     assert p.returncode == 2 and "--once" in p.stderr
     p = _run(infertop_cmd, cli_env, "--url", "http://x", "--interval", "0")
     assert p.returncode == 2 and "must be > 0" in p.stderr
+
+
+def test_telemetry_source_gives_the_gpus_of_url_endpoints(
+    fixture_fleet, infertop_cmd, cli_env, tmp_path
+):
+    """``--telemetry EXPORTER``: the endpoints given with --url take their GPUs from it (a
+    DCGM page written from its documented names, served over HTTP); an engine's own
+    ``telemetry`` in config wins; a bad source is one line."""
+    from exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
+
+    dcgm = MetricsServer(dcgm_page()).start()
+    nvitop = MetricsServer(nvitop_page()).start()
+    try:
+        u_vllm, u_llama = fixture_fleet.urls[0], fixture_fleet.urls[3]
+        cfg = tmp_path / "fleet.toml"
+        cfg.write_text(
+            f'default_engine = "own"\n[engines.own]\nkind = "llama-server"\nurl = "{u_llama}"\n'
+            f'telemetry = "{nvitop.url}"\n'
+        )
+        env = dict(cli_env, INFERTOP_CONFIG=str(cfg))
+        p = _run(
+            infertop_cmd, env, "--url", u_vllm, "--url", u_llama,
+            "--telemetry", dcgm.url, "--once", "--json", "--gap", "0.3",
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        vllm, llama = json.loads(p.stdout)["endpoints"]
+        assert vllm["hardware"] == f"dcgm {dcgm.url}" and vllm["hardware_error"] is None
+        g0, g1 = vllm["gpus"]
+        assert (g0["util_pct"], g1["util_pct"]) == (97.0, 3.0)
+        assert (
+            g0["mem_used_mib"] == 72559 and g0["mem_total_mib"] == 72559 + 8000 + 530
+        )  # + reserved
+        assert g0["power_w"] == 612.25 and g0["model"] == "NVIDIA H100 80GB HBM3"
+        assert llama["name"] == "own" and llama["hardware"] == f"nvitop {nvitop.url}"  # its own
+        (g,) = llama["gpus"]
+        assert g["util_pct"] == 64.0 and g["mem_used_mib"] == 20110 and g["power_w"] == 355.5
+        assert llama["host_cpu_pct"] == 23.5
+    finally:
+        dcgm.stop()
+        nvitop.stop()
+    p = _run(infertop_cmd, cli_env, "--url", fixture_fleet.urls[0], "--telemetry", "gpu-box")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.startswith("infertop: error: --telemetry:") and "expected" in p.stderr

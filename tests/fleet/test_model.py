@@ -138,7 +138,7 @@ def test_host_names() -> None:
 
 def test_one_query_per_column_whatever_the_fleet_size() -> None:
     queries = fleet_queries(30, 300)
-    assert len(queries) == 21
+    assert len(queries) == 22
     assert "[30s]" in queries["gen_tps"] and "[300s]" in queries["kind_vllm"]
     assert queries["gpu_mem_used_mib"] == "DCGM_FI_DEV_FB_USED"
     assert 'mode="idle"' in queries["host_cpu_pct"]
@@ -228,3 +228,43 @@ def test_json_reports_null_never_invented() -> None:
     assert down["gen_tps"] is None and down["error"].startswith("connection refused")
     vllm = rows[0].to_json()
     assert vllm["gpus"][0]["mem_total_mib"] == ff.FB_TOTAL_MIB and vllm["gen_tps"] == 50.0
+
+
+def test_a_lost_hardware_link_keeps_the_last_gpus_and_says_why() -> None:
+    from tui.fleet.hardware import FleetHardware
+    from tui.fleet.rows import EndpointRow
+    from tui.telemetry.nvml import GpuSample, NvmlSample
+    from tui.telemetry.sampler import TelemetrySample
+    from tui.telemetry.system import SystemSample
+
+    gpu = GpuSample(0, "H200", util_percent=55.0, mem_used=2 << 30, mem_total=8 << 30)
+    lost = "remote telemetry lost: Connection refused — retrying in 4 s"
+    reading = TelemetrySample(
+        1.0, SystemSample(12.5, ram_used=1, ram_total=4), NvmlSample("ok", gpus=[gpu]),
+        source="box via ssh", link=lost,
+    )  # fmt: skip
+
+    class Source:  # what a RemoteLink gives while its link is down: the last reading
+        label = "box via ssh"
+        started = closed = 0
+
+        def start(self) -> None:
+            self.started += 1
+
+        def sample(self, pid: int | None) -> TelemetrySample:
+            return reading
+
+        def close(self) -> None:
+            self.closed += 1
+
+    src = Source()
+    hw = FleetHardware(None, 1.0, opener=lambda name, interval: src)
+    rows = [EndpointRow("a", "http://a"), EndpointRow("b", "http://b")]
+    for r in rows:
+        hw.fill(r, "ssh://box")
+    hw.close()
+    assert src.started == 1 and src.closed == 1  # one link per source, not per row
+    for r in rows:
+        assert r.hardware == "box via ssh" and r.hardware_error == lost
+        assert r.gpu_util_pct == 55.0 and r.gpu_mem_used_mib == 2048.0
+        assert r.gpu_mem_total_mib == 8192.0 and r.host_cpu_pct == 12.5 and r.host_mem_pct == 25

@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--prometheus",
         metavar="URL",
         help="a Prometheus server: every vLLM / llama-server it scrapes becomes a row, and "
-        "GPUs come from its DCGM series (the same 22 HTTP requests per refresh whatever the "
+        "GPUs come from its DCGM series (the same 23 HTTP requests per refresh whatever the "
         "fleet size)",
     )
     p.add_argument("--interval", type=_positive, metavar="S", help="refresh period (default 2)")
@@ -81,6 +81,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout", type=_positive, metavar="S", help="per request to an endpoint (default 2)"
+    )
+    p.add_argument(
+        "--telemetry",
+        metavar="SOURCE",
+        help="the hardware behind the endpoints given with --url or in config (an engine's "
+        "own `telemetry` wins): local, ssh://[user@]host[:port] or an exporter URL; use it "
+        "when they run on one box (a tunnel). Rows found through --prometheus take GPUs "
+        "from its DCGM series",
     )
     p.add_argument("--once", action="store_true", help=ONCE_HELP)
     p.add_argument(
@@ -111,12 +119,24 @@ def build_fleet(args: argparse.Namespace) -> tuple[Fleet, float, Config]:
             "no endpoints: pass --url URL (repeatable) or --prometheus URL, or set [fleet] "
             "urls / prometheus in config (or give engines a url)"
         )
+    hardware = None
+    if args.telemetry is not None or any(e.telemetry for e in endpoints):
+        from tui.fleet.hardware import FleetHardware
+        from tui.telemetry.sources import SourceError, parse_source
+
+        if args.telemetry is not None:
+            try:
+                parse_source(args.telemetry)
+            except SourceError as e:
+                raise CLIError(f"--telemetry: {e}") from None
+        hardware = FleetHardware(args.telemetry, cfg.telemetry.interval_s)
     fleet = Fleet(
         endpoints,
         prometheus,
         window_s=args.window or settings.window_s,
         timeout_s=args.timeout or settings.timeout_s,
         verify_tls=verify,
+        hardware=hardware,
     )
     return fleet, args.interval or settings.interval_s, cfg
 
@@ -144,7 +164,13 @@ def main(args: argparse.Namespace) -> int:
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
-    app = create_app(cfg, state_path=default_state_file(), fleet=fleet, fleet_interval_s=interval)
+    app = create_app(
+        cfg,
+        state_path=default_state_file(),
+        fleet=fleet,
+        fleet_interval_s=interval,
+        telemetry_source=args.telemetry,
+    )
     try:
         with engine_stderr_to(engine_log_path()):
             app.run()
@@ -158,10 +184,14 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
     from tui.fleet.columns import text_table
 
     lines = [text_table(snap.rows, width)]
-    errors = [r for r in snap.rows if r.error]
-    if errors:
-        lines.append("")
-        lines += [f"{r.name}: {'down' if not r.up else 'up'}: {r.error}" for r in errors]
+    notes = [f"{r.name}: {'down' if not r.up else 'up'}: {r.error}" for r in snap.rows if r.error]
+    notes += [
+        f"{r.name}: hardware {r.hardware}: {r.hardware_error}"
+        for r in snap.rows
+        if r.hardware_error
+    ]
+    if notes:
+        lines += ["", *notes]
     if snap.prometheus_error:
         lines.append(f"prometheus: {snap.prometheus_error}")
     if not snap.rows:

@@ -176,13 +176,18 @@ def detail_text(r: EndpointRow) -> str:
         parts.append(f"ITL mean {_ms(r.itl_mean_ms)}")
     if r.gpus:
         models = sorted({g.model for g in r.gpus if g.model})
+        where = r.hardware or r.gpus[0].host
         parts.append(
-            f"{len(r.gpus)} GPU{'s' if len(r.gpus) != 1 else ''} on {r.gpus[0].host}"
+            f"{len(r.gpus)} GPU{'s' if len(r.gpus) != 1 else ''} on {where}"
             + (f" ({', '.join(models)})" if models else "")
             + f": util {_num(r.gpu_util_pct)}% mem {_gpu_mem(r)} power {_power(r.gpu_power_w)}"
         )
+    elif r.hardware is not None:
+        parts.append(f"hardware {r.hardware}: no GPUs reported")
     elif r.gpus is None and r.up:
         parts.append("no GPU source for this host")
+    if r.hardware_error:
+        parts.append(r.hardware_error)
     if r.host_cpu_pct is not None or r.host_mem_pct is not None:
         parts.append(f"host CPU {_num(r.host_cpu_pct)}% RAM {_num(r.host_mem_pct)}%")
     return " · ".join(parts)

@@ -5,7 +5,8 @@ setting). :class:`Fleet` reads them each refresh: through Prometheus when one is
 (every target it scrapes becomes a row; a configured endpoint that Prometheus scrapes
 takes its row from there, under the configured name), directly otherwise, in a small
 thread pool so that a slow or dead endpoint costs one timeout, not one per endpoint.
-GPUs and host stats from Prometheus are joined to every row by host, direct rows too.
+GPUs and host stats from Prometheus are joined to every row by host, direct rows too;
+an endpoint with a named hardware source takes them from there (:mod:`tui.fleet.hardware`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tui.engines.base import EngineError, EngineSpec
 from tui.engines.http_common import base_url
 from tui.engines.registry import ENGINE_KINDS
 from tui.fleet.direct import DirectEndpoint, HttpClients
+from tui.fleet.hardware import FleetHardware
 from tui.fleet.promapi import PrometheusAPI, PrometheusError
 from tui.fleet.promql import PromRead, read_prometheus
 from tui.fleet.rows import EndpointRow, FleetSnapshot
@@ -28,8 +30,9 @@ DEFAULT_INTERVAL_S = 2.0
 DEFAULT_WINDOW_S = 60.0
 DEFAULT_TIMEOUT_S = 2.0
 LOOKBACK_S = 300.0  # a target down for less than this keeps its kind (Prometheus rows)
-ONCE_GAP_S = 1.0
-PROM_PARALLEL = 4  # --once: the time between the two scrapes of each endpoint
+ONCE_GAP_S = 1.0  # --once: the time between the two scrapes of each endpoint
+HARDWARE_WAIT_S = 15.0  # --once: longest wait for a remote hardware source's first reading
+PROM_PARALLEL = 4  # Prometheus queries in flight at once (see Fleet.__init__)
 
 
 def endpoint_from_url(url: str, engines: dict[str, EngineSpec], verify_tls: bool) -> EngineSpec:
@@ -93,8 +96,10 @@ class Fleet:
         lookback_s: float = LOOKBACK_S,
         verify_tls: bool = True,
         max_workers: int = 16,
+        hardware: FleetHardware | None = None,
     ) -> None:
         self.clients = HttpClients(timeout_s)
+        self.hardware = hardware
         self.direct = [DirectEndpoint(spec, self.clients) for spec in endpoints]
         self.prometheus_url = prometheus
         self.window_s = window_s
@@ -148,6 +153,11 @@ class Fleet:
         rows.extend(sorted(covered.values(), key=lambda r: r.name))
         if prom is not None:
             _join_hosts(rows, prom)
+        if self.hardware is not None:
+            for i, d in enumerate(self.direct):
+                name = self.hardware.source_name(d.spec.telemetry)
+                if name:
+                    self.hardware.fill(rows[i], name)
         return FleetSnapshot(
             rows=rows,
             took_s=time.perf_counter() - t0,
@@ -160,9 +170,14 @@ class Fleet:
     def once(self, gap_s: float = ONCE_GAP_S) -> FleetSnapshot:
         """One snapshot with rates: endpoints read directly are scraped twice, ``gap_s``
         apart (Prometheus rows need one read: Prometheus holds the window)."""
+        t0 = time.monotonic()
         if self.direct and gap_s > 0:
             self.refresh()
             time.sleep(gap_s)
+        if self.hardware is not None:
+            names = [self.hardware.source_name(d.spec.telemetry) for d in self.direct]
+            left = HARDWARE_WAIT_S - (time.monotonic() - t0)
+            self.hardware.wait_ready([n for n in names if n], left)
         return self.refresh()
 
     def engine_spec_for(self, row: EndpointRow) -> EngineSpec:
@@ -175,6 +190,8 @@ class Fleet:
         self.clients.close()
         if self.api is not None:
             self.api.close()
+        if self.hardware is not None:
+            self.hardware.close()
 
 
 def spec_for_row(

@@ -1,9 +1,9 @@
 """Read every endpoint a Prometheus server scrapes, in a fixed number of HTTP requests.
 
 ``GET /api/v1/targets`` lists what Prometheus scrapes (health, last error, the scrape
-URL); then one instant ``/api/v1/query`` per column (below, 21 of them, sent a few at a
+URL); then one instant ``/api/v1/query`` per column (below, 22 of them, sent a few at a
 time) returns that column for every target at once. So a fleet of hundreds costs the same
-22 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
+23 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
 into one query with ``or`` was measured too: one request, but slower — 180-240 ms
 against 85-100 ms for 200 endpoints, since each ``or`` matches every series again.)
 
@@ -72,6 +72,7 @@ GPU_SERIES: dict[str, str] = {
     "util_pct": "DCGM_FI_DEV_GPU_UTIL",
     "mem_used_mib": "DCGM_FI_DEV_FB_USED",
     "mem_free_mib": "DCGM_FI_DEV_FB_FREE",
+    "mem_reserved_mib": "DCGM_FI_DEV_FB_RESERVED",
     "power_w": "DCGM_FI_DEV_POWER_USAGE",
     "temp_c": "DCGM_FI_DEV_GPU_TEMP",
     "sm_clock_mhz": "DCGM_FI_DEV_SM_CLOCK",

@@ -36,8 +36,11 @@ has up/down and its model (``/v1/models``).
 
 GPU columns come from DCGM exporter series in Prometheus for the endpoint's host
 (:mod:`tui.fleet.promql` says how hosts are matched): utilisation % (mean over the
-host's GPUs), framebuffer memory used / total MiB (summed; total = used + free), power W
-(summed). ``gpus`` is None when no hardware source is known for the host. node_exporter
+host's GPUs), framebuffer memory used / total MiB (summed; total = used + free + reserved), power W
+(summed). ``gpus`` is None when no hardware source is known for the host. An endpoint whose
+engine names a ``telemetry`` source (or, for configured and ``--url`` endpoints, the
+fleet's ``--telemetry``) takes its GPUs, CPU and RAM from that source instead
+(:mod:`tui.fleet.hardware`): the same fields, from NVML on that host. node_exporter
 series for the host give host_cpu_pct = 100 × (1 − rate of
 ``node_cpu_seconds_total{mode="idle"}`` averaged over CPUs) and host_mem_pct = 100 × (1 −
 ``node_memory_MemAvailable_bytes`` / ``node_memory_MemTotal_bytes``).
@@ -60,6 +63,7 @@ class GpuRow:
     util_pct: float | None = None  # DCGM_FI_DEV_GPU_UTIL
     mem_used_mib: float | None = None  # DCGM_FI_DEV_FB_USED
     mem_free_mib: float | None = None  # DCGM_FI_DEV_FB_FREE
+    mem_reserved_mib: float | None = None  # DCGM_FI_DEV_FB_RESERVED (driver's; newer DCGM)
     power_w: float | None = None  # DCGM_FI_DEV_POWER_USAGE
     temp_c: float | None = None  # DCGM_FI_DEV_GPU_TEMP
     sm_clock_mhz: float | None = None  # DCGM_FI_DEV_SM_CLOCK
@@ -67,9 +71,10 @@ class GpuRow:
 
     @property
     def mem_total_mib(self) -> float | None:
+        """used + free + reserved (reserved where exported): NVML's total."""
         if self.mem_used_mib is None or self.mem_free_mib is None:
             return None
-        return self.mem_used_mib + self.mem_free_mib
+        return self.mem_used_mib + self.mem_free_mib + (self.mem_reserved_mib or 0.0)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -101,6 +106,8 @@ class EndpointRow:
     host_mem_pct: float | None = None
     gpus: list[GpuRow] | None = None
     host: str | None = None  # the host GPUs are matched on
+    hardware: str | None = None  # a named hardware source's label (tui/fleet/hardware.py)
+    hardware_error: str | None = None  # that source's trouble ("remote telemetry lost: ...")
     source: str = "scrape"  # "scrape" (read directly) or "prometheus"
     window_s: float | None = None  # what the rates and quantiles cover
 
@@ -144,6 +151,8 @@ class EndpointRow:
             out[key] = None if value is None else round(float(value), 3)
         out["gpus"] = None if self.gpus is None else [g.to_json() for g in self.gpus]
         out["host"] = self.host
+        out["hardware"] = self.hardware
+        out["hardware_error"] = self.hardware_error
         out["source"] = self.source
         out["window_s"] = None if self.window_s is None else round(self.window_s, 3)
         return out

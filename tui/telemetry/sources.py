@@ -94,6 +94,11 @@ def parse_source(text: str) -> SourceSpec:
     )
 
 
+def settled(sample: TelemetrySample) -> bool:
+    """Whether ``sample`` is a reading, or says its link is lost — not "connecting…"."""
+    return sample.link is None or sample.link.startswith("remote telemetry lost")
+
+
 class HardwareSource(Protocol):
     """Where samples come from. ``sample`` is called from the sampler's thread."""
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tui.telemetry.sampler import TelemetrySample
+from tui.telemetry.sources import settled
 
 
 @dataclass
@@ -79,7 +80,7 @@ class HardwareWindow:
     def add(self, s: TelemetrySample) -> None:
         with self._cond:
             self.last = s
-            if not self._ready and (s.link is None or s.link.startswith("remote telemetry lost")):
+            if not self._ready and settled(s):
                 self._ready = True
                 self._cond.notify_all()
             if self._start is None or s.link is not None or s.t < self._start:
