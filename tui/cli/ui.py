@@ -17,6 +17,19 @@ TELEMETRY_HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The TUI's options (on the top-level parser: ``infertop --telemetry SOURCE``)."""
     parser.add_argument("--telemetry", dest="ui_telemetry", metavar="SOURCE", help=TELEMETRY_HELP)
+    parser.add_argument(
+        "--url",
+        dest="ui_url",
+        metavar="URL",
+        help="chat with the server at URL (a tunnel's local end, say); its kind is detected "
+        "and it is added to the engines for this run (Ctrl+N still cycles through the rest)",
+    )
+    parser.add_argument(
+        "--insecure",
+        dest="ui_insecure",
+        action="store_true",
+        help="with --url: accept a TLS certificate that cannot be verified",
+    )
 
 
 # Frames per second Textual may draw (it reads TEXTUAL_FPS when first imported). 30 keeps
@@ -25,10 +38,19 @@ DEFAULT_FPS = "30"
 
 
 def prepare_terminal_ui() -> None:
-    """Settings that must be in place before Textual is imported (user env wins)."""
+    """Settings that must be in place before Textual is imported (user env wins), and
+    the terminal's size taken from the terminal.
+
+    COLUMNS and LINES in the environment (a shell that exports them, a parent process
+    that set them) win over the terminal in ``shutil.get_terminal_size``, which Textual
+    asks on every resize: the UI would keep the size it started with. When stdout is a
+    terminal they are dropped, so the terminal (ioctl) says its size."""
     import os
 
     os.environ.setdefault("TEXTUAL_FPS", DEFAULT_FPS)
+    if sys.stdout.isatty():
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
 
 
 def engine_log_path() -> Path:
@@ -53,11 +75,26 @@ def main(args: argparse.Namespace) -> int:
         except SourceError as e:
             print(f"infertop: error: --telemetry: {e}", file=sys.stderr)
             return 2
+    engine = None
+    url = getattr(args, "ui_url", None)
+    if url:
+        from tui.engines.base import EngineError
+        from tui.engines.detect import spec_from_url
+
+        try:
+            spec = spec_from_url(url, verify_tls=not getattr(args, "ui_insecure", False))
+        except EngineError as e:
+            print(f"infertop: error: --url: {e}", file=sys.stderr)
+            return 1
+        config.engines[spec.name] = spec
+        engine = spec.name
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
-    app = create_app(config, state_path=default_state_file(), telemetry_source=telemetry)
+    app = create_app(
+        config, state_path=default_state_file(), telemetry_source=telemetry, engine=engine
+    )
     with engine_stderr_to(engine_log_path()):
         app.run()
     return int(app.return_code or 0)

@@ -33,7 +33,7 @@ from tui.app.screens.engine_slots import EngineSlots, next_name, windows
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
-from tui.app.widgets.hardware_panel import HardwarePanel
+from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
@@ -347,9 +347,11 @@ class ChatScreen(EngineSlots):
             decode = decode if decode is not None else m.decode_tps
         text = f"TTFT {ms(ttft)} ITL {ms(itl)} {tps(decode)} tok/s"
         s = self.last_sample
+        if s is not None:
+            text += f" │ {source_tag(s)}"
         if s is not None and s.system is not None:
             mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
-            text += f" │ CPU {s.system.cpu_percent:.0f}% {mem} {s.system.ram_used / 2**30:.1f}G"
+            text += f"CPU {s.system.cpu_percent:.0f}% {mem} {s.system.ram_used / 2**30:.1f}G"
         if s is not None:
             g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
             text += " GPU " + ("–" if g is None else f"{g:.0f}%")

@@ -54,25 +54,75 @@ class EngineBar(Static):
     def plain(self) -> str:
         return self._text().plain
 
+    def on_resize(self) -> None:
+        self.refresh_bar()
+
     def _text(self) -> Text:
+        slots = [s for s in (("A", "B") if self.ab else ("A",)) if s in self.slots]
+        width = self.content_size.width if self.is_mounted else 0
+        gap = "  │  "
+        each = (width - len(gap) * (len(slots) - 1)) // max(1, len(slots)) if width else 0
         text = Text()
-        for slot in ("A", "B") if self.ab else ("A",):
-            view = self.slots.get(slot)
-            if view is None:
-                continue
+        for slot in slots:
             if text:
-                text.append("  │  ", style="dim")
-            text.append(f"{slot} ", style="bold")
-            text.append("● ", style=STATE_STYLE.get(view.state, ""))
-            text.append(view.engine, style="bold")
-            if view.kind:
-                text.append(f" · {view.kind}", style="dim")
-            if view.model:
-                text.append(f" · {view.model}")
-            text.append(f" · {view.state}", style=STATE_STYLE.get(view.state, ""))
-            if view.detail and (view.state == "error" or not self.ab):
-                text.append(f" ({view.detail})", style="dim" if view.state != "error" else "red")
+                text.append(gap, style="dim")
+            text.append_text(slot_text(slot, self.slots[slot], self.ab, each))
         return text
 
     def refresh_bar(self) -> None:
         self.update(self._text(), layout=False)  # always one line
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def slot_text(slot: str, view: SlotView, ab: bool, width: int = 0) -> Text:
+    """``A ● name · kind · model · state (detail)`` in ``width`` cells (0: no limit).
+
+    The state always shows; as the width shrinks the detail goes first, then the model
+    is shortened (a path to its file name, then clipped) and dropped, then the kind, and
+    last the engine's name is clipped."""
+    state_style = STATE_STYLE.get(view.state, "")
+    detail = view.detail if view.detail and (view.state == "error" or not ab) else ""
+    model = view.model
+    kind = view.kind
+    engine = view.engine
+
+    def build() -> Text:
+        t = Text()
+        t.append(f"{slot} ", style="bold")
+        t.append("● ", style=state_style)
+        t.append(engine, style="bold")
+        if kind:
+            t.append(f" · {kind}", style="dim")
+        if model:
+            t.append(f" · {model}")
+        t.append(f" · {view.state}", style=state_style)
+        if detail:
+            t.append(f" ({detail})", style="dim" if view.state != "error" else "red")
+        return t
+
+    text = build()
+    if not width or text.cell_len <= width:
+        return text
+    if view.state != "error":  # an error's reason is worth more than the model's name
+        detail = ""
+    else:
+        model = kind = ""
+    text = build()
+    if text.cell_len > width and model:
+        model = model.rstrip("/").rsplit("/", 1)[-1]
+        over = build().cell_len - width
+        model = _clip(model, len(model) - over) if len(model) - over >= 8 else ""
+        text = build()
+    if text.cell_len > width and kind:
+        kind = ""
+        text = build()
+    if text.cell_len > width and detail:
+        detail = _clip(detail, max(8, len(detail) - (text.cell_len - width)))
+        text = build()
+    if text.cell_len > width:
+        engine = _clip(engine, max(4, len(engine) - (text.cell_len - width)))
+        text = build()
+    return text

@@ -7,6 +7,8 @@ trouble is the first line (the last good numbers stay below it, marked by it).
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -64,6 +66,19 @@ class HardwarePanel(Vertical):
 
 def panel_title(source: str) -> str:
     return "hardware" if source == THIS_MACHINE else f"hardware · {source}"
+
+
+def source_tag(sample: TelemetrySample) -> str:
+    """Whose hardware, in a few cells, for the 80-column strip: "" for this machine, else
+    the host ("gpu-box", "10.0.0.7:9400") and the link's state when it is not up."""
+    if sample.source == THIS_MACHINE:
+        return ""
+    who = sample.source.removesuffix(" via ssh")
+    if "://" in who:  # an exporter: "dcgm http://host:9400/metrics" -> host:9400
+        who = urlsplit(who.split()[-1]).netloc or who
+    if sample.link is None:
+        return f"{who}: "
+    return f"{who} {'LOST' if 'lost' in sample.link else 'connecting'}: "
 
 
 def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
