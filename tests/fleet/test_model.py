@@ -268,3 +268,13 @@ def test_a_lost_hardware_link_keeps_the_last_gpus_and_says_why() -> None:
         assert r.hardware == "box via ssh" and r.hardware_error == lost
         assert r.gpu_util_pct == 55.0 and r.gpu_mem_used_mib == 2048.0
         assert r.gpu_mem_total_mib == 8192.0 and r.host_cpu_pct == 12.5 and r.host_mem_pct == 25
+
+
+def test_model_column_shows_a_path_by_its_file_name() -> None:
+    from tui.fleet.columns import model_text
+
+    assert model_text("/srv/models/SmolLM2-135M-Instruct.Q4_1.gguf") == (
+        "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+    assert model_text("Qwen/Qwen2.5-7B-Instruct") == "Qwen/Qwen2.5-7B-Instruct"  # an HF id
+    assert model_text(None) == "–"

@@ -52,6 +52,16 @@ def _power(v: float | None) -> str:
     return f"{v:.0f}W" if v < 10_000 else f"{v / 1000:.1f}kW"
 
 
+def model_text(model: str | None) -> str:
+    """A model as the table shows it: a file path (llama-server's model id) by its file
+    name; the full id is on the detail line and in --json."""
+    if not model:
+        return DASH
+    if model.startswith("/") or model.startswith("./") or "\\" in model:
+        return model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return model
+
+
 def state_text(r: EndpointRow) -> str:
     if not r.up:
         return "down"
@@ -84,7 +94,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("name", "endpoint", 16, 0, lambda r: r.name, lambda r: r.name.lower(), False, True),
     Column("state", "state", 5, 1, state_text, lambda r: (not r.up, bool(r.error)), False),
     Column("kind", "kind", 12, 10, lambda r: r.kind or "?", lambda r: r.kind, False),
-    Column("model", "model", 14, 11, lambda r: r.model or DASH, lambda r: r.model, False, True),
+    Column("model", "model", 14, 11, lambda r: model_text(r.model), lambda r: r.model, False, True),
     _col("running", "run", 4, 2, _num),
     _col("waiting", "wait", 4, 3, _num),
     _col("kv_cache_pct", "KV%", 4, 5, _num),
