@@ -39,6 +39,8 @@ class BenchPlan:
     n_ctx: int | None = None  # context size set on engines infertop starts (preset)
     slo: dict[str, float] = field(default_factory=dict)
     seed: int = 0
+    # client processes for concurrency levels (tui/bench/workers.py); None: the default
+    workers: int | None = None
 
     @property
     def cold_runs(self) -> int:
@@ -70,6 +72,8 @@ class BenchPlan:
                 f"prompt tokens + max tokens ({self.prompt_tokens} + {self.max_tokens}) "
                 f"exceed the context size {self.n_ctx}"
             )
+        if self.workers is not None and self.workers < 1:
+            raise BenchError(f"--workers must be at least 1 (got {self.workers})")
         if not self.engines:
             raise BenchError("no engine to bench")
 

@@ -24,10 +24,13 @@ from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_seq
 from tui.bench.plan import BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
+from tui.bench.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
 from tui.transport.access import redact_url
+from tui.transport.reader_loop import HttpReader
 
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
@@ -150,6 +153,10 @@ class BenchRunner:
         self._saved_at = time.monotonic()
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
+        # client processes per concurrency level (HTTP engines); the report's plan says it
+        if plan.workers is None:
+            plan.workers = default_workers(max(plan.concurrency))
+        self.workers = plan.workers
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -200,6 +207,12 @@ class BenchRunner:
 
     # --- the bench -----------------------------------------------------------------
     async def run(self) -> BenchResult:
+        # HTTP engines read on this loop: nothing else runs here, and a hand-off to a
+        # reader thread per read cost more CPU than the parsing (tui/transport/reader_loop)
+        with HttpReader.on_running_loop():
+            return await self._run_all()
+
+    async def _run_all(self) -> BenchResult:
         for spec in self.specs:
             if self.stopped:
                 break
@@ -252,7 +265,7 @@ class BenchRunner:
                 level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
                 run.levels.append(level)  # listed before it runs: checkpoints include it
                 with streaming():
-                    await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
+                    await self._concurrency_level(engine, run, driver, c, level)
                 self._save()
             if self.plan.rate and not self.stopped:
                 rate = self.plan.rate
@@ -270,6 +283,47 @@ class BenchRunner:
                 await engine.close()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"closing the engine failed: {e}")
+
+    async def _concurrency_level(
+        self, engine: Engine, run: EngineRun, driver: RequestDriver, c: int, level: LevelRun
+    ) -> None:
+        """Level c in this process, or split across worker processes (tui/bench/workers)."""
+        n = self.workers if isinstance(engine, HttpStreamEngine) else 1
+        shares = split_streams(c, n)
+        if len(shares) <= 1:
+            await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
+            return
+        spec = next(s for s in self.specs if s.name == run.name)
+        plan = self.plan
+        jobs = []
+        for w, streams in enumerate(shares, start=1):
+            first = driver.next_index()
+            driver._next_index = first + streams * plan.runs  # this worker's prompt numbers
+            jobs.append(
+                WorkerJob(
+                    w,
+                    spec,
+                    run.name,
+                    level.label,
+                    c,
+                    streams,
+                    plan.runs,
+                    first,
+                    self._t0_ns,
+                    plan.max_tokens,
+                    plan.temperature,
+                    plan.seed,
+                    run.prompt,
+                )
+            )
+        try:
+            level.complete = await run_level_in_workers(
+                jobs, level.records, self._on_record, lambda: self.stopped
+            )
+        except RuntimeError as e:
+            level.complete = False
+            run.warnings.append(f"{level.label}: the worker processes failed: {e}")
+            self._emit(message=f"{run.name} {level.label}: {e}")
 
     def _request(self, text: str, max_tokens: int | None = None) -> GenerationRequest:
         return GenerationRequest.from_prompt(
