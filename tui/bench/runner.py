@@ -149,6 +149,7 @@ class BenchRunner:
         self._done = 0
         self._total = plan.requests_per_engine() * len(specs)
         self._stage = ("", "")
+        self._last_engine = True
         self.checkpoint: Callable[[BenchResult], None] | None = None
         self._saved_at = time.monotonic()
         self._checkpoint_floor_s = checkpoint_floor_s()
@@ -213,16 +214,18 @@ class BenchRunner:
             return await self._run_all()
 
     async def _run_all(self) -> BenchResult:
-        for spec in self.specs:
+        for k, spec in enumerate(self.specs):
             if self.stopped:
                 break
+            self._last_engine = k == len(self.specs) - 1
             run = EngineRun(spec.name, spec.kind, spec_for_report(spec))
             self.result.engines.append(run)
             await self._run_engine(spec, run)
             if run.error is not None:
                 # its planned requests will never happen: keep the total honest
                 self._total -= self.plan.requests_per_engine()
-            self._save()
+            if not self._last_engine:
+                self._save()  # after the last one the caller writes the final report
         self.result.finished_at = _utc_now()
         self.result.partial = self.stopped
         self.result.partial_reason = self._stop_reason if self.stopped else None
@@ -266,7 +269,8 @@ class BenchRunner:
                 run.levels.append(level)  # listed before it runs: checkpoints include it
                 with streaming():
                     await self._concurrency_level(engine, run, driver, c, level)
-                self._save()
+                if c != self.plan.concurrency[-1] or self.plan.rate or not self._last_engine:
+                    self._save()  # more to run (the final report follows the last level)
             if self.plan.rate and not self.stopped:
                 rate = self.plan.rate
                 settle_heap()
