@@ -11,7 +11,8 @@ clients interleaved within each round. Two regimes:
   request at a time and a read carries up to ~256 tokens.
 
 The script checks the server really had the intended streams active (the median of its
-/stats "active" over the measured window: 16 in the paced regime) and prints, per client:
+/stats "active" over the measured window: 16 in the paced regime; unpaced, the server
+answers /stats only between streams, so it is not shown) and prints, per client:
 µs of client CPU per token in the 10-90 % window and over the whole run (start-up and
 report included), and the CPU spent per request after the last token (see
 benchmarks/client_common.py for the exact definitions). CPU is of the client's whole
@@ -151,6 +152,13 @@ def run_regime(regime: str, a: argparse.Namespace, tmp: Path) -> dict[str, list[
     return results
 
 
+def active_text(regime: str, rs: list[dict]) -> str:
+    """Streams active at the server; unpaced it answers /stats only between streams."""
+    if regime == "unpaced":
+        return "n/a"
+    return f"{statistics.median(r['active_median'] for r in rs):g}"
+
+
 def fmt_range(xs: list[float]) -> str:
     return f"{statistics.median(xs):.1f} ({min(xs):.1f}-{max(xs):.1f})"
 
@@ -189,7 +197,7 @@ def main() -> int:
                     f"  {name:18s} {fmt_range([r['us_per_token'] for r in rs]):>18s} "
                     f"{fmt_range([r['whole_us_per_token'] for r in rs]):>18s} "
                     f"{fmt_range(tails) if tails else '—':>17s} "
-                    f"{statistics.median(r['active_median'] for r in rs):>8g}"
+                    f"{active_text(regime, rs):>8s}"
                 )
             ours = results.get(OURS, [])
             if regime == "paced":
