@@ -103,3 +103,16 @@ def test_bad_workers_is_a_usage_error(infertop_cmd, cli_env, tmp_path, value):
     )
     assert p.returncode == 2
     assert f"infertop bench: error: --workers must be at least 1 (got {value})" in p.stderr
+
+
+async def test_the_bench_reads_on_its_own_loop_and_other_loops_keep_the_shared_reader():
+    import asyncio
+
+    from tui.transport.reader_loop import HttpReader
+
+    with HttpReader.on_running_loop() as reader:
+        assert HttpReader.shared() is reader and reader.loop is asyncio.get_running_loop()
+        assert await reader.call(asyncio.sleep(0, "ran")) == "ran"
+        elsewhere = await asyncio.to_thread(HttpReader.shared)  # another thread, no loop
+        assert elsewhere is not reader and elsewhere.alive and elsewhere.loop is not reader.loop
+    assert HttpReader.shared() is not reader

@@ -117,14 +117,20 @@ class HttpReader(LoopThread):
 
     _lock = threading.Lock()
     _instance: HttpReader | None = None
+    _adopted: dict[asyncio.AbstractEventLoop, HttpReader] = {}  # see on_running_loop
 
     def __init__(self) -> None:
         super().__init__("infertop-http-reader")
 
     @classmethod
     def shared(cls) -> HttpReader:
-        """The process-wide reader, started on first use (never at import)."""
+        """The process-wide reader, started on first use (never at import); or, called on
+        a loop inside :meth:`on_running_loop`, that loop's."""
         with cls._lock:
+            loop = _running_loop() if cls._adopted else None
+            adopted = cls._adopted.get(loop) if loop is not None else None
+            if adopted is not None:
+                return adopted
             if cls._instance is None or not cls._instance.alive:
                 cls._instance = cls()
             return cls._instance
@@ -132,20 +138,25 @@ class HttpReader(LoopThread):
     @classmethod
     @contextmanager
     def on_running_loop(cls) -> Iterator[HttpReader]:
-        """Inside: engines made now read on the caller's running loop (no reader thread).
+        """Inside: engines made on the caller's running loop read there (no reader thread);
+        engines made on any other loop or thread still get the shared reader.
 
         For a headless consumer that owns its loop (the bench, a bench worker process);
         never for the UI, whose frames would then delay reads."""
+        loop = asyncio.get_running_loop()
         reader = cls.__new__(cls)
-        LoopThread.__init__(reader, loop=asyncio.get_running_loop())
+        LoopThread.__init__(reader, loop=loop)
         with cls._lock:
-            before, cls._instance = cls._instance, reader
+            before = cls._adopted.get(loop)
+            cls._adopted[loop] = reader
         try:
             yield reader
         finally:
             with cls._lock:
-                if cls._instance is reader:
-                    cls._instance = before
+                if before is None:
+                    cls._adopted.pop(loop, None)
+                else:
+                    cls._adopted[loop] = before
 
 
 Emit = Callable[[StreamEvent], None]
