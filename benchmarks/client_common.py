@@ -191,7 +191,10 @@ def peer_cmds(
     url: str, requests: int, concurrency: int, prompt: int, output: int, tmp: Path
 ) -> dict[str, tuple[list[str], dict[str, str]] | str]:
     """The peer clients by name: a command, or why it cannot run here. Each is looked for
-    as ``$INFERTOP_<NAME>`` (an executable) or in ``~/.cache/infertop/venv-<name>/bin``."""
+    as ``$INFERTOP_<NAME>`` (an executable) or in ``~/.cache/infertop/venv-<name>/bin``.
+    Flags: vLLM's and servebench's (1.1.3) checked against their --help and run here;
+    llama-benchy's and AIPerf's from RECIPES.md (not installed on the machine where this
+    was written, so not run)."""
     out: dict[str, tuple[list[str], dict[str, str]] | str] = {}
     v = vllm_cmd(url, requests, concurrency, prompt, output, tmp)
     out["vllm bench serve"] = v if v is not None else f"no vLLM venv at {VLLM_PY}"
@@ -199,9 +202,10 @@ def peer_cmds(
     peers = {
         "servebench": (
             "servebench",
-            ["--base-url", url, "--model", "pace", "--ignore-eos", "--no-gpu", "--warmup", "0"]
+            ["run", "--url", url + "/v1", "--model", "pace", "--endpoint", "completions"]
             + ["--concurrency", str(concurrency), "--num-requests", str(requests)]
-            + ["--input-len", str(prompt), "--output-len", str(output)],
+            + ["--input-len", str(prompt), "--output-len", str(output), "--ignore-eos"]
+            + ["--no-gpu", "--warmup", "0", "--out", str(tmp / "servebench.json")],
         ),
         "llama-benchy": (
             "llama-benchy",
