@@ -116,3 +116,38 @@ async def test_the_bench_reads_on_its_own_loop_and_other_loops_keep_the_shared_r
         elsewhere = await asyncio.to_thread(HttpReader.shared)  # another thread, no loop
         assert elsewhere is not reader and elsewhere.alive and elsewhere.loop is not reader.loop
     assert HttpReader.shared() is not reader
+
+
+async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured():
+    import asyncio
+
+    import pace_server
+
+    port, _server, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=5.0))
+    try:
+        spec = EngineSpec(
+            name="pace", kind="openai", url=f"http://127.0.0.1:{port}", endpoint="completions"
+        )
+        plan = BenchPlan(
+            engines=["pace"], runs=40, warmup=0, concurrency=[2], prompt_tokens=16,
+            max_tokens=40, workers=2,
+        )  # fmt: skip
+        runner = BenchRunner(plan, [spec])
+        task = asyncio.create_task(runner.run())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            runner.result.engines
+            and runner.result.engines[0].levels
+            and len(runner.result.engines[0].levels[0].records) >= 2
+        ):
+            await asyncio.sleep(0.05)
+        runner.stop("test stop")
+        res = await asyncio.wait_for(task, 30)  # returns: no worker left hanging
+    finally:
+        stop()
+    assert res.partial and res.partial_reason == "test stop"
+    (level,) = res.engines[0].levels
+    assert not level.complete
+    assert 2 <= len(level.records) < 80
+    assert any(r.ok for r in level.records)
+    assert not multiprocessing.active_children()
