@@ -23,6 +23,7 @@ from tui.app.engine_host import ERROR
 from tui.app.format import ms, summary_line, tps
 from tui.app.messages import (
     EngineStateChanged,
+    KvUpdated,
     ServerSampled,
     StreamEnded,
     StreamUpdated,
@@ -34,10 +35,12 @@ from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
+from tui.app.widgets.kv_line import KvLine
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
-from tui.core.events import Failed
+from tui.core.events import ContextFill, Failed
+from tui.core.kv import state_from_fill
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
@@ -76,6 +79,7 @@ class ChatScreen(EngineSlots):
         self.last_sample: TelemetrySample | None = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
+        self._kv_fill_shown: dict[str, ContextFill] = {}
         self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
 
     # -- layout ---------------------------------------------------------------------
@@ -91,6 +95,7 @@ class ChatScreen(EngineSlots):
                 yield PromptInput(id="prompt")
             with Vertical(id="side"):
                 yield MetricsPanel(id="metrics")
+                yield KvLine(id="kv")
                 yield HardwarePanel(id="hardware")
                 yield ServerPanel(id="server")
         yield Footer(compact=True)
@@ -306,6 +311,7 @@ class ChatScreen(EngineSlots):
                 {"role": "assistant", "content": live.timeline.text},
             ]
         self._push_history(slot, m)
+        self._show_context_fill(slot, live.snapshot().context_fill)
         if slot == "A":
             self._show_history()
             self.query_one(MetricsPanel).show_live(live.snapshot())
@@ -335,6 +341,7 @@ class ChatScreen(EngineSlots):
         if live is not None and not live.done:
             snap = live.snapshot()
             self.query_one(MetricsPanel).show_live(snap)
+            self._show_context_fill("A", snap.context_fill)
             self._update_strip(snap.last_itl_ms, snap.decode_tps, snap.ttft_ms)
 
     def _update_strip(self, itl=None, decode=None, ttft=None) -> None:  # type: ignore[no-untyped-def]
@@ -356,6 +363,21 @@ class ChatScreen(EngineSlots):
             g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
             text += " GPU " + ("–" if g is None else f"{g:.0f}%")
         self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
+
+    def _show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
+        """The engine's own token count (ContextFill) with its model's KV layout."""
+        name = self.slot_engine[slot]
+        if fill is None or name is None or fill is self._kv_fill_shown.get(slot):
+            return
+        self._kv_fill_shown[slot] = fill
+        layout, unknown = self.kv_layout(name)
+        state = state_from_fill(fill.tokens, fill.n_ctx, layout, unknown, fill.t_ns)
+        self.post_message(KvUpdated(name, state))
+
+    @on(KvUpdated)
+    def _kv_updated(self, msg: KvUpdated) -> None:
+        if msg.engine == self.slot_engine["A"]:
+            self.query_one(KvLine).show(msg.state)
 
     # -- telemetry ------------------------------------------------------------------
     @on(ServerSampled)
