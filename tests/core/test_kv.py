@@ -198,3 +198,23 @@ def test_vllm_state_from_its_metrics():
     assert s.fill == 0.125
     bare = state_from_vllm(0.5, None)
     assert bare.blocks_total is None and bare.blocks_used is None and not bare.estimate
+
+
+def test_vllm_cache_config_info_from_a_scrape():
+    """The labels vLLM 0.32's CacheConfig.metrics_info() exports (str of every field)."""
+    from tui.telemetry.vllm_metrics import summarize
+    from tui.transport.prometheus import parse
+
+    text = (
+        "# TYPE vllm:kv_cache_usage_perc gauge\n"
+        'vllm:kv_cache_usage_perc{engine="0",model_name="smollm2"} 0.03125\n'
+        "# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",'
+        'num_cpu_blocks="None",num_gpu_blocks="2048"} 1.0\n'
+    )
+    s = summarize(None, parse(text))
+    state = state_from_vllm(s.kv_cache_usage, s.cache_config)
+    assert state.usage_pct == 3.125 and state.blocks_total == 2048 and state.block_size == 16
+    assert state.blocks_used == 64
+    unknown = state_from_vllm(0.5, {"num_gpu_blocks": "None"})
+    assert unknown.blocks_total is None and unknown.blocks_used is None
