@@ -153,8 +153,9 @@ async def main(argv: list[str] | None = None) -> int:
     print()
     print(table(cold, layout, "cold (context reset each turn)"))
     print()
+    growth = warm[-1]["context"] / warm[0]["context"]
     print(
-        f"last / first turn, measured in this run: context {warm[-1]['context'] / warm[0]['context']:.2f}×;"
+        f"last / first turn, measured in this run: context {growth:.2f}×;"
         f" TTFT cold {cold[-1]['ttft_ms'] / cold[0]['ttft_ms']:.2f}×,"
         f" warm {warm[-1]['ttft_ms'] / warm[0]['ttft_ms']:.2f}×;"
         f" last turn cold / warm TTFT {cold[-1]['ttft_ms'] / warm[-1]['ttft_ms']:.2f}×"
