@@ -212,4 +212,5 @@ async def test_ab_table_rows_and_ratios():
         rows = [table.get_row_at(i) for i in range(table.row_count)]
         assert rows[0] == ["#1", "TTFT", "100 ms", "50.0 ms", "0.50×"]
         assert rows[1][4] == "2.00×"
-        assert rows[2][1] == "prefill tok/s (est.)"
+        # each prefill cell says where its number came from; the ratio says it mixes them
+        assert rows[2][1:] == ["prefill tok/s", "200.0 (engine)", "400.0 (est.)", "2.00× (mixed)"]
