@@ -174,6 +174,10 @@ class EngineSlots(Screen):
         if self.ab and nxt == self.slot_engine["B"]:
             nxt = next_name(names, nxt)
         self.use_engine("A", nxt)
+        self.focus_prompt()
+
+    def focus_prompt(self) -> None:
+        """Give the prompt the keyboard (the chat screen does)."""
 
     def action_toggle_ab(self) -> None:
         names = list(self.app.config.engines)
@@ -191,6 +195,8 @@ class EngineSlots(Screen):
             self._show_slot("B")
             self._start_load("B")
         self.query_one(EngineBar).set_ab(self.ab)
+        self._show_slot("A")  # titles say which slot is which
+        self.focus_prompt()
         mode = "concurrently" if self.app.config.ui.ab_concurrent else "one after the other"
         self.notify(
             f"A/B mode {'on' if self.ab else 'off'}" + (f" (engines run {mode})" if self.ab else "")
