@@ -27,7 +27,7 @@ async def submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.engine
 async def test_kv_line_grows_across_three_turns(make_config, build_app, wait_for, tmp_path):
-    app = build_app(make_config(gen(10) + LOCAL))
+    app = build_app(make_config(gen(6) + LOCAL))
     seen: list[int] = []
     async with app.run_test(size=SIZE) as pilot:
         kv = app.chat.query_one(KvLine)
