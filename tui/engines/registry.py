@@ -42,6 +42,8 @@ KIND_OPTIONS: dict[str, dict[str, tuple[type, ...]]] = {
         "seed": (int,),
         "isolate": (bool,),
         "use_extra_bufts": (bool, str),
+        "type_k": (str,),
+        "type_v": (str,),
     },
     "openai": dict(_HTTP_OPTIONS),
     "llama-server": {**_HTTP_OPTIONS, "timings_per_token": (bool,)},

@@ -23,6 +23,7 @@ from tui.app.engine_host import ERROR
 from tui.app.format import summary_line
 from tui.app.messages import (
     EngineStateChanged,
+    KvUpdated,
     ServerSampled,
     StreamEnded,
     StreamUpdated,
@@ -35,10 +36,12 @@ from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
+from tui.app.widgets.kv_line import KvLine
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
-from tui.core.events import Failed
+from tui.core.events import ContextFill, Failed
+from tui.core.kv import state_from_fill
 from tui.core.live import LiveRequest, LiveSnapshot
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
@@ -77,6 +80,7 @@ class ChatScreen(EngineSlots):
         self.last_sample: TelemetrySample | None = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
+        self._kv_fill_shown: dict[str, ContextFill] = {}
         self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
         self._ratios = ""  # B/A, live while both stream (A/B mode)
 
@@ -95,6 +99,7 @@ class ChatScreen(EngineSlots):
             with Vertical(id="side"):
                 yield Static("", id="ratios", markup=False)
                 yield MetricsPanel(id="metrics")
+                yield KvLine(id="kv")
                 yield MetricsPanel(id="metrics-B")
                 yield HardwarePanel(id="hardware")
                 yield ServerPanel(id="server")
@@ -324,6 +329,7 @@ class ChatScreen(EngineSlots):
         self._push_history(slot, m)
         self._show_history(slot)
         self.metrics_panel(slot).show_live(live.snapshot())
+        self._show_context_fill(slot, live.snapshot().context_fill)
         if slot == "A":
             self._show_hardware()
 
@@ -369,6 +375,7 @@ class ChatScreen(EngineSlots):
                 snap = snaps[slot] = live.snapshot()
                 self.metrics_panel(slot).show_live(snap)
                 self.query_one(CompactMetrics).slot(slot).show_live(snap)
+                self._show_context_fill(slot, snap.context_fill)
         if self.ab:
             self._show_ratios(snaps)
         self._update_strip()
@@ -386,6 +393,21 @@ class ChatScreen(EngineSlots):
             strip_text(self._ratios if self.ab else "", self.last_sample, self.size.width - 2),
             layout=False,
         )
+
+    def _show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
+        """The engine's own token count (ContextFill) with its model's KV layout."""
+        name = self.slot_engine[slot]
+        if fill is None or name is None or fill is self._kv_fill_shown.get(slot):
+            return
+        self._kv_fill_shown[slot] = fill
+        layout, unknown = self.kv_layout(name)
+        state = state_from_fill(fill.tokens, fill.n_ctx, layout, unknown, fill.t_ns)
+        self.post_message(KvUpdated(name, state))
+
+    @on(KvUpdated)
+    def _kv_updated(self, msg: KvUpdated) -> None:
+        if msg.engine == self.slot_engine["A"]:
+            self.query_one(KvLine).show(msg.state)
 
     # -- telemetry ------------------------------------------------------------------
     @on(ServerSampled)

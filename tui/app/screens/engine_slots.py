@@ -17,9 +17,11 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from tui.app.engine_host import GENERATING, IDLE, READY, EngineHost
-from tui.app.messages import EngineStateChanged, ServerSampled
+from tui.app.messages import EngineStateChanged, KvUpdated, ServerSampled
 from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.kv_line import KvLine
 from tui.app.widgets.server_panel import ServerPanel
+from tui.core.kv import KvLayout
 from tui.core.pauses import settle_heap
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError
@@ -46,6 +48,16 @@ class EngineSlots(Screen):
         name = self.slot_engine[slot]
         assert name is not None
         return self.app.host(name)
+
+    def kv_layout(self, name: str) -> tuple[KvLayout | None, str]:
+        """The KV layout the engine named ``name`` reported (tui/core/kv.py), or (None,
+        why it is unknown)."""
+        info = self.app.host(name).info()
+        params = info.parameters if info is not None else {}
+        d = params.get("kv_layout")
+        if isinstance(d, dict):
+            return KvLayout.from_dict(d), ""
+        return None, str(params.get("kv_layout_unknown") or "the engine does not say")
 
     def _show_slot(self, slot: str) -> None:
         name = self.slot_engine[slot]
@@ -140,6 +152,7 @@ class EngineSlots(Screen):
         self.slot_engine[slot] = name
         if slot == "A":
             self.query_one(ServerPanel).show_lines(None)
+            self.query_one(KvLine).show(None)
         self.history[slot] = windows()
         self.last_metrics[slot] = None
         self.messages[slot] = []
@@ -205,13 +218,18 @@ class EngineSlots(Screen):
         except EngineError as e:
             self.post_message(ServerSampled(name, [f"server metrics: {e}"]))
             return
-        probe = server_probe(spec.kind, spec.url, access)
+        layout, unknown = self.kv_layout(name)
+        probe = server_probe(spec.kind, spec.url, access, layout, unknown)
         if probe is None:
             self.post_message(ServerSampled(name, None))
             return
         interval = self.app.config.telemetry.interval_s
+        kv_shown = None
         while not worker.is_cancelled:
             self.post_message(ServerSampled(name, probe.sample()))
+            if probe.kv is not None and probe.kv != kv_shown:  # only what changed
+                kv_shown = probe.kv
+                self.post_message(KvUpdated(name, probe.kv))
             deadline = time.monotonic() + max(interval, 0.5)
             while time.monotonic() < deadline and not worker.is_cancelled:
                 time.sleep(0.05)
