@@ -133,7 +133,7 @@ def model_value(spec: EngineSpec, value: str) -> tuple[str | None, Path | None, 
     try:
         return None, resolve_model_path(value), None
     except EngineError as e:
-        return str(e), None, None
+        return f"{e} (nor is it a quantization name: {', '.join(QUANT_TYPES)})", None, None
 
 
 def plan_points(
