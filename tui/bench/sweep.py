@@ -175,7 +175,7 @@ def plan_points(
                 if quant is not None:
                     path, source = _variant(base, quant, spec.n_threads, say)
                 assert path is not None
-                label = quant or path.name
+                label = quant or (value if value == "default" else path.name)
                 new = dataclasses.replace(spec, name=f"{spec.name} model={label}", model=str(path))
             else:
                 label = value

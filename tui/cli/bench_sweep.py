@@ -86,6 +86,9 @@ def finish_study(study: Any, result: Any, report: dict[str, Any]) -> None:
     """After the bench: perplexities (unless it was stopped), then report["sweep"]."""
     if not result.partial:
         study.measure_perplexities(say=_say)
+    elif study.perplexity_text is not None:
+        for point in study.points:
+            study.perplexity_errors[str(point.model_path)] = "the bench was stopped"
     report["sweep"] = study.section(report)
 
 
