@@ -25,6 +25,9 @@ from typing import Any
 
 from tui.engines.base import EngineError
 
+# Chapter 1 of a public-domain novel, written out for infertop (it may differ from the
+# Gutenberg edition in small details of wording or punctuation; perplexities are only
+# compared on the same text anyway). A famous text may be in a model's training data.
 DEFAULT_TEXT_NAME = "pride-and-prejudice-ch1.txt"
 DEFAULT_TEXT_SOURCE = (
     "Jane Austen, Pride and Prejudice (1813), chapter 1; public domain "
