@@ -100,3 +100,34 @@ def test_default_text_ships_in_the_package():
     text = default_text()
     assert text.startswith("PRIDE AND PREJUDICE, by Jane Austen")
     assert 3000 < len(text.encode()) < 20000
+
+
+def test_n_gpu_layers_points_carry_the_value_to_each_engine(model_path):
+    """No GPU here: the points are checked as built (the llama-server command, the
+    in-process spec), without starting anything."""
+    import sys
+
+    from tui.bench.sweep import plan_points
+    from tui.engines.base import EngineSpec
+    from tui.engines.llama_server_launch import LaunchedLlamaServerEngine
+
+    specs = [
+        EngineSpec(
+            name="ls", kind="llama-server", model="default", options={"binary": sys.executable}
+        ),
+        EngineSpec(name="local", kind="llamacpp", model="default", n_gpu_layers=5),
+    ]
+    points = plan_points(specs, parse_sweep("n_gpu_layers=0,-1"), "--sweep n_gpu_layers")
+    assert [p.name for p in points] == [
+        "ls n_gpu_layers=0",
+        "ls n_gpu_layers=-1",
+        "local n_gpu_layers=0",
+        "local n_gpu_layers=-1",
+    ]
+    assert [p.spec.n_gpu_layers for p in points] == [0, -1, 0, -1]
+    assert all(p.model_path == model_path for p in points)
+    command = LaunchedLlamaServerEngine(points[1].spec).command()
+    assert command[0] == sys.executable
+    assert command[command.index("-ngl") + 1] == "-1"
+    assert command[command.index("-m") + 1] == str(model_path)
+    assert specs[1].n_gpu_layers == 5  # the configured engine itself is left as it was

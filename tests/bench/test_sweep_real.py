@@ -8,14 +8,21 @@ import json
 import math
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.support.real_servers import llama_server_binary, unavailable
 from tui.bench.perplexity import measure_perplexity
 from tui.bench.quantize import make_variants
 from tui.engines.gguf_meta import gguf_file_type
+
+SUPPORT = Path(__file__).resolve().parent.parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+from real_servers import llama_server_binary, unavailable  # noqa: E402
 
 pytestmark = pytest.mark.engine
 
@@ -34,7 +41,7 @@ SMALL_BENCH = ["--runs", "1", "--warmup", "0", "--prompt-tokens", "16", "--max-t
 @pytest.fixture(scope="module")
 def variants(model_path):
     """Q8_0 and Q4_0 of the default model (and the F16 they come from), cached across runs."""
-    return make_variants(model_path, ["Q8_0", "Q4_0"], n_threads=2)
+    return make_variants(model_path, ["Q8_0", "Q4_0"], n_threads=1)
 
 
 def test_variants_are_written_once_with_the_asked_type(variants, model_path):
@@ -59,7 +66,7 @@ def test_perplexity_matches_a_token_by_token_evaluation(model_path):
     import llama_cpp
     import numpy as np
 
-    result = measure_perplexity(model_path, SENTENCE, "test", window=64, n_threads=2)
+    result = measure_perplexity(model_path, SENTENCE, "test", window=64, n_threads=1)
     assert result.windows == 1 and result.scored_tokens == result.text_tokens - 1
 
     llm = llama_cpp.Llama(str(model_path), n_ctx=64, n_threads=2, verbose=False)
@@ -78,7 +85,7 @@ def test_perplexity_matches_a_token_by_token_evaluation(model_path):
     assert result.perplexity == pytest.approx(expected, rel=2e-3)
 
     # windows smaller than the text: every token still scored once, from less context
-    windowed = measure_perplexity(model_path, SENTENCE, "test", window=8, n_threads=2)
+    windowed = measure_perplexity(model_path, SENTENCE, "test", window=8, n_threads=1)
     assert windowed.windows > 1 and windowed.scored_tokens == result.scored_tokens
     assert windowed.perplexity != pytest.approx(result.perplexity, rel=1e-3)
 
@@ -93,7 +100,7 @@ def test_model_sweep_with_perplexity_in_process(
     infertop_cmd, cli_env, tmp_path, model_path, variants
 ):
     cfg = _config(
-        tmp_path, '[engines.local]\nkind = "llamacpp"\nmodel = "default"\nn_threads = 2\n'
+        tmp_path, '[engines.local]\nkind = "llamacpp"\nmodel = "default"\nn_threads = 1\n'
     )
     text = tmp_path / "short.txt"
     text.write_text(SHORT_TEXT)
