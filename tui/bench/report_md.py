@@ -150,6 +150,9 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"- **{e['name']} did not run**: {e['error']}"]
     if any(e["error"] for e in engines):
         lines.append("")
+    from tui.bench.report_sweep import sweep_markdown  # imports this module: imported here
+
+    lines += sweep_markdown(report)
 
     if plan["cold"]:
         lines += ["## Cold vs warm", ""]

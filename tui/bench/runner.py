@@ -15,7 +15,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,8 @@ class BenchRunner:
         self._total = plan.requests_per_engine() * len(specs)
         self._stage = ("", "")
         self.checkpoint: Callable[[BenchResult], None] | None = None
+        # called with (engine, its EngineRun) after its last level, before it closes
+        self.before_close: Callable[[Engine, EngineRun], Awaitable[None]] | None = None
         self._saved_at = time.monotonic()
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
@@ -266,6 +268,11 @@ class BenchRunner:
                     )
         finally:
             self._driver = None
+            if self.before_close is not None:
+                try:
+                    await self.before_close(engine, run)
+                except Exception as e:  # noqa: BLE001 - a note, not a reason to stop
+                    run.warnings.append(f"measuring {run.name} before closing failed: {e}")
             try:
                 await engine.close()
             except Exception as e:  # noqa: BLE001

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
+from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
 
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -46,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
     a("--slo", metavar="K=MS,...", help="goodput SLOs: ttft_ms, tpot_ms, itl_ms, e2e_ms")
+    add_sweep_arguments(p)
     a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
     a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
 
@@ -115,6 +117,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         specs = resolve_engines(args)
         plan = build_plan(args, [s.name for s in specs])
+        study = build_study(args, specs)
+        if study is not None:
+            specs = study.specs()
+            plan.engines = [s.name for s in specs]
         from tui.bench.atomic import prepare_out_dir
 
         out = prepare_out_dir(Path(args.out).expanduser())
@@ -124,10 +130,10 @@ def main(args: argparse.Namespace) -> int:
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
-    return _run(plan, specs, out)
+    return _run(plan, specs, out, study)
 
 
-def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
+def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int:
     from tui.bench.environment import environment
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
@@ -136,6 +142,9 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
 
     with progress_display() as display:
         runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
+        if study is not None:
+            runner.engine_factory = study.engine_factory
+            runner.before_close = study.before_close
         # Everything imported and built so far lives to the end: out of the collector's
         # way, so its full collections during the bench scan only what the bench makes.
         # The runner defers full collections inside each level; the GIL hand-over is
@@ -152,6 +161,8 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
         with short_gil_switches():
             result = asyncio.run(_run_with_sigint(runner, display))
     report = build_report(result)
+    if study is not None:
+        finish_study(study, result, report)
     try:
         written = write_report_dict(report, out)
     except OSError as e:
@@ -159,6 +170,7 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
         return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
+    print_sweep(report)
     if result.partial:
         return EXIT_INTERRUPTED
     if any(e["all_failed"] for e in summary["engines"]):
