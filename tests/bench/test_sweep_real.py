@@ -16,7 +16,7 @@ import pytest
 
 from tui.bench.perplexity import measure_perplexity
 from tui.bench.quantize import make_variants
-from tui.engines.gguf_meta import gguf_file_type
+from tui.engines.gguf import gguf_file_type
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
 if str(SUPPORT) not in sys.path:

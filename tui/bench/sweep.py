@@ -250,7 +250,7 @@ class SweepStudy:
 
     def section(self, report: dict[str, Any]) -> dict[str, Any]:
         """report["sweep"]: one row per point, bench medians beside memory and quality."""
-        from tui.engines.gguf_meta import gguf_file_type
+        from tui.engines.gguf import gguf_file_type
 
         engines = {e["name"]: e for e in report["summary"]["engines"]}
         infos = {e["name"]: e.get("info") or {} for e in report["engines"]}

@@ -108,3 +108,15 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
             return out
     except OSError as e:
         raise EngineError(f"cannot read model file {path}: {e.strerror}") from None
+
+
+def gguf_file_type(path: Path) -> str | None:
+    """llama.cpp's name for the file's ``general.file_type`` (e.g. "Q4_K_M"), or None
+    when the file has none or is not a readable GGUF."""
+    from tui.engines.llamacpp import FILE_TYPES
+
+    try:
+        ftype = read_gguf_metadata(path).get("general.file_type")
+    except EngineError:
+        return None
+    return FILE_TYPES.get(ftype) if isinstance(ftype, int) else None
