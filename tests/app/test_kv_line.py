@@ -1,5 +1,6 @@
-"""The KV line in the chat screen: it shows, and grows, across a three-turn conversation
-on the real model; and its text for llama-server and vLLM states."""
+"""The KV line in the chat screen (and its short form in the narrow strip): it shows, and
+grows, across a three-turn conversation on the real model; and its text for llama-server
+and vLLM states."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import json
 import re
 
 import pytest
-from app_support import LOCAL, SIZE, gen
+from app_support import LOCAL, gen
 
 from tui.app.widgets.conversation import Conversation
-from tui.app.widgets.kv_line import KvLine, kv_lines
+from tui.app.widgets.kv_line import KvLine, kv_lines, size_text
 from tui.app.widgets.prompt import PromptInput
 from tui.core.kv import KvLayout, state_from_fill, state_from_vllm
 
@@ -29,7 +30,7 @@ async def submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
 async def test_kv_line_grows_across_three_turns(make_config, build_app, wait_for, tmp_path):
     app = build_app(make_config(gen(6) + LOCAL))
     seen: list[int] = []
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:  # the strip too (narrow layout)
         kv = app.chat.query_one(KvLine)
         conv = app.chat.query_one("#conv-A", Conversation)
         assert not kv.display  # nothing to show before the engine has said anything
@@ -48,6 +49,8 @@ async def test_kv_line_grows_across_three_turns(make_config, build_app, wait_for
             assert int(m.group(2)) == round(100 * tokens / 2048)
             assert f"= {tokens:,} tok × 22.5 KiB (f16, 30 layers × 3 kv heads × 64)" in second
             assert "estimate" not in second  # in-process: every number is the engine's own
+            strip = str(app.chat.query_one("#strip").render())
+            assert f"KV {tokens:,}/2,048 tok {size_text(tokens * 23_040)}" in strip, strip
             seen.append(tokens)
     assert seen[0] < seen[1] < seen[2], seen
     # the line's count is the engine's: the prompt plus the answer fed back into the cache

@@ -36,7 +36,7 @@ from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
-from tui.app.widgets.kv_line import KvLine
+from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
@@ -83,6 +83,7 @@ class ChatScreen(EngineSlots):
         self._kv_fill_shown: dict[str, ContextFill] = {}
         self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
         self._ratios = ""  # B/A, live while both stream (A/B mode)
+        self._kv_short = ""  # slot A's KV cache, for the narrow strip
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -390,7 +391,12 @@ class ChatScreen(EngineSlots):
         if not self.has_class("-narrow"):
             return
         self.query_one("#strip", Static).update(
-            strip_text(self._ratios if self.ab else "", self.last_sample, self.size.width - 2),
+            strip_text(
+                self._ratios if self.ab else "",
+                self._kv_short,
+                self.last_sample,
+                self.size.width - 2,
+            ),
             layout=False,
         )
 
@@ -408,6 +414,8 @@ class ChatScreen(EngineSlots):
     def _kv_updated(self, msg: KvUpdated) -> None:
         if msg.engine == self.slot_engine["A"]:
             self.query_one(KvLine).show(msg.state)
+            self._kv_short = kv_short(msg.state)
+            self._update_strip()
 
     # -- telemetry ------------------------------------------------------------------
     @on(ServerSampled)
@@ -434,10 +442,10 @@ def engine_names(names: Iterable[str]) -> list[str]:
     return list(names)
 
 
-def strip_text(ratios: str, s: TelemetrySample | None, width: int) -> str:
-    """The narrow layout's one line: B/A ratios (A/B mode), whose hardware and its CPU,
-    RAM and first GPU, and the F2 hint — the RAM, then the whole hardware part dropped
-    when the line would not fit ``width``."""
+def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
+    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
+    hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
+    hardware part dropped when the line would not fit ``width``."""
     hw: list[str] = []
     if s is not None:
         tag = source_tag(s)
@@ -450,7 +458,7 @@ def strip_text(ratios: str, s: TelemetrySample | None, width: int) -> str:
         gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
         hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
     for part in hw or [""]:
-        text = " │ ".join(p for p in (ratios, part, "F2 panels") if p)
+        text = " │ ".join(p for p in (ratios, kv, part, "F2 panels") if p)
         if len(text) <= width:
             return text
     return text

@@ -42,6 +42,7 @@ class EngineSlots(Screen):
     last_metrics: dict[str, RequestMetrics | None]
     messages: dict[str, list[dict[str, str]]]
     _load_locks: dict[str, asyncio.Lock]
+    _kv_short: str
     app: Any
 
     def host(self, slot: str) -> EngineHost:
@@ -153,6 +154,7 @@ class EngineSlots(Screen):
         if slot == "A":
             self.query_one(ServerPanel).show_lines(None)
             self.query_one(KvLine).show(None)
+            self._kv_short = ""
         self.history[slot] = windows()
         self.last_metrics[slot] = None
         self.messages[slot] = []

@@ -84,6 +84,27 @@ def _vllm_lines(state: KvState) -> list[str]:
     return [first, " · ".join(parts)]
 
 
+def kv_short(state: KvState | None) -> str:
+    """The KV cache in a few cells, for the narrow layout's strip: "KV 222/2,048 tok
+    4.9 MiB" (llama.cpp; "~" before an estimated size), "KV 12.5% of 4,096 blk" (vLLM)."""
+    if state is None:
+        return ""
+    if state.usage_pct is not None or state.blocks_total is not None:
+        pct = "–" if state.usage_pct is None else f"{state.usage_pct:.1f}%"
+        blocks = f" of {state.blocks_total:,} blk" if state.blocks_total is not None else ""
+        return f"KV {pct}{blocks}"
+    if state.tokens_in_context is None:
+        return ""
+    text = (
+        f"KV {state.tokens_in_context:,}/{state.n_ctx:,} tok"
+        if state.n_ctx
+        else (f"KV {state.tokens_in_context:,} tok")
+    )
+    if state.kv_bytes is not None:
+        text += f" {'~' if state.estimate else ''}{size_text(state.kv_bytes)}"
+    return text
+
+
 class KvLine(Static):
     DEFAULT_CSS = """
     KvLine { height: 2; padding: 0 1; display: none; }
