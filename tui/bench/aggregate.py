@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.bench.batching import fit_batching
 from tui.bench.records import LevelRun, RequestRecord
 from tui.bench.runner import BenchResult, EngineRun
 from tui.core.stats import Interval, bootstrap_ci, median, ratio_ci, summarize
@@ -199,6 +200,13 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "warnings": list(run.warnings),
     }
     out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
+    # context depth and the batching-model fit (imported here: depth_report builds on
+    # this module's helpers)
+    from tui.bench.depth_report import summarize_depth
+
+    out["depth"] = summarize_depth(run, n_boot)
+    etas = {lv["concurrency"]: lv["eta"] for lv in levels if lv["kind"] == "concurrency"}
+    out["batching"] = fit_batching(run.levels, etas, n_boot)
     return out
 
 

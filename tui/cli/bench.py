@@ -42,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--rate", type=float, metavar="R", help="add a Poisson-arrival level at R requests/s")
     a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
     a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")
+    a(
+        "--depth",
+        metavar="LIST",
+        help="also measure with this many tokens of prior context, e.g. 0,1024,4096 "
+        "(counted by the engine; concurrency 1, --runs requests each)",
+    )
     a("--temperature", type=float, metavar="T", help="sampling temperature (default 0.7)")
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
@@ -68,6 +74,10 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
         explicit["concurrency"] = parse_concurrency(args.concurrency)
     if args.slo is not None:
         explicit["slo"] = parse_slo(args.slo)
+    if getattr(args, "depth", None) is not None:
+        from tui.bench.depth import parse_depths
+
+        explicit["depths"] = parse_depths(args.depth)
     values.update({k: v for k, v in explicit.items() if v is not None})
     plan = BenchPlan(engines=engines, preset=args.preset, **values)
     plan.validate()
@@ -124,6 +134,14 @@ def main(args: argparse.Namespace) -> int:
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
+    if plan.depths:
+        from tui.bench.depth import check_spec_contexts
+
+        try:
+            check_spec_contexts(plan, specs)
+        except BenchError as e:
+            print(f"infertop bench: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
     return _run(plan, specs, out)
 
 
