@@ -11,9 +11,10 @@ prompt). The two extra turns' chat-template tokens are part of the context. The 
 length is calibrated per engine and depth (engine tokenizer or 1-token usage probes, as
 for the prompt); depth 0 is the question alone.
 
-Each depth is a level of ``runs`` requests at concurrency 1 (label ``depth=D``), measured
-like any other: TTFT includes the prefill of the whole context (prompt caching is off),
-decode tok/s is the decode rate with that much context in the KV cache.
+Each depth is a level of ``runs`` requests at concurrency 1 (label ``depth=D``; depth 0
+is the bench's c=1 level when it has one, which asks exactly that), measured like any
+other: TTFT includes the prefill of the whole context (prompt caching is off), decode
+tok/s is the decode rate with that much context in the KV cache.
 
 A depth the engine's context cannot hold (D + prompt tokens + max tokens > n_ctx) is
 refused before any request: from the plan (a preset's n_ctx, an in-process engine's
@@ -107,6 +108,7 @@ class DepthContext:
     """How the prior context of one depth was built and what the engine counted."""
 
     depth: int  # asked for
+    level: str  # the label of the level measured with it ("depth=D", or "c=1" for 0)
     n_words: int
     question_tokens: int | None  # the engine's count for the question alone
     counted_tokens: int | None  # ... for question + context
@@ -167,15 +169,15 @@ class DepthSweep:
 
         return by_probe, "usage probe"
 
-    async def context_for(self, depth: int, shape: PromptShape) -> DepthContext:
+    async def context_for(self, depth: int, shape: PromptShape, level: str) -> DepthContext:
         question = shape.text(0)
         if depth == 0:
             n = shape.counted_tokens
-            return DepthContext(0, 0, n, n, shape.method)
+            return DepthContext(0, level, 0, n, n, shape.method)
         if shape.counted_tokens is None:
             # the engine counts nothing: the depth, like the prompt, is an estimate
             words = max(1, round(depth * WORDS_PER_TOKEN_GUESS))
-            return DepthContext(depth, words, None, None, "estimate")
+            return DepthContext(depth, level, words, None, None, "estimate")
         count, method = await self.counter()
         found = await calibrate(
             shape.counted_tokens + depth,
@@ -187,6 +189,7 @@ class DepthSweep:
         )
         return DepthContext(
             depth,
+            level,
             found.n_words,
             shape.counted_tokens,
             found.counted_tokens,
@@ -206,18 +209,33 @@ class DepthSweep:
         for depth in depths:
             if self.driver.stopped:
                 return
+            if depth == 0 and (c1 := self.c1_level()) is not None:
+                # the c=1 level already asked the question alone, one request at a time
+                self.run.depth_contexts.append(await self.context_for(0, shape, c1.label))
+                continue
             self.on_stage(f"depth={depth}: calibrating" if depth else "depth=0")
-            ctx = await self.context_for(depth, shape)
+            ctx = await self.context_for(depth, shape, f"depth={depth}")
             if self.driver.stopped:
                 return
             self.run.depth_contexts.append(ctx)
             self._warn(ctx)
             settle_heap()
-            self.on_stage(f"depth={depth}")
-            level = LevelRun(self.run.name, f"depth={depth}", "depth", concurrency=1)
+            self.on_stage(ctx.level)
+            level = LevelRun(self.run.name, ctx.level, "depth", concurrency=1)
             self.run.depth_levels.append(level)  # listed before it runs (checkpoints)
             with streaming():
                 await run_concurrency(self.driver, 1, runs, self._maker(ctx, shape), level)
+
+    def c1_level(self) -> LevelRun | None:
+        """The engine's complete concurrency-1 level, when the bench measured one."""
+        return next(
+            (
+                lv
+                for lv in self.run.levels
+                if lv.concurrency == 1 and lv.kind == "concurrency" and lv.complete
+            ),
+            None,
+        )
 
     def _maker(self, ctx: DepthContext, shape: PromptShape) -> Callable[[int], GenerationRequest]:
         def make(i: int) -> GenerationRequest:

@@ -24,20 +24,20 @@ RATIO_METRICS = ("decode_tps", "ttft_ms")
 
 def summarize_depth(run: EngineRun, n_boot: int) -> list[dict[str, Any]]:
     """One row per measured depth (empty when the bench had no --depth)."""
-    contexts = {c.depth: c for c in run.depth_contexts}
-    base = next((lv for lv in run.depth_levels if lv.label == "depth=0"), None)
+    by_label = {lv.label: lv for lv in run.levels + run.depth_levels}
+    pairs = [(c, by_label[c.level]) for c in run.depth_contexts if c.level in by_label]
+    base = next((lv for c, lv in pairs if c.depth == 0), None)
     rows: list[dict[str, Any]] = []
-    for level in run.depth_levels:
-        depth = int(level.label.split("=", 1)[1])
+    for ctx, level in pairs:
+        depth = ctx.depth
         ok = [r for r in level.records if r.ok]
-        ctx = contexts.get(depth)
         prompts = [r.metrics.prompt_tokens for r in ok if r.metrics.prompt_tokens is not None]
         row: dict[str, Any] = {
             "depth": depth,
-            "label": level.label,
+            "level": level.label,
             "complete": level.complete,
-            "context": ctx.to_dict() if ctx else None,
-            "counted_depth": ctx.counted_depth if ctx else None,
+            "context": ctx.to_dict(),
+            "counted_depth": ctx.counted_depth,
             "prompt_tokens_median": median([float(p) for p in prompts]) if prompts else None,
             "requests": sum(1 for r in level.records if r.status != "cancelled"),
             "ok": len(ok),
@@ -83,7 +83,9 @@ def depth_markdown(report: dict[str, Any]) -> list[str]:
             rows.append(
                 [
                     e["name"],
-                    str(d["depth"]) + ("" if d["complete"] else " (stopped)"),
+                    str(d["depth"])
+                    + ("" if d["level"] == f"depth={d['depth']}" else f" ({d['level']} level)")
+                    + ("" if d["complete"] else " (stopped)"),
                     num(d["counted_depth"]),
                     num(d["prompt_tokens_median"], 0),
                     ci(m.get("decode_tps")),

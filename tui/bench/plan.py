@@ -48,7 +48,9 @@ class BenchPlan:
     def requests_per_engine(self) -> int:
         """Measured requests per engine (warm-up and cold starts included)."""
         n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
-        return n + (self.runs if self.rate else 0) + len(self.depths) * self.runs
+        # depth 0 is the c=1 level when there is one (tui.bench.depth)
+        depth_levels = len(self.depths) - (0 in self.depths and 1 in self.concurrency)
+        return n + (self.runs if self.rate else 0) + depth_levels * self.runs
 
     def validate(self) -> None:
         """Raise BenchError on parameters no bench should run with."""
