@@ -99,8 +99,9 @@ def check_spec_contexts(plan: BenchPlan, specs: list[EngineSpec]) -> None:
     """Before anything runs: engines whose n_ctx their spec sets (in-process llama.cpp)
     must hold the deepest depth. Servers are checked once they report their n_ctx."""
     for spec in specs:
-        if spec.kind in SPEC_NCTX_KINDS and spec.n_ctx:
-            check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, spec.n_ctx, spec.name)
+        n_ctx = plan.n_ctx or spec.n_ctx  # a preset's n_ctx is set on the engines it starts
+        if spec.kind in SPEC_NCTX_KINDS and n_ctx:
+            check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, spec.name)
 
 
 @dataclass

@@ -125,6 +125,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         specs = resolve_engines(args)
         plan = build_plan(args, [s.name for s in specs])
+        if plan.depths:
+            from tui.bench.depth import check_spec_contexts
+
+            check_spec_contexts(plan, specs)
         from tui.bench.atomic import prepare_out_dir
 
         out = prepare_out_dir(Path(args.out).expanduser())
@@ -134,14 +138,6 @@ def main(args: argparse.Namespace) -> int:
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
-    if plan.depths:
-        from tui.bench.depth import check_spec_contexts
-
-        try:
-            check_spec_contexts(plan, specs)
-        except BenchError as e:
-            print(f"infertop bench: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
     return _run(plan, specs, out)
 
 
