@@ -16,6 +16,9 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
   itl_ms: the request's p90 per-token ITL) per second of wall time, and their output tok/s.
 - comparisons: for each engine after the first, ratio of medians to the first engine's
   at the headline level, with a bootstrap interval of the ratio.
+- depth: per --depth level, medians and ratios to depth 0 (tui.bench.depth_report).
+- batching: α of T_total(N) = N·T_single / (1 + α·N) over the concurrency levels, with
+  its bootstrap interval and residuals per level (tui.bench.batching).
 """
 
 from __future__ import annotations

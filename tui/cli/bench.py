@@ -228,6 +228,19 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
             + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
             + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
         )
+        for d in e.get("depth") or []:
+            med = d["medians"]
+            print(
+                f"  depth {d['depth']} (counted {d['counted_depth']}): decode "
+                f"{fmt(med.get('decode_tps'), 'tok/s')}, TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            )
+        alpha = (e.get("batching") or {}).get("alpha")
+        if alpha:
+            ns = ",".join(str(r["concurrency"]) for r in e["batching"]["levels"])
+            print(
+                f"  batching model α = {alpha['estimate']:.3f} "
+                f"[{alpha['low']:.3f}, {alpha['high']:.3f}] (N = {ns})"
+            )
         if e["all_failed"] and e["failures"]:
             print(f"  every request failed; first error: {e['failures'][0]['message']}")
         for w in e["warnings"]:
