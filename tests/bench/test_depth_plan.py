@@ -104,6 +104,7 @@ def test_cli_depth_and_alpha_against_the_pace_server(
         timeout=120,
     )
     assert p.returncode == 0, p.stdout + p.stderr
+    assert "depth 40 (counted 40): decode" in p.stdout and "batching model α = " in p.stdout
     report = json.loads((out / "report.json").read_text())
     assert report["plan"]["depths"] == [0, 40]
     e = report["summary"]["engines"][0]
