@@ -111,9 +111,11 @@ def test_cli_depth_and_alpha_against_the_pace_server(
     assert [d["depth"] for d in e["depth"]] == [0, 40]
     assert e["depth"][1]["counted_depth"] == 40  # the pace server counts words exactly
     assert e["depth"][1]["prompt_tokens_median"] == 70
-    # the pace server runs 4 requests at once at a fixed pace: near-perfect scaling
+    # the pace server runs 4 requests at once at a fixed pace: near-perfect scaling (α
+    # about 0.6 on a quiet machine; well above a serial engine's 0 on a loaded one)
     b = e["batching"]
-    assert 0.4 < b["alpha"]["estimate"] < 1.0
+    assert 0.2 < b["alpha"]["estimate"] < 1.0
+    assert b["alpha"]["low"] <= b["alpha"]["estimate"] <= b["alpha"]["high"]
     assert [r["concurrency"] for r in b["levels"]] == [1, 2, 4]
     md = (out / "report.md").read_text()
     assert "## Context depth" in md and "| 0 (c=1 level) |" in md
