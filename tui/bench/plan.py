@@ -39,6 +39,7 @@ class BenchPlan:
     n_ctx: int | None = None  # context size set on engines infertop starts (preset)
     slo: dict[str, float] = field(default_factory=dict)
     seed: int = 0
+    depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.depth)
 
     @property
     def cold_runs(self) -> int:
@@ -47,7 +48,9 @@ class BenchPlan:
     def requests_per_engine(self) -> int:
         """Measured requests per engine (warm-up and cold starts included)."""
         n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
-        return n + (self.runs if self.rate else 0)
+        # depth 0 is the c=1 level when there is one (tui.bench.depth)
+        depth_levels = len(self.depths) - (0 in self.depths and 1 in self.concurrency)
+        return n + (self.runs if self.rate else 0) + depth_levels * self.runs
 
     def validate(self) -> None:
         """Raise BenchError on parameters no bench should run with."""
@@ -70,6 +73,12 @@ class BenchPlan:
                 f"prompt tokens + max tokens ({self.prompt_tokens} + {self.max_tokens}) "
                 f"exceed the context size {self.n_ctx}"
             )
+        if any(d < 0 for d in self.depths):
+            raise BenchError(f"--depth levels must be 0 or more (got {self.depths})")
+        if self.n_ctx is not None and self.depths:
+            from tui.bench.depth import check_fits  # it builds on this module
+
+            check_fits(self.depths, self.prompt_tokens, self.max_tokens, self.n_ctx, "the preset")
         if not self.engines:
             raise BenchError("no engine to bench")
 

@@ -252,6 +252,12 @@ def markdown(report: dict[str, Any]) -> str:
             )
         lines.append("")
 
+    # context depth and the batching model (imported here: they use this module's helpers)
+    from tui.bench.batching_report import batching_markdown
+    from tui.bench.depth_report import depth_markdown
+
+    lines += depth_markdown(report) + batching_markdown(report)
+
     lines += ["## Fairness checks", ""]
     for e in engines:
         cap = e["capacity"]

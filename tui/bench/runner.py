@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.bench import hooks
+from tui.bench.depth import DepthContext, DepthSweep, check_fits
 from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_sequential
-from tui.bench.plan import BenchPlan
+from tui.bench.plan import BenchError, BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
 from tui.core.pauses import settle_heap, streaming
@@ -63,12 +64,14 @@ class EngineRun:
     error: str | None = None  # the engine could not be built or loaded
     # how the engine applied the bench's cache_prompt=false / ignore_eos=true (its words)
     controls: dict[str, str] = field(default_factory=dict)
+    depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.depth
+    depth_contexts: list[DepthContext] = field(default_factory=list)
 
     def records(self) -> list[RequestRecord]:
         out = list(self.calibration) + list(self.warmup)
         if self.cold is not None:
             out += self.cold.records
-        for level in self.levels:
+        for level in self.levels + self.depth_levels:
             out += level.records
         return out
 
@@ -238,6 +241,8 @@ class BenchRunner:
                 run.info = engine.info().to_dict()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"engine info unavailable: {e}")
+            if self.plan.depths and not self._depths_fit(run):
+                return
             await self._fairness(engine, run, driver)
             if self.plan.cold and not self.stopped:
                 await self._cold(engine, run, driver)
@@ -266,6 +271,14 @@ class BenchRunner:
                     await run_poisson(
                         driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
                     )
+            if self.plan.depths and not self.stopped:
+
+                def stage(text: str) -> None:
+                    self._stage = (spec.name, text)
+                    self._emit()
+
+                sweep = DepthSweep(engine, run, driver, self._request, self.plan.seed, stage)
+                await sweep.run_all(self.plan.depths, self.plan.runs)
         finally:
             self._driver = None
             if self.before_close is not None:
@@ -277,6 +290,25 @@ class BenchRunner:
                 await engine.close()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"closing the engine failed: {e}")
+
+    def _depths_fit(self, run: EngineRun) -> bool:
+        """Refuse the engine before any request when its n_ctx cannot hold the deepest
+        depth (run.error names n_ctx); warn when it does not say its n_ctx."""
+        n_ctx = run.info.get("context_size")
+        if not isinstance(n_ctx, int):
+            run.warnings.append(
+                f"{run.name} does not report its context size: --depth was not checked "
+                "against it (a request that does not fit fails)"
+            )
+            return True
+        plan = self.plan
+        try:
+            check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, run.name)
+        except BenchError as e:
+            run.error = str(e)
+            self._emit(message=f"{run.name}: {e}")
+            return False
+        return True
 
     def _request(self, text: str, max_tokens: int | None = None) -> GenerationRequest:
         return GenerationRequest.from_prompt(

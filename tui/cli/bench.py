@@ -43,6 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--rate", type=float, metavar="R", help="add a Poisson-arrival level at R requests/s")
     a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
     a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")
+    a(
+        "--depth",
+        metavar="LIST",
+        help="also measure with this many tokens of prior context, e.g. 0,1024,4096 "
+        "(counted by the engine; concurrency 1, --runs requests each)",
+    )
     a("--temperature", type=float, metavar="T", help="sampling temperature (default 0.7)")
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
@@ -70,6 +76,10 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
         explicit["concurrency"] = parse_concurrency(args.concurrency)
     if args.slo is not None:
         explicit["slo"] = parse_slo(args.slo)
+    if getattr(args, "depth", None) is not None:
+        from tui.bench.depth import parse_depths
+
+        explicit["depths"] = parse_depths(args.depth)
     values.update({k: v for k, v in explicit.items() if v is not None})
     plan = BenchPlan(engines=engines, preset=args.preset, **values)
     plan.validate()
@@ -121,6 +131,10 @@ def main(args: argparse.Namespace) -> int:
         if study is not None:
             specs = study.specs()
             plan.engines = [s.name for s in specs]
+        if plan.depths:
+            from tui.bench.depth import check_spec_contexts
+
+            check_spec_contexts(plan, specs)
         from tui.bench.atomic import prepare_out_dir
 
         out = prepare_out_dir(Path(args.out).expanduser())
@@ -226,6 +240,19 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
             + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
             + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
         )
+        for d in e.get("depth") or []:
+            med = d["medians"]
+            print(
+                f"  depth {d['depth']} (counted {d['counted_depth']}): decode "
+                f"{fmt(med.get('decode_tps'), 'tok/s')}, TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            )
+        alpha = (e.get("batching") or {}).get("alpha")
+        if alpha:
+            ns = ",".join(str(r["concurrency"]) for r in e["batching"]["levels"])
+            print(
+                f"  batching model α = {alpha['estimate']:.3f} "
+                f"[{alpha['low']:.3f}, {alpha['high']:.3f}] (N = {ns})"
+            )
         if e["all_failed"] and e["failures"]:
             print(f"  every request failed; first error: {e['failures'][0]['message']}")
         for w in e["warnings"]:
