@@ -15,11 +15,12 @@ import pytest
 from app_support import LOCAL, SYNTH, gen
 
 from tui.app.format import summary_line
-from tui.app.messages import TelemetrySampled
+from tui.app.messages import KvUpdated, TelemetrySampled
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
+from tui.core.kv import KvLayout, state_from_fill
 from tui.core.metrics import RequestMetrics
 from tui.telemetry.nvml import NvmlSample
 from tui.telemetry.sampler import TelemetrySample
@@ -52,6 +53,7 @@ FIXED = RequestMetrics(
     decode_tps_vs_engine=0.997,
     finish_reason="stop",
 )
+SMOLLM2 = KvLayout(n_layers=30, n_kv_heads=3, kv_heads_total=90, head_dim_k=64, head_dim_v=64)
 SAMPLE = TelemetrySample(
     0.0,
     SystemSample(
@@ -95,6 +97,8 @@ async def _settle(pilot, *, answer: bool = True, slots=("A",)) -> None:  # type:
             chat.query_one(ABTable).add_turn(1, FIXED, FIXED)
     app.sampler.cpu.extend([20.0, 40.0, 63.0])
     chat.post_message(TelemetrySampled(SAMPLE))
+    if answer:  # slot A's KV cache as in-process llama.cpp reports it (SmolLM2's layout)
+        chat.post_message(KvUpdated(chat.slot_engine["A"], state_from_fill(98, 2048, SMOLLM2)))
     await pilot.pause(0.3)
 
 
