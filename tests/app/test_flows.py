@@ -8,8 +8,11 @@ import json
 
 import pytest
 from app_support import LOCAL, SIZE, SYNTH, gen
+from textual.widgets import Sparkline
 
+from tui.app.format import ms, tps
 from tui.app.widgets.ab_table import ABTable
+from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.metrics_panel import MetricsPanel
@@ -206,18 +209,43 @@ async def test_resize_to_40x12_while_streaming(make_config, build_app, wait_for)
         assert not app.chat.has_class("-narrow")
 
 
-async def test_narrow_layout_strip_and_panels_key(make_config, build_app, wait_for):
-    app = build_app(make_config(gen(6) + LOCAL))
+async def test_narrow_layout_sparklines_with_the_answer_and_panels_key(
+    make_config, build_app, wait_for
+):
+    """80x24 on the real model: while the first answer streams, the sparkline block above
+    it already moves (ITL gaps of this request, its TTFT and tok/s so far); afterwards it
+    holds the request's numbers; F2 swaps chat and panels and back."""
+    app = build_app(make_config(gen(60) + LOCAL))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
         assert not app.chat.query_one("#side").display
-        await submit(pilot, "Hi.")
-        await wait_for(pilot, lambda: turns(app) and turns(app)[0].finished)
+        assert app.chat.query_one("#compact").display
+        await submit(pilot, "Describe the sea in detail.")
+        block = app.chat.query_one(CompactMetrics).slot("A")
+        seen: list[tuple[str, str]] = []
+
+        def streaming_with_numbers() -> bool:
+            t = turns(app)
+            if not t or t[0].finished or not t[0].text.strip():
+                return False
+            itl = block.row("itl")
+            seen.append((itl.values_text, t[0].text))
+            return bool(itl.query_one(Sparkline).data) and itl.values_text.strip() != "–"
+
+        await wait_for(pilot, streaming_with_numbers, 60)
+        assert block.row("ttft").values_text.strip() != "–"  # the running request's TTFT
+        await wait_for(pilot, lambda: turns(app)[0].finished, 60)
+        await pilot.pause(0.2)
+        m = app.chat.last_metrics["A"]
+        assert m is not None and m.ttft_ms is not None and m.decode_tps is not None
+        assert block.row("ttft").values_text.split("p50")[0].strip() == ms(m.ttft_ms)
+        assert block.row("decode").values_text.split("p50")[0].strip() == tps(m.decode_tps)
         strip = str(app.chat.query_one("#strip").render())
-        assert "TTFT" in strip and "F2 panels" in strip and "TTFT –" not in strip
+        assert "F2 panels" in strip
         await pilot.press("f2")
         assert app.chat.query_one("#side").display
         assert not app.chat.query_one("#chat-col").display
+        assert not app.chat.query_one("#compact").display  # the full panels say it all
         await pilot.press("f2")
         assert app.chat.query_one("#chat-col").display
 

@@ -1,5 +1,5 @@
 """More flows: command palette, concurrent A/B, loading without freezing, NVML failing
-inside the app, F1 key panel. The synthetic engine is used where the flow needs exact
+inside the app. The synthetic engine is used where the flow needs exact
 timing (a slow load, overlapping streams); the default flows use the real engine."""
 
 from __future__ import annotations
@@ -108,15 +108,6 @@ async def test_nvml_failing_mid_run_is_shown_in_the_app(make_config, build_app, 
         await wait_for(pilot, lambda: not app.chat.busy)
         turn = app.chat.query_one("#conv-A", Conversation).turns[0]
         assert turn.text and "ERROR" not in str(turn.query_one(".summary").render())
-
-
-async def test_f1_shows_key_panel(make_config, build_app, wait_for):
-    app = build_app(make_config(gen(5) + LOCAL))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f1")
-        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")), 5)
-        await pilot.press("f1")
-        await wait_for(pilot, lambda: not app.screen.query("HelpPanel"), 5)
 
 
 def test_apple_silicon_memory_is_labelled_unified(monkeypatch):

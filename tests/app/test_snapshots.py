@@ -15,11 +15,12 @@ import pytest
 from app_support import LOCAL, SYNTH, gen
 
 from tui.app.format import summary_line
-from tui.app.messages import TelemetrySampled
+from tui.app.messages import KvUpdated, TelemetrySampled
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
+from tui.core.kv import KvLayout, state_from_fill
 from tui.core.metrics import RequestMetrics
 from tui.telemetry.nvml import NvmlSample
 from tui.telemetry.sampler import TelemetrySample
@@ -52,6 +53,7 @@ FIXED = RequestMetrics(
     decode_tps_vs_engine=0.997,
     finish_reason="stop",
 )
+SMOLLM2 = KvLayout(n_layers=30, n_kv_heads=3, kv_heads_total=90, head_dim_k=64, head_dim_v=64)
 SAMPLE = TelemetrySample(
     0.0,
     SystemSample(
@@ -88,11 +90,15 @@ async def _settle(pilot, *, answer: bool = True, slots=("A",)) -> None:  # type:
             await turn.finish(summary_line(FIXED))
             chat._push_history(slot, FIXED)
     if answer:
-        chat._show_history()
+        for slot in slots:
+            chat._show_history(slot)
         if len(slots) == 2:
+            chat._show_ratios({})
             chat.query_one(ABTable).add_turn(1, FIXED, FIXED)
     app.sampler.cpu.extend([20.0, 40.0, 63.0])
     chat.post_message(TelemetrySampled(SAMPLE))
+    if answer:  # slot A's KV cache as in-process llama.cpp reports it (SmolLM2's layout)
+        chat.post_message(KvUpdated(chat.slot_engine["A"], state_from_fill(98, 2048, SMOLLM2)))
     await pilot.pause(0.3)
 
 
@@ -109,6 +115,24 @@ def test_chat_after_answer_wide(snap_compare, make_config, build_app):
 def test_chat_after_answer_80x24(snap_compare, make_config, build_app):
     app = build_app(make_config(gen() + LOCAL))
     assert snap_compare(app, terminal_size=(80, 24), run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (120, 40), (200, 50)])
+def test_chat_after_answer_at_each_size(snap_compare, make_config, build_app, size):
+    """The layouts decided for the usual sizes (80x24 above): below 110 columns or 30
+    rows the sparkline block sits above the chat; from there the panels are beside it."""
+    app = build_app(make_config(gen() + LOCAL))
+    assert snap_compare(app, terminal_size=size, run_before=_settle)
+
+
+def test_ab_mode_80x24(snap_compare, make_config, build_app):
+    app = build_app(make_config(gen() + LOCAL + SYNTH))
+
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.press("ctrl+o")
+        await _settle(pilot, slots=("A", "B"))
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run)
 
 
 def test_panels_view_80x24(snap_compare, make_config, build_app):

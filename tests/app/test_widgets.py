@@ -141,7 +141,9 @@ async def test_metrics_panel_values_percentiles_estimates_phase_and_truth():
         assert text.split()[0] == "300.0" and "p50  200.0" in text and "p90" in text
         assert panel.row("prefill").values_text.endswith("(est.)")
         assert "(est.)" not in panel.row("decode").values_text
-        assert "prefill 120 ms (TTFT) | decode 1000 ms" in str(panel.query_one(".phase").render())
+        assert "prefill 120 ms (TTFT) 11% | decode 1000 ms 89%" in str(
+            panel.query_one(".phase").render()
+        )
         assert "reports no timings" in str(panel.query_one(".truth").render())
 
 
@@ -154,6 +156,7 @@ def test_phase_bar_is_proportional_and_truth_line_shows_difference():
     pre = sum(e - s for s, e, st in spans if st == "yellow")
     dec = sum(e - s for s, e, st in spans if st == "cyan")
     assert round(dec / pre) == 3
+    assert "prefill 100 ms 25% | decode 300 ms 75%" in bar.plain
     t = truth_line(
         metrics(
             engine_prefill_ms=100.0,
@@ -212,4 +215,5 @@ async def test_ab_table_rows_and_ratios():
         rows = [table.get_row_at(i) for i in range(table.row_count)]
         assert rows[0] == ["#1", "TTFT", "100 ms", "50.0 ms", "0.50×"]
         assert rows[1][4] == "2.00×"
-        assert rows[2][1] == "prefill tok/s (est.)"
+        # each prefill cell says where its number came from; the ratio says it mixes them
+        assert rows[2][1:] == ["prefill tok/s", "200.0 (engine)", "400.0 (est.)", "2.00× (mixed)"]

@@ -83,7 +83,7 @@ def test_tunnelled_url_with_the_box_hardware(model_path: Path, tmp_path: Path) -
         engine_name = f"llama-server@127.0.0.1:{local}"
         tmux.wait(lambda s: engine_name in s and "ready" in s, 60, "the tunnelled engine ready")
         # 80x24: the strip says whose CPU and RAM it shows
-        tmux.wait(lambda s: f"│ {HOST_ALIAS}: CPU " in s, 30, "the box named in the strip")
+        tmux.wait(lambda s: f" {HOST_ALIAS}: CPU " in s, 30, "the box named in the strip")
         tmux("resize-window", "-t", "e2e", "-x", "120", "-y", "36")
         screen = tmux.wait(
             lambda s: f"hardware · {HOST_ALIAS} via ssh" in s and re.search(r"CPU\s+\d", s),

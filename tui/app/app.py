@@ -325,11 +325,17 @@ class InfertopApp(App):
             self.remember(theme=theme)
 
     def action_toggle_help(self) -> None:
-        """F1: Textual's key panel (it lists the bindings as remapped)."""
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        """F1: the app's keys, grouped, as remapped (tui/app/screens/help.py)."""
+        from tui.app.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        bound: dict[str, str] = {}
+        for key, active in self.active_bindings.items():
+            if active.binding.id and active.binding.id not in bound:
+                bound[active.binding.id] = key
+        self.push_screen(HelpScreen(bound))
 
     def action_bench(self) -> None:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from tui.core.kv import KvState
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
 from tui.telemetry.sampler import TelemetrySample
@@ -47,3 +48,12 @@ class ServerSampled(Message):
     def __init__(self, engine: str, lines: list[str] | None) -> None:
         super().__init__()
         self.engine, self.lines = engine, lines
+
+
+class KvUpdated(Message):
+    """The KV cache state of an engine (``tui.core.kv.KvState``): from its stream's
+    ContextFill events (in-process llama.cpp) or its server's /slots or /metrics."""
+
+    def __init__(self, engine: str, state: KvState | None) -> None:
+        super().__init__()
+        self.engine, self.state = engine, state

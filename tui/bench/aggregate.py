@@ -16,12 +16,16 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
   itl_ms: the request's p90 per-token ITL) per second of wall time, and their output tok/s.
 - comparisons: for each engine after the first, ratio of medians to the first engine's
   at the headline level, with a bootstrap interval of the ratio.
+- depth: per --depth level, medians and ratios to depth 0 (tui.bench.depth_report).
+- batching: α of T_total(N) = N·T_single / (1 + α·N) over the concurrency levels, with
+  its bootstrap interval and residuals per level (tui.bench.batching).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tui.bench.batching import fit_batching
 from tui.bench.records import LevelRun, RequestRecord
 from tui.bench.runner import BenchResult, EngineRun
 from tui.core.stats import Interval, bootstrap_ci, median, ratio_ci, summarize
@@ -199,6 +203,13 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "warnings": list(run.warnings),
     }
     out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
+    # context depth and the batching-model fit (imported here: depth_report builds on
+    # this module's helpers)
+    from tui.bench.depth_report import summarize_depth
+
+    out["depth"] = summarize_depth(run, n_boot)
+    etas = {lv["concurrency"]: lv["eta"] for lv in levels if lv["kind"] == "concurrency"}
+    out["batching"] = fit_batching(run.levels, etas, n_boot)
     return out
 
 

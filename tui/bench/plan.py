@@ -41,6 +41,7 @@ class BenchPlan:
     seed: int = 0
     # client processes for concurrency levels (tui/bench/workers.py); None: the default
     workers: int | None = None
+    depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.depth)
 
     @property
     def cold_runs(self) -> int:
@@ -49,7 +50,9 @@ class BenchPlan:
     def requests_per_engine(self) -> int:
         """Measured requests per engine (warm-up and cold starts included)."""
         n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
-        return n + (self.runs if self.rate else 0)
+        # depth 0 is the c=1 level when there is one (tui.bench.depth)
+        depth_levels = len(self.depths) - (0 in self.depths and 1 in self.concurrency)
+        return n + (self.runs if self.rate else 0) + depth_levels * self.runs
 
     def validate(self) -> None:
         """Raise BenchError on parameters no bench should run with."""
@@ -74,6 +77,12 @@ class BenchPlan:
             )
         if self.workers is not None and self.workers < 1:
             raise BenchError(f"--workers must be at least 1 (got {self.workers})")
+        if any(d < 0 for d in self.depths):
+            raise BenchError(f"--depth levels must be 0 or more (got {self.depths})")
+        if self.n_ctx is not None and self.depths:
+            from tui.bench.depth import check_fits  # it builds on this module
+
+            check_fits(self.depths, self.prompt_tokens, self.max_tokens, self.n_ctx, "the preset")
         if not self.engines:
             raise BenchError("no engine to bench")
 

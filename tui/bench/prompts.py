@@ -67,17 +67,19 @@ async def calibrate(
     count: Counter,
     method: str,
     max_counts: int,
+    text: Callable[[int, int], str] = prompt_text,
 ) -> PromptShape:
     """Find the filler length whose counted prompt length is closest to ``target``.
 
     ``count`` returns the engine's count for a request (None: it cannot count). Secant
-    steps on words → tokens; at most ``max_counts`` counts.
+    steps on words → tokens; at most ``max_counts`` counts. ``text(index, n_words)``
+    makes the text whose filler is varied (the bench prompt unless told otherwise).
     """
     guess = max(1, round(target * WORDS_PER_TOKEN_GUESS))
     points: dict[int, int] = {}
     words = guess
     for _ in range(max_counts):
-        n = await count(make_request(prompt_text(0, words)))
+        n = await count(make_request(text(0, words)))
         if n is None:
             break
         points[words] = n

@@ -156,6 +156,9 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"- **{e['name']} did not run**: {e['error']}"]
     if any(e["error"] for e in engines):
         lines.append("")
+    from tui.bench.report_sweep import sweep_markdown  # imports this module: imported here
+
+    lines += sweep_markdown(report)
 
     if plan["cold"]:
         lines += ["## Cold vs warm", ""]
@@ -254,6 +257,12 @@ def markdown(report: dict[str, Any]) -> str:
                 f"({c['level']}, n={c['n'][0]}/{c['n'][1]})"
             )
         lines.append("")
+
+    # context depth and the batching model (imported here: they use this module's helpers)
+    from tui.bench.batching_report import batching_markdown
+    from tui.bench.depth_report import depth_markdown
+
+    lines += depth_markdown(report) + batching_markdown(report)
 
     lines += ["## Fairness checks", ""]
     for e in engines:

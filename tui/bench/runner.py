@@ -15,13 +15,14 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.bench import hooks
+from tui.bench.depth import DepthContext, DepthSweep, check_fits
 from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_sequential
-from tui.bench.plan import BenchPlan
+from tui.bench.plan import BenchError, BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
 from tui.bench.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
@@ -66,12 +67,14 @@ class EngineRun:
     error: str | None = None  # the engine could not be built or loaded
     # how the engine applied the bench's cache_prompt=false / ignore_eos=true (its words)
     controls: dict[str, str] = field(default_factory=dict)
+    depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.depth
+    depth_contexts: list[DepthContext] = field(default_factory=list)
 
     def records(self) -> list[RequestRecord]:
         out = list(self.calibration) + list(self.warmup)
         if self.cold is not None:
             out += self.cold.records
-        for level in self.levels:
+        for level in self.levels + self.depth_levels:
             out += level.records
         return out
 
@@ -151,6 +154,8 @@ class BenchRunner:
         self._stage = ("", "")
         self._last_engine = True
         self.checkpoint: Callable[[BenchResult], None] | None = None
+        # called with (engine, its EngineRun) after its last level, before it closes
+        self.before_close: Callable[[Engine, EngineRun], Awaitable[None]] | None = None
         self._saved_at = time.monotonic()
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
@@ -252,6 +257,8 @@ class BenchRunner:
                 run.info = engine.info().to_dict()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"engine info unavailable: {e}")
+            if self.plan.depths and not self._depths_fit(run):
+                return
             await self._fairness(engine, run, driver)
             if self.plan.cold and not self.stopped:
                 await self._cold(engine, run, driver)
@@ -269,7 +276,8 @@ class BenchRunner:
                 run.levels.append(level)  # listed before it runs: checkpoints include it
                 with streaming():
                     await self._concurrency_level(engine, run, driver, c, level)
-                if c != self.plan.concurrency[-1] or self.plan.rate or not self._last_engine:
+                more = self.plan.rate or self.plan.depths or not self._last_engine
+                if more or c != self.plan.concurrency[-1]:
                     self._save()  # more to run (the final report follows the last level)
             if self.plan.rate and not self.stopped:
                 rate = self.plan.rate
@@ -281,8 +289,21 @@ class BenchRunner:
                     await run_poisson(
                         driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
                     )
+            if self.plan.depths and not self.stopped:
+
+                def stage(text: str) -> None:
+                    self._stage = (spec.name, text)
+                    self._emit()
+
+                sweep = DepthSweep(engine, run, driver, self._request, self.plan.seed, stage)
+                await sweep.run_all(self.plan.depths, self.plan.runs)
         finally:
             self._driver = None
+            if self.before_close is not None:
+                try:
+                    await self.before_close(engine, run)
+                except Exception as e:  # noqa: BLE001 - a note, not a reason to stop
+                    run.warnings.append(f"measuring {run.name} before closing failed: {e}")
             try:
                 await engine.close()
             except Exception as e:  # noqa: BLE001
@@ -328,6 +349,25 @@ class BenchRunner:
             level.complete = False
             run.warnings.append(f"{level.label}: the worker processes failed: {e}")
             self._emit(message=f"{run.name} {level.label}: {e}")
+
+    def _depths_fit(self, run: EngineRun) -> bool:
+        """Refuse the engine before any request when its n_ctx cannot hold the deepest
+        depth (run.error names n_ctx); warn when it does not say its n_ctx."""
+        n_ctx = run.info.get("context_size")
+        if not isinstance(n_ctx, int):
+            run.warnings.append(
+                f"{run.name} does not report its context size: --depth was not checked "
+                "against it (a request that does not fit fails)"
+            )
+            return True
+        plan = self.plan
+        try:
+            check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, run.name)
+        except BenchError as e:
+            run.error = str(e)
+            self._emit(message=f"{run.name}: {e}")
+            return False
+        return True
 
     def _request(self, text: str, max_tokens: int | None = None) -> GenerationRequest:
         return GenerationRequest.from_prompt(

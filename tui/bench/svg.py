@@ -3,6 +3,8 @@
 - ttft.svg / itl.svg: empirical CDF per engine (x: ms; y: fraction of requests — or of
   tokens for ITL — at or below x), headline level, warm ok requests.
 - throughput.svg: total output tok/s against concurrency level, one line per engine.
+- depth_tps.svg / depth_ttft.svg, batching.svg: see tui.bench.depth_report and
+  tui.bench.batching_report (written when the bench measured depths / a sweep).
 """
 
 from __future__ import annotations
@@ -188,7 +190,15 @@ def plots(report: dict[str, Any]) -> dict[str, str]:
         for n, rs in recs.items()
     }
     itl = {n: [x for r in rs for x in r["metrics"]["itl_token_ms"]] for n, rs in recs.items()}
-    return {
+    # depth and batching plots (imported here: they draw with this module's Plot)
+    from tui.bench.batching_report import batching_plot
+    from tui.bench.depth_report import depth_plots
+
+    extra = depth_plots(report)
+    fit = batching_plot(report)
+    if fit is not None:
+        extra["batching.svg"] = fit
+    return extra | {
         "ttft.svg": ecdf_plot(
             "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft
         ),

@@ -17,6 +17,7 @@ from typing import Any
 
 from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
 from tui.bench.workers import STREAMS_PER_WORKER, max_workers
+from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
 
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -43,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--rate", type=float, metavar="R", help="add a Poisson-arrival level at R requests/s")
     a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
     a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")
+    a(
+        "--depth",
+        metavar="LIST",
+        help="also measure with this many tokens of prior context, e.g. 0,1024,4096 "
+        "(counted by the engine; concurrency 1, --runs requests each)",
+    )
     a("--temperature", type=float, metavar="T", help="sampling temperature (default 0.7)")
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
@@ -56,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{STREAMS_PER_WORKER} concurrent streams, at most cores - 1 (here "
         f"{max_workers()})",
     )
+    add_sweep_arguments(p)
     a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
     a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
 
@@ -79,6 +87,10 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
         explicit["concurrency"] = parse_concurrency(args.concurrency)
     if args.slo is not None:
         explicit["slo"] = parse_slo(args.slo)
+    if getattr(args, "depth", None) is not None:
+        from tui.bench.depth import parse_depths
+
+        explicit["depths"] = parse_depths(args.depth)
     values.update({k: v for k, v in explicit.items() if v is not None})
     plan = BenchPlan(engines=engines, preset=args.preset, **values)
     plan.validate()
@@ -126,6 +138,14 @@ def main(args: argparse.Namespace) -> int:
     try:
         specs = resolve_engines(args)
         plan = build_plan(args, [s.name for s in specs])
+        study = build_study(args, specs)
+        if study is not None:
+            specs = study.specs()
+            plan.engines = [s.name for s in specs]
+        if plan.depths:
+            from tui.bench.depth import check_spec_contexts
+
+            check_spec_contexts(plan, specs)
         from tui.bench.atomic import prepare_out_dir
 
         out = prepare_out_dir(Path(args.out).expanduser())
@@ -135,10 +155,10 @@ def main(args: argparse.Namespace) -> int:
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
-    return _run(plan, specs, out)
+    return _run(plan, specs, out, study)
 
 
-def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
+def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int:
     from tui.bench.environment import environment
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
@@ -147,6 +167,9 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
 
     with progress_display() as display:
         runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
+        if study is not None:
+            runner.engine_factory = study.engine_factory
+            runner.before_close = study.before_close
         # Everything imported and built so far lives to the end: out of the collector's
         # way, so its full collections during the bench scan only what the bench makes.
         # The runner defers full collections inside each level; the GIL hand-over is
@@ -163,6 +186,8 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
         with short_gil_switches():
             result = asyncio.run(_run_with_sigint(runner, display))
     report = build_report(result)
+    if study is not None:
+        finish_study(study, result, report)
     try:
         written = write_report_dict(report, out)
     except OSError as e:
@@ -170,6 +195,7 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path) -> int:
         return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
+    print_sweep(report)
     if result.partial:
         return EXIT_INTERRUPTED
     if any(e["all_failed"] for e in summary["engines"]):
@@ -225,6 +251,19 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
             + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
             + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
         )
+        for d in e.get("depth") or []:
+            med = d["medians"]
+            print(
+                f"  depth {d['depth']} (counted {d['counted_depth']}): decode "
+                f"{fmt(med.get('decode_tps'), 'tok/s')}, TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            )
+        alpha = (e.get("batching") or {}).get("alpha")
+        if alpha:
+            ns = ",".join(str(r["concurrency"]) for r in e["batching"]["levels"])
+            print(
+                f"  batching model α = {alpha['estimate']:.3f} "
+                f"[{alpha['low']:.3f}, {alpha['high']:.3f}] (N = {ns})"
+            )
         if e["all_failed"] and e["failures"]:
             print(f"  every request failed; first error: {e['failures'][0]['message']}")
         for w in e["warnings"]:

@@ -122,6 +122,18 @@ class EngineReport:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextFill:
+    """How many tokens the engine holds in this sequence's context (its KV cache) right
+    now, by its own count, out of ``n_ctx``. In-process llama.cpp: the context's
+    ``n_tokens``, emitted at prefill end, every few tokens while decoding, and at the end.
+    See :mod:`tui.core.kv` for what the cache costs per token."""
+
+    t_ns: int
+    tokens: int
+    n_ctx: int
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The stream ended normally. ``reason``: stop, length, cancelled."""
 
@@ -143,5 +155,13 @@ class Failed:
 
 
 StreamEvent = (
-    RequestSent | FirstByte | StampSource | TextChunk | Usage | EngineReport | Finished | Failed
+    RequestSent
+    | FirstByte
+    | StampSource
+    | TextChunk
+    | Usage
+    | EngineReport
+    | ContextFill
+    | Finished
+    | Failed
 )

@@ -12,6 +12,7 @@ Live numbers (exact definitions; final metrics come from compute_metrics):
 - ``ttft_ms``: first content chunk − request sent.
 - ``last_itl_ms``: the latest gap between content chunks, divided by that chunk's tokens.
 - ``decode_tps``: (tokens − 1) / (t_last − t_first) once two content chunks arrived.
+- ``context_fill``: the engine's latest count of tokens in its context (ContextFill).
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tui.core.events import Failed, Finished, RequestSent, StreamEvent, TextChunk
+from tui.core.events import (
+    ContextFill,
+    Failed,
+    Finished,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+)
 from tui.core.timeline import RequestTimeline
 from tui.core.window import RollingWindow
 
@@ -36,6 +44,7 @@ class LiveSnapshot:
     decode_tps: float | None
     done: bool
     itl_recent: list[float]
+    context_fill: ContextFill | None = None
 
 
 class LiveRequest:
@@ -56,6 +65,7 @@ class LiveRequest:
         self.itl_window = RollingWindow(200)
         self.done = False
         self.events = 0
+        self.context_fill: ContextFill | None = None
 
     def add(self, event: StreamEvent) -> None:
         with self._lock:
@@ -75,6 +85,9 @@ class LiveRequest:
                 self._pending.append(event.text)
             elif isinstance(event, (Finished, Failed)):
                 self.done = True
+            elif isinstance(event, ContextFill):
+                self.context_fill = event
+                return  # shown on the UI's timer, with the live numbers
             elif not isinstance(event, RequestSent):
                 return  # usage / engine report: nothing for the UI to draw yet
             if self._notified or self._notify is None:
@@ -109,4 +122,5 @@ class LiveRequest:
                 decode_tps=tps,
                 done=self.done,
                 itl_recent=self.itl_window.snapshot(),
+                context_fill=self.context_fill,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 from tui.engines.base import EngineError
 
@@ -28,3 +29,94 @@ def check_gguf(path: Path) -> int:
     if n_tensors == 0:
         raise EngineError(f"GGUF file holds no tensors: {path}")
     return int(version)
+
+
+# GGUF metadata value types -> struct format (8 = string, 9 = array: read specially).
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_STRING, _ARRAY = 8, 9
+MAX_ARRAY_KEPT = 4096  # longer arrays (the tokenizer's vocabulary) are skipped, not kept
+
+
+class _Reader:
+    """Sequential reads from a GGUF file's header (the metadata section only)."""
+
+    def __init__(self, f: Any, path: Path) -> None:
+        self.f, self.path = f, path
+
+    def take(self, n: int) -> bytes:
+        data = self.f.read(n)
+        if len(data) != n:
+            raise EngineError(f"GGUF metadata is cut short: {self.path}")
+        return bytes(data)
+
+    def scalar(self, fmt: str) -> Any:
+        s = struct.Struct(fmt)
+        return s.unpack(self.take(s.size))[0]
+
+    def string(self) -> str:
+        n = self.scalar("<Q")
+        if n > 1 << 24:
+            raise EngineError(f"GGUF metadata holds a {n}-byte string: {self.path}")
+        return self.take(n).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int) -> Any:
+        if vtype in _SCALARS:
+            return self.scalar(_SCALARS[vtype])
+        if vtype == _STRING:
+            return self.string()
+        if vtype == _ARRAY:
+            item_type, count = self.scalar("<I"), self.scalar("<Q")
+            if count > MAX_ARRAY_KEPT and item_type in _SCALARS:
+                self.f.seek(count * struct.calcsize(_SCALARS[item_type]), 1)  # skip
+                return None
+            if count > MAX_ARRAY_KEPT and item_type == _STRING:
+                for _ in range(count):
+                    self.f.seek(self.scalar("<Q"), 1)
+                return None
+            items = [self.value(item_type) for _ in range(count)]
+            return items if count <= MAX_ARRAY_KEPT else None
+        raise EngineError(f"GGUF metadata has an unknown value type {vtype}: {self.path}")
+
+
+def read_gguf_metadata(path: Path) -> dict[str, Any]:
+    """The key/value metadata section of a GGUF file (v2/v3), read in pure Python: no
+    tensor data is read. Arrays longer than MAX_ARRAY_KEPT (the vocabulary) are skipped.
+    Raises EngineError (one line, naming the file) on anything that is not such a file."""
+    check_gguf(path)
+    try:
+        with path.open("rb") as f:
+            r = _Reader(f, path)
+            _magic, _version, _n_tensors, n_kv = _HEADER.unpack(r.take(_HEADER.size))
+            out: dict[str, Any] = {}
+            for _ in range(n_kv):
+                key = r.string()
+                value = r.value(r.scalar("<I"))
+                if value is not None:
+                    out[key] = value
+            return out
+    except OSError as e:
+        raise EngineError(f"cannot read model file {path}: {e.strerror}") from None
+
+
+def gguf_file_type(path: Path) -> str | None:
+    """llama.cpp's name for the file's ``general.file_type`` (e.g. "Q4_K_M"), or None
+    when the file has none or is not a readable GGUF."""
+    from tui.engines.llamacpp import FILE_TYPES
+
+    try:
+        ftype = read_gguf_metadata(path).get("general.file_type")
+    except EngineError:
+        return None
+    return FILE_TYPES.get(ftype) if isinstance(ftype, int) else None

@@ -7,16 +7,27 @@ so the engine's decode speed is (predicted_n − 1) / predicted_ms — the same 
 as ours, and exactly llama-server's predicted_per_second. ``cache_prompt: false`` is sent
 when the request asks for a cold prefill; ``ignore_eos`` when it asks for exactly
 max_tokens.
+
+KV cache: the slot's context size comes from /props; the cache's per-token size from the
+model's own GGUF metadata, read from the file /props names when the server is on this
+machine (a loopback URL and a readable file) — for a remote server it is unknown, and
+said so (``kv_layout_unknown``). llama-server does not report its cache type: f16, its
+default, is assumed and marked as such.
 """
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 
 from tui.core.events import EngineTruth
-from tui.engines.base import EngineInfo, GenerationRequest
+from tui.core.kv import UnsupportedLayout, layout_from_metadata
+from tui.engines.base import EngineError, EngineInfo, GenerationRequest
+from tui.engines.gguf import read_gguf_metadata
 from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
 
@@ -58,6 +69,8 @@ class LlamaServerEngine(OpenAICompatEngine):
     def __init__(self, spec: Any) -> None:
         super().__init__(spec)
         self.props: dict[str, Any] = {}
+        self.kv_layout: dict[str, Any] | None = None
+        self.kv_layout_unknown = "the server's /props has not been read"
 
     async def _prepare(self) -> None:
         await super()._prepare()
@@ -68,6 +81,9 @@ class LlamaServerEngine(OpenAICompatEngine):
                 self.props = r.json()
         except (httpx.HTTPError, ValueError):
             self.props = {}
+        self.kv_layout, self.kv_layout_unknown = await asyncio.to_thread(
+            server_kv_layout, self.base, self.props.get("model_path")
+        )
 
     def info(self) -> EngineInfo:
         info = super().info()
@@ -76,6 +92,8 @@ class LlamaServerEngine(OpenAICompatEngine):
         info.context_size = n_ctx if isinstance(n_ctx, int) else None
         info.parameters["total_slots"] = self.props.get("total_slots")
         info.parameters["build_info"] = self.props.get("build_info")
+        info.parameters["kv_layout"] = self.kv_layout
+        info.parameters["kv_layout_unknown"] = self.kv_layout_unknown
         path = self.props.get("model_path")
         if isinstance(path, str) and path and info.model in ("(server default)", "", None):
             info.model = path
@@ -95,3 +113,25 @@ class LlamaServerEngine(OpenAICompatEngine):
         if not isinstance(timings, dict):
             return None
         return truth_from_timings(timings, state.usage)
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def server_kv_layout(base_url: str, model_path: object) -> tuple[dict[str, Any] | None, str]:
+    """(KV layout as a dict, "") from the GGUF that a server on this machine serves, or
+    (None, why not). The cache type is llama-server's default, f16, marked as assumed."""
+    if not isinstance(model_path, str) or not model_path:
+        return None, "the server's /props names no model file"
+    host = urlsplit(base_url).hostname or ""
+    if host not in LOOPBACK_HOSTS:
+        return None, "remote server: its model file is not readable here"
+    path = Path(model_path)
+    if not path.is_file():
+        return None, f"the model file is not readable here: {path.name}"
+    try:
+        meta = read_gguf_metadata(path)
+        layout = layout_from_metadata(meta, cache_type_assumed=True)
+    except (EngineError, UnsupportedLayout) as e:
+        return None, str(e)
+    return layout.to_dict(), ""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tui.core.events import (
+    ContextFill,
     EngineReport,
     EngineTruth,
     Failed,
@@ -31,6 +32,12 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
     Usage,
+)
+from tui.core.kv import (
+    CACHE_TYPE_BYTES,
+    DEFAULT_CACHE_TYPE,
+    UnsupportedLayout,
+    layout_from_metadata,
 )
 from tui.engines.base import (
     BatchedEngine,
@@ -46,6 +53,8 @@ from tui.engines.stderr_capture import captured_stderr
 from tui.transport.handoff import Handoff
 
 GENERATION_THREAD_STAMPS = "llama.cpp's generation thread, as each token id is returned"
+UNQUANTISED = frozenset({"f32", "f16", "bf16"})
+KV_FILL_EVERY = 8  # decode tokens between ContextFill events (plus prefill end and the end)
 
 # llama.cpp's general.file_type enum -> name (the common ones)
 FILE_TYPES = {
@@ -88,6 +97,8 @@ class LlamaCppEngine(BatchedEngine):
         self._quiet = bool(spec.options.get("quiet_stderr", True))
         self._extra_bufts: bool | None = None  # as loaded
         self._extra_bufts_why = ""
+        self._kv_layout: dict[str, Any] | None = None
+        self._kv_unknown = ""
 
     # --- lifecycle -------------------------------------------------------------------
     async def load(self) -> float:
@@ -113,6 +124,9 @@ class LlamaCppEngine(BatchedEngine):
             cpu_flags(),
         )
         self._extra_bufts = extra
+        type_k, type_v = (
+            cache_type_option(self.spec.options, key, llama_cpp) for key in ("type_k", "type_v")
+        )
         t0 = time.perf_counter_ns()
         with captured_stderr(self._quiet) as log, model_defaults(llama_cpp, extra):
             try:
@@ -122,6 +136,10 @@ class LlamaCppEngine(BatchedEngine):
                     n_threads=n_threads,
                     n_gpu_layers=self.spec.n_gpu_layers,
                     seed=int(self.spec.options.get("seed", llama_cpp.LLAMA_DEFAULT_SEED)),
+                    type_k=type_k[1],
+                    type_v=type_v[1],
+                    # llama.cpp keeps a quantised V cache only with flash attention
+                    flash_attn=type_v[0] not in UNQUANTISED,
                     verbose=False,
                 )
             except (ValueError, RuntimeError, OSError) as e:
@@ -131,7 +149,13 @@ class LlamaCppEngine(BatchedEngine):
         if err is not None:
             why = log.last_line() or str(err)
             raise EngineError(f"llama.cpp could not load {path}: {why}")
-        return llm, (time.perf_counter_ns() - t0) / 1e6
+        load_ms = (time.perf_counter_ns() - t0) / 1e6
+        try:
+            layout = layout_from_metadata(dict(llm.metadata or {}), type_k[0], type_v[0])
+            self._kv_layout, self._kv_unknown = layout.to_dict(), ""
+        except UnsupportedLayout as e:
+            self._kv_layout, self._kv_unknown = None, str(e)
+        return llm, load_ms
 
     async def close(self) -> None:
         llm, self._llm = self._llm, None
@@ -168,6 +192,8 @@ class LlamaCppEngine(BatchedEngine):
                 "model_bytes": self._model_path.stat().st_size if self._model_path else None,
                 "use_extra_bufts": self._extra_bufts,
                 "use_extra_bufts_why": self._extra_bufts_why,
+                "kv_layout": self._kv_layout,
+                "kv_layout_unknown": self._kv_unknown,
             },
             load_ms=self._load_ms,
             pid=os.getpid(),
@@ -237,6 +263,19 @@ class LlamaCppEngine(BatchedEngine):
             await asyncio.shield(future)
         finally:
             stop.set()
+
+
+def cache_type_option(options: dict[str, Any], key: str, llama_cpp: Any) -> tuple[str, int | None]:
+    """(name, ggml type id) of the KV cache type option ``key`` (``type_k``/``type_v``);
+    (f16, None) when unset: llama.cpp's default. EngineError naming the option otherwise."""
+    name = options.get(key)
+    if name is None:
+        return DEFAULT_CACHE_TYPE, None
+    ggml_id = getattr(llama_cpp, f"GGML_TYPE_{str(name).upper()}", None)
+    if str(name).lower() not in CACHE_TYPE_BYTES or not isinstance(ggml_id, int):
+        known = ", ".join(CACHE_TYPE_BYTES)
+        raise EngineError(f"options.{key} must be a KV cache type ({known}); got {name!r}")
+    return str(name).lower(), ggml_id
 
 
 class EventSink(Protocol):
@@ -319,6 +358,7 @@ def _generate(
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = 0
         reason = "length"
+        n_ctx = llm.n_ctx()
         gen = llm.generate(
             prompt_tokens,
             temp=request.temperature,
@@ -330,6 +370,8 @@ def _generate(
             if stop.is_set() or cancel.cancelled:
                 reason = "cancelled"
                 break
+            if n_out % KV_FILL_EVERY == 0:  # 0: prefill has just ended (the prompt is in)
+                emit(ContextFill(t, llm.n_tokens, n_ctx))
             if not request.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
                 reason = "stop"
                 break
@@ -348,6 +390,7 @@ def _generate(
             emit(TextChunk(now(), tail, pending))
         perf = llama_cpp.llama_perf_context(ctx)
         t_end = now()
+        emit(ContextFill(t_end, llm.n_tokens, n_ctx))
         emit(Usage(t_end, len(prompt_tokens), n_out))
         emit(EngineReport(t_end, _truth(perf, len(prompt_tokens), n_out)))
         emit(Finished(t_end, reason))

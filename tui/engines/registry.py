@@ -42,9 +42,12 @@ KIND_OPTIONS: dict[str, dict[str, tuple[type, ...]]] = {
         "seed": (int,),
         "isolate": (bool,),
         "use_extra_bufts": (bool, str),
+        "type_k": (str,),
+        "type_v": (str,),
     },
     "openai": dict(_HTTP_OPTIONS),
-    "llama-server": {**_HTTP_OPTIONS, "timings_per_token": (bool,)},
+    # binary: the llama-server infertop starts when the engine has a model and no url
+    "llama-server": {**_HTTP_OPTIONS, "timings_per_token": (bool,), "binary": (str,)},
     "vllm": {**_HTTP_OPTIONS, "continuous_usage_stats": (bool,), "metrics_truth": (bool,)},
     "ollama": {"keep_alive": (str, int, float), "options": (dict,), "pid": (int,)},
     "vllm-inprocess": {

@@ -8,7 +8,9 @@
 
 The scrapers live in tui.telemetry.{vllm_metrics, llamacpp_metrics, ollama_ps}; they are
 imported lazily, so this module works (and says "no server metrics") without them.
-``ServerProbe.sample()`` never raises: a failed scrape is a line saying why.
+``ServerProbe.sample()`` never raises: a failed scrape is a line saying why. After a
+sample, ``ServerProbe.kv`` holds the KV cache state it saw (llama-server: the slot's tokens
+from /slots with the model's layout; vLLM: its KV usage and blocks), or None.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tui.core.kv import KvLayout, KvState, state_from_fill, state_from_vllm, tokens_from_slots
 from tui.transport.access import HttpAccess
 
 
@@ -25,6 +28,7 @@ class ServerProbe:
     def __init__(self, title: str, scrape: Callable[[], list[str]]) -> None:
         self.title = title
         self._scrape = scrape
+        self.kv: KvState | None = None
 
     def sample(self) -> list[str]:
         try:
@@ -47,10 +51,17 @@ def _num(v: float | None, fmt: str = "{:.0f}") -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def server_probe(kind: str, url: str | None, access: HttpAccess | None) -> ServerProbe | None:
+def server_probe(
+    kind: str,
+    url: str | None,
+    access: HttpAccess | None,
+    kv_layout: KvLayout | None = None,
+    kv_unknown: str = "",
+) -> ServerProbe | None:
     """A probe for an engine of ``kind`` at ``url`` when that kind has server-side metrics,
     else None. ``access``: the engine's own headers and TLS setting (see
-    tui.engines.http_common.access_for)."""
+    tui.engines.http_common.access_for). ``kv_layout``: the served model's KV layout, when
+    known (llama-server; ``kv_unknown`` says why not)."""
     if not url:
         return None
     base = _base(url)
@@ -62,12 +73,14 @@ def server_probe(kind: str, url: str | None, access: HttpAccess | None) -> Serve
 
             def vllm_lines() -> list[str]:
                 s = vm.sample()
+                probe.kv = state_from_vllm(s.kv_cache_usage, s.cache_config)
                 return [
                     f"vLLM KV cache {_pct(s.kv_cache_usage)} · running {_num(s.running)}"
                     f" · waiting {_num(s.waiting)}"
                 ]
 
-            return ServerProbe("vLLM", vllm_lines)
+            probe = ServerProbe("vLLM", vllm_lines)
+            return probe
         if kind == "llama-server":
             from tui.telemetry.llamacpp_metrics import LlamaServerMetrics
 
@@ -75,6 +88,8 @@ def server_probe(kind: str, url: str | None, access: HttpAccess | None) -> Serve
 
             def llama_lines() -> list[str]:
                 s: Any = lm.sample()
+                tokens, n_ctx = tokens_from_slots(s.slots)
+                probe.kv = state_from_fill(tokens, n_ctx, kv_layout, kv_unknown)
                 line = (
                     f"llama-server slots {_num(s.busy_slots)}/{_num(s.total_slots)} busy"
                     f" · processing {_num(s.requests_processing)}"
@@ -86,7 +101,8 @@ def server_probe(kind: str, url: str | None, access: HttpAccess | None) -> Serve
                 )
                 return [line, speeds]
 
-            return ServerProbe("llama-server", llama_lines)
+            probe = ServerProbe("llama-server", llama_lines)
+            return probe
         if kind == "ollama":
             from tui.telemetry.ollama_ps import loaded_models
 

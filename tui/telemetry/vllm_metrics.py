@@ -31,6 +31,7 @@ HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "decode": ("vllm:request_decode_time_seconds",),
 }
 KV_CACHE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+CACHE_CONFIG = "vllm:cache_config_info"  # an info gauge: its labels are the cache config
 
 
 def _first(scrape: Scrape, names: tuple[str, ...], suffix: str = "") -> str | None:
@@ -54,6 +55,7 @@ class VLLMSample:
     generation_tps: float | None = None  # generated tokens/s over the window
     preemptions: float | None = None  # in the window
     windows: dict[str, HistogramWindow] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)  # num_gpu_blocks, block_size
 
     def percentiles_ms(self, name: str) -> dict[str, float | None]:
         """p50/p90/p99 of one histogram in ms (None: nothing finished in the window)."""
@@ -74,6 +76,9 @@ def summarize(prev: Scrape | None, cur: Scrape) -> VLLMSample:
         prompt_tokens_total=cur.total("vllm:prompt_tokens_total"),
         generation_tokens_total=cur.total("vllm:generation_tokens_total"),
     )
+    for labels in cur.samples.get(CACHE_CONFIG, {}):
+        s.cache_config = dict(labels)
+        break
     for short, names in HISTOGRAMS.items():
         name = _first(cur, names, "_bucket")
         if name is not None:

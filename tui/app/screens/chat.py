@@ -20,9 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from tui.app.engine_host import ERROR
-from tui.app.format import ms, summary_line, tps
+from tui.app.format import summary_line
 from tui.app.messages import (
     EngineStateChanged,
+    KvUpdated,
     ServerSampled,
     StreamEnded,
     StreamUpdated,
@@ -30,15 +31,18 @@ from tui.app.messages import (
 )
 from tui.app.pacing import AppendPacer
 from tui.app.screens.engine_slots import EngineSlots, next_name, windows
-from tui.app.widgets.ab_table import ABTable
+from tui.app.widgets.ab_table import ABTable, ab_ratio_text
+from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
+from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
-from tui.core.events import Failed
-from tui.core.live import LiveRequest
+from tui.core.events import ContextFill, Failed
+from tui.core.kv import state_from_fill
+from tui.core.live import LiveRequest, LiveSnapshot
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.window import RollingWindow
@@ -76,12 +80,16 @@ class ChatScreen(EngineSlots):
         self.last_sample: TelemetrySample | None = None
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._last_append: dict[str, float] = {}
+        self._kv_fill_shown: dict[str, ContextFill] = {}
         self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
+        self._ratios = ""  # B/A, live while both stream (A/B mode)
+        self._kv_short = ""  # slot A's KV cache, for the narrow strip
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield EngineBar(id="engine-bar")
         yield Static("", id="strip", markup=False)
+        yield CompactMetrics(id="compact")
         with Horizontal(id="main"):
             with Vertical(id="chat-col"):
                 with Horizontal(id="outputs"):
@@ -90,7 +98,10 @@ class ChatScreen(EngineSlots):
                 yield ABTable(id="ab-table")
                 yield PromptInput(id="prompt")
             with Vertical(id="side"):
+                yield Static("", id="ratios", markup=False)
                 yield MetricsPanel(id="metrics")
+                yield KvLine(id="kv")
+                yield MetricsPanel(id="metrics-B")
                 yield HardwarePanel(id="hardware")
                 yield ServerPanel(id="server")
         yield Footer(compact=True)
@@ -132,8 +143,19 @@ class ChatScreen(EngineSlots):
     def action_toggle_panels(self) -> None:
         if self.has_class("-narrow"):
             self.toggle_class("-show-panels")
+            if not self.has_class("-show-panels"):
+                self.focus_prompt()
         else:
             self.notify("panels are already shown beside the chat")
+
+    def focus_prompt(self) -> None:
+        """Give the prompt the keyboard (after F2, a closed screen or palette, an engine
+        switch): what one types next goes into it."""
+        if not self.has_class("-show-panels"):
+            self.query_one("#prompt", PromptInput).focus()
+
+    def on_screen_resume(self) -> None:
+        self.focus_prompt()
 
     async def action_clear(self) -> None:
         if self.busy:
@@ -306,9 +328,10 @@ class ChatScreen(EngineSlots):
                 {"role": "assistant", "content": live.timeline.text},
             ]
         self._push_history(slot, m)
+        self._show_history(slot)
+        self.metrics_panel(slot).show_live(live.snapshot())
+        self._show_context_fill(slot, live.snapshot().context_fill)
         if slot == "A":
-            self._show_history()
-            self.query_one(MetricsPanel).show_live(live.snapshot())
             self._show_hardware()
 
     def _push_history(self, slot: str, m: RequestMetrics) -> None:
@@ -324,38 +347,75 @@ class ChatScreen(EngineSlots):
         if m.prefill_tps is not None:
             w["prefill"].push(m.prefill_tps)
 
-    def _show_history(self) -> None:
-        hist = {k: w.snapshot() for k, w in self.history["A"].items()}
-        self.query_one(MetricsPanel).show_history(hist, self.last_metrics["A"])
+    def _show_slot(self, slot: str) -> None:
+        super()._show_slot(slot)
+        self._title_panels()
+
+    def _title_panels(self) -> None:
+        """In A/B mode each metrics panel says whose numbers it shows."""
+        for slot in ("A", "B"):
+            name = self.slot_engine[slot]
+            title = f"metrics · {slot}: {name}" if self.ab and name else "metrics"
+            self.metrics_panel(slot).border_title = title
+
+    def metrics_panel(self, slot: str) -> MetricsPanel:
+        return self.query_one("#metrics" if slot == "A" else "#metrics-B", MetricsPanel)
+
+    def _show_history(self, slot: str = "A") -> None:
+        hist = {k: w.snapshot() for k, w in self.history[slot].items()}
+        self.metrics_panel(slot).show_history(hist, self.last_metrics[slot])
+        self.query_one(CompactMetrics).slot(slot).show_history(hist, self.last_metrics[slot])
         self._update_strip()
 
     def _refresh_live(self) -> None:
-        """Timer: copy the running request's live numbers into the panel (coalesced)."""
-        live = self.live["A"]
-        if live is not None and not live.done:
-            snap = live.snapshot()
-            self.query_one(MetricsPanel).show_live(snap)
-            self._update_strip(snap.last_itl_ms, snap.decode_tps, snap.ttft_ms)
+        """Timer: copy the running requests' live numbers into the panels (coalesced)."""
+        snaps: dict[str, LiveSnapshot] = {}
+        for slot in ("A", "B") if self.ab else ("A",):
+            live = self.live[slot]
+            if live is not None and not live.done:
+                snap = snaps[slot] = live.snapshot()
+                self.metrics_panel(slot).show_live(snap)
+                self.query_one(CompactMetrics).slot(slot).show_live(snap)
+                self._show_context_fill(slot, snap.context_fill)
+        if self.ab:
+            self._show_ratios(snaps)
+        self._update_strip()
 
-    def _update_strip(self, itl=None, decode=None, ttft=None) -> None:  # type: ignore[no-untyped-def]
+    def _show_ratios(self, snaps: dict[str, LiveSnapshot]) -> None:
+        """B/A while both stream (live values), else of the last finished turn."""
+        text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.last_metrics)
+        self.query_one("#ratios", Static).update(text, layout=False)
+        self._ratios = text
+
+    def _update_strip(self) -> None:
         if not self.has_class("-narrow"):
             return
-        m = self.last_metrics["A"]
-        if m is not None:
-            ttft = ttft if ttft is not None else m.ttft_ms
-            itl = itl if itl is not None else m.itl_ms_p50
-            decode = decode if decode is not None else m.decode_tps
-        text = f"TTFT {ms(ttft)} ITL {ms(itl)} {tps(decode)} tok/s"
-        s = self.last_sample
-        if s is not None:
-            text += f" │ {source_tag(s)}"
-        if s is not None and s.system is not None:
-            mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
-            text += f"CPU {s.system.cpu_percent:.0f}% {mem} {s.system.ram_used / 2**30:.1f}G"
-        if s is not None:
-            g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
-            text += " GPU " + ("–" if g is None else f"{g:.0f}%")
-        self.query_one("#strip", Static).update(text + " │ F2 panels", layout=False)
+        self.query_one("#strip", Static).update(
+            strip_text(
+                self._ratios if self.ab else "",
+                self._kv_short,
+                self.last_sample,
+                self.size.width - 2,
+            ),
+            layout=False,
+        )
+
+    def _show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
+        """The engine's own token count (ContextFill) with its model's KV layout."""
+        name = self.slot_engine[slot]
+        if fill is None or name is None or fill is self._kv_fill_shown.get(slot):
+            return
+        self._kv_fill_shown[slot] = fill
+        layout, unknown = self.kv_layout(name)
+        state = state_from_fill(fill.tokens, fill.n_ctx, layout, unknown, fill.t_ns)
+        self.post_message(KvUpdated(name, state))
+
+    @on(KvUpdated)
+    def _kv_updated(self, msg: KvUpdated) -> None:
+        if msg.engine == self.slot_engine["A"]:
+            self.query_one(KvLine).show(msg.state)
+            self._kv_short = kv_short(msg.state)
+            self._update_strip()
 
     # -- telemetry ------------------------------------------------------------------
     @on(ServerSampled)
@@ -380,3 +440,25 @@ class ChatScreen(EngineSlots):
 
 def engine_names(names: Iterable[str]) -> list[str]:
     return list(names)
+
+
+def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
+    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
+    hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
+    hardware part dropped when the line would not fit ``width``."""
+    hw: list[str] = []
+    if s is not None:
+        tag = source_tag(s)
+        cpu = ram = ""
+        if s.system is not None:
+            mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
+            cpu = f"CPU {s.system.cpu_percent:.0f}% "
+            ram = f"{mem} {s.system.ram_used / 2**30:.1f}G "
+        g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
+        gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
+        hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
+    for part in hw or [""]:
+        text = " │ ".join(p for p in (ratios, kv, part, "F2 panels") if p)
+        if len(text) <= width:
+            return text
+    return text

@@ -17,9 +17,11 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from tui.app.engine_host import GENERATING, IDLE, READY, EngineHost
-from tui.app.messages import EngineStateChanged, ServerSampled
+from tui.app.messages import EngineStateChanged, KvUpdated, ServerSampled
 from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.kv_line import KvLine
 from tui.app.widgets.server_panel import ServerPanel
+from tui.core.kv import KvLayout
 from tui.core.pauses import settle_heap
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError
@@ -40,12 +42,23 @@ class EngineSlots(Screen):
     last_metrics: dict[str, RequestMetrics | None]
     messages: dict[str, list[dict[str, str]]]
     _load_locks: dict[str, asyncio.Lock]
+    _kv_short: str
     app: Any
 
     def host(self, slot: str) -> EngineHost:
         name = self.slot_engine[slot]
         assert name is not None
         return self.app.host(name)
+
+    def kv_layout(self, name: str) -> tuple[KvLayout | None, str]:
+        """The KV layout the engine named ``name`` reported (tui/core/kv.py), or (None,
+        why it is unknown)."""
+        info = self.app.host(name).info()
+        params = info.parameters if info is not None else {}
+        d = params.get("kv_layout")
+        if isinstance(d, dict):
+            return KvLayout.from_dict(d), ""
+        return None, str(params.get("kv_layout_unknown") or "the engine does not say")
 
     def _show_slot(self, slot: str) -> None:
         name = self.slot_engine[slot]
@@ -140,6 +153,8 @@ class EngineSlots(Screen):
         self.slot_engine[slot] = name
         if slot == "A":
             self.query_one(ServerPanel).show_lines(None)
+            self.query_one(KvLine).show(None)
+            self._kv_short = ""
         self.history[slot] = windows()
         self.last_metrics[slot] = None
         self.messages[slot] = []
@@ -161,6 +176,10 @@ class EngineSlots(Screen):
         if self.ab and nxt == self.slot_engine["B"]:
             nxt = next_name(names, nxt)
         self.use_engine("A", nxt)
+        self.focus_prompt()
+
+    def focus_prompt(self) -> None:
+        """Give the prompt the keyboard (the chat screen does)."""
 
     def action_toggle_ab(self) -> None:
         names = list(self.app.config.engines)
@@ -178,6 +197,8 @@ class EngineSlots(Screen):
             self._show_slot("B")
             self._start_load("B")
         self.query_one(EngineBar).set_ab(self.ab)
+        self._show_slot("A")  # titles say which slot is which
+        self.focus_prompt()
         mode = "concurrently" if self.app.config.ui.ab_concurrent else "one after the other"
         self.notify(
             f"A/B mode {'on' if self.ab else 'off'}" + (f" (engines run {mode})" if self.ab else "")
@@ -199,13 +220,18 @@ class EngineSlots(Screen):
         except EngineError as e:
             self.post_message(ServerSampled(name, [f"server metrics: {e}"]))
             return
-        probe = server_probe(spec.kind, spec.url, access)
+        layout, unknown = self.kv_layout(name)
+        probe = server_probe(spec.kind, spec.url, access, layout, unknown)
         if probe is None:
             self.post_message(ServerSampled(name, None))
             return
         interval = self.app.config.telemetry.interval_s
+        kv_shown = None
         while not worker.is_cancelled:
             self.post_message(ServerSampled(name, probe.sample()))
+            if probe.kv is not None and probe.kv != kv_shown:  # only what changed
+                kv_shown = probe.kv
+                self.post_message(KvUpdated(name, probe.kv))
             deadline = time.monotonic() + max(interval, 0.5)
             while time.monotonic() < deadline and not worker.is_cancelled:
                 time.sleep(0.05)

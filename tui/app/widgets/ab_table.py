@@ -6,7 +6,9 @@ from textual import events
 from textual.widgets import DataTable
 
 from tui.app.format import ms, ratio, tps
+from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
+from tui.core.stats import percentile
 
 
 class ABTable(DataTable):
@@ -29,9 +31,6 @@ class ABTable(DataTable):
         self.add_columns("turn", "metric", "A", "B", "B/A")
 
     def add_turn(self, turn: int, a: RequestMetrics, b: RequestMetrics) -> None:
-        prefill_note = (
-            "" if (a.prefill_tps_source == b.prefill_tps_source == "engine") else " (est.)"
-        )
         rows = [
             ("TTFT", ms(a.ttft_ms), ms(b.ttft_ms), ratio(a.ttft_ms, b.ttft_ms)),
             (
@@ -41,12 +40,43 @@ class ABTable(DataTable):
                 ratio(a.decode_tps, b.decode_tps),
             ),
             (
-                "prefill tok/s" + prefill_note,
-                tps(a.prefill_tps),
-                tps(b.prefill_tps),
-                ratio(a.prefill_tps, b.prefill_tps),
+                "prefill tok/s",
+                prefill_cell(a),
+                prefill_cell(b),
+                ratio(a.prefill_tps, b.prefill_tps)
+                + ("" if a.prefill_tps_source == b.prefill_tps_source else " (mixed)"),
             ),
         ]
         for metric, va, vb, r in rows:
             self.add_row(f"#{turn}", metric, va, vb, r)
         self.move_cursor(row=self.row_count - 1)
+
+
+def prefill_cell(m: RequestMetrics) -> str:
+    """Prefill tok/s labelled by where it came from: the engine's own prompt timing
+    ("engine") or prompt tokens ÷ our TTFT ("est.")."""
+    if m.prefill_tps is None:
+        return tps(None)
+    return f"{tps(m.prefill_tps)} ({'engine' if m.prefill_tps_source == 'engine' else 'est.'})"
+
+
+def ab_ratio_text(
+    a: LiveSnapshot | None, b: LiveSnapshot | None, last: dict[str, RequestMetrics | None]
+) -> str:
+    """B/A ratios in one line: live while both requests stream (TTFT once both have a
+    first token; ITL = p50 of each one's recent gaps; decode tok/s so far), else of the
+    last finished turn (TTFT, ITL p50, decode tok/s): "B/A now TTFT 1.01× ITL 0.42×
+    tok/s 2.40×" / "B/A TTFT …"."""
+    if a is not None and b is not None:
+        itl_a = percentile(a.itl_recent, 50) if a.itl_recent else None
+        itl_b = percentile(b.itl_recent, 50) if b.itl_recent else None
+        vals = (a.ttft_ms, b.ttft_ms, itl_a, itl_b, a.decode_tps, b.decode_tps)
+        head = "B/A now"
+    else:
+        ma, mb = last.get("A"), last.get("B")
+        if ma is None or mb is None:
+            return ""
+        vals = (ma.ttft_ms, mb.ttft_ms, ma.itl_ms_p50, mb.itl_ms_p50, ma.decode_tps, mb.decode_tps)
+        head = "B/A"
+    ta, tb, ia, ib, da, db = vals
+    return f"{head} TTFT {ratio(ta, tb)} ITL {ratio(ia, ib)} tok/s {ratio(da, db)}"

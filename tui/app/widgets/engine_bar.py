@@ -112,7 +112,8 @@ def slot_text(slot: str, view: SlotView, ab: bool, width: int = 0) -> Text:
         model = kind = ""
     text = build()
     if text.cell_len > width and model:
-        model = model.rstrip("/").rsplit("/", 1)[-1]
+        if model.startswith(("/", "~", "./")) or "\\" in model:  # a file path: its name
+            model = model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
         over = build().cell_len - width
         model = _clip(model, len(model) - over) if len(model) - over >= 8 else ""
         text = build()

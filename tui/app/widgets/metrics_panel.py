@@ -111,7 +111,9 @@ class MetricsPanel(Vertical):
 
 
 def phase_bar(m: RequestMetrics, width: int) -> Text:
-    """Prefill time vs decode time of one request as a proportional bar."""
+    """Prefill time vs decode time of one request as one bar cut in proportion (yellow:
+    prefill — the engine's prompt time, else our TTFT; cyan: decode — first to last
+    content chunk), with both times and their shares of the sum."""
     pre = m.prefill_ms if m.prefill_ms is not None else m.ttft_ms
     dec = m.decode_ms
     text = Text("phase ")
@@ -119,7 +121,8 @@ def phase_bar(m: RequestMetrics, width: int) -> Text:
         text.append("– (needs a first token and two content chunks)", style="dim")
         return text
     src = "" if m.prefill_tps_source == "engine" else " (TTFT)"
-    label = f" prefill {ms(pre)}{src} | decode {ms(dec)}"
+    share = 100.0 * pre / (pre + dec)
+    label = f" prefill {ms(pre)}{src} {share:.0f}% | decode {ms(dec)} {100.0 - share:.0f}%"
     bar_w = max(4, min(40, width - len(label) - 6))
     n_pre = max(1 if pre > 0 else 0, round(bar_w * pre / (pre + dec)))
     text.append("█" * n_pre, style="yellow")
