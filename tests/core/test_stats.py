@@ -57,3 +57,35 @@ def test_rolling_window_keeps_the_last_values():
     assert w.last == 4 and w.percentile(50) == 3
     with pytest.raises(ValueError):
         RollingWindow(0)
+
+
+def _exact_median_distribution(xs: list[float]) -> dict[float, float]:
+    """Every resample of xs (n^n index tuples, equally likely) and its median."""
+    import itertools
+
+    n = len(xs)
+    dist: dict[float, float] = {}
+    for idx in itertools.product(range(n), repeat=n):
+        m = median([xs[i] for i in idx])
+        dist[m] = dist.get(m, 0.0) + 1.0 / n**n
+    return dist
+
+
+@pytest.mark.parametrize("xs", [[1.0, 2.0, 4.0, 8.0], [1.0, 2.0, 4.0, 8.0, 16.0]])
+def test_resampled_median_has_the_exact_bootstrap_distribution(xs):
+    """The O(1) order-statistic draw gives each resample median with the probability
+    that drawing n values with replacement and taking their median gives it."""
+    import random
+
+    from tui.core.stats import resampled_median
+
+    exact = _exact_median_distribution(xs)
+    rng = random.Random(3)
+    draws = 40_000
+    seen: dict[float, int] = {}
+    for _ in range(draws):
+        m = resampled_median(xs, rng)
+        seen[m] = seen.get(m, 0) + 1
+    assert set(seen) <= set(exact)
+    for value, p in exact.items():
+        assert seen.get(value, 0) / draws == pytest.approx(p, abs=0.01), value

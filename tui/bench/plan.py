@@ -39,6 +39,8 @@ class BenchPlan:
     n_ctx: int | None = None  # context size set on engines infertop starts (preset)
     slo: dict[str, float] = field(default_factory=dict)
     seed: int = 0
+    # client processes for concurrency levels (tui/bench/workers.py); None: the default
+    workers: int | None = None
     depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.depth)
 
     @property
@@ -73,6 +75,8 @@ class BenchPlan:
                 f"prompt tokens + max tokens ({self.prompt_tokens} + {self.max_tokens}) "
                 f"exceed the context size {self.n_ctx}"
             )
+        if self.workers is not None and self.workers < 1:
+            raise BenchError(f"--workers must be at least 1 (got {self.workers})")
         if any(d < 0 for d in self.depths):
             raise BenchError(f"--depth levels must be 0 or more (got {self.depths})")
         if self.n_ctx is not None and self.depths:

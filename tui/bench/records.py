@@ -53,6 +53,7 @@ class RequestRecord:
     # request when it is submitted; a queue inside the engine that stamps later shows here
     # (that wait is then not inside the engine-stamped TTFT).
     pre_send_wait_ms: float | None = None
+    worker: int | None = None  # the client worker process that sent it (None: the bench's)
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -92,6 +93,7 @@ class RequestRecord:
             "load_ms": self.load_ms,
             "prompt_tokens_target": self.prompt_tokens_target,
             "pre_send_wait_ms": self.pre_send_wait_ms,
+            "worker": self.worker,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -127,6 +129,7 @@ class RequestRecord:
             load_ms=d.get("load_ms"),
             prompt_tokens_target=d.get("prompt_tokens_target"),
             pre_send_wait_ms=d.get("pre_send_wait_ms"),
+            worker=d.get("worker"),
         )
 
 

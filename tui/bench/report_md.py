@@ -107,6 +107,12 @@ def markdown(report: dict[str, Any]) -> str:
         ],
     )
     lines += ["Environment: " + _environment(report.get("environment") or {}), ""]
+    workers = plan.get("workers") or 1
+    lines += [
+        f"Client: {workers} process{'es' if workers > 1 else ''} per concurrency level of an "
+        "HTTP engine (--workers; records merged on one monotonic clock)",
+        "",
+    ]
 
     lines += ["## Engines (warm; median [95% CI])", ""]
     rows = []

@@ -25,10 +25,13 @@ from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_seq
 from tui.bench.plan import BenchError, BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
+from tui.bench.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
 from tui.transport.access import redact_url
+from tui.transport.reader_loop import HttpReader
 
 PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
 TOKENIZER_COUNTS = 10
@@ -149,12 +152,17 @@ class BenchRunner:
         self._done = 0
         self._total = plan.requests_per_engine() * len(specs)
         self._stage = ("", "")
+        self._last_engine = True
         self.checkpoint: Callable[[BenchResult], None] | None = None
         # called with (engine, its EngineRun) after its last level, before it closes
         self.before_close: Callable[[Engine, EngineRun], Awaitable[None]] | None = None
         self._saved_at = time.monotonic()
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
+        # client processes per concurrency level (HTTP engines); the report's plan says it
+        if plan.workers is None:
+            plan.workers = default_workers(max(plan.concurrency))
+        self.workers = plan.workers
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -205,16 +213,24 @@ class BenchRunner:
 
     # --- the bench -----------------------------------------------------------------
     async def run(self) -> BenchResult:
-        for spec in self.specs:
+        # HTTP engines read on this loop: nothing else runs here, and a hand-off to a
+        # reader thread per read cost more CPU than the parsing (tui/transport/reader_loop)
+        with HttpReader.on_running_loop():
+            return await self._run_all()
+
+    async def _run_all(self) -> BenchResult:
+        for k, spec in enumerate(self.specs):
             if self.stopped:
                 break
+            self._last_engine = k == len(self.specs) - 1
             run = EngineRun(spec.name, spec.kind, spec_for_report(spec))
             self.result.engines.append(run)
             await self._run_engine(spec, run)
             if run.error is not None:
                 # its planned requests will never happen: keep the total honest
                 self._total -= self.plan.requests_per_engine()
-            self._save()
+            if not self._last_engine:
+                self._save()  # after the last one the caller writes the final report
         self.result.finished_at = _utc_now()
         self.result.partial = self.stopped
         self.result.partial_reason = self._stop_reason if self.stopped else None
@@ -259,8 +275,10 @@ class BenchRunner:
                 level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
                 run.levels.append(level)  # listed before it runs: checkpoints include it
                 with streaming():
-                    await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
-                self._save()
+                    await self._concurrency_level(engine, run, driver, c, level)
+                more = self.plan.rate or self.plan.depths or not self._last_engine
+                if more or c != self.plan.concurrency[-1]:
+                    self._save()  # more to run (the final report follows the last level)
             if self.plan.rate and not self.stopped:
                 rate = self.plan.rate
                 settle_heap()
@@ -290,6 +308,47 @@ class BenchRunner:
                 await engine.close()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"closing the engine failed: {e}")
+
+    async def _concurrency_level(
+        self, engine: Engine, run: EngineRun, driver: RequestDriver, c: int, level: LevelRun
+    ) -> None:
+        """Level c in this process, or split across worker processes (tui/bench/workers)."""
+        n = self.workers if isinstance(engine, HttpStreamEngine) else 1
+        shares = split_streams(c, n)
+        if len(shares) <= 1:
+            await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
+            return
+        spec = next(s for s in self.specs if s.name == run.name)
+        plan = self.plan
+        jobs = []
+        for w, streams in enumerate(shares, start=1):
+            first = driver.next_index()
+            driver._next_index = first + streams * plan.runs  # this worker's prompt numbers
+            jobs.append(
+                WorkerJob(
+                    w,
+                    spec,
+                    run.name,
+                    level.label,
+                    c,
+                    streams,
+                    plan.runs,
+                    first,
+                    self._t0_ns,
+                    plan.max_tokens,
+                    plan.temperature,
+                    plan.seed,
+                    run.prompt,
+                )
+            )
+        try:
+            level.complete = await run_level_in_workers(
+                jobs, level.records, self._on_record, lambda: self.stopped
+            )
+        except RuntimeError as e:
+            level.complete = False
+            run.warnings.append(f"{level.label}: the worker processes failed: {e}")
+            self._emit(message=f"{run.name} {level.label}: {e}")
 
     def _depths_fit(self, run: EngineRun) -> bool:
         """Refuse the engine before any request when its n_ctx cannot hold the deepest

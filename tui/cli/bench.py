@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
+from tui.bench.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
 
@@ -53,6 +54,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
     a("--slo", metavar="K=MS,...", help="goodput SLOs: ttft_ms, tpot_ms, itl_ms, e2e_ms")
+    a(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="client processes for HTTP engines' concurrency levels, each streaming a share "
+        "of the requests on its own event loop (records merged); default: one per "
+        f"{STREAMS_PER_WORKER} concurrent streams, at most cores - 1 (here "
+        f"{max_workers()})",
+    )
     add_sweep_arguments(p)
     a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
     a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
@@ -71,6 +81,7 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
         "max_tokens": args.max_tokens,
         "temperature": args.temperature,
         "cold": args.cold,
+        "workers": args.workers,
     }
     if args.concurrency is not None:
         explicit["concurrency"] = parse_concurrency(args.concurrency)

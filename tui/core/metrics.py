@@ -26,7 +26,7 @@ with non-empty text, t_end = end of the stream, N = output tokens (engine-counte
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tui.core.stats import percentile
@@ -75,7 +75,9 @@ class RequestMetrics:
         return percentile(self.itl_token_ms, 90) if self.itl_token_ms else None
 
     def to_dict(self, with_lists: bool = True) -> dict[str, Any]:
-        d = asdict(self)
+        # shallow: the ITL lists are shared, not deep-copied (asdict's copy was most of
+        # the cost of writing a report)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         if not with_lists:
             d.pop("itl_chunk_ms")
             d.pop("itl_token_ms")

@@ -6,6 +6,12 @@ turn of the reader loop (:meth:`LoopThread.post`), however many streams and even
 turn produced. Their stamps were taken before, where the bytes or tokens arrived, so the
 batching changes when a consumer *sees* an event, never its time (see
 tui/engines/http_common.py for the timing rules).
+
+A headless consumer with nothing else on its loop (``infertop bench``) may read on its own
+loop instead (:meth:`HttpReader.on_running_loop`): no reader thread, and no cross-thread
+wake-up per batch, which at one token per read was most of the client's CPU per token.
+Plain http:// bytes are still stamped by the kernel when they arrive (SO_TIMESTAMPNS), so
+a busy consumer delays when an event is seen, not its stamp.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tui.core.cancel import CancelToken
@@ -28,17 +35,29 @@ class LoopThread:
     consumer loop per turn of this loop, however many streams and events it carries.
     """
 
-    def __init__(self, name: str = "infertop-loop") -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(
+        self, name: str = "infertop-loop", loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        """Start a thread running a new loop; or, given ``loop`` (already running, owned by
+        the caller), use that one and start nothing."""
         self._outbox: list[tuple[asyncio.AbstractEventLoop, Outbox]] = []
+        self._thread: threading.Thread | None = None
+        if loop is not None:
+            self.loop = loop
+            return
+        self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
     @property
     def alive(self) -> bool:
+        if self._thread is None:
+            return not self.loop.is_closed()
         return self._thread.is_alive()
 
-    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any] | asyncio.Future[Any]:
+        if self._thread is None and _running_loop() is self.loop:
+            return asyncio.ensure_future(coro)
         return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
 
     async def call(self, coro: Awaitable[Any]) -> Any:
@@ -46,6 +65,8 @@ class LoopThread:
         return await asyncio.wrap_future(self.submit(coro))
 
     def stop(self) -> None:
+        if self._thread is None:
+            return  # the caller's loop: the caller stops it
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
 
@@ -63,7 +84,17 @@ class LoopThread:
             box.pending = []
             by_loop.setdefault(loop, []).append((box, batch))
         for loop, items in by_loop.items():
-            loop.call_soon_threadsafe(_deliver, items)
+            if loop is self.loop:
+                _deliver(items)  # the consumer reads on this loop: no wake-up to send
+            else:
+                loop.call_soon_threadsafe(_deliver, items)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class Outbox:
@@ -86,17 +117,46 @@ class HttpReader(LoopThread):
 
     _lock = threading.Lock()
     _instance: HttpReader | None = None
+    _adopted: dict[asyncio.AbstractEventLoop, HttpReader] = {}  # see on_running_loop
 
     def __init__(self) -> None:
         super().__init__("infertop-http-reader")
 
     @classmethod
     def shared(cls) -> HttpReader:
-        """The process-wide reader, started on first use (never at import)."""
+        """The process-wide reader, started on first use (never at import); or, called on
+        a loop inside :meth:`on_running_loop`, that loop's."""
         with cls._lock:
+            loop = _running_loop() if cls._adopted else None
+            adopted = cls._adopted.get(loop) if loop is not None else None
+            if adopted is not None:
+                return adopted
             if cls._instance is None or not cls._instance.alive:
                 cls._instance = cls()
             return cls._instance
+
+    @classmethod
+    @contextmanager
+    def on_running_loop(cls) -> Iterator[HttpReader]:
+        """Inside: engines made on the caller's running loop read there (no reader thread);
+        engines made on any other loop or thread still get the shared reader.
+
+        For a headless consumer that owns its loop (the bench, a bench worker process);
+        never for the UI, whose frames would then delay reads."""
+        loop = asyncio.get_running_loop()
+        reader = cls.__new__(cls)
+        LoopThread.__init__(reader, loop=loop)
+        with cls._lock:
+            before = cls._adopted.get(loop)
+            cls._adopted[loop] = reader
+        try:
+            yield reader
+        finally:
+            with cls._lock:
+                if before is None:
+                    cls._adopted.pop(loop, None)
+                else:
+                    cls._adopted[loop] = before
 
 
 Emit = Callable[[StreamEvent], None]

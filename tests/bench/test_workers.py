@@ -1,0 +1,153 @@
+"""``--workers``: a concurrency level split across client processes, against the real pace
+server (its send times known per token), records merged on one clock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+
+from tui.bench.plan import BenchPlan
+from tui.bench.runner import BenchRunner
+from tui.bench.workers import default_workers, max_workers, split_streams
+from tui.engines.base import EngineSpec
+
+
+def _child_stamp(conn) -> None:
+    conn.send(time.perf_counter_ns())
+    conn.close()
+
+
+def test_perf_counter_is_one_clock_across_processes():
+    """Why worker records merge: a stamp taken in another process falls between this
+    process's stamps around it (CLOCK_MONOTONIC is system-wide, not per process)."""
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    before = time.perf_counter_ns()
+    p = ctx.Process(target=_child_stamp, args=(send,))
+    p.start()
+    child = recv.recv()
+    after = time.perf_counter_ns()
+    p.join(10)
+    assert before < child < after
+
+
+def test_streams_split_evenly_and_never_to_an_empty_worker():
+    assert split_streams(16, 2) == [8, 8]
+    assert split_streams(5, 2) == [3, 2]
+    assert split_streams(3, 8) == [1, 1, 1]
+    assert split_streams(1, 1) == [1]
+    assert 1 <= default_workers(1) <= max_workers()
+    assert default_workers(10_000) == max_workers()
+
+
+async def test_two_workers_merge_records_stamped_against_the_servers_send_times():
+    import pace_server
+
+    cfg = pace_server.PaceConfig(interval_ms=2.0, ttft_ms=5.0, stamps_kept=64)
+    port, server, stop = pace_server.start_in_thread(cfg)
+    try:
+        spec = EngineSpec(
+            name="pace", kind="openai", url=f"http://127.0.0.1:{port}", endpoint="completions"
+        )
+        plan = BenchPlan(
+            engines=["pace"], runs=3, warmup=0, concurrency=[4], prompt_tokens=16,
+            max_tokens=12, workers=2,
+        )  # fmt: skip
+        res = await BenchRunner(plan, [spec]).run()
+    finally:
+        stop()
+    run = res.engines[0]
+    assert run.error is None and not res.partial
+    (level,) = run.levels
+    assert level.complete
+    # merged: every request of both workers, each once, each from a worker process
+    assert len(level.records) == 4 * 3 and all(r.ok for r in level.records)
+    assert sorted(r.worker for r in level.records) == [1] * 6 + [2] * 6
+    assert len({r.index for r in level.records}) == 12
+    assert server.stats.max_active == 4  # both workers' streams were in flight at once
+    for r in level.records:
+        tl = r.timeline
+        assert r.metrics.output_tokens == 12
+        assert tl.chunk_ns == sorted(tl.chunk_ns) and tl.t_sent_ns < tl.chunk_ns[0]
+        # the worker's stamps are on this process's clock: token i arrives right after the
+        # server (a thread of this process) sent it. The server stamps after its write, and
+        # under load its thread can wait for the GIL there, so a client stamp may precede
+        # it by milliseconds; a per-process clock would be off by seconds or more.
+        rid = next(k for k, s in server.seeds.items() if s == plan.seed + r.index)
+        sent = server.sent_ns[rid]
+        got = [t for t, x in zip(tl.chunk_ns, tl.chunk_text) if x]
+        assert len(got) == len(sent) == 12
+        lags_ms = sorted((g - s) / 1e6 for g, s in zip(got, sent))
+        assert -50 < lags_ms[0] and lags_ms[-1] < 1000, lags_ms
+        assert -2 < lags_ms[len(lags_ms) // 2] < 20, lags_ms
+    # one time axis: the level's requests overlap across the two processes
+    w1 = [r for r in level.records if r.worker == 1]
+    w2 = [r for r in level.records if r.worker == 2]
+    assert min(r.t_start_s for r in w2) < max(r.t_end_s for r in w1)
+    assert min(r.t_start_s for r in w1) < max(r.t_end_s for r in w2)
+    assert res.plan.to_dict()["workers"] == 2
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_bad_workers_is_a_usage_error(infertop_cmd, cli_env, tmp_path, value):
+    import subprocess
+
+    p = subprocess.run(
+        [*infertop_cmd, "bench", "--workers", value, "--out", str(tmp_path / "o")],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2
+    assert f"infertop bench: error: --workers must be at least 1 (got {value})" in p.stderr
+
+
+async def test_the_bench_reads_on_its_own_loop_and_other_loops_keep_the_shared_reader():
+    import asyncio
+
+    from tui.transport.reader_loop import HttpReader
+
+    with HttpReader.on_running_loop() as reader:
+        assert HttpReader.shared() is reader and reader.loop is asyncio.get_running_loop()
+        assert await reader.call(asyncio.sleep(0, "ran")) == "ran"
+        elsewhere = await asyncio.to_thread(HttpReader.shared)  # another thread, no loop
+        assert elsewhere is not reader and elsewhere.alive and elsewhere.loop is not reader.loop
+    assert HttpReader.shared() is not reader
+
+
+async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured():
+    import asyncio
+
+    import pace_server
+
+    port, _server, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=5.0))
+    try:
+        spec = EngineSpec(
+            name="pace", kind="openai", url=f"http://127.0.0.1:{port}", endpoint="completions"
+        )
+        plan = BenchPlan(
+            engines=["pace"], runs=40, warmup=0, concurrency=[2], prompt_tokens=16,
+            max_tokens=40, workers=2,
+        )  # fmt: skip
+        runner = BenchRunner(plan, [spec])
+        task = asyncio.create_task(runner.run())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            runner.result.engines
+            and runner.result.engines[0].levels
+            and len(runner.result.engines[0].levels[0].records) >= 2
+        ):
+            await asyncio.sleep(0.05)
+        runner.stop("test stop")
+        res = await asyncio.wait_for(task, 30)  # returns: no worker left hanging
+    finally:
+        stop()
+    assert res.partial and res.partial_reason == "test stop"
+    (level,) = res.engines[0].levels
+    assert not level.complete
+    assert 2 <= len(level.records) < 80
+    assert any(r.ok for r in level.records)
+    assert not multiprocessing.active_children()
