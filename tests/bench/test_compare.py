@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.bench.compare import METRICS, compare_reports, verdict
+from tui.bench.compare import METRICS, RequestSample, compare_reports, verdict
 from tui.bench.compare_md import markdown
 from tui.bench.environment import environment
 from tui.bench.plan import BenchPlan
@@ -188,3 +188,45 @@ def test_verdict_follows_the_metric_direction():
     assert verdict(0.8, 0.7, 0.9, higher=False) == "better"
     assert verdict(1.2, 0.9, 1.3, higher=True) == "no change"
     assert verdict(1.2, None, None, higher=True) == "too few requests"
+
+
+FROZEN = Path(__file__).resolve().parents[1] / "app" / "compare_reports"
+
+
+class RecordingRng:
+    """NumPy's generator, keeping the resample indices it hands out."""
+
+    def __init__(self, seed: int) -> None:
+        import numpy as np
+
+        self.rng = np.random.default_rng(seed)
+        self.drawn: list = []
+
+    def integers(self, low, high, size):  # type: ignore[no-untyped-def]
+        idx = self.rng.integers(low, high, size=size)
+        self.drawn.append(idx)
+        return idx
+
+
+def test_resampled_statistics_equal_the_statistics_of_each_resample(monkeypatch):
+    """The vectorised bootstrap (pooled-ITL percentiles from running counts included)
+    gives, for each resample, what the plain definitions give on the resampled requests."""
+    import tui.bench.compare_boot as boot
+    from tui.bench.compare import level_samples, statistic
+
+    level = level_samples(load_report(FROZEN / "b"))[("ls", "c=1")]
+    # 12 requests of the real report's 3 (repeated, gap lists varied) and 5 rows a chunk
+    reqs = []
+    for i, r in enumerate(level.requests * 4):
+        gaps = tuple(sorted(g * (1 + i / 7) for g in r.itl_token_ms))
+        reqs.append(RequestSample(r.decode_tps, r.ttft_ms, gaps, r.output_tokens, r.duration_s))
+    level.requests = reqs
+    monkeypatch.setattr(boot, "MAX_CELLS", 5 * len(reqs))
+    rng = RecordingRng(7)
+    got = boot.resampled_statistics(level, 13, rng)
+    rows = [row for idx in rng.drawn for row in idx]
+    assert len(rng.drawn) == 3 and len(rows) == 13  # chunks of 5, 5, 3
+    for metric in METRICS:
+        stat = statistic(metric, level)
+        want = [stat([reqs[i] for i in row]) for row in rows]
+        assert list(got[metric]) == pytest.approx(want, rel=1e-12), metric

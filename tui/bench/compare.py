@@ -11,15 +11,16 @@ label: "c=1", "c=8", "rate=2", "cold"), five ratios B ÷ A:
 - total tok/s: Σ output tokens of ok requests / the level's wall time (first request sent
   → last request ended), as in tui.bench.aggregate.
 
-Intervals are percentile-bootstrap 95 % intervals, ``N_BOOT`` resamples with a fixed seed
-(the same inputs give the same output). The unit resampled is the request: one report is
-one bench, so a level's requests are its only replicates. Each side is resampled on its
-own (the two benches are independent); a request's ITL gaps travel together (they are
-not independent of each other). A resample's statistic is the point statistic of the
-resampled requests, except total tok/s, which is one wall-time measurement per level: a
-resample's total tok/s is the measured total × (its Σ tokens / Σ request durations) ÷
-(the same over all the level's requests) — the level's occupancy is held at what was
-measured and the requests' own throughput varies.
+Intervals are percentile-bootstrap 95 % intervals of the ratio, ``N_BOOT`` resamples with
+a fixed seed (the same inputs give the same output; tui/bench/compare_boot.py). The unit
+resampled is the request: one report is one bench, so a level's requests are its only
+replicates. Each side is resampled on its own (the two benches are independent); a
+request's ITL gaps travel together (they are not independent of each other). A
+resample's statistic is the point statistic of the resampled requests, except total
+tok/s, which is one wall-time measurement per level: a resample's total tok/s is the
+measured total × (its Σ tokens / Σ request durations) ÷ (the same over all the level's
+requests) — the level's occupancy is held at what was measured and the requests' own
+throughput varies.
 
 A ratio is "no change" when its interval holds 1.0; otherwise "better" or "worse" by the
 metric's direction (higher tok/s is better, lower TTFT/ITL is better). With fewer than two
@@ -28,13 +29,13 @@ requests on a side there is no interval.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from tui.bench.compare_boot import percentile_interval, resampled_statistics
 from tui.bench.compare_env import environment_differences
 from tui.core.stats import median, percentile
 
@@ -52,8 +53,6 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "itl_p90_ms": ("ITL p90", "ms", False),
     "total_tps": ("total tok/s", "tok/s", True),
 }
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -154,31 +153,6 @@ def statistic(metric: str, level: LevelSample) -> Callable[[Sequence[RequestSamp
     raise ValueError(f"unknown metric {metric!r}")
 
 
-def bootstrap_ratio(
-    a: Sequence[T],
-    b: Sequence[T],
-    stat_a: Callable[[Sequence[T]], float | None],
-    stat_b: Callable[[Sequence[T]], float | None],
-    n_boot: int = N_BOOT,
-    seed: int = SEED,
-) -> tuple[float | None, float | None]:
-    """Percentile-bootstrap interval of stat_b(B) / stat_a(A), each side resampled on its
-    own with replacement; (None, None) with fewer than two items on a side."""
-    if len(a) < 2 or len(b) < 2:
-        return None, None
-    rng = random.Random(seed)
-    ratios: list[float] = []
-    for _ in range(n_boot):
-        sa = stat_a(rng.choices(a, k=len(a)))
-        sb = stat_b(rng.choices(b, k=len(b)))
-        if sa and sb is not None:
-            ratios.append(sb / sa)
-    if not ratios:
-        return None, None
-    tail = (1 - LEVEL) / 2 * 100
-    return percentile(ratios, tail), percentile(ratios, 100 - tail)
-
-
 def verdict(ratio: float | None, low: float | None, high: float | None, higher: bool) -> str:
     """'no change' when the interval holds 1.0, else 'better' / 'worse' by direction."""
     if ratio is None:
@@ -193,15 +167,27 @@ def verdict(ratio: float | None, low: float | None, high: float | None, higher: 
 def compare_levels(
     a: LevelSample, b: LevelSample, n_boot: int = N_BOOT, seed: int = SEED
 ) -> list[dict[str, Any]]:
-    """One row per metric: A's and B's values, B ÷ A, its interval and the verdict."""
+    """One row per metric: A's and B's values, B ÷ A, its interval and the verdict.
+
+    Point values come from the statistic over all requests (tui.core.stats); the
+    interval from the resampled ratios (tui.bench.compare_boot), each side resampled on
+    its own from one generator seeded with ``seed``."""
+    import numpy as np
+
+    boot_a = boot_b = None
+    if len(a.requests) >= 2 and len(b.requests) >= 2:
+        rng = np.random.default_rng(seed)
+        boot_a = resampled_statistics(a, n_boot, rng)
+        boot_b = resampled_statistics(b, n_boot, rng)
     rows = []
     for metric, (words, unit, higher) in METRICS.items():
-        sa, sb = statistic(metric, a), statistic(metric, b)
-        va, vb = sa(a.requests), sb(b.requests)
+        va, vb = statistic(metric, a)(a.requests), statistic(metric, b)(b.requests)
         ratio = vb / va if (va and vb is not None) else None
         low = high = None
-        if ratio is not None:
-            low, high = bootstrap_ratio(a.requests, b.requests, sa, sb, n_boot, seed)
+        if ratio is not None and boot_a is not None and boot_b is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratios = boot_b[metric] / boot_a[metric]
+            low, high = percentile_interval(ratios, LEVEL)
         rows.append(
             {
                 "engine_a": a.engine,

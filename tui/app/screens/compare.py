@@ -35,7 +35,8 @@ class CompareScreen(Screen):
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
     CompareScreen #compare-title { height: auto; padding: 0 1; background: $panel; }
-    CompareScreen #compare-warnings { height: auto; max-height: 8; padding: 0 1; }
+    CompareScreen #compare-env { height: auto; max-height: 8; }
+    CompareScreen #compare-warnings { height: auto; padding: 0 1; }
     CompareScreen #compare-table { height: auto; max-height: 14; }
     CompareScreen #compare-sides { height: 1fr; }
     CompareScreen .compare-side { width: 1fr; border: round $primary; }
@@ -51,7 +52,8 @@ class CompareScreen(Screen):
     def compose(self) -> ComposeResult:
         (pa, _), (pb, _) = self.a, self.b
         yield Static(f"A: {pa}    B: {pb}    (ratios B ÷ A, 95 % bootstrap)", id="compare-title")
-        yield Static("comparing…", id="compare-warnings", markup=False)
+        with VerticalScroll(id="compare-env"):
+            yield Static("comparing…", id="compare-warnings", markup=False)
         yield DataTable(id="compare-table", cursor_type="row")
         with Horizontal(id="compare-sides"):
             with VerticalScroll(classes="compare-side", id="side-a") as side_a:
@@ -90,7 +92,8 @@ class CompareScreen(Screen):
         diffs = comp["environment_differences"]
         if diffs:
             lines = [
-                "Warning: the environments differ (a ratio may show the set-up, not the engine):"
+                f"Warning: {len(diffs)} environment field(s) differ (a ratio may show the "
+                "set-up, not the engine); scroll for all:"
             ]
             lines += [f"  {d['text']}" for d in diffs]
         else:
