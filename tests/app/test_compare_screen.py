@@ -59,7 +59,7 @@ async def test_compare_screen_shows_ratios_and_warnings():
         assert first[5] == f"{row['ratio']:.3f}"
         warnings = str(screen.query_one("#compare-warnings", Static).render())
         assert (
-            "22 environment field(s) differ" in warnings
+            "5 environment field(s) differ" in warnings
             and "settings.max_tokens: 8 (A) vs 10 (B)" in warnings
         )
         await pilot.press("escape")

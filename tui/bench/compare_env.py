@@ -6,9 +6,11 @@ temperature, concurrency levels, ...) and, per compared engine pair, the engine'
 spec (the server URL without its port, since test servers get free ports), model,
 quantisation, context size, parameters (engine build and version included), the request
 controls sent, how its tokens were stamped (per engine, rather than the environment's
-kernel probe), and the model file's fingerprint. Measurements that change on every run
-(load times, PIDs) are not settings and are left out. A field one report lacks (an
-older report) shows as "(not recorded)".
+kernel probe), and the model file's fingerprint; for two engines of different kinds only
+the kind, model file, request controls and stamp sources (the rest means different
+things per kind). Measurements that change on every run (load times, PIDs) are not
+settings and are left out. A field one report lacks (an older report) shows as
+"(not recorded)".
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ SKIP_PLAN = {"engines"}
 # per engine instead: stamp_sources says how each engine's tokens were really stamped
 # (http_receive_stamps is a probe of the kernel, taken whether or not HTTP was used)
 SKIP_ENVIRONMENT = {"stamp_sources", "http_receive_stamps"}
-SKIP_SPEC = {"name"}
-SKIP_INFO = {"engine", "load_ms", "pid", "url"}
+SKIP_SPEC = {"name", "kind"}
+SKIP_INFO = {"engine", "kind", "load_ms", "pid", "url"}
+# engines of different kinds: their spec and parameters mean different things, so only
+# these are compared (with the kind itself)
+ACROSS_KINDS = ("model_file", "request_controls", "stamp_sources")
 SKIP_PARAMETERS = {"model_load_ms"}
 
 
@@ -91,5 +96,8 @@ def environment_differences(
     for ea, eb in pairs:
         label = ea if ea == eb else f"{ea}↔{eb}"
         fa, fb = _engine_fields(by_a.get(ea), a), _engine_fields(by_b.get(eb), b)
+        if fa.get("kind") != fb.get("kind"):
+            fa = {k: fa.get(k) for k in ("kind", *ACROSS_KINDS)}
+            fb = {k: fb.get(k) for k in ("kind", *ACROSS_KINDS)}
         out += _diff(fa, fb, f"engine {label}")
     return out
