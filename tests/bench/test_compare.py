@@ -180,6 +180,12 @@ def test_cli_rejects_what_is_not_a_report(reports, infertop_cmd, cli_env, tmp_pa
         env=cli_env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert p.returncode == 2 and "two or more reports" in p.stderr
+    a1 = str(reports["a1"])
+    p = subprocess.run(
+        [*infertop_cmd, "compare", a1, a1, a1, "--ui"],
+        env=cli_env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2 and "--ui shows two reports side by side (got 3)" in p.stderr
 
 
 def test_verdict_follows_the_metric_direction():

@@ -49,6 +49,8 @@ def main(args: argparse.Namespace) -> int:
         return _error("compare needs two or more reports (got 1)")
     if args.ui and len(paths) != 2:
         return _error(f"--ui shows two reports side by side (got {len(paths)})")
+    if args.ui and (args.json or args.out):
+        return _error("--ui opens the terminal UI: leave out --json and --out")
     loaded = []
     for path in paths:
         try:
