@@ -22,6 +22,10 @@ from tui.engines.base import EngineSpec
 pytestmark = pytest.mark.engine
 
 RUNS, PROMPT = 3, 64
+# One thread per engine: on a shared 2-core machine llama.cpp's 2 threads wait on each
+# other whenever one is descheduled (measured here at load average 4: a 3-request bench
+# took 113 s with 2 threads, 13 s with 1). These tests check what compare computes, not speed.
+THREADS = 1
 
 
 def bench(spec: EngineSpec, out: Path, max_tokens: int) -> Path:
@@ -40,11 +44,11 @@ def reports(tmp_path_factory, model_path):
     import real_servers as servers
 
     root = tmp_path_factory.mktemp("compare")
-    local = EngineSpec("local", "llamacpp", model=str(model_path), n_threads=2)
+    local = EngineSpec("local", "llamacpp", model=str(model_path), n_threads=THREADS)
     a1 = bench(local, root / "a1", max_tokens=8)
     a2 = bench(local, root / "a2", max_tokens=8)
     try:
-        sp = servers.start_llama_server(model_path, root)
+        sp = servers.start_llama_server(model_path, root, ["-t", str(THREADS)])
     except servers.ServerStartError as e:
         servers.unavailable("llama-server", str(e))
     try:
