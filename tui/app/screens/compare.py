@@ -86,7 +86,6 @@ class CompareScreen(Screen):
         self.result = message.result
         comp = message.result["comparisons"][0]
         table = self.query_one("#compare-table", DataTable)
-        table.clear()
         for row in comp["rows"]:
             table.add_row(*row_cells(row))
         diffs = comp["environment_differences"]
