@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("tui.cli.replay", "play a recorded session back in the UI at its recorded pace"),
     "agent": ("tui.cli.agent", "print this machine's hardware samples as JSON lines (for SSH)"),
     "fleet": ("tui.cli.fleet", "one row per inference endpoint: load, KV cache, TTFT, tok/s, GPUs"),
+    "compare": ("tui.cli.compare", "compare bench reports: B ÷ A ratios with bootstrap intervals"),
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from tui.bench.aggregate import N_BOOT, summarize_result
 from tui.bench.atomic import write_atomic
+from tui.bench.model_file import model_file
 from tui.bench.records import finite
 from tui.bench.report_csv import csv_text
 from tui.bench.report_md import markdown
@@ -36,6 +37,7 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
                 "kind": run.kind,
                 "spec": finite(run.spec),
                 "info": finite(run.info),
+                "model_file": model_file(run.info),
                 "request_controls": dict(run.controls),
                 "records": [r.to_dict() for r in run.records()],
             }

@@ -82,6 +82,7 @@ class BenchScreen(Screen):
         Binding("escape", "close", "Back", id="bench_close"),
         Binding("ctrl+s", "start", "Start", id="bench_start"),
         Binding("ctrl+x", "stop", "Stop", id="bench_stop"),
+        Binding("c", "compare", "Compare with opened", id="bench_compare"),
     ]
 
     def __init__(self, config: Config | None = None, reports_dir: Path | None = None) -> None:
@@ -92,6 +93,7 @@ class BenchScreen(Screen):
         self.ttfts: list[float] = []
         self.rates: list[float] = []
         self.last_out: Path | None = None
+        self.opened_report: Path | None = None  # A for the compare key
 
     @property
     def config(self) -> Config:
@@ -172,6 +174,23 @@ class BenchScreen(Screen):
             self.notify(f"cannot open {md}: {e.strerror or e}", severity="error")
             return
         self.query_one("#report_md", Markdown).update(text)
+        self.opened_report = folder
+
+    def action_compare(self) -> None:
+        """The opened past report (A) beside the highlighted one (B): CompareScreen."""
+        from tui.app.screens.compare import CompareScreen
+        from tui.bench.report import load_report
+
+        past = self.query_one("#past", DataTable)
+        a = self.opened_report
+        if a is None or past.row_count == 0:
+            self.notify("open a past report (Enter), highlight another, then press c")
+            return
+        b = Path(str(past.coordinate_to_cell_key(past.cursor_coordinate).row_key.value))
+        try:
+            self.app.push_screen(CompareScreen((a, load_report(a)), (b, load_report(b))))
+        except ValueError as e:
+            self.notify(str(e), severity="error")
 
     # --- running ----------------------------------------------------------------------
     def build_plan(self) -> tuple[BenchPlan, list[Any]]:
