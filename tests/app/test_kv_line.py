@@ -77,3 +77,11 @@ def test_vllm_text_has_usage_and_blocks():
     first, second = kv_lines(state_from_vllm(0.125, {"num_gpu_blocks": "4096", "block_size": "16"}))
     assert first == "KV 12.5% of 4,096 blocks ▕██░░░░░░░░░░░░░░▏"
     assert second == "≈512 blocks used × 16 tok/block (estimate) · vLLM /metrics"
+
+
+def test_a_narrow_panel_gets_the_short_shape():
+    state = state_from_fill(112, 2_048, SMOLLM2)
+    _, full = kv_lines(state)
+    _, short = kv_lines(state, 62)
+    assert len(full) > 62 and len(short) <= 62
+    assert short == "2.5 MiB = 112 tok × 22.5 KiB (f16, 30L × 3 kv × 64)"

@@ -40,8 +40,16 @@ def bar(fill: float | None, width: int = BAR_WIDTH) -> str:
     return "▕" + "█" * full + "░" * (width - full) + "▏"
 
 
-def kv_lines(state: KvState) -> list[str]:
-    """The widget's text for ``state`` (pure: tested without an app)."""
+def kv_lines(state: KvState, width: int = 0) -> list[str]:
+    """The widget's text for ``state`` (pure: tested without an app); with ``width``,
+    a second line that would not fit says the shape shorter ("30L × 3 kv × 64")."""
+    lines = _kv_lines(state)
+    if width and len(lines[1]) > width:
+        lines[1] = lines[1].replace(" layers × ", "L × ").replace(" kv heads × ", " kv × ")
+    return lines
+
+
+def _kv_lines(state: KvState) -> list[str]:
     if state.usage_pct is not None or state.blocks_total is not None:
         return _vllm_lines(state)
     if state.tokens_in_context is None:
@@ -123,7 +131,7 @@ class KvLine(Static):
         if self.display != shown:
             self.display = shown
         if state is not None:
-            text = "\n".join(kv_lines(state))
+            text = "\n".join(kv_lines(state, self.content_size.width))
             if text != self._text:
                 self._text = text
                 self.update(text, layout=False)
