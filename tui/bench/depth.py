@@ -27,10 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tui.bench import hooks
-from tui.bench.loads import RequestDriver, run_concurrency
+from tui.bench.loads import RequestDriver, prompt_counter, run_concurrency
 from tui.bench.plan import BenchError, BenchPlan
-from tui.bench.prompts import WORDS_PER_TOKEN_GUESS, Counter, PromptShape, calibrate, filler
+from tui.bench.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
 from tui.bench.records import LevelRun
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
@@ -150,26 +149,6 @@ class DepthSweep:
         self.engine, self.run, self.driver = engine, run, driver
         self.make_request, self.seed, self.on_stage = make_request, seed, on_stage
 
-    async def counter(self) -> tuple[Counter, str]:
-        """The engine's prompt-token count: its tokenizer hook, else 1-token probes."""
-        engine, driver, run = self.engine, self.driver, self.run
-        if await hooks.count_prompt_tokens(engine, GenerationRequest.from_prompt("x")) is not None:
-
-            async def by_tokenizer(req: GenerationRequest) -> int | None:
-                return await hooks.count_prompt_tokens(engine, req)
-
-            return by_tokenizer, "engine tokenizer"
-
-        async def by_probe(req: GenerationRequest) -> int | None:
-            if driver.stopped:
-                return None
-            req.max_tokens = 1
-            rec = await driver.run(req, "calibrate", "calibrate", 0, notify=False)
-            run.calibration.append(rec)
-            return rec.timeline.prompt_tokens if rec.ok else None
-
-        return by_probe, "usage probe"
-
     async def context_for(self, depth: int, shape: PromptShape, level: str) -> DepthContext:
         question = shape.text(0)
         if depth == 0:
@@ -179,7 +158,7 @@ class DepthSweep:
             # the engine counts nothing: the depth, like the prompt, is an estimate
             words = max(1, round(depth * WORDS_PER_TOKEN_GUESS))
             return DepthContext(depth, level, words, None, None, "estimate")
-        count, method = await self.counter()
+        count, method = await prompt_counter(self.engine, self.driver, self.run.calibration)
         found = await calibrate(
             shape.counted_tokens + depth,
             self._context_request(question),

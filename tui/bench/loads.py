@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from tui.bench import hooks
+from tui.bench.prompts import Counter
 from tui.bench.records import LevelRun, RequestRecord, classify
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
@@ -205,3 +207,31 @@ async def run_poisson(
         await asyncio.gather(*tasks)
     level.complete = not driver.stopped
     return level
+
+
+TOKENIZER = "engine tokenizer"
+USAGE_PROBE = "usage probe"
+
+
+async def prompt_counter(
+    engine: Engine, driver: RequestDriver, kept: list[RequestRecord]
+) -> tuple[Counter, str]:
+    """How the engine counts a request's prompt tokens: its tokenizer hook when it has
+    one ("engine tokenizer"), else a 1-token request whose ``usage`` says so ("usage
+    probe"; each probe's record is appended to ``kept``, None once the bench stops)."""
+    if await hooks.count_prompt_tokens(engine, GenerationRequest.from_prompt("x")) is not None:
+
+        async def by_tokenizer(req: GenerationRequest) -> int | None:
+            return await hooks.count_prompt_tokens(engine, req)
+
+        return by_tokenizer, TOKENIZER
+
+    async def by_probe(req: GenerationRequest) -> int | None:
+        if driver.stopped:
+            return None
+        req.max_tokens = 1
+        rec = await driver.run(req, "calibrate", "calibrate", 0, notify=False)
+        kept.append(rec)
+        return rec.timeline.prompt_tokens if rec.ok else None
+
+    return by_probe, USAGE_PROBE

@@ -21,7 +21,14 @@ from typing import Any
 
 from tui.bench import hooks
 from tui.bench.depth import DepthContext, DepthSweep, check_fits
-from tui.bench.loads import RequestDriver, run_concurrency, run_poisson, run_sequential
+from tui.bench.loads import (
+    TOKENIZER,
+    RequestDriver,
+    prompt_counter,
+    run_concurrency,
+    run_poisson,
+    run_sequential,
+)
 from tui.bench.plan import BenchError, BenchPlan
 from tui.bench.prompts import PromptShape, calibrate
 from tui.bench.records import LevelRun, RequestRecord
@@ -430,26 +437,9 @@ class BenchRunner:
     async def _calibrate(
         self, engine: Engine, run: EngineRun, driver: RequestDriver
     ) -> PromptShape:
-        target = self.plan.prompt_tokens
-        probe = GenerationRequest.from_prompt("x")
-        if await hooks.count_prompt_tokens(engine, probe) is not None:
-
-            async def by_tokenizer(req: GenerationRequest) -> int | None:
-                return await hooks.count_prompt_tokens(engine, req)
-
-            return await calibrate(
-                target, self._request, by_tokenizer, "engine tokenizer", TOKENIZER_COUNTS
-            )
-
-        async def by_probe(req: GenerationRequest) -> int | None:
-            if self.stopped:
-                return None
-            req.max_tokens = 1
-            rec = await driver.run(req, "calibrate", "calibrate", 0, notify=False)
-            run.calibration.append(rec)
-            return rec.timeline.prompt_tokens if rec.ok else None
-
-        return await calibrate(target, self._request, by_probe, "usage probe", PROBE_COUNTS)
+        count, method = await prompt_counter(engine, driver, run.calibration)
+        most = TOKENIZER_COUNTS if method == TOKENIZER else PROBE_COUNTS
+        return await calibrate(self.plan.prompt_tokens, self._request, count, method, most)
 
     async def _cold(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
         self._stage = (run.name, "cold")
