@@ -7,16 +7,12 @@ import multiprocessing
 import time
 
 import pytest
+from clock_child import send_stamp
 
 from tui.bench.plan import BenchPlan
 from tui.bench.runner import BenchRunner
 from tui.bench.workers import default_workers, max_workers, split_streams
 from tui.engines.base import EngineSpec
-
-
-def _child_stamp(conn) -> None:
-    conn.send(time.perf_counter_ns())
-    conn.close()
 
 
 def test_perf_counter_is_one_clock_across_processes():
@@ -25,8 +21,9 @@ def test_perf_counter_is_one_clock_across_processes():
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     before = time.perf_counter_ns()
-    p = ctx.Process(target=_child_stamp, args=(send,))
+    p = ctx.Process(target=send_stamp, args=(send,))
     p.start()
+    assert recv.poll(60), f"the child sent no stamp (exit code {p.exitcode})"
     child = recv.recv()
     after = time.perf_counter_ns()
     p.join(10)
