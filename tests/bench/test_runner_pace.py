@@ -128,9 +128,16 @@ async def test_unloadable_engine_is_reported():
 
 async def test_stop_from_another_thread_cancels_and_marks_partial():
     p = plan(runs=50, concurrency=[2])
-    runner = BenchRunner(p, [pace()])
-    timer = threading.Timer(0.5, runner.stop, kwargs={"reason": "test stop"})
-    timer.start()
+    first = threading.Event()
+
+    def on_update(u) -> None:  # type: ignore[no-untyped-def]
+        # stop from another thread once the level is running (a fixed delay could land in
+        # the calibration on a slow or loaded machine, before any level exists)
+        if u.record is not None and u.record.phase == "warm" and not first.is_set():
+            first.set()
+            threading.Timer(0.05, runner.stop, kwargs={"reason": "test stop"}).start()
+
+    runner = BenchRunner(p, [pace()], on_update=on_update)
     res = await asyncio.wait_for(runner.run(), 20)
     assert res.partial and res.partial_reason == "test stop"
     lv = res.engines[0].levels[0]
