@@ -217,3 +217,18 @@ async def test_ab_table_rows_and_ratios():
         assert rows[1][4] == "2.00×"
         # each prefill cell says where its number came from; the ratio says it mixes them
         assert rows[2][1:] == ["prefill tok/s", "200.0 (engine)", "400.0 (est.)", "2.00× (mixed)"]
+
+
+def test_strip_drops_ram_then_hardware_before_the_ratios_kv_and_hint():
+    from tui.app.widgets.strip import strip_text
+
+    s = _sample(NvmlSample("absent", "no NVIDIA GPU"))
+    ratios, kv = "B/A TTFT 1.01× ITL 0.42× tok/s 2.40×", "KV 98/2,048 tok 2.2 MiB"
+    full = strip_text(ratios, kv, s, 200)
+    assert full.startswith(f"{ratios} │ {kv} │ CPU ") and " RAM " in full
+    assert full.endswith(" GPU – │ F2 panels")
+    no_ram = strip_text(ratios, kv, s, len(full) - 1)
+    assert " RAM " not in no_ram and "CPU " in no_ram and len(no_ram) < len(full)
+    bare = strip_text(ratios, kv, s, len(no_ram) - 1)
+    assert bare == f"{ratios} │ {kv} │ F2 panels"
+    assert strip_text("", "", None, 80) == "F2 panels"

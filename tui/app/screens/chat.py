@@ -35,11 +35,12 @@ from tui.app.widgets.ab_table import ABTable, ab_ratio_text
 from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
-from tui.app.widgets.hardware_panel import HardwarePanel, source_tag
+from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
+from tui.app.widgets.strip import strip_text
 from tui.core.events import ContextFill, Failed
 from tui.core.kv import state_from_fill
 from tui.core.live import LiveRequest, LiveSnapshot
@@ -440,25 +441,3 @@ class ChatScreen(EngineSlots):
 
 def engine_names(names: Iterable[str]) -> list[str]:
     return list(names)
-
-
-def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
-    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
-    hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
-    hardware part dropped when the line would not fit ``width``."""
-    hw: list[str] = []
-    if s is not None:
-        tag = source_tag(s)
-        cpu = ram = ""
-        if s.system is not None:
-            mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
-            cpu = f"CPU {s.system.cpu_percent:.0f}% "
-            ram = f"{mem} {s.system.ram_used / 2**30:.1f}G "
-        g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
-        gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
-        hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
-    for part in hw or [""]:
-        text = " │ ".join(p for p in (ratios, kv, part, "F2 panels") if p)
-        if len(text) <= width:
-            return text
-    return text

@@ -1,0 +1,29 @@
+"""The narrow layout's one-line strip under the engine bar (what the side panels would
+say, in one line: B/A ratios, the KV cache, whose hardware and how busy, the F2 hint)."""
+
+from __future__ import annotations
+
+from tui.app.widgets.hardware_panel import source_tag
+from tui.telemetry.sampler import TelemetrySample
+
+
+def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
+    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
+    hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
+    hardware part dropped when the line would not fit ``width``."""
+    hw: list[str] = []
+    if s is not None:
+        tag = source_tag(s)
+        cpu = ram = ""
+        if s.system is not None:
+            mem = "UM" if s.system.ram_label.startswith("unified") else "RAM"
+            cpu = f"CPU {s.system.cpu_percent:.0f}% "
+            ram = f"{mem} {s.system.ram_used / 2**30:.1f}G "
+        g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
+        gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
+        hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
+    for part in hw or [""]:
+        text = " │ ".join(p for p in (ratios, kv, part, "F2 panels") if p)
+        if len(text) <= width:
+            return text
+    return text
