@@ -148,3 +148,40 @@ async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured()
     assert 2 <= len(level.records) < 80
     assert any(r.ok for r in level.records)
     assert not multiprocessing.active_children()
+
+
+@pytest.mark.engine
+async def test_two_workers_against_real_llama_server(tmp_path, model_path):
+    """The real llama-server (two slots, the small GGUF): a c=2 level split over two
+    worker processes; token counts and engine truth come from the server in each."""
+    import real_servers as servers
+
+    try:
+        sp = servers.start_llama_server(model_path, tmp_path, ["-np", "2"])
+    except servers.ServerStartError as e:
+        servers.unavailable("llama-server", str(e))
+    try:
+        spec = EngineSpec("ls", "llama-server", url=sp.url)
+        plan = BenchPlan(
+            engines=["ls"], runs=2, warmup=0, concurrency=[2], prompt_tokens=32,
+            max_tokens=8, workers=2,
+        )  # fmt: skip
+        res = await BenchRunner(plan, [spec]).run()
+    finally:
+        sp.stop()
+    run = res.engines[0]
+    assert run.error is None and not res.partial
+    (level,) = run.levels
+    assert level.complete and len(level.records) == 4 and all(r.ok for r in level.records)
+    assert sorted(r.worker for r in level.records) == [1, 1, 2, 2]
+    for r in level.records:
+        m = r.metrics
+        assert m.output_tokens == 8 and m.output_tokens_source == "usage"
+        assert m.prompt_tokens is not None and m.prompt_tokens >= 30
+        truth = r.timeline.truth  # the server's own timings came back from the worker
+        assert truth is not None and truth.decode_ms is not None and truth.decode_ms > 0
+    # the two processes' requests overlapped: both slots decoded at once
+    w1 = [r for r in level.records if r.worker == 1]
+    w2 = [r for r in level.records if r.worker == 2]
+    assert min(r.t_start_s for r in w2) < max(r.t_end_s for r in w1)
+    assert min(r.t_start_s for r in w1) < max(r.t_end_s for r in w2)

@@ -13,7 +13,7 @@ from stream_check import collect
 
 from tui.core.events import Finished, TextChunk
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.openai_compat import OpenAICompatEngine, listed_context_size
 
 
 def engine(url: str, **kw: object) -> OpenAICompatEngine:
@@ -28,7 +28,17 @@ async def test_load_finds_the_model(pace: str) -> None:
     e = engine(pace + "/v1")  # a trailing /v1 in the URL is accepted
     ms = await e.load()
     assert ms > 0 and e.model == "pace" and e.info().model == "pace"
+    assert e.info().context_size is None  # the pace server's listing has no max_model_len
     await e.close()
+
+
+def test_context_size_is_the_chosen_models_max_model_len() -> None:
+    listed = [{"id": "a", "max_model_len": 4096}, {"id": "b", "max_model_len": 1024}]
+    assert listed_context_size(listed, "b") == 1024
+    assert listed_context_size(listed, "c") is None
+    assert listed_context_size([{"id": "a"}], "a") is None
+    for bad in ("4096", True, 0, None):
+        assert listed_context_size([{"id": "a", "max_model_len": bad}], "a") is None
 
 
 async def test_numbers_match_the_known_pace(pace: str) -> None:

@@ -135,3 +135,24 @@ def test_cli_run_json(vllm_server, tmp_path) -> None:
     res = json.loads(out.stdout)
     assert res["kind"] == "vllm" and res["engine_truth"]["prompt_ms"] > 0
     assert res["vs_engine"]["ttft_minus_engine_prefill_ms"] >= 0
+
+
+async def test_context_size_from_models_and_a_depth_beyond_it_is_refused(vllm_server) -> None:
+    """vLLM lists max_model_len in /v1/models (the server runs with --max-model-len 1024):
+    the engine reports it, and --depth beyond it is refused before any request."""
+    from tui.bench.plan import BenchPlan
+    from tui.bench.runner import BenchRunner
+
+    e = engine(vllm_server.url)
+    await e.load()
+    assert e.info().context_size == 1024
+    await e.close()
+    plan = BenchPlan(
+        engines=["vllm"], runs=1, warmup=0, prompt_tokens=32, max_tokens=8,
+        concurrency=[1], depths=[0, 2000],
+    )  # fmt: skip
+    spec = EngineSpec(name="vllm", kind="vllm", url=vllm_server.url)
+    res = await BenchRunner(plan, [spec]).run()
+    refused = res.engines[0]
+    assert refused.error is not None and "n_ctx 1024" in refused.error
+    assert "--depth 2000" in refused.error and not refused.records()

@@ -11,7 +11,12 @@ Behaviour, per request to /v1/chat/completions or /v1/completions (``"stream": t
   so delays do not accumulate); N = the request's max_tokens, else ``tokens``;
 - then a chunk with finish_reason "length", a ``usage`` chunk (``choices: []``) when
   ``stream_options.include_usage`` is true, and ``data: [DONE]``.
-Non-streaming requests get one JSON answer after the same total time. Also: GET
+Non-streaming requests get one JSON answer after the same total time.
+With ``burst`` (``--burst``; interval and TTFT are then ignored) a streamed answer is
+written at once, in one write, from bytes built once per (endpoint, N, usage, prompt
+length, keep-alive) and reused: the server's cost per request is then a few tens of µs whatever N,
+for measuring a client that has to keep up with a fast server (every answer's frames
+share the id ``pace-burst``; /stamps records nothing). Also: GET
 /v1/models, GET /health, GET /stats (requests served, streams active now, max concurrent
 seen), GET /stamps: for the last ``stamps_kept`` streamed requests (by response id
 ``pace-N``), the ``time.perf_counter_ns()`` right after each token's bytes were handed to
@@ -47,6 +52,7 @@ class PaceConfig:
     concurrency: int = 64
     model: str = MODEL_ID
     stamps_kept: int = STAMPS_KEPT
+    burst: bool = False  # write each streamed answer at once (see the module docstring)
 
 
 @dataclass
@@ -112,6 +118,7 @@ class PaceServer:
         self._writers: set[asyncio.StreamWriter] = set()
         self.sent_ns: dict[str, list[int]] = {}  # response id -> token send times (ns)
         self.seeds: dict[str, int] = {}  # response id -> the request's seed (kept alike)
+        self._bursts: dict[tuple[bool, int, bool, int, bool], bytes] = {}  # prebuilt answers
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
         """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
@@ -225,6 +232,14 @@ class PaceServer:
         seed: object = None,
     ) -> None:
         cfg = self.config
+        if stream and cfg.burst:
+            key = (chat, n, include_usage, usage["prompt_tokens"], ka)
+            answer = self._bursts.get(key)
+            if answer is None:
+                answer = self._bursts[key] = self._answer(chat, n, usage, include_usage, ka)
+            writer.write(answer)
+            self.stats.tokens_sent += n
+            return await writer.drain()
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         ttft = (cfg.ttft_ms if cfg.ttft_ms is not None else cfg.interval_ms) / 1000.0
@@ -286,6 +301,34 @@ class PaceServer:
         writer.write(chunk(tail) + chunk(b""))
         await writer.drain()
 
+    def _answer(self, chat: bool, n: int, usage: dict, include_usage: bool, ka: bool) -> bytes:
+        """A whole streamed answer (head, role frame, n token frames, tail), as bytes."""
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def frame(text: str | None, finish: str | None, extra: dict | None = None) -> bytes:
+            if extra is not None:
+                choices: list = []
+            elif chat:
+                delta = {} if text is None else {"content": text}
+                choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+            else:
+                choices = [{"index": 0, "text": text or "", "finish_reason": finish}]
+            obj = {"id": "pace-burst", "object": kind, "model": self.config.model}
+            obj["choices"] = choices
+            obj.update(extra or {})
+            return chunk(sse(obj))
+
+        parts = [response_head("200 OK", "text/event-stream", None, ka)]
+        if chat:
+            role = {"index": 0, "delta": {"role": "assistant", "content": ""}}
+            parts.append(chunk(sse({"id": "pace-burst", "object": kind, "choices": [role]})))
+        parts += [frame(f"tok{i} ", None) for i in range(n)]
+        parts.append(frame(None if chat else "", "length"))
+        if include_usage:
+            parts.append(frame(None, None, {"usage": usage}))
+        parts += [chunk(b"data: [DONE]\n\n"), chunk(b"")]
+        return b"".join(parts)
+
 
 def start_in_thread(
     config: PaceConfig, host: str = "127.0.0.1", port: int = 0, ssl: Any = None
@@ -327,8 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--stamps-kept", type=int, default=STAMPS_KEPT, help="requests whose send times are kept"
     )
+    ap.add_argument("--burst", action="store_true", help="write each answer at once")
     a = ap.parse_args(argv)
-    cfg = PaceConfig(a.interval_ms, a.ttft_ms, a.tokens, a.concurrency, stamps_kept=a.stamps_kept)
+    cfg = PaceConfig(
+        a.interval_ms, a.ttft_ms, a.tokens, a.concurrency, stamps_kept=a.stamps_kept, burst=a.burst
+    )
 
     async def serve() -> None:
         server = PaceServer(cfg)

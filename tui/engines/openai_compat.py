@@ -37,6 +37,16 @@ from tui.transport.reader_loop import Emit
 from tui.transport.sse import SSEDecoder
 
 
+def listed_context_size(listed: list[dict[str, Any]], model: str | None) -> int | None:
+    """The context size /v1/models gives for ``model``: vLLM lists ``max_model_len`` on
+    each model; None when the entry or the field is missing (most servers)."""
+    for m in listed:
+        if str(m["id"]) == model:
+            n = m.get("max_model_len")
+            return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    return None
+
+
 class OpenAICompatEngine(HttpStreamEngine):
     """Streams from an OpenAI-compatible server (see the module docstring)."""
 
@@ -51,6 +61,7 @@ class OpenAICompatEngine(HttpStreamEngine):
                 f"engine {spec.name!r}: endpoint must be 'chat' or 'completions' "
                 f"(got {spec.endpoint!r})"
             )
+        self.context_size: int | None = None  # from /v1/models, where the server says
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -73,18 +84,22 @@ class OpenAICompatEngine(HttpStreamEngine):
             load_ms=self.load_ms,
             url=self.base,
             pid=self.spec.options.get("pid"),
+            context_size=self.context_size,
         )
 
     async def _prepare(self) -> None:
-        """Reader loop: make the client, list models, pick one when none is configured."""
+        """Reader loop: make the client, list models, pick one when none is configured,
+        and take the model's context size where the listing gives it (vLLM's
+        ``max_model_len``)."""
         data = await self.request_json("GET", "/v1/models")
         try:
-            listed = data.get("data", [])
-            self.server_models = [str(m["id"]) for m in listed if isinstance(m, dict) and "id" in m]
+            listed = [m for m in data.get("data", []) if isinstance(m, dict) and "id" in m]
         except (AttributeError, TypeError):
             raise EngineError(f"{self.base}/v1/models did not return a model list") from None
+        self.server_models = [str(m["id"]) for m in listed]
         if not self.model and self.server_models:
             self.model = self.server_models[0]
+        self.context_size = listed_context_size(listed, self.model)
 
     # --- streaming -------------------------------------------------------------------
 
