@@ -51,9 +51,42 @@ def _stat_fields(pid: int) -> list[str] | None:
     return stat.rsplit(")", 1)[1].split()  # fields from 3 (state) on, see proc(5)
 
 
+def _children(pid: int) -> list[int] | None:
+    """``pid``'s child processes from /proc/PID/task/*/children; None where the kernel
+    has no such file (CONFIG_PROC_CHILDREN)."""
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            out += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    except FileNotFoundError:
+        return None if not Path(f"/proc/{pid}/task").exists() else out
+    except OSError:
+        return out
+    return out
+
+
 def tree_cpu_seconds(root: int) -> float | None:
     """CPU seconds of ``root`` and its live descendants (utime + stime + cutime + cstime,
-    so reaped children count too); None once ``root`` is gone."""
+    so reaped children count too); None once ``root`` is gone. Walks the tree through
+    /proc/PID/task/*/children (a few reads, so the sampler itself stays cheap on the
+    cores it measures), else scans every process's parent."""
+    if _stat_fields(root) is None:
+        return None
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        f = _stat_fields(pid)
+        if f is None:
+            continue
+        total += sum(int(x) for x in f[11:15]) / TICKS  # fields 14-17
+        kids = _children(pid)
+        if kids is None:
+            return _tree_cpu_by_scan(root)
+        todo.extend(kids)
+    return total
+
+
+def _tree_cpu_by_scan(root: int) -> float | None:
     parents: dict[int, int] = {}
     own: dict[int, float] = {}
     for entry in os.listdir("/proc"):
@@ -63,7 +96,7 @@ def tree_cpu_seconds(root: int) -> float | None:
         if f is None:
             continue
         parents[int(entry)] = int(f[1])
-        own[int(entry)] = sum(int(x) for x in f[11:15]) / TICKS  # fields 14-17
+        own[int(entry)] = sum(int(x) for x in f[11:15]) / TICKS
     if root not in own:
         return None
     total, todo = 0.0, [root]

@@ -62,6 +62,7 @@ async def test_two_workers_merge_records_stamped_against_the_servers_send_times(
     # merged: every request of both workers, each once, each from a worker process
     assert len(level.records) == 4 * 3 and all(r.ok for r in level.records)
     assert sorted(r.worker for r in level.records) == [1] * 6 + [2] * 6
+    assert {r.concurrency for r in level.records} == {4}  # the level's c, not a share
     assert len({r.index for r in level.records}) == 12
     assert server.stats.max_active == 4  # both workers' streams were in flight at once
     for r in level.records:

@@ -155,11 +155,14 @@ async def run_concurrency(
     runs: int,
     make_request: MakeRequest,
     level: LevelRun | None = None,
+    level_c: int | None = None,
 ) -> LevelRun:
     """Hold c requests in flight: c workers × ``runs`` requests each (records go into
-    ``level``, a new one when None)."""
+    ``level``, a new one when None). Records say ``level_c`` (default c): a worker
+    process holding its share of a level's streams says the level's c."""
     if level is None:
         level = LevelRun(driver.engine_name, f"c={c}", "concurrency", concurrency=c)
+    said = c if level_c is None else level_c
 
     async def worker() -> None:
         for _ in range(runs):
@@ -167,7 +170,7 @@ async def run_concurrency(
                 return
             i = driver.next_index()
             await driver.run(
-                make_request(i), "warm", level.label, i, concurrency=c, into=level.records
+                make_request(i), "warm", level.label, i, concurrency=said, into=level.records
             )
 
     await asyncio.gather(*(worker() for _ in range(c)))

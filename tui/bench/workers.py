@@ -5,9 +5,11 @@ the measurement itself. With ``--workers N`` (N > 1) a concurrency level c of an
 engine runs in N worker processes: worker w holds c // N streams in flight (the first
 c % N one more), each sending ``runs`` requests back to back, on its own event loop,
 where bytes are stamped as they arrive (kernel receive stamps for plain http://, as in
-one process). Each request's record goes back to the bench process as soon as it ends
-and joins the level's records there (progress, checkpoints and the report see one
-level).
+one process). A worker sends its ended requests' records back to the bench process in
+batches, every :data:`SEND_EVERY_S` (and all that are left when its share ends), where
+they join the level's records (progress, checkpoints and the report see one level): a
+message per record cost the bench process a wake-up, a read and an unpickling each, on
+the cores the workers need (benchmarks/client_workers.py measures it).
 
 Why merging is valid: every stamp is ``time.perf_counter_ns()`` (or a kernel stamp
 converted to it), which on Linux is CLOCK_MONOTONIC — one clock for the whole system,
@@ -31,6 +33,7 @@ from typing import Any
 
 STREAMS_PER_WORKER = 32  # the default: one worker per this many concurrent streams
 STOP_POLL_S = 0.05
+SEND_EVERY_S = 0.2  # a worker sends its ended requests' records at most this often
 
 
 def max_workers() -> int:
@@ -71,8 +74,9 @@ class WorkerJob:
 
 
 def worker_main(job: WorkerJob, conn: Any) -> None:
-    """A worker process. To the bench process (``conn``): ("ready",), then ("record",
-    RequestRecord) per request, then ("done", complete); or ("error", message). From it:
+    """A worker process. To the bench process (``conn``): ("ready",), then ("records",
+    [RequestRecord, ...]) as requests end, then ("done", complete); or ("error", message).
+    From it:
     "go" (start the level), then "stop" (stop early) or nothing. Pipes only: a process
     that dies never leaves a shared lock or condition held."""
     import asyncio
@@ -108,9 +112,21 @@ async def _work(job: WorkerJob, conn: Any) -> None:
             return
         stopped = threading.Event()
 
+        batch: list[Any] = []
+        sent_at = loop.time()
+
+        def send_batch() -> None:
+            nonlocal sent_at
+            if batch:
+                conn.send(("records", batch[:]))
+                batch.clear()
+            sent_at = loop.time()
+
         def on_record(record: Any) -> None:
             record.worker = job.worker
-            conn.send(("record", record))
+            batch.append(record)
+            if loop.time() - sent_at >= SEND_EVERY_S:
+                send_batch()
 
         driver = RequestDriver(engine, job.engine_name, job.t0_ns, stopped, on_record)
         driver._next_index = job.first_index
@@ -155,8 +171,11 @@ async def _work(job: WorkerJob, conn: Any) -> None:
         level = LevelRun(job.engine_name, job.level_label, "concurrency", job.concurrency)
         try:
             with streaming():
-                await run_concurrency(driver, job.streams, job.runs, make, level)
+                await run_concurrency(
+                    driver, job.streams, job.runs, make, level, level_c=job.concurrency
+                )
         finally:
+            send_batch()
             await engine.close()
         conn.send(("done", level.complete))
 
@@ -193,7 +212,12 @@ async def run_level_in_workers(
             except (EOFError, OSError):
                 loop.remove_reader(recv.fileno())
                 msg = ("exit",)
-            inbox.put_nowait((w, msg))
+            if msg[0] == "records":  # the bulk: taken here, not through the inbox
+                records.extend(msg[1])
+                for record in msg[1]:
+                    on_record(record)
+            else:
+                inbox.put_nowait((w, msg))
 
         loop.add_reader(recv.fileno(), readable)
     waiting_ready, running = set(range(len(jobs))), set(range(len(jobs)))
@@ -222,9 +246,6 @@ async def run_level_in_workers(
                 waiting_ready.discard(w)
                 if not waiting_ready and not told_stop:
                     tell("go")  # every worker is loaded: the level starts in all at once
-            elif kind == "record":
-                records.append(msg[1])
-                on_record(msg[1])
             elif kind == "done":
                 complete = complete and bool(msg[1])
             elif kind == "error":
