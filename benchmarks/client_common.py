@@ -113,9 +113,11 @@ def get_json(url: str) -> Any:
 
 
 def start_pace_server(
-    interval_ms: float, stamps_kept: int = 256
+    interval_ms: float, stamps_kept: int = 256, burst: bool = False
 ) -> tuple[subprocess.Popen[str], str]:
-    """The pace server in its own process: 1 token per ``interval_ms`` (0: no delay)."""
+    """The pace server in its own process: 1 token per ``interval_ms`` (0: no delay);
+    ``burst``: each answer in one prebuilt write (the server's cost per request is then
+    a few tens of µs, so the client is the limit)."""
     cmd = [
         sys.executable,
         str(ROOT / "tests/support/pace_server.py"),
@@ -127,6 +129,7 @@ def start_pace_server(
         "64",
         "--stamps-kept",
         str(stamps_kept),
+        *(["--burst"] if burst else []),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -134,17 +137,23 @@ def start_pace_server(
     return proc, line.split(" on ", 1)[1].split()[0]
 
 
-def measure(name: str, cmd: list[str], url: str, env: dict[str, str], requests: int) -> dict:
-    """Run one client to completion, sampling its process tree's CPU and the server."""
+def measure(
+    name: str, cmd: list[str], url: str, env: dict[str, str], requests: int, server_pid: int = 0
+) -> dict:
+    """Run one client to completion, sampling its process tree's CPU and the server (and
+    the server's CPU when ``server_pid`` is given)."""
     base = get_json(url + "/stats")["tokens"]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    samples: list[tuple[float, float, int, int]] = []  # (wall, cpu, tokens, active)
+    # (wall, client cpu, tokens, active, server cpu)
+    samples: list[tuple[float, float, int, int, float]] = []
     while proc.poll() is None:
         cpu = tree_cpu_seconds(proc.pid)
         stats = get_json(url + "/stats")
+        server = (tree_cpu_seconds(server_pid) or 0.0) if server_pid else 0.0
         if cpu is not None:
-            samples.append((time.monotonic() - t0, cpu, stats["tokens"] - base, stats["active"]))
+            t = time.monotonic() - t0
+            samples.append((t, cpu, stats["tokens"] - base, stats["active"], server))
         time.sleep(0.1)
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     # proc.poll() reaped it: its rusage (with its reaped descendants) is in ours
@@ -155,12 +164,15 @@ def measure(name: str, cmd: list[str], url: str, env: dict[str, str], requests: 
     return {"samples": samples, "tokens": total, "wall_s": wall, "output": out}
 
 
-def run_client(name: str, cmd: list[str], url: str, env: dict[str, str], requests: int) -> dict:
-    """:func:`measure` plus the figures of the module docstring."""
+def run_client(
+    name: str, cmd: list[str], url: str, env: dict[str, str], requests: int, server_pid: int = 0
+) -> dict:
+    """:func:`measure` plus the figures of the module docstring (and the server's cores
+    in the window when ``server_pid`` is given)."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m = measure(name, cmd, url, env, requests)
+    m = measure(name, cmd, url, env, requests, server_pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     whole_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     samples, total = m["samples"], m["tokens"]
@@ -184,6 +196,7 @@ def run_client(name: str, cmd: list[str], url: str, env: dict[str, str], request
             (whole_cpu - done[1]) / requests * 1e3 if done is not None else None
         ),
         "active_median": statistics.median(s[3] for s in window),
+        "server_cores": (hi[4] - lo[4]) / d_wall if d_wall > 0 else None,
         "output": m["output"],
     }
 

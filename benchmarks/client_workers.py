@@ -1,42 +1,48 @@
 """infertop bench with 1 and 2 client worker processes (--workers), beside vLLM's client.
 
-One pace server (tests/support/pace_server.py, its own process, paced at --interval-ms
-per token per stream so every stream is active at once) serves, in turn and interleaved
-over --rounds rounds: ``infertop bench --workers 1``, ``--workers 2``, and vLLM's ``bench
-serve`` (when its venv is there), each with the same workload (/v1/completions, 64-token
-prompts, 256 output tokens, --concurrency streams, --requests requests). Per client, over
-the 10-90 % window of the server's tokens (benchmarks/client_common.py):
+Two regimes, each with one pace server (tests/support/pace_server.py, its own process)
+and the same workload for every client (/v1/completions, 64-token prompts, 256 output
+tokens, --concurrency streams); the clients run in turn, interleaved over --rounds rounds:
+``infertop bench --workers 1``, ``--workers 2``, and vLLM's ``bench serve`` (when its
+venv is there).
+
+- fast (the scaling figure): the server writes each answer at once from prebuilt bytes
+  (``--burst``: a few tens of µs of server CPU per request), so the client is the limit
+  (the script checks that ``--workers 1`` kept a whole core busy); --fast-requests
+  requests.
+- paced (the ITL-error figure): the server sends one token per stream every --interval-ms,
+  so every stream is active at once and a read carries about one token; --paced-requests
+  requests.
+
+Per client, over the 10-90 % window of the server's tokens (benchmarks/client_common.py):
 
 - tokens/s = Δ tokens sent / Δ wall time (what the client kept up with);
 - client cores = Δ client CPU (whole process tree) / Δ wall time;
 - tokens/s per client core = Δ tokens / Δ client CPU;
-- scaling = tokens/s with 2 workers / tokens/s with 1 (goal >= 1.8 where the client,
-  not the server or the machine, is the limit).
+- server cores = Δ server CPU / Δ wall time;
+- in flight = ours only: the median, over 201 instants evenly spread across the middle
+  80 % of the measured level (report.csv's t_start_s / t_end_s), of requests in flight at
+  once (the workload check: --concurrency);
+- scaling = tokens/s with 2 workers / tokens/s with 1, medians over rounds (goal >= 1.8).
 
-ITL error vs the server's send gaps: for every request of ours, each gap between two
-successive tokens as infertop measured it (report.json) minus the gap between the
+ITL error vs the server's send gaps (paced): for every request of ours, each gap between
+two successive tokens as infertop measured it (report.json) minus the gap between the
 server's send times of the same two tokens (its /stamps, matched by the request's seed);
 printed as median and p99 of |error| and the mean error, in µs, with and without workers.
 
-    .venv/bin/python benchmarks/client_workers.py [--requests 512] [--concurrency 32]
-        [--interval-ms 1] [--rounds 2] [--skip-vllm]
+    .venv/bin/python benchmarks/client_workers.py [--regimes fast,paced] [--rounds 3]
+        [--concurrency 32] [--fast-requests 8192] [--paced-requests 512]
+        [--interval-ms 1] [--skip-vllm]
 
-Measured on the shared 2-core machine (load average 5.7-8.1), defaults, median of 2
-rounds: tokens/s, client cores, tokens/s per client core:
-    --workers 1   23,700  0.26  94,688
-    --workers 2   24,694  0.39  65,687      scaling 1.04 (goal >= 1.8: not reachable here)
-    vLLM          25,064  0.31  80,366
-The one-process pace server is the limit on 2 cores (17-26 of 32 streams active; a client
-uses a third of a core), so a second client process adds its start-up and record
-hand-off, not throughput. ITL error vs the server's send gaps (261,120 gaps each):
-median |error| 9.0 µs / 8.6 µs (1 / 2 workers), mean +9.4 / +7.4 µs, p99 ~5 ms in both:
-the loaded server's own stamps (taken after its write, competing for the same cores).
+MEASURED
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -54,6 +60,28 @@ from client_common import (  # noqa: E402
 )
 
 PROMPT_TOKENS, OUTPUT_TOKENS = 64, 256
+INFERTOP = ("infertop --workers 1", "infertop --workers 2")
+PAIR = "2 x infertop, c/2 each"  # the control: two independent single-process clients
+PAIR_RUNNER = """
+import json, subprocess, sys
+procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in json.loads(sys.argv[1])]
+sys.exit(max(p.wait() for p in procs))
+"""
+Client = tuple[str, tuple[list[str], dict[str, str]], Path | None]
+
+
+def in_flight_median(out: Path) -> float:
+    """Requests in flight at once: the median over 201 instants across the middle 80 %
+    of the measured level (report.csv)."""
+    with (out / "report.csv").open() as f:
+        spans = [
+            (float(r["t_start_s"]), float(r["t_end_s"]))
+            for r in csv.DictReader(f)
+            if r["phase"] == "warm" and r["status"] == "ok"
+        ]
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    at = [first + (last - first) * (0.1 + 0.8 * k / 200) for k in range(201)]
+    return statistics.median(sum(1 for a, b in spans if a <= t < b) for t in at)
 
 
 def itl_errors_us(out: Path, url: str, first_rid: int, last_rid: int) -> list[float]:
@@ -84,83 +112,148 @@ def itl_errors_us(out: Path, url: str, first_rid: int, last_rid: int) -> list[fl
     return errors
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=512)
-    ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--interval-ms", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--skip-vllm", action="store_true")
-    a = ap.parse_args()
-    print(f"before: {load_average()}", flush=True)
-    server, url = start_pace_server(a.interval_ms, stamps_kept=a.requests + 64)
+def clients(
+    url: str, a: argparse.Namespace, requests: int, tmp: Path, k: int, fast: bool
+) -> list[Client]:
+    """This round's clients, in the round's order (every other round reversed)."""
+    out: list[Client] = []
+    for w, name in zip((1, 2), INFERTOP):
+        d = tmp / f"w{w}-{k}"
+        cmd = infertop_cmd(url, requests, a.concurrency, PROMPT_TOKENS, OUTPUT_TOKENS, d, w)
+        out.append((name, cmd, d))
+    if fast:  # the machine's ceiling for two client processes: two independent benches
+        half = [
+            infertop_cmd(
+                url, requests // 2, a.concurrency // 2, PROMPT_TOKENS, OUTPUT_TOKENS,
+                tmp / f"pair{j}-{k}", 1,
+            )
+            for j in (1, 2)
+        ]  # fmt: skip
+        both = [sys.executable, "-c", PAIR_RUNNER, json.dumps([c for c, _ in half])]
+        out.append((PAIR, (both, half[0][1]), None))
+    if not a.skip_vllm:
+        v = vllm_cmd(url, requests, a.concurrency, PROMPT_TOKENS, OUTPUT_TOKENS, tmp)
+        if v is not None:
+            out.append(("vllm bench serve", v, None))
+    return out[::-1] if k % 2 else out
+
+
+def run_regime(a: argparse.Namespace, regime: str) -> tuple[dict, dict]:
+    """Every round of one regime: per client its runs' figures, and (paced) the ITL
+    errors of ours."""
+    fast = regime == "fast"
+    requests = a.fast_requests if fast else a.paced_requests
+    interval = 0 if fast else a.interval_ms
+    server, url = start_pace_server(interval, stamps_kept=requests + 64, burst=fast)
     results: dict[str, list[dict]] = {}
     errors: dict[str, list[float]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="infertop-workers-") as d:
             tmp = Path(d)
             for k in range(a.rounds):
-                clients: list[tuple[str, tuple[list[str], dict[str, str]], Path | None]] = []
-                for w in (1, 2):
-                    out = tmp / f"w{w}-{k}"
-                    cmd = infertop_cmd(
-                        url, a.requests, a.concurrency, PROMPT_TOKENS, OUTPUT_TOKENS, out, w
-                    )
-                    clients.append((f"infertop --workers {w}", cmd, out))
-                v = (
-                    None
-                    if a.skip_vllm
-                    else vllm_cmd(url, a.requests, a.concurrency, PROMPT_TOKENS, OUTPUT_TOKENS, tmp)
-                )
-                if v is not None:
-                    clients.append(("vllm bench serve", v, None))
-                if k % 2:
-                    clients.reverse()
-                for name, (cmd, env), out in clients:
+                for name, (cmd, env), out in clients(url, a, requests, tmp, k, fast):
                     first = get_json(url + "/stats")["requests"]
-                    r = run_client(name, cmd, url, env, a.requests)
+                    r = run_client(name, cmd, url, env, requests, server.pid)
                     last = get_json(url + "/stats")["requests"]
-                    results.setdefault(name, []).append(r)
                     if out is not None:
-                        errors.setdefault(name, []).extend(itl_errors_us(out, url, first, last))
+                        if not fast:  # (fast, a client-bound request is over in ~1 ms)
+                            r["in_flight"] = in_flight_median(out)
+                            errors.setdefault(name, []).extend(itl_errors_us(out, url, first, last))
+                        shutil.rmtree(out)  # a fast run's report.json is ~300 MB
+                    for extra in tmp.glob("pair*"):  # the control's reports
+                        if extra.is_dir():
+                            shutil.rmtree(extra)
+                    results.setdefault(name, []).append(r)
                     print(
-                        f"  round {k + 1} {name:20s} {r['window_tok_per_s']:9,.0f} tok/s, "
-                        f"{r['window_cores']:.2f} client cores, {r['us_per_token']:.1f} µs "
-                        f"CPU/token, streams active {r['active_median']:g}",
+                        f"  {regime} round {k + 1} {name:20s} {r['window_tok_per_s']:9,.0f} "
+                        f"tok/s, {r['window_cores']:.2f} client cores, server "
+                        f"{r['server_cores']:.2f} cores, in flight {r.get('in_flight', '-')}",
                         flush=True,
                     )
     finally:
         server.terminate()
         server.wait(10)
+    return results, errors
+
+
+def print_regime(a: argparse.Namespace, regime: str, results: dict, errors: dict) -> None:
+    fast = regime == "fast"
+    requests = a.fast_requests if fast else a.paced_requests
+    how = "each answer in one write" if fast else f"{a.interval_ms:g} ms per token per stream"
     print(
-        f"workload: {a.requests} requests x {OUTPUT_TOKENS} tokens, concurrency "
-        f"{a.concurrency}, server {a.interval_ms:g} ms per token per stream; "
-        f"{a.rounds} rounds, median over rounds"
+        f"{regime}: {requests} requests x {OUTPUT_TOKENS} tokens, concurrency "
+        f"{a.concurrency}, server {how}; {a.rounds} rounds, median over rounds"
     )
-    print(f"  {'client':22s} {'tokens/s':>10s} {'client cores':>13s} {'tok/s per core':>15s}")
+    print(
+        f"  {'client':22s} {'tokens/s':>10s} {'client cores':>13s} {'tok/s per core':>15s}"
+        f" {'server cores':>13s} {'in flight':>10s}"
+    )
     med: dict[str, float] = {}
     for name, rs in results.items():
         med[name] = statistics.median(r["window_tok_per_s"] for r in rs)
         cores = statistics.median(r["window_cores"] for r in rs)
         per_core = statistics.median(r["tok_per_cpu_s"] for r in rs)
-        print(f"  {name:22s} {med[name]:10,.0f} {cores:13.2f} {per_core:15,.0f}")
-    one, two = med.get("infertop --workers 1"), med.get("infertop --workers 2")
+        server = statistics.median(r["server_cores"] for r in rs)
+        flight = [r["in_flight"] for r in rs if "in_flight" in r]
+        shown = f"{statistics.median(flight):g}" if flight else "-"
+        print(
+            f"  {name:22s} {med[name]:10,.0f} {cores:13.2f} {per_core:15,.0f}"
+            f" {server:13.2f} {shown:>10s}"
+        )
+    one, two = med.get(INFERTOP[0]), med.get(INFERTOP[1])
     if one and two:
-        print(f"  scaling, tokens/s with 2 workers / with 1: {two / one:.2f} (goal >= 1.8)")
-    low = [
-        (n, r["active_median"]) for n, rs in results.items() for r in rs
-        if r["active_median"] < a.concurrency
+        rounds = [
+            round(b["window_tok_per_s"] / x["window_tok_per_s"], 2)
+            for x, b in zip(results[INFERTOP[0]], results[INFERTOP[1]])
+        ]
+        print(
+            f"  scaling, tokens/s with 2 workers / with 1: {two / one:.2f} (goal >= 1.8); "
+            f"round by round {rounds}"
+        )
+    pair = med.get(PAIR)
+    if fast and one and two and pair:
+        print(
+            f"  the machine's ceiling, two independent clients / one: {pair / one:.2f}; "
+            f"--workers 2 reached {two / pair:.0%} of it"
+        )
+    if fast and one:
+        busy = min(r["window_cores"] for r in results[INFERTOP[0]])
+        verdict = "yes" if busy >= 0.9 else "NO: the scaling figure does not measure the client"
+        print(f"  client-bound (--workers 1 kept >= 0.9 of a core busy every round): {verdict}")
+    short = [
+        (n, r["in_flight"]) for n, rs in results.items() for r in rs
+        if r.get("in_flight", a.concurrency) < a.concurrency
     ]  # fmt: skip
-    if low:
-        print(f"  note: fewer streams active than {a.concurrency}: {low}")
-    print("ITL error vs the server's send gaps (client gap − server gap), µs:")
+    if short:
+        print(f"  note: fewer requests in flight than {a.concurrency}: {short}")
+    if errors:
+        print("  ITL error vs the server's send gaps (client gap − server gap), µs:")
     for name, errs in errors.items():
         absolute = sorted(abs(e) for e in errs)
         p99 = absolute[min(len(absolute) - 1, int(0.99 * len(absolute)))]
         print(
-            f"  {name:22s} median |error| {statistics.median(absolute):7.1f}  p99 |error| "
+            f"    {name:22s} median |error| {statistics.median(absolute):7.1f}  p99 |error| "
             f"{p99:8.1f}  mean {statistics.fmean(errs):+7.2f}  ({len(errs):,} gaps)"
         )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--regimes", default="fast,paced")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--fast-requests", type=int, default=8192)
+    ap.add_argument("--paced-requests", type=int, default=512)
+    ap.add_argument("--interval-ms", type=float, default=1.0)
+    ap.add_argument("--skip-vllm", action="store_true")
+    a = ap.parse_args()
+    regimes = [r for r in a.regimes.split(",") if r]
+    if not set(regimes) <= {"fast", "paced"}:
+        ap.error("--regimes: fast and/or paced")
+    print(f"before: {load_average()}", flush=True)
+    done = [(regime, *run_regime(a, regime)) for regime in regimes]
+    for regime, results, errors in done:
+        print_regime(a, regime, results, errors)
     print(f"after: {load_average()}")
     return 0
 
