@@ -125,6 +125,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from client_common import (  # noqa: E402
+    compile_package,
     infertop_cmd,
     load_average,
     peer_cmds,
@@ -197,6 +198,7 @@ def main() -> int:
     bad = [r for r in regimes if r not in REGIMES]
     if bad or not regimes:
         ap.error(f"--regimes: unknown {', '.join(bad) or '(none)'}; expected paced, unpaced")
+    compile_package()
     print(f"before: {load_average()}")
     failed = False
     with tempfile.TemporaryDirectory(prefix="infertop-client-") as d:

@@ -51,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from client_common import (  # noqa: E402
+    compile_package,
     get_json,
     infertop_cmd,
     load_average,
@@ -250,6 +251,7 @@ def main() -> int:
     regimes = [r for r in a.regimes.split(",") if r]
     if not set(regimes) <= {"fast", "paced"}:
         ap.error("--regimes: fast and/or paced")
+    compile_package()
     print(f"before: {load_average()}", flush=True)
     done = [(regime, *run_regime(a, regime)) for regime in regimes]
     for regime, results, errors in done:

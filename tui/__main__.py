@@ -26,7 +26,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given ``command``, only that subcommand's options are built
+    (the others keep their name and help line), so a subcommand's start-up imports only
+    its own module."""
     parser = argparse.ArgumentParser(
         prog="infertop",
         description="Watch LLM inference happen: tokens stream beside TTFT, ITL and tok/s.",
@@ -37,15 +40,38 @@ def build_parser() -> argparse.ArgumentParser:
     importlib.import_module("tui.cli.ui").add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(p)
+        if command is None or name == command:
+            importlib.import_module(module_name).add_arguments(p)
     return parser
 
 
+def chosen_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names (the first word that is one and is not the value of
+    a top-level option), or None."""
+    takes_value = {
+        flag
+        for action in parser._actions  # argparse keeps no public list of them
+        if action.option_strings and action.nargs != 0
+        for flag in action.option_strings
+    }
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--":
+            return None
+        elif word in SUBCOMMANDS:
+            return word
+        elif word.startswith("-"):
+            skip = word in takes_value  # "--config=PATH" carries its own value
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(chosen_command(build_parser("ui"), words) or "ui")
+    args = parser.parse_args(words)
     command = args.command or "ui"
     if command != "ui":
         for dest, flag in (("ui_telemetry", "--telemetry"), ("ui_url", "--url")):

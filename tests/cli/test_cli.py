@@ -211,3 +211,25 @@ def test_bad_config(infertop_cmd, cli_env, tmp_path, text, needles):
     cfg.write_text(text)
     proc = run(infertop_cmd, cli_env, "--config", str(cfg), "run", "--prompt", "hi")
     assert_clean_error(proc, str(cfg), *needles)
+
+
+def test_only_the_chosen_subcommand_is_built():
+    """A subcommand's start-up builds (and imports) only its own options; a top-level
+    option's value that happens to be a subcommand's name is not taken for one."""
+    from tui.__main__ import SUBCOMMANDS, build_parser, chosen_command
+
+    top = build_parser("ui")
+    assert chosen_command(top, ["bench", "--runs", "2"]) == "bench"
+    assert chosen_command(top, ["--config", "bench", "run", "--prompt", "x"]) == "run"
+    assert chosen_command(top, ["--config=bench", "fleet"]) == "fleet"
+    assert chosen_command(top, ["--telemetry", "ssh://box"]) is None
+    assert chosen_command(top, ["--", "bench"]) is None
+    args = build_parser("bench").parse_args(
+        ["--config", "c.toml", "bench", "--runs", "3", "--out", "o"]
+    )
+    assert (args.command, args.runs, args.config) == ("bench", 3, "c.toml")
+    with pytest.raises(SystemExit):  # run's options were not built for a bench start-up
+        build_parser("bench").parse_args(["run", "--prompt", "x"])
+    whole = build_parser()  # --help at the top: every subcommand with its help line
+    helptext = whole.format_help()
+    assert all(name in helptext for name in SUBCOMMANDS)

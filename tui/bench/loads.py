@@ -99,8 +99,7 @@ class RequestDriver:
         tl = RequestTimeline()
         t_call = time.perf_counter_ns()
         try:
-            async for batch in self.engine.stream_batches(request, cancel):
-                tl.extend(batch)
+            await self.engine.stream_into(request, cancel, tl.add)
         except Exception as e:  # an engine that broke its never-raise contract
             tl.add(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
         finally:

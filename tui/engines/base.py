@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -165,6 +165,19 @@ class Engine(abc.ABC):
         thread in batches override it; by default each event is a list of its own."""
         async for event in self.stream(request, cancel):
             yield [event]
+
+    async def stream_into(
+        self,
+        request: GenerationRequest,
+        cancel: CancelToken | None,
+        sink: Callable[[StreamEvent], None],
+    ) -> None:
+        """:meth:`stream_batches`, each event passed to ``sink`` as it comes (the bench's
+        way in). Engines that can hand events over without a queue override it."""
+        async with aclosing(self.stream_batches(request, cancel)) as batches:  # type: ignore[type-var]
+            async for batch in batches:
+                for event in batch:
+                    sink(event)
 
     @abc.abstractmethod
     def info(self) -> EngineInfo:

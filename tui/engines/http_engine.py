@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -57,7 +57,7 @@ from tui.transport.http1 import (
     stamp_source,
 )
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
-from tui.transport.reader_loop import Emit, HttpReader, relay_batches
+from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
 
 Response = httpx.Response | Http1Response
 # sending: the transport, or a ValueError for a body JSON cannot hold (NaN)
@@ -132,6 +132,26 @@ class HttpStreamEngine(BatchedEngine):
 
         async for batch in relay_batches(self.reader, run, cancel):
             yield batch
+
+    async def stream_into(
+        self,
+        request: GenerationRequest,
+        cancel: CancelToken | None,
+        sink: Callable[[StreamEvent], None],
+    ) -> None:
+        """Each event to ``sink`` straight from the reading task when the caller reads on
+        the reader's loop (tui/transport/reader_loop.py: :func:`relay_into`)."""
+        try:
+            request.validate()
+        except EngineError as e:
+            for ev in refused(str(e)):
+                sink(ev)
+            return
+
+        async def run(emit: Emit) -> None:
+            await self._run(request, emit)
+
+        await relay_into(self.reader, run, cancel, sink)
 
     async def _run(self, request: GenerationRequest, emit: Emit) -> None:
         """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
