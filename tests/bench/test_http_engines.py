@@ -4,6 +4,7 @@ real llama-server (skipped loudly when its binary is not installed)."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import subprocess
 
@@ -105,6 +106,9 @@ def test_cli_url_engine(pace_server_url, infertop_cmd, cli_env, tmp_path):
     assert "GIL switch interval 0.2 ms" in env["measuring"]
     assert env["http_receive_stamps"]
     assert "Stamps: " + name in (out / "report.md").read_text()
+    # the loop it ran on (uvloop is a dependency wherever it installs)
+    uvloop = importlib.util.find_spec("uvloop")
+    assert env["event_loop"].startswith("uvloop " if uvloop else "asyncio"), env["event_loop"]
 
 
 def test_cli_url_that_refuses_connections_is_refused_up_front(infertop_cmd, cli_env, tmp_path):

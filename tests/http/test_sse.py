@@ -104,3 +104,31 @@ def test_an_empty_read_between_cr_and_lf_keeps_them_one_line_end() -> None:
         assert [getattr(ev, "data", ev) for ev in got] == ["a\nb"], method
     n = NDJSONDecoder()
     assert n.feed(b'{"a":1}\r') + n.feed(b"") + n.feed(b"\n{}\n") == ['{"a":1}', "{}"]
+
+
+def test_reads_of_exactly_one_event_match_the_full_rules() -> None:
+    """The usual read of a token stream is one whole ``data: <payload>`` event, which
+    feed_payloads takes by a fast path; every read here, alone or after any other, gives
+    what the full rules give."""
+    reads = [
+        b'data: {"a": 1}\n\n',
+        b"data: \n\n",  # an empty payload is an event
+        b"data:  two spaces\n\n",  # one space is the separator, the other is data
+        b"data:x\n\n",  # no space
+        b"data: a\ndata: b\n\n",  # two data lines: one event "a\nb"
+        b"data: cr\r\n\r\n",
+        b"data: half\n",  # the rest comes in the next read
+        b"\n",
+        b"event: e\ndata: named\n\n",
+        b": comment\n\n",
+        b"data: caf\xc3\xa9 \xff\n\n",
+        b"data: [DONE]\n\n",
+    ]
+    for first in reads:
+        for second in reads:
+            fast = SSEDecoder()
+            got = fast.feed_payloads(first) + fast.feed_payloads(second)
+            full = SSEDecoder()
+            want = [e.data for e in full.feed(first + second)]
+            # payloads stay bytes; invalid UTF-8 is replaced where they are decoded
+            assert [g.decode("utf-8", "replace") for g in got] == want, (first, second)

@@ -104,8 +104,16 @@ def environment() -> dict[str, Any]:
         "versions": versions(),
         "hostname": platform.node(),
         "measuring": measuring(),
+        "event_loop": event_loop_name(),
         "http_receive_stamps": http_receive_stamps(),
     }
+
+
+def event_loop_name() -> str:
+    """The loop a headless bench reads on (tui/bench/event_loop.py)."""
+    from tui.bench.event_loop import loop_name
+
+    return loop_name()
 
 
 def measuring() -> str:

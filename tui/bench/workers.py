@@ -79,12 +79,13 @@ def worker_main(job: WorkerJob, conn: Any) -> None:
     From it:
     "go" (start the level), then "stop" (stop early) or nothing. Pipes only: a process
     that dies never leaves a shared lock or condition held."""
-    import asyncio
     import signal
+
+    from tui.bench import event_loop
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bench process decides
     try:
-        asyncio.run(_work(job, conn))
+        event_loop.run(_work(job, conn))
     except Exception as e:  # noqa: BLE001 - reported to the bench process
         conn.send(("error", f"worker {job.worker}: {type(e).__name__}: {e}"))
     finally:

@@ -159,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int:
+    from tui.bench import event_loop
     from tui.bench.environment import environment
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
@@ -184,7 +185,7 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int
 
         runner.checkpoint = checkpoint
         with short_gil_switches():
-            result = asyncio.run(_run_with_sigint(runner, display))
+            result = event_loop.run(_run_with_sigint(runner, display))
     report = build_report(result)
     if study is not None:
         finish_study(study, result, report)
