@@ -243,14 +243,36 @@ def vllm_cmd(
     return cmd, env
 
 
+_BOOK: list[str] = []
+
+
+def book_url() -> str:
+    """The text llama-benchy draws its prompts from, served from this process on loopback
+    (it fetches a book by URL, a public one from the internet by default, with a client
+    that cannot read file:// URLs): the project's own public-domain text."""
+    if not _BOOK:
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        class Quiet(SimpleHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+        handler = functools.partial(Quiet, directory=str(ROOT / "tui/bench/data"))
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        _BOOK.append(f"http://127.0.0.1:{server.server_address[1]}/pride-and-prejudice-ch1.txt")
+    return _BOOK[0]
+
+
 def peer_cmds(
     url: str, requests: int, concurrency: int, prompt: int, output: int, tmp: Path
 ) -> dict[str, tuple[list[str], dict[str, str]] | str]:
     """The peer clients by name: a command, or why it cannot run here. Each is looked for
     as ``$INFERTOP_<NAME>`` (an executable) or in ``~/.cache/infertop/venv-<name>/bin``.
-    Flags: vLLM's and servebench's (1.1.3) checked against their --help and run here;
-    llama-benchy's and AIPerf's from RECIPES.md (not installed on the machine where this
-    was written, so not run)."""
+    Flags checked against each one's --help and run here: vLLM's, servebench's (1.1.3),
+    llama-benchy's (0.4.0), AIPerf's (0.13.0)."""
     out: dict[str, tuple[list[str], dict[str, str]] | str] = {}
     v = vllm_cmd(url, requests, concurrency, prompt, output, tmp)
     out["vllm bench serve"] = v if v is not None else f"no vLLM venv at {VLLM_PY}"
@@ -268,7 +290,8 @@ def peer_cmds(
             ["--base-url", url + "/v1", "--model", "pace", "--pp", str(prompt)]
             + ["--tg", str(output), "--exact-tg", "--concurrency", str(concurrency)]
             + ["--runs", str(runs), "--no-warmup", "--skip-coherence", "--latency-mode"]
-            + ["none", "--no-adapt-prompt"],
+            + ["none", "--no-adapt-prompt", "--tokenizer", str(TOKENIZER)]
+            + ["--book-url", book_url()],
         ),
         "aiperf": (
             "aiperf",

@@ -186,3 +186,31 @@ async def test_two_workers_against_real_llama_server(tmp_path, model_path):
     w2 = [r for r in level.records if r.worker == 2]
     assert min(r.t_start_s for r in w2) < max(r.t_end_s for r in w1)
     assert min(r.t_start_s for r in w1) < max(r.t_end_s for r in w2)
+
+
+def test_cli_workers_hand_over_batches_bigger_than_a_pipe(
+    infertop_cmd, cli_env, tmp_path, pace_server_url
+):
+    """The CLI bench, on the loop it really uses (uvloop where installed, which makes a
+    watched pipe non-blocking): a fast server, so each 0.2 s batch of records is many
+    times the pipe's 64 KiB buffer; every record arrives, from both workers."""
+    import json
+    import subprocess
+
+    url = pace_server_url(burst=True)
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [*infertop_cmd, "bench", "--url", url, "--workers", "2", "--concurrency", "8"]
+        + ["--runs", "24", "--warmup", "0", "--max-tokens", "256", "--out", str(out)],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    report = json.loads((out / "report.json").read_text())
+    warm = [r for r in report["engines"][0]["records"] if r["phase"] == "warm"]
+    assert len(warm) == 8 * 24 and all(r["status"] == "ok" for r in warm)
+    assert sorted({r["worker"] for r in warm}) == [1, 2]
+    assert all(r["metrics"]["output_tokens"] == 256 for r in warm)

@@ -221,6 +221,9 @@ async def run_level_in_workers(
                 inbox.put_nowait((w, msg))
 
         loop.add_reader(recv.fileno(), readable)
+        # uvloop (libuv) makes a watched fd non-blocking; Connection.recv reads a whole
+        # message and must block for its rest (a batch is bigger than the pipe's buffer)
+        os.set_blocking(recv.fileno(), True)
     waiting_ready, running = set(range(len(jobs))), set(range(len(jobs)))
     complete = True
     error: str | None = None
