@@ -108,6 +108,26 @@ def sse(obj: object) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
+ROLE_CHOICE = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+
+
+def choice(chat: bool, text: str | None, finish: str | None) -> dict:
+    """One choice of a streamed chunk: a chat delta, or a completion's text."""
+    if chat:
+        delta = {} if text is None else {"content": text}
+        return {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"index": 0, "text": text or "", "finish_reason": finish}
+
+
+def sse_frame(rid: str, chat: bool, model: str, choices: list, extra: dict | None) -> bytes:
+    """One streamed chunk as an SSE event."""
+    kind = "chat.completion.chunk" if chat else "text_completion"
+    obj = {"id": rid, "object": kind, "model": model, "choices": choices}
+    if extra:
+        obj.update(extra)
+    return sse(obj)
+
+
 class PaceServer:
     def __init__(self, config: PaceConfig) -> None:
         self.config = config
@@ -245,19 +265,9 @@ class PaceServer:
         ttft = (cfg.ttft_ms if cfg.ttft_ms is not None else cfg.interval_ms) / 1000.0
         step = cfg.interval_ms / 1000.0
         rid = f"pace-{self.stats.requests}"
-        obj_kind = "chat.completion.chunk" if chat else "text_completion"
-
-        def choice(text: str | None, finish: str | None) -> dict:
-            if chat:
-                delta = {} if text is None else {"content": text}
-                return {"index": 0, "delta": delta, "finish_reason": finish}
-            return {"index": 0, "text": text or "", "finish_reason": finish}
 
         def frame(choices: list, extra: dict | None = None) -> bytes:
-            obj = {"id": rid, "object": obj_kind, "model": cfg.model, "choices": choices}
-            if extra:
-                obj.update(extra)
-            return sse(obj)
+            return sse_frame(rid, chat, cfg.model, choices, extra)
 
         if not stream:
             await asyncio.sleep(max(0.0, t0 + ttft + (n - 1) * step - loop.time()))
@@ -272,12 +282,7 @@ class PaceServer:
             )
         writer.write(response_head("200 OK", "text/event-stream", None, ka))
         if chat:
-            role = {
-                "index": 0,
-                "delta": {"role": "assistant", "content": ""},
-                "finish_reason": None,
-            }
-            writer.write(chunk(frame([role])))
+            writer.write(chunk(frame([ROLE_CHOICE])))
         await writer.drain()
         sent = self.sent_ns[rid] = []
         if isinstance(seed, int):
@@ -290,11 +295,11 @@ class PaceServer:
             delay = t0 + ttft + i * step - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            writer.write(chunk(frame([choice(f"tok{i} ", None)])))
+            writer.write(chunk(frame([choice(chat, f"tok{i} ", None)])))
             sent.append(time.perf_counter_ns())
             self.stats.tokens_sent += 1
             await writer.drain()
-        tail = frame([choice(None if chat else "", "length")])
+        tail = frame([choice(chat, None if chat else "", "length")])
         if include_usage:
             tail += frame([], {"usage": usage})
         tail += b"data: [DONE]\n\n"
@@ -303,29 +308,18 @@ class PaceServer:
 
     def _answer(self, chat: bool, n: int, usage: dict, include_usage: bool, ka: bool) -> bytes:
         """A whole streamed answer (head, role frame, n token frames, tail), as bytes."""
-        kind = "chat.completion.chunk" if chat else "text_completion"
+        model = self.config.model
 
-        def frame(text: str | None, finish: str | None, extra: dict | None = None) -> bytes:
-            if extra is not None:
-                choices: list = []
-            elif chat:
-                delta = {} if text is None else {"content": text}
-                choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
-            else:
-                choices = [{"index": 0, "text": text or "", "finish_reason": finish}]
-            obj = {"id": "pace-burst", "object": kind, "model": self.config.model}
-            obj["choices"] = choices
-            obj.update(extra or {})
-            return chunk(sse(obj))
+        def frame(choices: list, extra: dict | None = None) -> bytes:
+            return chunk(sse_frame("pace-burst", chat, model, choices, extra))
 
         parts = [response_head("200 OK", "text/event-stream", None, ka)]
         if chat:
-            role = {"index": 0, "delta": {"role": "assistant", "content": ""}}
-            parts.append(chunk(sse({"id": "pace-burst", "object": kind, "choices": [role]})))
-        parts += [frame(f"tok{i} ", None) for i in range(n)]
-        parts.append(frame(None if chat else "", "length"))
+            parts.append(frame([ROLE_CHOICE]))
+        parts += [frame([choice(chat, f"tok{i} ", None)]) for i in range(n)]
+        parts.append(frame([choice(chat, None if chat else "", "length")]))
         if include_usage:
-            parts.append(frame(None, None, {"usage": usage}))
+            parts.append(frame([], {"usage": usage}))
         parts += [chunk(b"data: [DONE]\n\n"), chunk(b"")]
         return b"".join(parts)
 

