@@ -9,9 +9,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tui.transport.http1 import Http1Pool, fast_path_ok
+from tui.transport.http1 import Http1Pool, fast_path_ok, read_stamped
 from tui.transport.http_framing import LINE_LIMIT, Chunked, content_length
-from tui.transport.http_io import HttpTimeouts
+from tui.transport.http_io import HttpTimeouts, StallTimeout
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
 CHUNKS = [b"data: a\n\n", b"x" * 300, b"\r\n\r\n", b"z"]
@@ -112,11 +112,46 @@ async def _read_request(r: asyncio.StreamReader) -> bytes:
     return head + await r.readexactly(length)
 
 
-async def _body(resp: object) -> list[tuple[int, bytes]]:
-    return [p async for p in resp.stamped_body(TIMEOUTS)]  # type: ignore[attr-defined]
+# The two ways a body is read: pulled part by part (stamped_body: error pages, tests) and
+# pushed from the socket's read callback (read_stamped: what the engines use)
+HOW = ["pull", "push"]
 
 
-async def test_keep_alive_reuses_the_connection_and_survives_a_server_close() -> None:
+async def _read_into(
+    got: list[tuple[int, bytes]],
+    resp: object,
+    how: str,
+    timeouts: HttpTimeouts = TIMEOUTS,
+    stop_at: bytes | None = None,
+) -> None:
+    """The body's parts into ``got`` (kept when the read raises), up to the part holding
+    ``stop_at`` (the SSE reader stops at ``data: [DONE]``)."""
+    if how == "push":
+
+        def on_part(t: int, data: bytes) -> bool:
+            got.append((t, data))
+            return stop_at is not None and stop_at in data
+
+        await read_stamped(resp, timeouts, on_part)  # type: ignore[arg-type]
+        return
+    body = resp.stamped_body(timeouts)  # type: ignore[attr-defined]
+    try:
+        async for t, data in body:
+            got.append((t, data))
+            if stop_at is not None and stop_at in data:
+                break
+    finally:
+        await body.aclose()
+
+
+async def _body(resp: object, how: str = "pull") -> list[tuple[int, bytes]]:
+    got: list[tuple[int, bytes]] = []
+    await _read_into(got, resp, how)
+    return got
+
+
+@pytest.mark.parametrize("how", HOW)
+async def test_keep_alive_reuses_the_connection_and_survives_a_server_close(how: str) -> None:
     served: list[int] = []  # the connection number of each request served
     conns = iter(range(100))
 
@@ -134,7 +169,7 @@ async def test_keep_alive_reuses_the_connection_and_survives_a_server_close() ->
         for _ in range(4):
             resp = await pool.post(url, b"{}", "application/json")
             assert resp.status_code == 200
-            assert b"".join(p for _, p in await _body(resp)) == b"hello"
+            assert b"".join(p for _, p in await _body(resp, how)) == b"hello"
             await resp.aclose()
             await asyncio.sleep(0.05)
     finally:
@@ -143,7 +178,8 @@ async def test_keep_alive_reuses_the_connection_and_survives_a_server_close() ->
     assert served == [0, 0, 1, 1]  # 2 connections, each used twice
 
 
-async def test_reads_are_stamped_when_they_arrive() -> None:
+@pytest.mark.parametrize("how", HOW)
+async def test_reads_are_stamped_when_they_arrive(how: str) -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         await _read_request(r)
         w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n")
@@ -156,9 +192,7 @@ async def test_reads_are_stamped_when_they_arrive() -> None:
     pool = Http1Pool({}, TIMEOUTS)
     try:
         resp = await pool.post(url, b"{}", "application/json")
-        parts: list[tuple[int, bytes]] = []
-        async for t, data in resp.stamped_body(TIMEOUTS):
-            parts.append((t, data))
+        parts = await _body(resp, how)
         await resp.aclose()
     finally:
         pool.close()
@@ -194,24 +228,22 @@ async def _never_ending(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> Non
     await asyncio.sleep(5)
 
 
-async def test_a_stall_raises_after_the_stall_timeout() -> None:
-    from tui.transport.http_io import StallTimeout
-
+@pytest.mark.parametrize("how", HOW)
+async def test_a_stall_raises_after_the_stall_timeout(how: str) -> None:
     srv, url = await _serve(_never_ending)
     pool = Http1Pool({}, TIMEOUTS)
     t = HttpTimeouts(connect=5, read=5, stall=0.3)
-    got: list[bytes] = []
+    parts: list[tuple[int, bytes]] = []
     t0 = time.monotonic()
     try:
         resp = await pool.post(url, b"{}", "application/json")
         with pytest.raises(StallTimeout):
-            async for _, data in resp.stamped_body(t):
-                got.append(data)
+            await _read_into(parts, resp, how, t)
         await resp.aclose()
     finally:
         pool.close()
         srv.close()
-    assert got == [b"a"] and 0.25 < time.monotonic() - t0 < 2
+    assert [d for _, d in parts] == [b"a"] and 0.25 < time.monotonic() - t0 < 2
 
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="SO_TIMESTAMPNS")
@@ -257,7 +289,10 @@ async def test_kernel_stamp_is_arrival_time_even_when_the_loop_is_late() -> None
     pytest.fail(f"every stamp was the read time, not the arrival: ms after send {seen}")
 
 
-async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reusable() -> None:
+@pytest.mark.parametrize("how", HOW)
+async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reusable(
+    how: str,
+) -> None:
     """An SSE reader stops at ``data: [DONE]``; the body's last chunk came in the same read."""
     served: list[int] = []
     conns = iter(range(100))
@@ -276,13 +311,122 @@ async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reus
     try:
         for _ in range(2):
             resp = await pool.post(url, b"{}", "application/json")
-            body = resp.stamped_body(TIMEOUTS)
-            async for _t, part in body:
-                assert part == b"data: [DONE]\n\n"
-                break  # stop at the end of the stream, as the SSE reader does
-            await body.aclose()
+            parts: list[tuple[int, bytes]] = []
+            await _read_into(parts, resp, how, stop_at=b"[DONE]")
+            assert [d for _, d in parts] == [b"data: [DONE]\n\n"]
             await resp.aclose()
     finally:
         pool.close()
         srv.close()
     assert served == [0, 0]  # one connection, used twice
+
+
+@pytest.mark.parametrize("how", HOW)
+async def test_no_body_in_the_read_timeout_is_a_read_timeout(how: str) -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")  # then nothing
+        await w.drain()
+        await asyncio.sleep(5)
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    t0 = time.monotonic()
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        with pytest.raises(httpx.ReadTimeout):
+            await _read_into([], resp, how, HttpTimeouts(connect=5, read=0.4, stall=5))
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert 0.35 < time.monotonic() - t0 < 3
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize(
+    "head, body",
+    [
+        (b"Content-Length: 0\r\n", b""),  # empty: nothing to wait for
+        (b"Content-Length: 5\r\n", b"hello"),  # with the head, in the same write
+        (b"Connection: close\r\n", b"until the end"),  # no length: the body ends at close
+    ],
+)
+async def test_bodies_of_each_framing(how: str, head: bytes, body: bytes) -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\n" + head + b"\r\n" + body)
+        await w.drain()
+        if b"close" in head:
+            w.close()
+        else:
+            await asyncio.sleep(5)  # keeps the connection open: the framing ends the body
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        got = await asyncio.wait_for(_body(resp, how), 3)
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert b"".join(d for _, d in got) == body
+
+
+@pytest.mark.parametrize("how", HOW)
+async def test_a_server_closing_mid_body_is_a_protocol_error(how: str) -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n")
+        await w.drain()  # and the handler returns: the server closes the connection
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    got: list[tuple[int, bytes]] = []
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        with pytest.raises(httpx.RemoteProtocolError, match="without sending complete"):
+            await _read_into(got, resp, how)
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert [d for _, d in got] == [b"one"]
+
+
+async def test_what_the_pushed_consumer_raises_is_raised_and_the_connection_closed() -> None:
+    """A parse error in the read callback ends the read on the stream's task, not in the
+    event loop's exception handler; the connection, mid-body, is not kept."""
+    served: list[int] = []
+    conns = iter(range(100))
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        number = next(conns)
+        for _ in range(2):
+            await _read_request(r)
+            served.append(number)
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            await w.drain()
+            await asyncio.sleep(0.1)  # after the head: the part comes to the read callback
+            w.write(b"3\r\nbad\r\n")
+            await w.drain()
+            await asyncio.sleep(0.1)
+            w.write(b"0\r\n\r\n")
+            await w.drain()
+
+    def on_part(t: int, data: bytes) -> bool:
+        raise ValueError(f"cannot parse {data!r}")
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        for _ in range(2):
+            resp = await pool.post(url, b"{}", "application/json")
+            with pytest.raises(ValueError, match="cannot parse b'bad'"):
+                await read_stamped(resp, TIMEOUTS, on_part)
+            await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    assert served == [0, 1]  # the broken body's connection was closed, not reused

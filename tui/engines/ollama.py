@@ -36,7 +36,7 @@ from tui.engines.base import (
 )
 from tui.engines.http_engine import HttpStreamEngine, Response
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
-from tui.transport.http1 import stamped
+from tui.transport.http1 import read_stamped
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import NDJSONDecoder
 
@@ -218,14 +218,21 @@ class OllamaEngine(HttpStreamEngine):
     async def read_body(self, resp: Response, state: StreamState, emit: Emit) -> None:
         decoder = NDJSONDecoder()
         first = True
-        async for t_ns, part in stamped(resp, self.timeouts):
+
+        def on_part(t_ns: int, part: bytes) -> bool:
+            nonlocal first
             if first:
                 emit(FirstByte(t_ns))
                 first = False
             for line in decoder.feed(part):
                 read_line(line, t_ns, state, emit)
                 if state.final is not None:
-                    return
+                    return True
+            return False
+
+        await read_stamped(resp, self.timeouts, on_part)
+        if state.final is not None:
+            return
         rest = decoder.close()
         if rest:
             read_line(rest, time.perf_counter_ns(), state, emit)

@@ -32,7 +32,7 @@ from tui.engines.openai_stream import (
     OpenAIStreamState,
     usage_event,
 )
-from tui.transport.http1 import stamped
+from tui.transport.http1 import read_stamped
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import SSEDecoder
 
@@ -123,20 +123,23 @@ class OpenAICompatEngine(HttpStreamEngine):
     async def read_body(self, resp: Response, state: OpenAIStreamState, emit: Emit) -> None:
         decoder = SSEDecoder()
         first = True
-        body = stamped(resp, self.timeouts)
-        try:
-            async for t_ns, part in body:
-                if first:
-                    emit(FirstByte(t_ns))
-                    first = False
-                for data in decoder.feed_payloads(part):
-                    ev = state.on_data(data, t_ns)
-                    if ev is not None:
-                        emit(ev)
-                    if state.done:
-                        return
-        finally:
-            await body.aclose()  # type: ignore[attr-defined]
+
+        def on_part(t_ns: int, part: bytes) -> bool:
+            nonlocal first
+            if first:
+                emit(FirstByte(t_ns))
+                first = False
+            for data in decoder.feed_payloads(part):
+                ev = state.on_data(data, t_ns)
+                if ev is not None:
+                    emit(ev)
+                if state.done:
+                    return True
+            return False
+
+        await read_stamped(resp, self.timeouts, on_part)
+        if state.done:
+            return
         now = time.perf_counter_ns()
         for sse in decoder.close():
             ev = state.on_data(sse.data, now)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -72,11 +72,30 @@ class NoResponse(httpx.RemoteProtocolError):
     """The connection closed before any byte of a response came."""
 
 
-def stamped(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
-    """Body bytes with arrival stamps, from either client."""
+# A body's consumer: called with each read's body bytes and the read's stamp; True = stop
+OnPart = Callable[[int, bytes], bool]
+
+
+async def read_stamped(
+    resp: httpx.Response | Http1Response, timeouts: HttpTimeouts, on_part: OnPart
+) -> None:
+    """Each part of the body, with its arrival stamp, to ``on_part`` until it returns True
+    or the body ends; from either client, with the timeouts and faults of
+    :meth:`Http1Response.stamped_body` / :func:`~tui.transport.http_io.stamped_body`.
+
+    The lean client calls ``on_part`` from the socket's read callback
+    (:meth:`Http1Response.push_body`); httpx's parts are pulled one by one.
+    """
     if isinstance(resp, Http1Response):
-        return resp.stamped_body(timeouts)
-    return stamped_body(resp, timeouts)
+        await resp.push_body(timeouts, on_part)
+        return
+    body = stamped_body(resp, timeouts)
+    try:
+        async for t_ns, part in body:
+            if on_part(t_ns, part):
+                return
+    finally:
+        await body.aclose()  # type: ignore[attr-defined]
 
 
 async def post_json(
@@ -153,11 +172,8 @@ class Http1Response:
         if coding != "identity":
             raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
 
-    async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
-        """Body bytes (de-chunked) with the stamp of the network read that brought them.
-
-        The first read may wait ``timeouts.read``, later ones ``timeouts.stall``.
-        """
+    def _framing(self) -> tuple[Framing, bool]:
+        """The body's framing, and whether the server keeps the connection open after it."""
         h = self.headers
         if "chunked" in h.get("transfer-encoding", "").lower():
             body: Framing = Chunked()
@@ -167,6 +183,54 @@ class Http1Response:
             body = UntilClose()
         conn_header = h.get("connection", "").lower()
         keep = "keep-alive" in conn_header if self._http10 else "close" not in conn_header
+        return body, keep
+
+    async def push_body(self, timeouts: HttpTimeouts, on_part: OnPart) -> None:
+        """:meth:`stamped_body`, pushed: ``on_part(t_ns, data)`` is called from the socket's
+        read callback with each read's body bytes (no task woken per read), until the
+        body ends or it returns True. Stamps, timeouts and faults as for stamped_body;
+        what ``on_part`` raises is raised here."""
+        body, keep = self._framing()
+        fed = False  # body bytes came (from then on the stall timeout applies)
+
+        def sink(t_ns: int, data: bytes) -> bool:
+            nonlocal fed
+            fed = True
+            out = body.feed(data)
+            if body.done:  # (bytes after its end in this read: body.extra, not reusable)
+                self._settle(body, keep, leftover=False)
+            return (bool(out) and on_part(t_ns, out)) or body.done
+
+        if body.done:  # an empty body (Content-Length: 0)
+            self._settle(body, keep, leftover=bool(self._rest))
+            return
+        rest, self._rest = self._rest, []  # body bytes read along with the head
+        for t_ns, data in rest:
+            if sink(t_ns, data):
+                return
+        first = timeouts.stall if fed else timeouts.read
+        try:
+            if await self._conn.pump(sink, first, timeouts.stall):
+                return
+        except TimeoutError:
+            if not fed:
+                raise httpx.ReadTimeout("no body within the read timeout") from None
+            raise StallTimeout() from None
+        if isinstance(body, UntilClose):  # the server closed: that is the body's end
+            self._settle(body, keep, leftover=False)
+            return
+        if self._conn.error is not None:
+            raise httpx.ReadError(str(self._conn.error) or "connection reset")
+        raise httpx.RemoteProtocolError(
+            "peer closed connection without sending complete message body"
+        )
+
+    async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
+        """Body bytes (de-chunked) with the stamp of the network read that brought them.
+
+        The first read may wait ``timeouts.read``, later ones ``timeouts.stall``.
+        """
+        body, keep = self._framing()
         parts, self._rest = self._rest, []
         first = not parts  # no body bytes came with the head
         while not body.done:
