@@ -92,8 +92,9 @@ class SSEDecoder:
         """Like :meth:`feed`, but only each event's data, as UTF-8 bytes (the hot path).
 
         Events of the usual shape, ``data: <payload>`` and a blank line, with LF line
-        ends, are cut out of the buffer in one pass (one regex ``findall`` when the buffer
-        holds nothing else, else ``bytes.split``; no per-line decoding). Anything else
+        ends, are cut out of the buffer in one pass (a slice when the bytes are exactly one
+        such event, one regex ``findall`` when the buffer holds nothing else, else
+        ``bytes.split``; no per-line decoding). Anything else
         (CR line ends, comments, other fields, multi-line data) goes through the full
         rules, and the fast path resumes once they hold no state.
         """
@@ -106,6 +107,9 @@ class SSEDecoder:
             clean = not (lines._buf or lines._pending_cr or self._data or self._event)
             self._raw = b"" if clean else None
             return out
+        if not raw and data[:6] == b"data: " and data.find(b"\n") == len(data) - 2:
+            if data[-1:] == b"\n":  # one whole event, nothing else: one token per read
+                return [data[6:-2]]
         buf = raw + data if raw else data
         cut = buf.rfind(b"\n\n") + 2  # the end of the last complete event
         if cut > 1:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
 _TIMESPEC = struct.Struct("qq")
+_unpack_timespec = _TIMESPEC.unpack_from
+_SOL_SOCKET = socket.SOL_SOCKET
 READ_SIZE = 256 * 1024
 # With kernel stamps, one read spanning several packets carries the *last* packet's time.
 # So a reader that finds data waiting reads small pieces (about one SSE event each, each
@@ -32,12 +34,16 @@ Sink = Callable[[int, bytes], bool]
 ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 
 
-def kernel_stamp(ancdata: list[tuple[int, int, bytes]]) -> int | None:
-    """The SO_TIMESTAMPNS receive time in ``perf_counter_ns`` terms, or None."""
+def kernel_stamp(ancdata: list[tuple[int, int, bytes]], now_pc: int | None = None) -> int | None:
+    """The SO_TIMESTAMPNS receive time in ``perf_counter_ns`` terms, or None.
+
+    ``now_pc``: ``time.perf_counter_ns()`` read just now (else it is read here); the
+    CLOCK_REALTIME − perf_counter offset is taken from it and a CLOCK_REALTIME read."""
     for level, kind, raw in ancdata:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= _TIMESPEC.size:
-            sec, nsec = _TIMESPEC.unpack_from(raw)
-            now_pc = time.perf_counter_ns()
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(raw) >= _TIMESPEC.size:
+            sec, nsec = _unpack_timespec(raw)
+            if now_pc is None:
+                now_pc = time.perf_counter_ns()
             offset = time.time_ns() - now_pc  # CLOCK_REALTIME − perf_counter, read together
             return min(sec * 1_000_000_000 + nsec - offset, now_pc)
     return None
@@ -133,9 +139,9 @@ class StampedConn:
             try:
                 if self.kernel_stamps:
                     data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
-                    t = kernel_stamp(anc) or time.perf_counter_ns()
-                    fresh = time.perf_counter_ns() - t < FRESH_NS
-                    size = READ_SIZE if fresh else SMALL_READ
+                    now = time.perf_counter_ns()
+                    t = kernel_stamp(anc, now) or now
+                    size = READ_SIZE if now - t < FRESH_NS else SMALL_READ
                 else:
                     data = self.sock.recv(READ_SIZE)
                     t = time.perf_counter_ns()
