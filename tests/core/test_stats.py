@@ -89,3 +89,24 @@ def test_resampled_median_has_the_exact_bootstrap_distribution(xs):
     assert set(seen) <= set(exact)
     for value, p in exact.items():
         assert seen.get(value, 0) / draws == pytest.approx(p, abs=0.01), value
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 11])
+def test_bootstrap_ci_of_a_median_is_the_resampled_medians_percentiles(n):
+    """bootstrap_ci reuses one set of rank draws for every sample of n values (a report's
+    six metrics per level); its interval is still that of ``n_boot`` resampled medians
+    drawn afresh from ``random.Random(seed)``, for each sample."""
+    import random
+
+    from tui.core.stats import resampled_median
+
+    rng = random.Random(n)
+    for seed in (0, 7):
+        for _sample in range(3):
+            xs = [rng.lognormvariate(0, 1) for _ in range(n)]
+            draw = random.Random(seed)
+            boots = [resampled_median(sorted(xs), draw) for _ in range(500)]
+            ci = bootstrap_ci(xs, n_boot=500, seed=seed)
+            alpha = (1 - 0.95) / 2 * 100  # as bootstrap_ci computes it (not exactly 2.5)
+            assert (ci.low, ci.high) == (percentile(boots, alpha), percentile(boots, 100 - alpha))
+            assert ci.estimate == median(xs)

@@ -14,6 +14,7 @@ values: the same bootstrap distribution, at a cost independent of n.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -76,18 +77,37 @@ class Interval:
     level: float = 0.95
 
 
-def resampled_median(xs: Sequence[float], rng: random.Random) -> float:
-    """The median of one bootstrap resample of ``xs`` (sorted ascending, non-empty), drawn
-    through its order statistics (see the module docstring): exact, O(1)."""
-    n = len(xs)
+def _median_ranks(n: int, rng: random.Random) -> tuple[int, int]:
+    """The 0-based ranks of the order statistics whose mean is the median of one bootstrap
+    resample of n values (n > 1; the same rank twice when n is odd): see the module
+    docstring. Two draws for even n, one for odd."""
     r = (n - 1) / 2
     k = math.floor(r)  # 0-based rank of the lower order statistic
     u = rng.betavariate(k + 1, n - k)
-    lo = xs[min(int(u * n), n - 1)]
+    lo = min(int(u * n), n - 1)
     if r == k:
-        return lo
+        return lo, lo
     u2 = u + (1.0 - u) * rng.betavariate(1, n - k - 1)
-    return (lo + xs[min(int(u2 * n), n - 1)]) / 2
+    return lo, min(int(u2 * n), n - 1)
+
+
+def resampled_median(xs: Sequence[float], rng: random.Random) -> float:
+    """The median of one bootstrap resample of ``xs`` (sorted ascending, non-empty), drawn
+    through its order statistics (see the module docstring): exact, O(1)."""
+    if len(xs) == 1:
+        return xs[0]
+    lo, hi = _median_ranks(len(xs), rng)
+    return xs[lo] if lo == hi and len(xs) % 2 else (xs[lo] + xs[hi]) / 2
+
+
+@functools.lru_cache(maxsize=16)
+def _median_rank_draws(n: int, n_boot: int, seed: int) -> tuple[tuple[int, int], ...]:
+    """:func:`_median_ranks` of ``n_boot`` resamples from ``random.Random(seed)``.
+
+    They depend on n alone, not on the values: one set serves every metric of a level with
+    as many values (six per level in a bench report), the same draws as one per call."""
+    rng = random.Random(seed)
+    return tuple(_median_ranks(n, rng) for _ in range(n_boot))
 
 
 def _resampler(
@@ -111,8 +131,17 @@ def bootstrap_ci(
     """Percentile-bootstrap interval of ``stat`` over ``values`` (resampled with replacement)."""
     if not values:
         raise ValueError("bootstrap of no values")
-    draw = _resampler(values, stat, random.Random(seed))
-    boots = [draw() for _ in range(n_boot)]
+    n = len(values)
+    if stat is median and n > 1:
+        xs = sorted(values)
+        ranks = _median_rank_draws(n, n_boot, seed)
+        if n % 2:
+            boots = [xs[lo] for lo, _ in ranks]
+        else:
+            boots = [(xs[lo] + xs[hi]) / 2 for lo, hi in ranks]
+    else:
+        draw = _resampler(values, stat, random.Random(seed))
+        boots = [draw() for _ in range(n_boot)]
     alpha = (1 - level) / 2 * 100
     return Interval(stat(values), percentile(boots, alpha), percentile(boots, 100 - alpha), level)
 
