@@ -131,6 +131,14 @@ def test_atomic_write_leaves_the_old_file_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
 
+def test_atomic_write_takes_text_as_utf8_and_bytes_as_they_are(tmp_path):
+    target = tmp_path / "report.md"
+    write_atomic(target, "α\r\n")  # no newline translation
+    assert target.read_bytes() == "α\r\n".encode()
+    write_atomic(target, b"\xce\xb1\n")
+    assert target.read_bytes() == b"\xce\xb1\n"
+
+
 def test_temps_left_by_a_killed_bench_are_removed_by_the_next(tmp_path):
     """write_atomic's temp file outlives a process killed mid-write (kill -9); the next
     bench into that folder removes it, and nothing else."""

@@ -142,3 +142,52 @@ def test_the_bench_command_measures_with_short_gil_switches(monkeypatch, tmp_pat
     args.config = str(cfg)
     assert bench_cli.main(args) == 0
     assert seen == [pytest.approx(GIL_SWITCH_INTERVAL_S)]
+
+
+def test_collector_paused_inside_and_as_it_was_after():
+    from tui.core.pauses import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
+
+
+def test_the_bench_command_builds_its_report_with_the_collector_paused(monkeypatch, tmp_path):
+    """The report makes an object per chunk stamp; the collections those allocations set
+    off would rescan every record (tui/core/pauses.py)."""
+    import argparse
+
+    from tui.bench import report as report_module
+    from tui.cli import bench as bench_cli
+
+    seen: list[bool] = []
+    real_build = report_module.build_report
+
+    def build_report(*a, **k):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return real_build(*a, **k)
+
+    monkeypatch.setattr(report_module, "build_report", build_report)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        'default_engine = "s"\n[engines.s]\nkind = "synthetic"\n'
+        "options = { tokens_per_s = 2000, ttft_ms = 1 }\n"
+    )
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    args = parser.parse_args(
+        ["--runs", "1", "--warmup", "0", "--max-tokens", "4"]
+        + ["--prompt-tokens", "8", "--out", str(tmp_path / "o")]
+    )
+    args.config = str(cfg)
+    assert bench_cli.main(args) == 0
+    assert seen[-1] is False  # the final report (checkpoints may come before it)
+    assert gc.isenabled()

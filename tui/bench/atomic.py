@@ -10,12 +10,13 @@ from pathlib import Path
 from tui.bench.plan import BenchError
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temp file in the same folder, fsync it, then os.replace()."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (bytes as they are, text as UTF-8) to a temp file in the same folder,
+    fsync it, then os.replace()."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared

@@ -83,20 +83,21 @@ def write_report_dict(report: dict[str, Any], out: Path) -> list[Path]:
     for name, svg in plots(report).items():
         write_atomic(out / name, svg)
         written.append(out / name)
-    write_atomic(out / "report.json", _json_text(report))
+    write_atomic(out / "report.json", _json_bytes(report))
     written.append(out / "report.json")
     return written
 
 
-def _json_text(report: dict[str, Any]) -> str:
-    """Indented JSON; orjson when installed (C speed: reports hold every chunk stamp)."""
+def _json_bytes(report: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON, one line; orjson when installed (C speed: reports hold every
+    chunk stamp, and indenting tripled the file: 21 MB for 512 requests of 256 tokens).
+    ``jq . report.json`` shows it indented."""
     try:
         import orjson
     except ImportError:
-        return json.dumps(report, indent=1, ensure_ascii=False) + "\n"
-    return (
-        orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
-    )
+        text = json.dumps(report, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8") + b"\n"
+    return orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 def load_report(path: Path) -> dict[str, Any]:

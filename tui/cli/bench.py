@@ -164,7 +164,7 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
     from tui.bench.runner import BenchRunner
     from tui.cli.bench_progress import progress_display
-    from tui.core.pauses import settle_heap, short_gil_switches
+    from tui.core.pauses import collector_paused, settle_heap, short_gil_switches
 
     with progress_display() as display:
         runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
@@ -186,14 +186,15 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int
         runner.checkpoint = checkpoint
         with short_gil_switches():
             result = event_loop.run(_run_with_sigint(runner, display))
-    report = build_report(result)
-    if study is not None:
-        finish_study(study, result, report)
-    try:
-        written = write_report_dict(report, out)
-    except OSError as e:
-        print(f"infertop bench: error: the report could not be written: {e}", file=sys.stderr)
-        return EXIT_WRITE
+    with collector_paused():  # the report is acyclic: an object per chunk stamp
+        report = build_report(result)
+        if study is not None:
+            finish_study(study, result, report)
+        try:
+            written = write_report_dict(report, out)
+        except OSError as e:
+            print(f"infertop bench: error: the report could not be written: {e}", file=sys.stderr)
+            return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
     print_sweep(report)
