@@ -61,8 +61,9 @@ async def test_close_returns_once_the_idle_sockets_are_closed(pace_url: str) -> 
     await engine.load()
     await asyncio.gather(*(answer(engine, []) for _ in range(4)))
     assert len(sockets() - before) >= 4  # kept alive in the pool
-    client = engine._client  # type: ignore[attr-defined]
-    real_aclose = client.aclose
+    assert engine._client is None  # type: ignore[attr-defined]  # plain http: no httpx client
+    pool = engine._pool  # type: ignore[attr-defined]
+    real_aclose = pool.aclose
 
     async def aclose_then_busy() -> None:
         await real_aclose()
@@ -71,7 +72,7 @@ async def test_close_returns_once_the_idle_sockets_are_closed(pace_url: str) -> 
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, time.sleep, 0.3)
 
-    client.aclose = aclose_then_busy
+    pool.aclose = aclose_then_busy
     await engine.close()
     assert sockets() - before == set()
 

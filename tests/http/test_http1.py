@@ -430,3 +430,35 @@ async def test_what_the_pushed_consumer_raises_is_raised_and_the_connection_clos
         pool.close()
         srv.close()
     assert served == [0, 1]  # the broken body's connection was closed, not reused
+
+
+async def test_a_get_without_a_body_is_read_whole_and_a_body_over_the_limit_refused() -> None:
+    """Small calls (/v1/models, /metrics, /props) go through the lean client too: a GET
+    sends no body and no Content-Length, and its answer is read to the end."""
+    heads: list[bytes] = []
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        for _ in range(2):
+            heads.append(await r.readuntil(b"\r\n\r\n"))
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            w.write(b'3\r\n{"a\r\n5\r\n":1}\n\r\n0\r\n\r\n')
+            await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({"Authorization": "Bearer k"}, TIMEOUTS)
+    try:
+        resp = await pool.request("GET", url + "?x=1")
+        assert await resp.read_all(TIMEOUTS, 100) == b'{"a":1}\n'
+        await resp.aclose()
+        resp = await pool.request("GET", url)  # the same connection, kept alive
+        with pytest.raises(httpx.RemoteProtocolError, match="larger than 4 bytes"):
+            await resp.read_all(TIMEOUTS, 4)
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+    first = heads[0].decode("latin-1").lower()
+    assert first.startswith("get /v1/x?x=1 http/1.1\r\n")
+    assert "content-length" not in first and "content-type" not in first
+    assert "authorization: bearer k" in first
+    assert len(heads) == 2

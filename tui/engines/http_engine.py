@@ -23,6 +23,7 @@ ends (:meth:`finish`).
 from __future__ import annotations
 
 import abc
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -49,15 +50,17 @@ from tui.engines.http_common import (
     wrong_content_failure,
 )
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.transport.access import HttpAccess
 from tui.transport.http1 import (
     Http1Pool,
     Http1Response,
     error_body,
     fast_path_ok,
+    fetch_whole,
     post_json,
     stamp_source,
 )
-from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
+from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts, WholeResponse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
 
 Response = httpx.Response | Http1Response
@@ -79,31 +82,53 @@ class HttpStreamEngine(BatchedEngine):
         self.model: str | None = spec.model
         self.server_models: list[str] = []
         self.load_ms: float | None = None
+        self._access_made: HttpAccess | None = None
         self._client: httpx.AsyncClient | None = None
-        self._pool: Http1Pool | None = None  # plain http://: the lean streaming client
+        self._pool: Http1Pool | None = None  # plain http://: the lean client
+        self._plain: bool | None = None  # whether the lean client serves (None: not asked)
 
-    # --- the client (reader loop only) -----------------------------------------------
+    # --- the clients (reader loop only) ----------------------------------------------
+    def _access(self) -> HttpAccess:
+        """Headers and TLS for every request (EngineError: an unset API key variable)."""
+        if self._access_made is None:
+            self._access_made = access_for(self.spec)
+        return self._access_made
+
+    def _pool_ready(self) -> Http1Pool | None:
+        """The lean client for plain http:// (None: https, a proxy, credentials in the
+        URL; then httpx). Made on first use."""
+        if self._pool is None and self._plain is not False:
+            self._plain = fast_path_ok(self.base)
+            if self._plain:
+                self._pool = Http1Pool(self._access().headers, self.timeouts)
+        return self._pool
+
     async def _client_ready(self) -> httpx.AsyncClient:
+        """The httpx client: for what the lean client does not do. Made on first use (a
+        bench against a plain http:// server never makes one, nor imports anyio)."""
         if self._client is None:
-            access = access_for(self.spec)
-            self._client = make_client(self.spec, access)
-            if fast_path_ok(self.base):
-                self._pool = Http1Pool(access.headers, self.timeouts)
+            self._client = make_client(self.spec, self._access())
         return self._client
+
+    async def request_raw(self, method: str, path: str, body: Any = None) -> WholeResponse:
+        """Reader loop: one small call (``body``: JSON or None), read to its end, through the
+        lean client where it serves. Raises TRANSPORT_ERRORS, or EngineError."""
+        pool = self._pool_ready()
+        client = None if pool is not None else await self._client_ready()
+        return await fetch_whole(client, pool, method, self.base + path, body, self.timeouts)
 
     async def request_json(self, method: str, path: str, body: Any = None) -> Any:
         """Reader loop: one small JSON call; EngineError with a one-line reason."""
-        client = await self._client_ready()
         try:
-            r = await client.request(method, self.base + path, json=body)
-        except httpx.HTTPError as e:
+            r = await self.request_raw(method, path, body)
+        except TRANSPORT_ERRORS as e:
             raise EngineError(
                 describe_transport_error(e, self.base, self.timeouts).message
             ) from None
         if r.status_code >= 400:
             raise EngineError(http_status_failure(r, r.content).message)
         try:
-            return r.json()
+            return json.loads(r.content)
         except ValueError:
             raise EngineError(f"{self.base}{path} did not return JSON") from None
 
@@ -149,7 +174,8 @@ class HttpStreamEngine(BatchedEngine):
     async def _run(self, request: GenerationRequest, emit: Emit) -> None:
         """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
         try:
-            client = await self._client_ready()
+            pool = self._pool_ready()
+            client = None if pool is not None else await self._client_ready()
             await self.before_stream()
         except EngineError as e:
             now = time.perf_counter_ns()
@@ -161,7 +187,7 @@ class HttpStreamEngine(BatchedEngine):
         state = self.new_state()
         emit(RequestSent(time.perf_counter_ns()))
         try:
-            resp = await post_json(client, self._pool, self.stream_url(), body)
+            resp = await post_json(client, pool, self.stream_url(), body)
         except SEND_ERRORS as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return

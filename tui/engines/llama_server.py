@@ -18,11 +18,10 @@ default, is assumed and marked as such.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
-
-import httpx
 
 from tui.core.events import EngineTruth
 from tui.core.kv import UnsupportedLayout, layout_from_metadata
@@ -30,6 +29,7 @@ from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.engines.gguf import read_gguf_metadata
 from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
+from tui.transport.http_io import TRANSPORT_ERRORS
 
 
 def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) -> EngineTruth:
@@ -74,12 +74,13 @@ class LlamaServerEngine(OpenAICompatEngine):
 
     async def _prepare(self) -> None:
         await super()._prepare()
-        client = await self._client_ready()
         try:
-            r = await client.get(self.base + "/props")
-            if r.status_code == 200 and isinstance(r.json(), dict):
-                self.props = r.json()
-        except (httpx.HTTPError, ValueError):
+            r = await self.request_raw("GET", "/props")
+            props = json.loads(r.content) if r.status_code == 200 else None
+            self.props = props if isinstance(props, dict) else {}
+        except TRANSPORT_ERRORS:
+            self.props = {}
+        except ValueError:  # not JSON
             self.props = {}
         self.kv_layout, self.kv_layout_unknown = await asyncio.to_thread(
             server_kv_layout, self.base, self.props.get("model_path")

@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-import httpx
-
 from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
 from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
+from tui.transport.http_io import TRANSPORT_ERRORS
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
 
 E2E = "vllm:e2e_request_latency_seconds"
@@ -70,11 +69,12 @@ class VLLMEngine(OpenAICompatEngine):
         return body
 
     async def _scrape(self) -> Scrape | None:
-        client = await self._client_ready()
         try:
-            r = await client.get(self.base + "/metrics")
-            return parse(r.text) if r.status_code == 200 else None
-        except (httpx.HTTPError, ScrapeError):
+            r = await self.request_raw("GET", "/metrics")
+            return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
+        except TRANSPORT_ERRORS:
+            return None
+        except ScrapeError:
             return None
 
     async def before_request(self) -> Any:

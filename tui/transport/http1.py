@@ -33,8 +33,10 @@ import httpx
 from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose, content_length
 from tui.transport.http_io import (
     ERROR_BODY_LIMIT,
+    WHOLE_BODY_LIMIT,
     HttpTimeouts,
     StallTimeout,
+    WholeResponse,
     read_error_body,
     stamped_body,
 )
@@ -98,16 +100,48 @@ async def read_stamped(
         await body.aclose()  # type: ignore[attr-defined]
 
 
+def json_payload(body: object) -> bytes:
+    """A request body as compact UTF-8 JSON (ValueError for NaN or infinity)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
 async def post_json(
-    client: httpx.AsyncClient, pool: Http1Pool | None, url: str, body: object
+    client: httpx.AsyncClient | None, pool: Http1Pool | None, url: str, body: object
 ) -> httpx.Response | Http1Response:
-    """POST ``body`` as JSON for a streamed answer: through ``pool`` when there is one."""
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """POST ``body`` as JSON for a streamed answer: through ``pool`` when there is one,
+    else through ``client``."""
+    payload = json_payload(body)
     if pool is not None:
-        return await pool.post(url, payload.encode(), "application/json")
+        return await pool.post(url, payload, "application/json")
+    assert client is not None, "post_json needs a pool or a client"
     headers = {"Content-Type": "application/json"}
-    req = client.build_request("POST", url, content=payload.encode(), headers=headers)
+    req = client.build_request("POST", url, content=payload, headers=headers)
     return await client.send(req, stream=True)
+
+
+async def fetch_whole(
+    client: httpx.AsyncClient | None,
+    pool: Http1Pool | None,
+    method: str,
+    url: str,
+    body: object,
+    timeouts: HttpTimeouts,
+) -> WholeResponse:
+    """One request read to its end (``body``: JSON, or None for none), through ``pool``
+    when there is one, else through ``client``. Transport faults raise."""
+    payload = None if body is None else json_payload(body)
+    if pool is not None:
+        ctype = "application/json" if payload is not None else ""
+        resp = await pool.request(method, url, payload, ctype)
+        try:
+            content = await resp.read_all(timeouts, WHOLE_BODY_LIMIT)
+        finally:
+            await resp.aclose()
+        return WholeResponse(resp.status_code, resp.reason_phrase, resp.headers, content)
+    assert client is not None, "fetch_whole needs a pool or a client"
+    headers = {"Content-Type": "application/json"} if payload is not None else None
+    r = await client.request(method, url, content=payload, headers=headers)
+    return WholeResponse(r.status_code, r.reason_phrase, r.headers, r.content)
 
 
 async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> bytes:
@@ -271,6 +305,16 @@ class Http1Response:
             keep and not isinstance(body, UntilClose) and not body.extra and not leftover
         )
 
+    async def read_all(self, timeouts: HttpTimeouts, limit: int) -> bytes:
+        """The whole body (a small JSON answer, a metrics page); transport faults raise,
+        and so does a body over ``limit`` bytes (RemoteProtocolError)."""
+        data = b""
+        async for _, part in self.stamped_body(timeouts):
+            data += part
+            if len(data) > limit:
+                raise httpx.RemoteProtocolError(f"response body larger than {limit} bytes")
+        return data
+
     async def aread(self, limit: int, timeouts: HttpTimeouts) -> bytes:
         """Up to ``limit`` body bytes (for error pages); transport faults end it quietly."""
         data = b""
@@ -327,17 +371,26 @@ class Http1Pool:
 
     async def post(self, url: str, body: bytes, content_type: str) -> Http1Response:
         """Send a POST; returns once the response head is in (its body streams after)."""
+        return await self.request("POST", url, body, content_type)
+
+    async def request(
+        self, method: str, url: str, body: bytes | None = None, content_type: str = ""
+    ) -> Http1Response:
+        """Send a request (a body only when given); returns once the response head is in
+        (its body streams after)."""
         parts = urlsplit(url)
         host, port = parts.hostname or "", parts.port or 80
         key = (host, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         fields = {"host": ("Host", parts.netloc), "accept": ("Accept", "*/*")}
-        fields["content-type"] = ("Content-Type", content_type)
+        if content_type:
+            fields["content-type"] = ("Content-Type", content_type)
         for k, v in self.headers.items():  # the engine's headers win, as with httpx
             fields[k.lower()] = (k, v)
-        fields["content-length"] = ("Content-Length", str(len(body)))
-        head = [f"POST {target} HTTP/1.1", *(f"{k}: {v}" for k, v in fields.values()), "", ""]
-        message = "\r\n".join(head).encode("latin-1") + body
+        if body is not None:
+            fields["content-length"] = ("Content-Length", str(len(body)))
+        head = [f"{method} {target} HTTP/1.1", *(f"{k}: {v}" for k, v in fields.values()), "", ""]
+        message = "\r\n".join(head).encode("latin-1") + (body or b"")
         idle = self._idle.get(key)
         while idle:
             conn = idle.pop()

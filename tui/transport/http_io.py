@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import httpx
 
 ERROR_BODY_LIMIT = 64 * 1024
+WHOLE_BODY_LIMIT = 64 * 1024 * 1024  # a response read whole: model lists, metrics pages
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,16 @@ async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
     except (httpx.HTTPError, StallTimeout):
         pass
     return data
+
+
+@dataclass(frozen=True)
+class WholeResponse:
+    """A response read to its end (a small JSON answer, a metrics page), from either client."""
+
+    status_code: int
+    reason_phrase: str
+    headers: Mapping[str, str]
+    content: bytes
 
 
 class ResponseHead(Protocol):
