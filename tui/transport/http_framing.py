@@ -58,6 +58,12 @@ class Chunked(Framing):
         self._trailers = False
 
     def feed(self, data: bytes) -> bytes:
+        if not (self._buf or self._left or self._crlf or self._trailers):
+            eol = data.find(b"\r\n")
+            if eol > 0 and _HEX.fullmatch(data, 0, eol):
+                end = eol + 2 + int(data[:eol], 16)
+                if end + 2 == len(data) and end > eol + 2 and data[end:] == b"\r\n":
+                    return data[eol + 2 : end]  # exactly one whole chunk: a token per read
         buf = self._buf + data if self._buf else data
         out: list[bytes] = []
         pos, n = 0, len(buf)

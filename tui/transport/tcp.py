@@ -124,7 +124,7 @@ class StampedConn:
         # pump(): each read straight to the sink, from the read callback (no wake-up per read)
         self._sink: Sink | None = None
         self._sink_end: bool | BaseException | None = None  # True: the sink had enough
-        self._last_ns = 0  # the stamp of the last read the sink took (the stall watchdog)
+        self._read_ns = 0  # perf_counter_ns when the last read returned (stall watchdog)
 
         loop.add_reader(sock.fileno(), self._on_readable)
 
@@ -144,7 +144,7 @@ class StampedConn:
                     size = READ_SIZE if now - t < FRESH_NS else SMALL_READ
                 else:
                     data = self.sock.recv(READ_SIZE)
-                    t = time.perf_counter_ns()
+                    t = now = time.perf_counter_ns()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
@@ -153,6 +153,7 @@ class StampedConn:
             if not data:  # EOF: close our side too
                 self.connection_lost(None)
                 return
+            self._read_ns = now
             self.data_received(t, data)
             if len(data) < asked:
                 # a short read emptied the socket: no second read to learn that from
@@ -165,7 +166,6 @@ class StampedConn:
         if sink is None:
             self.parts.append((t_ns, data))
         else:
-            self._last_ns = t_ns
             try:
                 if not sink(t_ns, data):
                     return  # the sink goes on: nobody to wake
@@ -207,7 +207,8 @@ class StampedConn:
         One wait for the whole body instead of a task wake-up per read (at one token per
         read, those wake-ups were a fifth of the client's CPU per token). Waits up to
         ``first`` seconds for the first read and ``stall`` after each later one, counted
-        from its stamp (TimeoutError); what the sink raises is raised here.
+        from when it was read, on the monotonic clock (TimeoutError; a kernel stamp is
+        CLOCK_REALTIME underneath, which can step); what the sink raises is raised here.
         """
         parts, self.parts = self.parts, []
         for t, data in parts:
@@ -216,11 +217,12 @@ class StampedConn:
         if self.closed:
             return False
         self._cancel_timer()
-        self._sink, self._sink_end, self._last_ns = sink, None, 0
+        self._sink, self._sink_end = sink, None
         start = time.perf_counter_ns()
 
         def watchdog() -> None:  # re-armed until a wait is too long
-            since, limit = (self._last_ns, stall) if self._last_ns else (start, first)
+            read = self._read_ns > start  # a read came since the pump began
+            since, limit = (self._read_ns, stall) if read else (start, first)
             left = limit - (time.perf_counter_ns() - since) / 1e9
             w = self._waiter
             if left > 0:
