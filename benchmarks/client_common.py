@@ -266,14 +266,21 @@ def book_url() -> str:
     return _BOOK[0]
 
 
+BARE = "bare reader (floor)"  # benchmarks/bare_reader.py: a reference, not a peer
+
+
 def peer_cmds(
     url: str, requests: int, concurrency: int, prompt: int, output: int, tmp: Path
 ) -> dict[str, tuple[list[str], dict[str, str]] | str]:
-    """The peer clients by name: a command, or why it cannot run here. Each is looked for
+    """The peer clients by name: a command, or why it cannot run here; first
+    :data:`BARE`, the floor every client stands on here (not a peer). Each is looked for
     as ``$INFERTOP_<NAME>`` (an executable) or in ``~/.cache/infertop/venv-<name>/bin``.
     Flags checked against each one's --help and run here: vLLM's, servebench's (1.1.3),
     llama-benchy's (0.4.0), AIPerf's (0.13.0)."""
     out: dict[str, tuple[list[str], dict[str, str]] | str] = {}
+    bare = [sys.executable, str(ROOT / "benchmarks" / "bare_reader.py"), "--url", url]
+    bare += ["--requests", str(requests), "--concurrency", str(concurrency)]
+    out[BARE] = (bare + ["--prompt", str(prompt), "--output", str(output)], dict(os.environ))
     v = vllm_cmd(url, requests, concurrency, prompt, output, tmp)
     out["vllm bench serve"] = v if v is not None else f"no vLLM venv at {VLLM_PY}"
     runs = max(1, round(requests / concurrency))

@@ -34,8 +34,8 @@ printed as median and p99 of |error| and the mean error, in µs, with and withou
         [--concurrency 32] [--fast-requests 8192] [--paced-requests 512]
         [--interval-ms 1] [--skip-vllm]
 
-Measured on the project's 2-core machine (idle before: load average 1.2), defaults,
-median of 3 rounds:
+Measured on the project's 2-core machine, defaults, median of 3 rounds.
+First (issue 12, idle before: load average 1.2):
     fast      --workers 1  144,092 tok/s, 1.00 client cores, 144,407 tok/s per core
               --workers 2  236,124 tok/s, 1.84 client cores, 128,311 tok/s per core
               2 x infertop 270,369 tok/s (two independent single-process benches)
@@ -48,6 +48,18 @@ median of 3 rounds:
               a core); 32 requests in flight in every run; ITL error vs the server's
               send gaps (391,680 gaps each): median |error| 0.8 / 1.9 µs, mean -0.4 /
               -2.1 µs, p99 1.2 / 1.7 ms (the busy server's own send stamps).
+After reads were parsed in the socket's read callback (load average 0.4 before):
+    fast      --workers 1  216,547 tok/s, 1.00 client cores, 216,725 tok/s per core
+              --workers 2  243,791 tok/s, 1.87 client cores, 130,566 tok/s per core
+              2 x infertop 306,996 tok/s, 1.87 cores, 164,161 tok/s per core
+              vLLM's client 86,985 tok/s, 1.01 cores
+              scaling 1.13 (rounds 1.42, 1.04, 1.13); the machine's ceiling in the same
+              rounds 1.42 (two processes here do not get a core's speed each: 164,161
+              tok/s per core for the pair, 216,725 for one), --workers 2 at 79 % of it:
+              one process got faster, the records' trip to the bench process did not.
+    paced     31,516 / 31,053 tok/s with 1 / 2 workers (the server is the limit);
+              client 0.65 / 0.87 cores (20.6 / 28.0 µs per token), vLLM's 30.3 µs;
+              ITL error median |error| 1.6 / 2.0 µs, mean -0.6 / -2.9 µs.
 """
 
 from __future__ import annotations
