@@ -101,33 +101,12 @@ async def test_the_bench_defers_full_collections_while_requests_stream():
     assert pauses._deferred is None  # restored after the bench
 
 
-def test_short_gil_switches_while_measuring_and_restored_after():
-    import sys
-
-    from tui.core.pauses import GIL_SWITCH_INTERVAL_S, short_gil_switches
-
-    before = sys.getswitchinterval()
-    with short_gil_switches():
-        assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_INTERVAL_S)
-    assert sys.getswitchinterval() == before
-
-
-def test_the_bench_command_measures_with_short_gil_switches(monkeypatch, tmp_path):
+def _tiny_bench(tmp_path) -> int:  # type: ignore[no-untyped-def]
+    """``infertop bench`` (in this process) on the synthetic engine: one request."""
     import argparse
-    import sys
 
-    from tui.bench import runner as runner_module
     from tui.cli import bench as bench_cli
-    from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 
-    seen: list[float] = []
-    real_run = runner_module.BenchRunner.run
-
-    async def run(self):  # type: ignore[no-untyped-def]
-        seen.append(sys.getswitchinterval())
-        return await real_run(self)
-
-    monkeypatch.setattr(runner_module.BenchRunner, "run", run)
     cfg = tmp_path / "c.toml"
     cfg.write_text(
         'default_engine = "s"\n[engines.s]\nkind = "synthetic"\n'
@@ -140,7 +119,35 @@ def test_the_bench_command_measures_with_short_gil_switches(monkeypatch, tmp_pat
         + ["--prompt-tokens", "8", "--out", str(tmp_path / "o")]
     )
     args.config = str(cfg)
-    assert bench_cli.main(args) == 0
+    return int(bench_cli.main(args))
+
+
+def test_short_gil_switches_while_measuring_and_restored_after():
+    import sys
+
+    from tui.core.pauses import GIL_SWITCH_INTERVAL_S, short_gil_switches
+
+    before = sys.getswitchinterval()
+    with short_gil_switches():
+        assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_INTERVAL_S)
+    assert sys.getswitchinterval() == before
+
+
+def test_the_bench_command_measures_with_short_gil_switches(monkeypatch, tmp_path):
+    import sys
+
+    from tui.bench import runner as runner_module
+    from tui.core.pauses import GIL_SWITCH_INTERVAL_S
+
+    seen: list[float] = []
+    real_run = runner_module.BenchRunner.run
+
+    async def run(self):  # type: ignore[no-untyped-def]
+        seen.append(sys.getswitchinterval())
+        return await real_run(self)
+
+    monkeypatch.setattr(runner_module.BenchRunner, "run", run)
+    assert _tiny_bench(tmp_path) == 0
     assert seen == [pytest.approx(GIL_SWITCH_INTERVAL_S)]
 
 
@@ -158,15 +165,14 @@ def test_collector_paused_inside_and_as_it_was_after():
         assert not gc.isenabled()  # it was off before: it stays off
     finally:
         gc.enable()
+        gc.unfreeze()  # what it froze, back to the collector of this test process
 
 
 def test_the_bench_command_builds_its_report_with_the_collector_paused(monkeypatch, tmp_path):
     """The report makes an object per chunk stamp; the collections those allocations set
     off would rescan every record (tui/core/pauses.py)."""
-    import argparse
 
     from tui.bench import report as report_module
-    from tui.cli import bench as bench_cli
 
     seen: list[bool] = []
     real_build = report_module.build_report
@@ -176,18 +182,7 @@ def test_the_bench_command_builds_its_report_with_the_collector_paused(monkeypat
         return real_build(*a, **k)
 
     monkeypatch.setattr(report_module, "build_report", build_report)
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(
-        'default_engine = "s"\n[engines.s]\nkind = "synthetic"\n'
-        "options = { tokens_per_s = 2000, ttft_ms = 1 }\n"
-    )
-    parser = argparse.ArgumentParser()
-    bench_cli.add_arguments(parser)
-    args = parser.parse_args(
-        ["--runs", "1", "--warmup", "0", "--max-tokens", "4"]
-        + ["--prompt-tokens", "8", "--out", str(tmp_path / "o")]
-    )
-    args.config = str(cfg)
-    assert bench_cli.main(args) == 0
+    assert _tiny_bench(tmp_path) == 0
     assert seen[-1] is False  # the final report (checkpoints may come before it)
     assert gc.isenabled()
+    gc.unfreeze()
