@@ -9,7 +9,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tui.transport.http1 import Http1Pool, fast_path_ok, read_stamped
+from tui.transport.http1 import Http1Pool, fast_path_ok
+from tui.transport.http_calls import read_stamped
 from tui.transport.http_framing import LINE_LIMIT, Chunked, content_length
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 

@@ -13,7 +13,7 @@ from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.openai_compat import OpenAICompatEngine
-from tui.transport.http1 import HTTPX_STAMPS, KERNEL_STAMPS
+from tui.transport.http_calls import HTTPX_STAMPS, KERNEL_STAMPS
 
 REQ = GenerationRequest.from_prompt("a b", max_tokens=3)
 

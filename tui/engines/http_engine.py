@@ -51,15 +51,8 @@ from tui.engines.http_common import (
 )
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.access import HttpAccess
-from tui.transport.http1 import (
-    Http1Pool,
-    Http1Response,
-    error_body,
-    fast_path_ok,
-    fetch_whole,
-    post_json,
-    stamp_source,
-)
+from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
+from tui.transport.http_calls import error_body, fetch_whole, post_json, stamp_source
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts, WholeResponse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
 

@@ -36,7 +36,7 @@ from tui.engines.base import (
 )
 from tui.engines.http_engine import HttpStreamEngine, Response
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
-from tui.transport.http1 import read_stamped
+from tui.transport.http_calls import read_stamped
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import NDJSONDecoder
 

@@ -32,7 +32,7 @@ from tui.engines.openai_stream import (
     OpenAIStreamState,
     usage_event,
 )
-from tui.transport.http1 import read_stamped
+from tui.transport.http_calls import read_stamped
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import SSEDecoder
 

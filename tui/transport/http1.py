@@ -3,7 +3,8 @@
 Why: through httpx (httpcore, h11, anyio, one ``wait_for`` task per read) a streamed
 chunk costs ~28 µs of CPU before it is parsed; this client costs a few. It does one
 thing: send a request with a body and read the response as it streams, on keep-alive
-connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`).
+connections. HTTPS, proxies and everything else stay with httpx (see :func:`fast_path_ok`;
+tui/transport/http_calls.py sends an engine's calls through one or the other).
 
 Honest timing (tui/transport/tcp.py, StampedConn): on Linux every read carries the
 kernel's receive timestamp of its bytes (``SO_TIMESTAMPNS``: when the packet reached the
@@ -23,7 +24,6 @@ checks the deadline (no task or timer per read). Faults raise httpx's exception 
 from __future__ import annotations
 
 import asyncio
-import json
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
@@ -31,15 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose, content_length
-from tui.transport.http_io import (
-    ERROR_BODY_LIMIT,
-    WHOLE_BODY_LIMIT,
-    HttpTimeouts,
-    StallTimeout,
-    WholeResponse,
-    read_error_body,
-    stamped_body,
-)
+from tui.transport.http_io import HttpTimeouts, StallTimeout
 from tui.transport.tcp import Stamped, StampedConn, open_socket
 
 HEAD_LIMIT = 64 * 1024
@@ -58,97 +50,12 @@ def fast_path_ok(url: str) -> bool:
     return bool(bypass(parts.hostname, proxies))
 
 
-KERNEL_STAMPS = "kernel receive time (SO_TIMESTAMPNS)"
-READ_STAMPS = "time the read returned (no kernel receive stamps on this socket)"
-HTTPX_STAMPS = "time the read returned (httpx: https, a proxy, or credentials in the URL)"
-
-
-def stamp_source(resp: httpx.Response | Http1Response) -> str:
-    """How the body bytes of ``resp`` are stamped, in words for logs and reports."""
-    if isinstance(resp, Http1Response):
-        return KERNEL_STAMPS if resp.kernel_stamps else READ_STAMPS
-    return HTTPX_STAMPS
-
-
 class NoResponse(httpx.RemoteProtocolError):
     """The connection closed before any byte of a response came."""
 
 
 # A body's consumer: called with each read's body bytes and the read's stamp; True = stop
 OnPart = Callable[[int, bytes], bool]
-
-
-async def read_stamped(
-    resp: httpx.Response | Http1Response, timeouts: HttpTimeouts, on_part: OnPart
-) -> None:
-    """Each part of the body, with its arrival stamp, to ``on_part`` until it returns True
-    or the body ends; from either client, with the timeouts and faults of
-    :meth:`Http1Response.stamped_body` / :func:`~tui.transport.http_io.stamped_body`.
-
-    The lean client calls ``on_part`` from the socket's read callback
-    (:meth:`Http1Response.push_body`); httpx's parts are pulled one by one.
-    """
-    if isinstance(resp, Http1Response):
-        await resp.push_body(timeouts, on_part)
-        return
-    body = stamped_body(resp, timeouts)
-    try:
-        async for t_ns, part in body:
-            if on_part(t_ns, part):
-                return
-    finally:
-        await body.aclose()  # type: ignore[attr-defined]
-
-
-def json_payload(body: object) -> bytes:
-    """A request body as compact UTF-8 JSON (ValueError for NaN or infinity)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-async def post_json(
-    client: httpx.AsyncClient | None, pool: Http1Pool | None, url: str, body: object
-) -> httpx.Response | Http1Response:
-    """POST ``body`` as JSON for a streamed answer: through ``pool`` when there is one,
-    else through ``client``."""
-    payload = json_payload(body)
-    if pool is not None:
-        return await pool.post(url, payload, "application/json")
-    assert client is not None, "post_json needs a pool or a client"
-    headers = {"Content-Type": "application/json"}
-    req = client.build_request("POST", url, content=payload, headers=headers)
-    return await client.send(req, stream=True)
-
-
-async def fetch_whole(
-    client: httpx.AsyncClient | None,
-    pool: Http1Pool | None,
-    method: str,
-    url: str,
-    body: object,
-    timeouts: HttpTimeouts,
-) -> WholeResponse:
-    """One request read to its end (``body``: JSON, or None for none), through ``pool``
-    when there is one, else through ``client``. Transport faults raise."""
-    payload = None if body is None else json_payload(body)
-    if pool is not None:
-        ctype = "application/json" if payload is not None else ""
-        resp = await pool.request(method, url, payload, ctype)
-        try:
-            content = await resp.read_all(timeouts, WHOLE_BODY_LIMIT)
-        finally:
-            await resp.aclose()
-        return WholeResponse(resp.status_code, resp.reason_phrase, resp.headers, content)
-    assert client is not None, "fetch_whole needs a pool or a client"
-    headers = {"Content-Type": "application/json"} if payload is not None else None
-    r = await client.request(method, url, content=payload, headers=headers)
-    return WholeResponse(r.status_code, r.reason_phrase, r.headers, r.content)
-
-
-async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> bytes:
-    """The start of an error or unexpected body, from either client."""
-    if isinstance(resp, Http1Response):
-        return await resp.aread(ERROR_BODY_LIMIT, timeouts)
-    return await read_error_body(resp, timeouts.stall)
 
 
 class Http1Response:
