@@ -103,11 +103,16 @@ class HttpStreamEngine(BatchedEngine):
             self._client = make_client(self.spec, self._access())
         return self._client
 
+    async def _clients(self) -> tuple[httpx.AsyncClient | None, Http1Pool | None]:
+        """(httpx client, lean pool): the pool where it serves, else the client (the other
+        None). EngineError when the engine's access cannot be set up."""
+        pool = self._pool_ready()
+        return (None if pool is not None else await self._client_ready()), pool
+
     async def request_raw(self, method: str, path: str, body: Any = None) -> WholeResponse:
         """Reader loop: one small call (``body``: JSON or None), read to its end, through the
         lean client where it serves. Raises TRANSPORT_ERRORS, or EngineError."""
-        pool = self._pool_ready()
-        client = None if pool is not None else await self._client_ready()
+        client, pool = await self._clients()
         return await fetch_whole(client, pool, method, self.base + path, body, self.timeouts)
 
     async def request_json(self, method: str, path: str, body: Any = None) -> Any:
@@ -167,8 +172,7 @@ class HttpStreamEngine(BatchedEngine):
     async def _run(self, request: GenerationRequest, emit: Emit) -> None:
         """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
         try:
-            pool = self._pool_ready()
-            client = None if pool is not None else await self._client_ready()
+            client, pool = await self._clients()
             await self.before_stream()
         except EngineError as e:
             now = time.perf_counter_ns()

@@ -58,6 +58,14 @@ class NoResponse(httpx.RemoteProtocolError):
 OnPart = Callable[[int, bytes], bool]
 
 
+def _timed_out(before_body: bool) -> Exception:
+    """What a body read that waited too long raises: ReadTimeout before any body bytes
+    (the ``read`` timeout), else StallTimeout (the ``stall`` timeout)."""
+    if before_body:
+        return httpx.ReadTimeout("no body within the read timeout")
+    return StallTimeout()
+
+
 class Http1Response:
     """Status, headers and the streamed body of one response."""
 
@@ -154,17 +162,11 @@ class Http1Response:
             if await self._conn.pump(sink, first, timeouts.stall):
                 return
         except TimeoutError:
-            if not fed:
-                raise httpx.ReadTimeout("no body within the read timeout") from None
-            raise StallTimeout() from None
+            raise _timed_out(before_body=not fed) from None
         if isinstance(body, UntilClose):  # the server closed: that is the body's end
             self._settle(body, keep, leftover=False)
             return
-        if self._conn.error is not None:
-            raise httpx.ReadError(str(self._conn.error) or "connection reset")
-        raise httpx.RemoteProtocolError(
-            "peer closed connection without sending complete message body"
-        )
+        raise self._cut_short()
 
     async def stamped_body(self, timeouts: HttpTimeouts) -> AsyncIterator[Stamped]:
         """Body bytes (de-chunked) with the stamp of the network read that brought them.
@@ -179,18 +181,12 @@ class Http1Response:
                 try:
                     parts = await self._conn.take(timeouts.read if first else timeouts.stall)
                 except TimeoutError:
-                    if first:
-                        raise httpx.ReadTimeout("no body within the read timeout") from None
-                    raise StallTimeout() from None
+                    raise _timed_out(before_body=first) from None
                 first = False
                 if not parts:
                     if isinstance(body, UntilClose):
                         break
-                    if self._conn.error is not None:
-                        raise httpx.ReadError(str(self._conn.error) or "connection reset")
-                    raise httpx.RemoteProtocolError(
-                        "peer closed connection without sending complete message body"
-                    )
+                    raise self._cut_short()
             for i, (t, data) in enumerate(parts):
                 out = body.feed(data)
                 if body.done:
@@ -203,6 +199,14 @@ class Http1Response:
                     return
             parts = []
         self._settle(body, keep, leftover=False)
+
+    def _cut_short(self) -> httpx.HTTPError:
+        """The connection closed before the framed body's end: what to raise."""
+        if self._conn.error is not None:
+            return httpx.ReadError(str(self._conn.error) or "connection reset")
+        return httpx.RemoteProtocolError(
+            "peer closed connection without sending complete message body"
+        )
 
     def _settle(self, body: Framing, keep: bool, leftover: bool) -> None:
         """The body is complete; the connection is reusable when the server keeps it
