@@ -45,6 +45,9 @@ def test_a_chunk_size_that_is_not_hex_digits_is_refused_by_name(size: bytes) -> 
     with pytest.raises(httpx.RemoteProtocolError, match="bad chunk size line") as e:
         Chunked().feed(size + b"\r\nhello\r\n0\r\n\r\n")
     assert repr(size) in str(e.value)
+    # a read of exactly one chunk takes a fast path of its own: the same rule holds there
+    with pytest.raises(httpx.RemoteProtocolError, match="bad chunk size line"):
+        Chunked().feed(size + b"\r\nhello\r\n")
 
 
 def test_whitespace_before_a_chunk_extension_is_allowed() -> None:

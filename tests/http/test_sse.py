@@ -117,6 +117,7 @@ def test_reads_of_exactly_one_event_match_the_full_rules() -> None:
         b"data:x\n\n",  # no space
         b"data: a\ndata: b\n\n",  # two data lines: one event "a\nb"
         b"data: cr\r\n\r\n",
+        b"data: a\rb\n\n",  # a CR alone ends a line: "a" is the data, "b" a field
         b"data: half\n",  # the rest comes in the next read
         b"\n",
         b"event: e\ndata: named\n\n",

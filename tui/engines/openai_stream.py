@@ -52,46 +52,48 @@ class OpenAIStreamState:
             raise StreamProtocolError(f"malformed stream data: {data[:120]!r}") from None
         if not isinstance(obj, dict):
             raise StreamProtocolError(f"stream data is not a JSON object: {_text(data)[:120]!r}")
-        if obj.get("error"):
+        get = obj.get
+        if get("error"):
             raw = data if isinstance(data, bytes) else data.encode()
             raise StreamServerError(error_message_from_body(raw, "json"))
-        usage = obj.get("usage")
+        usage = get("usage")
         tokens: int | None = None
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self.usage = usage
             self.usage_t_ns = t_ns
             ct = usage.get("completion_tokens")
             if isinstance(ct, int):
                 tokens = ct - self.counted_tokens
                 self.counted_tokens = ct
-        for key in _EXTRA_KEYS:
-            if key in obj:
+        if not _EXTRA_KEYS.isdisjoint(obj):
+            for key in _EXTRA_KEYS & obj.keys():
                 self.extra[key] = obj[key]
-        choices = obj.get("choices")
+        choices = get("choices")
+        if not choices:
+            return None
+        if type(choices) is not list:
+            raise StreamProtocolError(f"'choices' is not a list: {_text(data)[:120]!r}")
         text = ""
-        if choices:
-            if not isinstance(choices, list):
-                raise StreamProtocolError(f"'choices' is not a list: {_text(data)[:120]!r}")
-            completions = self.endpoint == "completions"
-            for ch in choices:
-                if not isinstance(ch, dict):
-                    continue
-                if completions:
-                    t = ch.get("text")
-                    if isinstance(t, str):
-                        text += t
-                else:
-                    text += _chat_text(ch)
-                reason = ch.get("finish_reason")
-                if reason:
-                    self.finish_reason = str(reason)
+        completions = self.endpoint == "completions"
+        for ch in choices:
+            if type(ch) is not dict:
+                continue
+            if completions:
+                t = ch.get("text")
+                if t and type(t) is str:
+                    text += t
+            else:
+                text += _chat_text(ch)
+            reason = ch.get("finish_reason")
+            if reason:
+                self.finish_reason = str(reason)
         if text:
             # Per-chunk counts only when the server counts every chunk (continuous usage).
             return TextChunk(t_ns, text, tokens if tokens is not None and tokens > 0 else None)
         return None
 
 
-_EXTRA_KEYS = ("timings", "x_groq", "system_fingerprint")  # server-specific fields kept
+_EXTRA_KEYS = frozenset(("timings", "x_groq", "system_fingerprint"))  # server-specific, kept
 
 
 def _text(data: str | bytes) -> str:

@@ -17,6 +17,7 @@ LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
 # Python's int(x, 16) alone would also take "-5", "+5", " 5", "1_0" and "0x5".
 _SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_HEX_DIGITS = b"0123456789abcdefABCDEF"  # bytes.strip(_HEX_DIGITS) is b"" for hex alone
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 
 
@@ -56,14 +57,18 @@ class Chunked(Framing):
         self._left = 0  # data bytes still due in the current chunk
         self._crlf = False  # the CRLF after a chunk's data is due
         self._trailers = False
+        self._idle = True  # none of the above: the next bytes start a chunk-size line
 
     def feed(self, data: bytes) -> bytes:
-        if not (self._buf or self._left or self._crlf or self._trailers):
+        if self._idle:  # between chunks, nothing held
             eol = data.find(b"\r\n")
-            if eol > 0 and _HEX.fullmatch(data, 0, eol):
-                end = eol + 2 + int(data[:eol], 16)
-                if end + 2 == len(data) and end > eol + 2 and data[end:] == b"\r\n":
-                    return data[eol + 2 : end]  # exactly one whole chunk: a token per read
+            if 0 < eol <= 16:
+                line = data[:eol]
+                if not line.strip(_HEX_DIGITS):  # the size alone, 1 to 16 hex digits
+                    start = eol + 2
+                    end = start + int(line, 16)
+                    if end + 2 == len(data) and end > start and data.endswith(b"\r\n"):
+                        return data[start:end]  # exactly one whole chunk: a token per read
         buf = self._buf + data if self._buf else data
         out: list[bytes] = []
         pos, n = 0, len(buf)
@@ -93,6 +98,7 @@ class Chunked(Framing):
             else:
                 self._left = size
         self._buf = buf[pos:]
+        self._idle = not (self._buf or self._left or self._crlf or self._trailers)
         self.extra = self.done and pos < n
         return out[0] if len(out) == 1 else b"".join(out)
 

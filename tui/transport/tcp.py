@@ -18,6 +18,9 @@ from collections.abc import Callable
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); the socket module does not export it
 _TIMESPEC = struct.Struct("qq")
 _unpack_timespec = _TIMESPEC.unpack_from
+_TIMESPEC_SIZE = _TIMESPEC.size
+_perf_counter_ns = time.perf_counter_ns  # module globals: one lookup each, per read
+_time_ns = time.time_ns
 _SOL_SOCKET = socket.SOL_SOCKET
 READ_SIZE = 256 * 1024
 # With kernel stamps, one read spanning several packets carries the *last* packet's time.
@@ -38,14 +41,15 @@ def kernel_stamp(ancdata: list[tuple[int, int, bytes]], now_pc: int | None = Non
     """The SO_TIMESTAMPNS receive time in ``perf_counter_ns`` terms, or None.
 
     ``now_pc``: ``time.perf_counter_ns()`` read just now (else it is read here); the
-    CLOCK_REALTIME − perf_counter offset is taken from it and a CLOCK_REALTIME read."""
+    CLOCK_REALTIME − perf_counter offset is taken from it and a CLOCK_REALTIME read. A
+    stamp later than ``now_pc`` (a clock step between the two reads) is ``now_pc``."""
     for level, kind, raw in ancdata:
-        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(raw) >= _TIMESPEC.size:
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(raw) >= _TIMESPEC_SIZE:
             sec, nsec = _unpack_timespec(raw)
             if now_pc is None:
-                now_pc = time.perf_counter_ns()
-            offset = time.time_ns() - now_pc  # CLOCK_REALTIME − perf_counter, read together
-            return min(sec * 1_000_000_000 + nsec - offset, now_pc)
+                now_pc = _perf_counter_ns()
+            t = sec * 1_000_000_000 + nsec + now_pc - _time_ns()  # − (realtime − perf)
+            return t if t < now_pc else now_pc
     return None
 
 
@@ -132,19 +136,34 @@ class StampedConn:
         await self.loop.sock_sendall(self.sock, data)
 
     def _on_readable(self) -> None:
-        """Read everything the socket holds; each read keeps its own stamp."""
+        """Read everything the socket holds; each read, with its own stamp, goes to the
+        pump's sink (:meth:`pump`) or into ``parts`` (:meth:`take`)."""
         size = SMALL_READ
+        sock = self.sock
         while not self.closed:
             asked = size if self.kernel_stamps else READ_SIZE
             try:
                 if self.kernel_stamps:
-                    data, anc, _flags, _addr = self.sock.recvmsg(size, ANC_SIZE)
-                    now = time.perf_counter_ns()
-                    t = kernel_stamp(anc, now) or now
+                    data, anc, _flags, _addr = sock.recvmsg(size, ANC_SIZE)
+                    now = _perf_counter_ns()
+                    t = now
+                    if len(anc) == 1:  # kernel_stamp() inline: the usual one stamp, per read
+                        level, kind, raw = anc[0]
+                        if (
+                            kind == SO_TIMESTAMPNS
+                            and level == _SOL_SOCKET
+                            and len(raw) >= _TIMESPEC_SIZE
+                        ):
+                            sec, nsec = _unpack_timespec(raw)
+                            t = sec * 1_000_000_000 + nsec + now - _time_ns()
+                            if t > now:  # a clock step between the two reads
+                                t = now
+                    elif anc:
+                        t = kernel_stamp(anc, now) or now
                     size = READ_SIZE if now - t < FRESH_NS else SMALL_READ
                 else:
-                    data = self.sock.recv(READ_SIZE)
-                    t = now = time.perf_counter_ns()
+                    data = sock.recv(READ_SIZE)
+                    t = now = _perf_counter_ns()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
@@ -154,26 +173,25 @@ class StampedConn:
                 self.connection_lost(None)
                 return
             self._read_ns = now
-            self.data_received(t, data)
+            sink = self._sink
+            if sink is None:
+                self.parts.append((t, data))
+                self._wake()
+            else:
+                try:
+                    if sink(t, data):
+                        self._sink_end = True
+                        self._sink = None
+                        self._wake()
+                except Exception as e:  # noqa: BLE001 - raised again in pump(), on its task
+                    self._sink_end = e
+                    self._sink = None
+                    self._wake()
             if len(data) < asked:
                 # a short read emptied the socket: no second read to learn that from
                 # EAGAIN (a syscall and an exception per wake-up); the selector is
                 # level-triggered, so bytes that came meanwhile wake us again
                 return
-
-    def data_received(self, t_ns: int, data: bytes) -> None:
-        sink = self._sink
-        if sink is None:
-            self.parts.append((t_ns, data))
-        else:
-            try:
-                if not sink(t_ns, data):
-                    return  # the sink goes on: nobody to wake
-                self._sink_end = True
-            except Exception as e:  # noqa: BLE001 - raised again in pump(), on its task
-                self._sink_end = e
-            self._sink = None
-        self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
