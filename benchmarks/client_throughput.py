@@ -62,6 +62,19 @@ the window, median (min-max), then whole run.
     Met: whole run <= 1.2x the window (paced), below every peer in both regimes. Not met:
     <= 20 µs (18.6 in the fastest round; the machine's speed drifts +-15 % in minutes:
     the floor itself went 9.1 -> 11.6 in the same rounds).
+    Fourth pass (the per-read path lighter: the kernel stamp read inline, no
+    data_received hop, the one-chunk check by bytes.strip, the one-event check first and
+    without "in", on_data with fewer lookups), idle machine (load 0.4 before):
+        paced    infertop 20.0 (19.5-20.6), whole 23.4 (1.17x)   floor 10.2 (10.0-11.1)
+                 vLLM 36.9, servebench 33.9, llama-benchy 33.5, AIPerf 119.2
+                 ours 0.54 / 0.59 / 0.60 / 0.17 of theirs, 1.96x the floor
+        unpaced  infertop 11.6 (10.0-12.4), whole 14.5 (1.26x)   floor 8.4
+                 vLLM 13.7, servebench 14.5, llama-benchy 16.5, AIPerf 57.8
+    An interleaved A/B the same hour (4 rounds, each tree its own working directory):
+    before 23.3 (22.2-23.8), after 21.4 (20.8-23.4), floor 11.5. Why about twice the
+    floor although the chain costs ~3 µs per token back to back: each read follows an
+    idle wait (0.53 wakes per token), and the chain costs 2-5x as much after one
+    (benchmarks/parse_cold_vs_hot.py).
     Correction: earlier A/B runs of two source trees (here and in the second pass's
     "tried and reverted") ran the checkout's code for both, as python -m puts the working
     directory first on sys.path; a variant must run with its own tree as the working
