@@ -60,6 +60,15 @@ After reads were parsed in the socket's read callback (load average 0.4 before):
     paced     31,516 / 31,053 tok/s with 1 / 2 workers (the server is the limit);
               client 0.65 / 0.87 cores (20.6 / 28.0 µs per token), vLLM's 30.3 µs;
               ITL error median |error| 1.6 / 2.0 µs, mean -0.6 / -2.9 µs.
+After the lighter per-read path (load average 0.2 before):
+    fast      --workers 1  206,409 tok/s, 1.00 client cores, 206,325 tok/s per core
+              --workers 2  249,342 tok/s, 1.87 client cores, 133,433 tok/s per core
+              2 x infertop 282,521 tok/s (rounds 282,521, 390,932, 227,870: this
+              machine's speed of the moment), vLLM's client 82,447 tok/s
+              scaling 1.21 (rounds 1.16, 1.21, 1.13); ceiling 1.37, --workers 2 at 88 % of it
+    paced     31,644 / 31,048 tok/s with 1 / 2 workers (the server is the limit);
+              client 0.60 / 0.84 cores (19.0 / 26.9 µs per token), vLLM's 29.1 µs;
+              ITL error median |error| 1.3 / 1.9 µs, mean -0.4 / -2.6 µs.
 """
 
 from __future__ import annotations
