@@ -58,7 +58,7 @@ class OpenAIStreamState:
             raise StreamServerError(error_message_from_body(raw, "json"))
         usage = get("usage")
         tokens: int | None = None
-        if usage is not None and isinstance(usage, dict):
+        if isinstance(usage, dict):
             self.usage = usage
             self.usage_t_ns = t_ns
             ct = usage.get("completion_tokens")
