@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 import pytest
@@ -106,6 +106,25 @@ async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
     return srv, f"http://127.0.0.1:{port}/v1/x"
 
 
+async def _serve_two_per_connection(
+    answer: Callable[[asyncio.StreamWriter], Awaitable[None]],
+) -> tuple[asyncio.Server, str, list[int]]:
+    """A server that answers two requests per connection with ``answer``, then closes it;
+    the list gets the connection number (0, 1, ...) of each request served."""
+    served: list[int] = []
+    conns = iter(range(100))
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        number = next(conns)
+        for _ in range(2):
+            await _read_request(r)
+            served.append(number)
+            await answer(w)
+
+    srv, url = await _serve(handler)
+    return srv, url, served
+
+
 async def _read_request(r: asyncio.StreamReader) -> bytes:
     head = await r.readuntil(b"\r\n\r\n")
     length = next(
@@ -156,18 +175,11 @@ async def _body(resp: object, how: str = "pull") -> list[tuple[int, bytes]]:
 
 @pytest.mark.parametrize("how", HOW)
 async def test_keep_alive_reuses_the_connection_and_survives_a_server_close(how: str) -> None:
-    served: list[int] = []  # the connection number of each request served
-    conns = iter(range(100))
+    async def answer(w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        await w.drain()
 
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        number = next(conns)
-        for _ in range(2):  # two requests per connection, then the server closes it
-            await _read_request(r)
-            served.append(number)
-            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
-            await w.drain()
-
-    srv, url = await _serve(handler)
+    srv, url, served = await _serve_two_per_connection(answer)
     pool = Http1Pool({"User-Agent": "t"}, TIMEOUTS)
     try:
         for _ in range(4):
@@ -298,19 +310,13 @@ async def test_a_consumer_that_stops_at_the_last_part_leaves_the_connection_reus
     how: str,
 ) -> None:
     """An SSE reader stops at ``data: [DONE]``; the body's last chunk came in the same read."""
-    served: list[int] = []
-    conns = iter(range(100))
 
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        number = next(conns)
-        for _ in range(2):
-            await _read_request(r)
-            served.append(number)
-            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            w.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
-            await w.drain()
+    async def answer(w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        w.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+        await w.drain()
 
-    srv, url = await _serve(handler)
+    srv, url, served = await _serve_two_per_connection(answer)
     pool = Http1Pool({}, TIMEOUTS)
     try:
         for _ in range(2):
@@ -402,27 +408,21 @@ async def test_a_server_closing_mid_body_is_a_protocol_error(how: str) -> None:
 async def test_what_the_pushed_consumer_raises_is_raised_and_the_connection_closed() -> None:
     """A parse error in the read callback ends the read on the stream's task, not in the
     event loop's exception handler; the connection, mid-body, is not kept."""
-    served: list[int] = []
-    conns = iter(range(100))
 
-    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        number = next(conns)
-        for _ in range(2):
-            await _read_request(r)
-            served.append(number)
-            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            await w.drain()
-            await asyncio.sleep(0.1)  # after the head: the part comes to the read callback
-            w.write(b"3\r\nbad\r\n")
-            await w.drain()
-            await asyncio.sleep(0.1)
-            w.write(b"0\r\n\r\n")
-            await w.drain()
+    async def answer(w: asyncio.StreamWriter) -> None:
+        w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await w.drain()
+        await asyncio.sleep(0.1)  # after the head: the part comes to the read callback
+        w.write(b"3\r\nbad\r\n")
+        await w.drain()
+        await asyncio.sleep(0.1)
+        w.write(b"0\r\n\r\n")
+        await w.drain()
 
     def on_part(t: int, data: bytes) -> bool:
         raise ValueError(f"cannot parse {data!r}")
 
-    srv, url = await _serve(handler)
+    srv, url, served = await _serve_two_per_connection(answer)
     pool = Http1Pool({}, TIMEOUTS)
     try:
         for _ in range(2):
