@@ -338,3 +338,30 @@ def test_an_exporter_password_stays_out_of_reports(tmp_path):
     assert "s3cret" not in str(spec_for_report(cfg.engines["tiny"]))
     src = parse_source(cfg.engines["tiny"].telemetry or "")
     assert "s3cret" not in src.label and "s3cret" not in repr(src) and src.auth
+
+
+@pytest.mark.parametrize(
+    ("ui", "schedule"),
+    [
+        ("", "auto"),
+        ('ab_schedule = "sequential"', "sequential"),
+        ('ab_schedule = "concurrent"', "concurrent"),
+        ("ab_concurrent = true", "concurrent"),  # the older key still means what it said
+        ("ab_concurrent = false", "sequential"),
+    ],
+)
+def test_ab_schedule(tmp_path, ui, schedule):
+    cfg = load_config(write(tmp_path, GOOD.replace('theme = "infertop-light"', ui)))
+    assert cfg.ui.ab_schedule == schedule
+
+
+@pytest.mark.parametrize(
+    ("ui", "needle"),
+    [
+        ('ab_schedule = "fast"', "ui.ab_schedule': must be one of auto, sequential, concurrent"),
+        ('ab_schedule = "auto"\nab_concurrent = true', "ui.ab_concurrent': set ab_schedule or"),
+    ],
+)
+def test_a_bad_ab_schedule_names_the_key(tmp_path, ui, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        load_config(write(tmp_path, GOOD.replace('theme = "infertop-light"', ui)))

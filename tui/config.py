@@ -45,7 +45,10 @@ class GenerationDefaults:
 class UISettings:
     theme: str = "infertop-dark"
     refresh_hz: float = 10.0
-    ab_concurrent: bool = False
+    # A/B: "auto" (one after the other when A and B share a machine, else at once),
+    # "sequential" or "concurrent" (tui/engines/placement.py)
+    ab_schedule: str = "auto"
+    ab_concurrent: bool | None = None  # older key: true = "concurrent", false = "sequential"
     keys: dict[str, str] = field(default_factory=dict)
 
 
@@ -105,7 +108,8 @@ GENERATION_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 UI_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "theme": ((str,), "theme name"),
     "refresh_hz": (_NUM, "metrics panel refresh rate"),
-    "ab_concurrent": ((bool,), "A/B: run both engines at once"),
+    "ab_schedule": ((str,), "A/B: auto, sequential or concurrent"),
+    "ab_concurrent": ((bool,), "A/B: run both engines at once (older form of ab_schedule)"),
     "keys": ((dict,), "binding id -> key"),
 }
 TELEMETRY_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -202,6 +206,8 @@ def parse_config(text: str, path: Path) -> Config:
             cfg.generation = GenerationDefaults(**v.table(("generation",), value, GENERATION_KEYS))
         elif key == "ui":
             cfg.ui = UISettings(**v.table(("ui",), value, UI_KEYS))
+            if "ab_concurrent" in value and "ab_schedule" in value:
+                raise v.error(("ui", "ab_concurrent"), "set ab_schedule or ab_concurrent, not both")
             for k, key_value in cfg.ui.keys.items():
                 v.check(("ui", "keys", k), key_value, (str,))
         elif key == "telemetry":
@@ -290,6 +296,17 @@ def _check_values(cfg: Config, v: _Validator) -> None:
         _check_options(v, name, spec.kind, spec.options)
         if spec.telemetry is not None:
             _check_telemetry(v, name, spec.telemetry)
+    _check_ab_schedule(cfg, v)
+
+
+def _check_ab_schedule(cfg: Config, v: _Validator) -> None:
+    from tui.engines.placement import AB_SCHEDULES, CONCURRENT, SEQUENTIAL
+
+    ui = cfg.ui
+    if ui.ab_schedule not in AB_SCHEDULES:
+        raise v.error(("ui", "ab_schedule"), f"must be one of {', '.join(AB_SCHEDULES)}")
+    if ui.ab_concurrent is not None:  # the older key (never beside ab_schedule: see parse)
+        ui.ab_schedule = CONCURRENT if ui.ab_concurrent else SEQUENTIAL
 
 
 def _check_telemetry(v: _Validator, name: str, text: str) -> None:

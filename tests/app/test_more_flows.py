@@ -61,6 +61,40 @@ async def test_ab_concurrent_runs_both_at_once(make_config, build_app, wait_for,
     assert max(starts) < min(ends), (starts, ends)
 
 
+async def test_ab_on_one_machine_runs_in_turn_alternating_who_goes_first(
+    make_config, build_app, wait_for, tmp_path
+):
+    """Two in-process engines share this machine: with the default schedule ("auto") each
+    A/B turn runs one engine after the other, A first on odd turns and B first on even."""
+    import json
+
+    cfg = make_config(
+        'default_engine = "s1"\n'
+        + gen(10)
+        + '[engines.s1]\nkind = "synthetic"\noptions = { tokens_per_s = 200 }\n'
+        + '[engines.s2]\nkind = "synthetic"\noptions = { tokens_per_s = 200 }\n'
+    )
+    app = build_app(cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: bar(app).count("ready") == 2)
+        for prompt in ("one", "two"):
+            await app.chat.submit_text(prompt)
+            await wait_for(pilot, lambda: not app.chat.busy)
+        assert "B/A (seq)" in str(app.chat.query_one("#ratios").render())
+    recs = [json.loads(x) for x in (tmp_path / "session.jsonl").read_text().splitlines()]
+    # the records are written as each request ends: the order is who ran first
+    assert [(r["prompt"], r["slot"]) for r in recs] == [
+        ("one", "A"),
+        ("one", "B"),
+        ("two", "B"),
+        ("two", "A"),
+    ]
+    for first, second in (recs[0:2], recs[2:4]):  # never both at once
+        end_first = first["t_sent_ns"] + first["metrics"]["e2e_ms"] * 1e6
+        assert second["t_sent_ns"] >= end_first
+
+
 async def test_loading_engine_does_not_freeze_ui(make_config, build_app, wait_for):
     """Needs a slow load on demand: the synthetic engine sleeps 2 s in load()."""
     cfg = make_config(

@@ -25,6 +25,7 @@ from tui.core.kv import KvLayout
 from tui.core.pauses import settle_heap
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError
+from tui.engines.placement import ABPlan, ab_plan
 from tui.telemetry.server import server_probe
 
 if TYPE_CHECKING:
@@ -199,10 +200,13 @@ class EngineSlots(Screen):
         self.query_one(EngineBar).set_ab(self.ab)
         self._show_slot("A")  # titles say which slot is which
         self.focus_prompt()
-        mode = "concurrently" if self.app.config.ui.ab_concurrent else "one after the other"
-        self.notify(
-            f"A/B mode {'on' if self.ab else 'off'}" + (f" (engines run {mode})" if self.ab else "")
-        )
+        how = f" ({self.ab_plan().label})" if self.ab else ""
+        self.notify(f"A/B mode {'on' if self.ab else 'off'}{how}")
+
+    def ab_plan(self) -> ABPlan:
+        """How A/B turns run now: one after the other when A and B share a machine."""
+        a, b = (self.app.config.engines[str(self.slot_engine[s])] for s in ("A", "B"))
+        return ab_plan(a, b, self.app.config.ui.ab_schedule)
 
     def _settle_heap(self) -> None:
         """Full GC between requests, never during one (see tui/core/pauses.py)."""

@@ -1,4 +1,10 @@
-"""ABTable: per-turn deltas between engine A and engine B (B/A ratios)."""
+"""ABTable: per-turn deltas between engine A and engine B (B/A ratios).
+
+Each turn's rows say how it ran ("seq" or "conc" in the "run" column) and the table's
+title the schedule's reason ("B/A · sequential (shared machine)"): ratios of engines that
+ran at once on one machine describe their contention, not the engines. The ratio comes
+right after the metric's name, so a narrow pane that cuts the table keeps it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from tui.app.format import ms, ratio, tps
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
+from tui.engines.placement import SEQUENTIAL, ABPlan
 
 
 class ABTable(DataTable):
@@ -28,9 +35,12 @@ class ABTable(DataTable):
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
-        self.add_columns("turn", "metric", "A", "B", "B/A")
+        self.add_columns("turn", "metric", "B/A", "A", "B", "run")
 
-    def add_turn(self, turn: int, a: RequestMetrics, b: RequestMetrics) -> None:
+    def add_turn(self, turn: int, a: RequestMetrics, b: RequestMetrics, plan: ABPlan) -> None:
+        """Three rows (TTFT, decode, prefill) for one A/B turn that ran as ``plan`` says."""
+        self.border_title = f"B/A · {plan.label}"
+        run = "seq" if plan.schedule == SEQUENTIAL else "conc"
         rows = [
             ("TTFT", ms(a.ttft_ms), ms(b.ttft_ms), ratio(a.ttft_ms, b.ttft_ms)),
             (
@@ -48,7 +58,7 @@ class ABTable(DataTable):
             ),
         ]
         for metric, va, vb, r in rows:
-            self.add_row(f"#{turn}", metric, va, vb, r)
+            self.add_row(f"#{turn}", metric, r, va, vb, run)
         self.move_cursor(row=self.row_count - 1)
 
 
@@ -61,12 +71,16 @@ def prefill_cell(m: RequestMetrics) -> str:
 
 
 def ab_ratio_text(
-    a: LiveSnapshot | None, b: LiveSnapshot | None, last: dict[str, RequestMetrics | None]
+    a: LiveSnapshot | None,
+    b: LiveSnapshot | None,
+    last: dict[str, RequestMetrics | None],
+    how: str = "",
 ) -> str:
     """B/A ratios in one line: live while both requests stream (TTFT once both have a
     first token; ITL = p50 of each one's recent gaps; decode tok/s so far), else of the
     last finished turn (TTFT, ITL p50, decode tok/s): "B/A now TTFT 1.01× ITL 0.42×
-    tok/s 2.40×" / "B/A TTFT …"."""
+    tok/s 2.40×" / "B/A TTFT …". ``how``: a short tag of the schedule ("seq", "conc"),
+    shown after "B/A"."""
     if a is not None and b is not None:
         itl_a = percentile(a.itl_recent, 50) if a.itl_recent else None
         itl_b = percentile(b.itl_recent, 50) if b.itl_recent else None
@@ -79,4 +93,6 @@ def ab_ratio_text(
         vals = (ma.ttft_ms, mb.ttft_ms, ma.itl_ms_p50, mb.itl_ms_p50, ma.decode_tps, mb.decode_tps)
         head = "B/A"
     ta, tb, ia, ib, da, db = vals
+    if how:
+        head = head.replace("B/A", f"B/A ({how})", 1)
     return f"{head} TTFT {ratio(ta, tb)} ITL {ratio(ia, ib)} tok/s {ratio(da, db)}"

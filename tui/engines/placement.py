@@ -1,0 +1,104 @@
+"""Where an engine runs, and whether two engines share a machine (A/B scheduling).
+
+Two engines timed at once on one machine slow each other down: the B/A ratios of such a
+run describe the contention, not the engines. So A/B runs the two turns one after the
+other when the engines share hardware, and at once only when they run on different
+machines (or the user asks). "Share hardware" is decided from config alone, before any
+request, by :func:`shared_hardware`:
+
+- an engine without a URL runs in a process on this machine (in-process kinds, a
+  llama-server infertop starts from a model path);
+- an engine with a URL runs on that URL's host; every loopback name (``localhost``,
+  ``127.0.0.0/8``, ``::1``) and this machine's own host name are this machine;
+- two engines whose ``telemetry`` names the same hardware source run on that source's
+  machine (the user said so);
+- anything else is taken to be two machines.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from tui.engines.base import EngineSpec
+
+THIS_MACHINE = "this machine"
+
+SEQUENTIAL = "sequential"
+CONCURRENT = "concurrent"
+AUTO = "auto"
+AB_SCHEDULES = (AUTO, SEQUENTIAL, CONCURRENT)
+
+
+def engine_host(spec: EngineSpec) -> str:
+    """The machine ``spec`` runs on: :data:`THIS_MACHINE` or a lower-case host name."""
+    if not spec.url:
+        return THIS_MACHINE
+    try:
+        host = (urlsplit(spec.url).hostname or "").lower()
+    except ValueError:
+        return spec.url.lower()  # not a URL: only an identical one is "the same"
+    if not host or _is_loopback(host) or host in _own_names():
+        return THIS_MACHINE
+    return host
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _own_names() -> set[str]:
+    """This machine's own names (no DNS lookup: a lookup could hang on a bad resolver)."""
+    name = socket.gethostname().lower()
+    return {name, name.split(".", 1)[0]}
+
+
+@dataclass(frozen=True)
+class ABPlan:
+    """How one A/B turn runs: ``schedule`` is SEQUENTIAL or CONCURRENT; ``why`` in words."""
+
+    schedule: str
+    why: str
+
+    @property
+    def label(self) -> str:
+        """What the B/A table and ratios say: "sequential (shared machine)", …"""
+        return f"{self.schedule} ({self.why})"
+
+
+def shared_hardware(a: EngineSpec, b: EngineSpec) -> str | None:
+    """Why A and B share a machine (a short phrase), or None when they do not."""
+    if a.telemetry and a.telemetry == b.telemetry:
+        return "same hardware source"
+    ha, hb = engine_host(a), engine_host(b)
+    if ha == hb:
+        return "shared machine" if ha == THIS_MACHINE else f"both on {ha}"
+    return None
+
+
+def ab_plan(a: EngineSpec, b: EngineSpec, setting: str = AUTO) -> ABPlan:
+    """The schedule for an A/B turn. ``setting`` is config's ``ui.ab_schedule``:
+    "auto" (sequential on shared hardware, else concurrent), "sequential" or
+    "concurrent" (the user's choice, kept even where it is unfair, and said so)."""
+    shared = shared_hardware(a, b)
+    if setting == SEQUENTIAL:
+        return ABPlan(SEQUENTIAL, shared or "as configured")
+    if setting == CONCURRENT:
+        return ABPlan(CONCURRENT, f"{shared}: engines compete" if shared else "as configured")
+    if shared:
+        return ABPlan(SEQUENTIAL, shared)
+    return ABPlan(CONCURRENT, "different machines")
+
+
+def turn_order(turn: int, slots: tuple[str, ...] = ("A", "B")) -> list[str]:
+    """Sequential A/B alternates who goes first, turn by turn (1: A then B, 2: B then
+    A, …), so warm caches and machine drift favour neither engine."""
+    order = list(slots)
+    return order if turn % 2 == 1 else order[::-1]
