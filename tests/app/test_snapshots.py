@@ -22,6 +22,7 @@ from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
 from tui.core.kv import KvLayout, state_from_fill
 from tui.core.metrics import RequestMetrics
+from tui.engines.placement import SEQUENTIAL, ABPlan
 from tui.telemetry.nvml import NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
@@ -94,7 +95,7 @@ async def _settle(pilot, *, answer: bool = True, slots=("A",)) -> None:  # type:
             chat._show_history(slot)
         if len(slots) == 2:
             chat._show_ratios({})
-            chat.query_one(ABTable).add_turn(1, FIXED, FIXED)
+            chat.query_one(ABTable).add_turn(1, FIXED, FIXED, ABPlan(SEQUENTIAL, "shared machine"))
     app.sampler.cpu.extend([20.0, 40.0, 63.0])
     chat.post_message(TelemetrySampled(SAMPLE))
     if answer:  # slot A's KV cache as in-process llama.cpp reports it (SmolLM2's layout)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.geometry import Size
 from textual.widgets import Markdown
 
 from tui.app import tail as tail_mod
-from tui.app.tail import box_height, last_lines
+from tui.app.tail import TailLines, box_height, last_lines, wrap_paragraph
 from tui.app.widgets import conversation
 from tui.app.widgets.conversation import (
     AnswerSegment,
@@ -49,12 +52,69 @@ def test_last_lines_fit_wide_characters_and_drop_control_codes():
     assert lines[-1] == "[1mok   z"  # ESC, BEL dropped; the tab is spaces to its stop
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab c\n\t漢é-"), max_size=300),
+    cuts=st.lists(st.integers(0, 300), max_size=12),
+    width=st.integers(1, 25),
+)
+def test_tail_lines_fed_in_pieces_wrap_as_the_whole_text(text, cuts, width):
+    """Wrapping as text arrives gives the lines of wrapping it all at once, and no line
+    but the open one ever changes: what is on screen never re-flows."""
+    whole = TailLines(width, 1000)
+    whole.add(text)
+    pieces = TailLines(width, 1000)
+    shown: list[str] = []
+    for a, b in zip([0, *sorted(cuts)], [*sorted(cuts), len(text)], strict=True):
+        pieces.add(text[a:b])
+        now = pieces.lines()
+        stable = shown[:-1]  # every line but the open one
+        assert now[: len(stable)] == stable
+        shown = now
+    assert pieces.lines() == whole.lines()
+    assert all(cell_len(line) <= max(width, 2) for line in whole.lines())
+    # every word is there, in order (a word wider than the line is cut in pieces)
+    words = "".join(text.replace("\t", " ").split())
+    assert "".join("".join(x.split()) for x in whole.lines()) == words
+
+
+def test_a_full_box_scrolls_in_steps_and_keeps_its_lines_between_jumps():
+    tail = TailLines(width=10, limit=8)
+    views = []
+    for i in range(30):
+        tail.add(f"line {i:02}\n")
+        views.append(tail.view(step=4))
+    assert views[7] == [f"line {i:02}" for i in range(8)]  # the box just filled
+    # the ninth line jumps the box down by the step (4 lines): four blank lines below
+    assert views[8] == [f"line {i:02}" for i in range(4, 9)]
+    assert views[11] == [f"line {i:02}" for i in range(4, 12)]  # filled again, no jump
+    assert views[12][0] == "line 08"  # the next jump
+    for a, b in zip(views[8:11], views[9:12], strict=True):
+        assert b[: len(a)] == a  # between jumps every line stays where it was
+    assert tail.top == 24 and views[-1] == [f"line {i:02}" for i in range(24, 30)]
+
+
+def test_wrap_paragraph_is_greedy_keeps_the_indent_and_cuts_long_words():
+    assert wrap_paragraph("  an indented line that wraps", 12) == [
+        (0, "  an"),
+        (5, "indented"),
+        (14, "line that"),
+        (24, "wraps"),
+    ]
+    assert wrap_paragraph("  continued", 12, first=False) == [(2, "continued")]
+    assert wrap_paragraph("abcdefghij xy", 4) == [(0, "abcd"), (4, "efgh"), (8, "ij"), (11, "xy")]
+    assert wrap_paragraph("", 5) == [(0, "")]
+
+
 def test_box_height_steps_and_caps(monkeypatch):
+    # a box of at most 20 lines grows in steps of 5: 4 heights while it fills the pane
     assert box_height(0, 20) == 0
-    assert box_height(7, 20) == 7
+    assert [box_height(n, 20) for n in (1, 5, 6, 11, 16, 20)] == [5, 5, 10, 15, 20, 20]
     assert box_height(50, 20) == 20
-    monkeypatch.setattr(tail_mod, "HEIGHT_STEP", 4)
-    assert box_height(5, 20) == 8 and box_height(19, 20) == 20
+    assert len({box_height(n, 20) for n in range(1, 21)}) == 4
+    assert [box_height(n, 3) for n in (1, 2, 3)] == [1, 2, 3]  # a tiny pane: line by line
+    monkeypatch.setattr(tail_mod, "HEIGHT_STEPS", 2)
+    assert box_height(5, 20) == 10 and box_height(19, 20) == 20
 
 
 class Host(App):
@@ -64,7 +124,7 @@ class Host(App):
 
 async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
     monkeypatch.setattr(conversation, "COMMIT_S", 0.2)
-    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 0.2)
+    monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.2)
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         conv = app.query_one(Conversation)
@@ -124,7 +184,7 @@ async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatc
     """Blocks go into several Markdown segments of about SEGMENT_BLOCKS blocks, never split
     inside a code fence or a list; together they hold exactly the answer's text."""
     monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
-    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 0.0)
+    monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.0)
     monkeypatch.setattr(conversation, "SEGMENT_BLOCKS", 4)
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
@@ -171,11 +231,10 @@ async def test_segment_height_follows_width_after_it_is_cached():
         assert seg.size.height == uncached_height(seg)
 
 
-async def test_commits_slow_down_while_the_tail_fills_the_followed_pane(monkeypatch):
-    """A full tail box means the blocks above it are off screen: they are committed every
-    COMMIT_HIDDEN_S, not every COMMIT_S, until the user scrolls up."""
+async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatch):
+    """While the pane follows the stream the tail shows what is on screen: no block goes
+    to Markdown (each commit lays out the screen) until the user scrolls up."""
     monkeypatch.setattr(conversation, "COMMIT_S", 3600.0)
-    monkeypatch.setattr(conversation, "COMMIT_HIDDEN_S", 3600.0)
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         conv = app.query_one(Conversation)
@@ -188,7 +247,7 @@ async def test_commits_slow_down_while_the_tail_fills_the_followed_pane(monkeypa
         monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
         await turn.append(f"{PARA} more\n\n")
         await pilot.pause()
-        assert turn.source == ""  # the blocks above the box are unseen: COMMIT_HIDDEN_S
+        assert turn.source == ""  # following: the blocks above the box are unseen
         conv.release_anchor()  # the user scrolled up: what is above must be there
         await turn.append(f"{PARA} again\n\n")
         await pilot.pause()

@@ -12,6 +12,7 @@ from tui.app.widgets.hardware_panel import HardwarePanel, core_bars
 from tui.app.widgets.metrics_panel import MetricsPanel, phase_bar, truth_line
 from tui.app.widgets.prompt import PromptInput
 from tui.core.metrics import RequestMetrics
+from tui.engines.placement import CONCURRENT, SEQUENTIAL, ABPlan
 from tui.telemetry.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
@@ -102,6 +103,7 @@ async def test_prompt_enter_submits_ctrl_j_newline_and_history():
 
 async def test_conversation_streams_markdown_and_stops_following_on_scroll_up(monkeypatch):
     monkeypatch.setattr(conversation, "COMMIT_S", 0.0)  # every complete block goes to Markdown
+    monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.0)  # even while following
     conv = Conversation()
     async with Host(conv).run_test(size=SIZE) as pilot:
         turn = await conv.add_turn("hello", "local", "r1")
@@ -211,12 +213,16 @@ async def test_ab_table_rows_and_ratios():
         b = metrics(
             ttft_ms=50.0, decode_tps=100.0, prefill_tps=400.0, prefill_tps_source="estimate"
         )
-        table.add_turn(1, a, b)
+        table.add_turn(1, a, b, ABPlan(SEQUENTIAL, "shared machine"))
+        table.add_turn(2, a, b, ABPlan(CONCURRENT, "different machines"))
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert rows[0] == ["#1", "TTFT", "100 ms", "50.0 ms", "0.50×"]
-        assert rows[1][4] == "2.00×"
+        assert rows[0] == ["#1", "TTFT", "0.50×", "100 ms", "50.0 ms", "seq"]
+        assert rows[1][2] == "2.00×"
         # each prefill cell says where its number came from; the ratio says it mixes them
-        assert rows[2][1:] == ["prefill tok/s", "200.0 (engine)", "400.0 (est.)", "2.00× (mixed)"]
+        assert rows[2][1:5] == ["prefill tok/s", "2.00× (mixed)", "200.0 (engine)", "400.0 (est.)"]
+        # every turn's rows say how that turn ran; the title, how the latest did
+        assert [r[5] for r in rows[3:]] == ["conc"] * 3
+        assert table.border_title == "B/A · concurrent (different machines)"
 
 
 def test_strip_drops_ram_then_hardware_before_the_ratios_kv_and_hint():

@@ -18,14 +18,6 @@ class EngineStateChanged(Message):
         self.slot, self.engine, self.state, self.detail = slot, engine, state, detail
 
 
-class StreamUpdated(Message):
-    """New text is waiting in ``live`` (coalesced: one pending message per request)."""
-
-    def __init__(self, slot: str, live: LiveRequest) -> None:
-        super().__init__()
-        self.slot, self.live = slot, live
-
-
 class StreamEnded(Message):
     """A request ended (finished, cancelled or failed); ``metrics`` are final."""
 

@@ -1,9 +1,19 @@
 """ChatScreen: prompt, streaming output pane(s), metrics and hardware panels, engine bar.
 
 The screen is the controller of a conversation: it starts Textual workers for engine
-loads and turns, and updates widgets only from message handlers. Engine coroutines run on
-each engine's own thread (EngineHost); their events reach the UI via LiveRequest, which
-coalesces them into at most one pending StreamUpdated message per request.
+loads and turns, and updates widgets only from message handlers and its frame timer.
+Engine coroutines run on each engine's own thread (EngineHost); their events accumulate
+in a LiveRequest, stamped where they happen.
+
+While a turn runs, the screen draws in frames: one timer at ``ui.refresh_hz`` (default
+10 Hz) takes the text that arrived since the last frame into each pane; every second
+frame (5 Hz) it also copies the live numbers and draws the newest hardware sample. Each
+frame is one paint: updates made at unrelated moments each cost a paint of their own, and
+every paint renders every widget inside the box around all of its changes (Textual crops
+a paint to that box), so drawing text at 20 Hz and numbers at 10 Hz apart made ~19 paints
+a second, most of them of the whole screen. The rates are what the eye needs: text read
+at 4–5 words a second flows smoothly at ten updates, and numbers that change more than a
+few times a second cannot be read. The measured cost is in benchmarks/watch_cost.py.
 """
 
 from __future__ import annotations
@@ -11,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from functools import partial
 
 from textual import on
 from textual.app import ComposeResult
@@ -26,10 +35,8 @@ from tui.app.messages import (
     KvUpdated,
     ServerSampled,
     StreamEnded,
-    StreamUpdated,
     TelemetrySampled,
 )
-from tui.app.pacing import AppendPacer
 from tui.app.screens.engine_slots import EngineSlots, next_name, windows
 from tui.app.widgets.ab_table import ABTable, ab_ratio_text
 from tui.app.widgets.compact_metrics import CompactMetrics
@@ -48,12 +55,12 @@ from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.window import RollingWindow
 from tui.engines.base import CancelToken, EngineError, GenerationRequest
+from tui.engines.placement import CONCURRENT, SEQUENTIAL, ABPlan, turn_order
 from tui.telemetry.sampler import TelemetrySample
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
-TEXT_MAX_HZ = 20.0  # pane updates per second per pane, at most (each repaints the text tail)
-TEXT_MIN_HZ = 10.0  # and at least, however busy the UI thread (streaming must look smooth)
+NUMBERS_EVERY = 2  # live numbers and hardware are drawn every this many frames (5 Hz)
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 
@@ -80,9 +87,7 @@ class ChatScreen(EngineSlots):
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
         self.last_sample: TelemetrySample | None = None
         self._load_locks: dict[str, asyncio.Lock] = {}
-        self._last_append: dict[str, float] = {}
         self._kv_fill_shown: dict[str, ContextFill] = {}
-        self._pacer = AppendPacer(max_hz=TEXT_MAX_HZ, slowest_s=1.0 / TEXT_MIN_HZ)
         self._ratios = ""  # B/A, live while both stream (A/B mode)
         self._kv_short = ""  # slot A's KV cache, for the narrow strip
 
@@ -116,9 +121,11 @@ class ChatScreen(EngineSlots):
         self._show_slot("A")
         self.query_one("#prompt", PromptInput).focus()
         self._layout_for(self.size.width, self.size.height)
-        self._live_timer = self.set_interval(
-            1.0 / max(1.0, app.config.ui.refresh_hz), self._refresh_live, pause=True
+        self._frame_timer = self.set_interval(
+            1.0 / max(1.0, app.config.ui.refresh_hz), self._frame, pause=True
         )
+        self._sample_due = False  # a hardware sample waits for the next frame
+        self._frames = 0
         # after the first frame: the engine import/load must not delay the first paint
         if app.load_on_start:
             self.call_after_refresh(self._start_load, "A")
@@ -202,7 +209,7 @@ class ChatScreen(EngineSlots):
             turn = await conv.add_turn(text, name, req.request_id)
             self.turns[(slot, req.request_id)] = turn
         names = " vs ".join(str(self.slot_engine[s]) for s in slots)
-        self._live_timer.resume()
+        self._frame_timer.resume()
         self.run_worker(
             self._run_turn(text, requests, self.turn_no),
             group="turn",
@@ -241,30 +248,41 @@ class ChatScreen(EngineSlots):
         self, prompt: str, requests: dict[str, GenerationRequest], turn: int
     ) -> None:
         results: dict[str, RequestMetrics | None] = {}
+        plan = self.ab_plan() if len(requests) > 1 else None
         try:
-            if len(requests) > 1 and self.app.config.ui.ab_concurrent:
+            if plan is not None and plan.schedule == CONCURRENT:
                 out = await asyncio.gather(
                     *(self._run_slot(s, r, turn) for s, r in requests.items())
                 )
                 results = dict(zip(requests, out, strict=True))
             else:
-                for slot, req in requests.items():
-                    results[slot] = await self._run_slot(slot, req, turn)
+                order = turn_order(turn, tuple(requests)) if plan is not None else list(requests)
+                for k, slot in enumerate(order):
+                    for later in order[k + 1 :]:
+                        self._show_waiting(later, requests[later], slot, plan)
+                    results[slot] = await self._run_slot(slot, requests[slot], turn)
         finally:
             self.cancels.clear()
             self.busy = False
             resume_full_collections()
-            self._live_timer.pause()
+            self._frame_timer.pause()
             self.call_after_refresh(self._settle_heap)  # after the final answer is painted
         a, b = results.get("A"), results.get("B")
-        if a is not None and b is not None:
-            self.query_one(ABTable).add_turn(turn, a, b)
+        if a is not None and b is not None and plan is not None:
+            self.query_one(ABTable).add_turn(turn, a, b, plan)
+
+    def _show_waiting(
+        self, slot: str, request: GenerationRequest, first: str, plan: ABPlan | None
+    ) -> None:
+        """The slot that waits its turn in a sequential A/B says why."""
+        turn = self.turns.get((slot, request.request_id))
+        if turn is not None and plan is not None:
+            turn.waiting(f"waits for {first} to finish: {plan.label}")
 
     async def _run_slot(self, slot: str, request: GenerationRequest, turn: int) -> RequestMetrics:
         name = self.slot_engine[slot]
         assert name is not None
-        live = LiveRequest(request.request_id)
-        live._notify = lambda: self.post_message(StreamUpdated(slot, live))
+        live = LiveRequest(request.request_id)  # the frame timer reads it
         self.live[slot] = live
         cancel = self.cancels[slot] = CancelToken()
         host = await self._ensure_loaded(slot)
@@ -288,29 +306,23 @@ class ChatScreen(EngineSlots):
         self.post_message(StreamEnded(slot, live, metrics, turn))
         return metrics
 
-    @on(StreamUpdated)
-    async def _stream_updated(self, msg: StreamUpdated) -> None:
-        """Append what arrived, at most TEXT_MAX_HZ times a second per pane (down to
-        TEXT_MIN_HZ when the UI thread is over its CPU budget: see AppendPacer). An
-        append repaints the pane's plain-text tail; Markdown gets the text in batches
-        (see widgets/conversation.py).
-
-        LiveRequest posts no further StreamUpdated until drained, so deferring the drain
-        to a timer batches everything that arrives meanwhile into one Markdown append.
-        """
-        gap = self._pacer.interval()
-        wait = self._last_append.get(msg.slot, 0.0) + gap - time.monotonic()
-        if wait > 0:
-            self.set_timer(wait, partial(self._flush_stream, msg.slot, msg.live))
-        else:
-            await self._flush_stream(msg.slot, msg.live)
-
-    async def _flush_stream(self, slot: str, live: LiveRequest) -> None:
-        self._last_append[slot] = time.monotonic()
-        text = live.drain()
-        turn = self.turns.get((slot, live.request_id))
-        if turn is not None and text and not turn.finished:
-            await turn.append(text)
+    async def _frame(self) -> None:
+        """Timer, while a turn runs: one frame (see the module docstring)."""
+        for slot in ("A", "B") if self.ab else ("A",):
+            live = self.live[slot]
+            if live is None or live.done:
+                continue
+            turn = self.turns.get((slot, live.request_id))
+            text = live.drain()
+            if turn is not None and text and not turn.finished:
+                await turn.append(text)
+        self._frames += 1
+        if self._frames % NUMBERS_EVERY != 1 % NUMBERS_EVERY:
+            return  # a frame of text alone: Textual paints only the panes' changed lines
+        self._refresh_live()
+        if self._sample_due:
+            self._sample_due = False
+            self._show_hardware()
 
     @on(StreamEnded)
     async def _stream_ended(self, msg: StreamEnded) -> None:
@@ -369,14 +381,17 @@ class ChatScreen(EngineSlots):
         self._update_strip()
 
     def _refresh_live(self) -> None:
-        """Timer: copy the running requests' live numbers into the panels (coalesced)."""
+        """Copy the running requests' live numbers into the panels that are shown."""
         snaps: dict[str, LiveSnapshot] = {}
+        narrow = self.has_class("-narrow")
         for slot in ("A", "B") if self.ab else ("A",):
             live = self.live[slot]
             if live is not None and not live.done:
                 snap = snaps[slot] = live.snapshot()
-                self.metrics_panel(slot).show_live(snap)
-                self.query_one(CompactMetrics).slot(slot).show_live(snap)
+                if not narrow or self.has_class("-show-panels"):
+                    self.metrics_panel(slot).show_live(snap)
+                if narrow:
+                    self.query_one(CompactMetrics).slot(slot).show_live(snap)
                 self._show_context_fill(slot, snap.context_fill)
         if self.ab:
             self._show_ratios(snaps)
@@ -384,7 +399,8 @@ class ChatScreen(EngineSlots):
 
     def _show_ratios(self, snaps: dict[str, LiveSnapshot]) -> None:
         """B/A while both stream (live values), else of the last finished turn."""
-        text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.last_metrics)
+        how = "seq" if self.ab_plan().schedule == SEQUENTIAL else "conc"
+        text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.last_metrics, how)
         self.query_one("#ratios", Static).update(text, layout=False)
         self._ratios = text
 
@@ -427,6 +443,9 @@ class ChatScreen(EngineSlots):
     @on(TelemetrySampled)
     def _telemetry(self, msg: TelemetrySampled) -> None:
         self.last_sample = msg.sample
+        if self.busy:  # drawn with the next frame, in the same paint as the text
+            self._sample_due = True
+            return
         self._show_hardware()
         self._update_strip()
 

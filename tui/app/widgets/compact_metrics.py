@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Sparkline, Static
 
 from tui.app.format import ms, tps
+from tui.app.widgets.metric_lines import MetricLine, MetricLines
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
@@ -36,34 +36,13 @@ def _value(key: str, v: float | None) -> str:
     return tps(v) if key == "decode" else ms(v)
 
 
-class CompactRow(Horizontal):
-    DEFAULT_CSS = """
-    CompactRow { height: 1; }
-    CompactRow > Label { width: 6; color: $text-muted; }
-    CompactRow > Sparkline { width: 1fr; min-width: 4; height: 1; }
-    CompactRow > .values { width: 21; padding-left: 1; }
-    """
-
-    def __init__(self, slot: str, key: str, label: str) -> None:
-        super().__init__(id=f"compact-{slot}-{key}")
-        self.key, self.label = key, label
-
-    def compose(self) -> ComposeResult:
-        yield Label(self.label)
-        yield Sparkline([], summary_function=max)
-        yield Static("–", classes="values", markup=False)
-
-    def show(self, values: list[float], current: float | None, estimated: bool = False) -> None:
-        self.query_one(Sparkline).data = list(values)
-        now = ("~" if estimated else "") + _value(self.key, current)
-        text = f"{now:>8}"
-        if values:
-            text += f" p50 {_value(self.key, percentile(values, 50)):>6}"
-        self.query_one(".values", Static).update(text, layout=False)
-
-    @property
-    def values_text(self) -> str:
-        return str(self.query_one(".values", Static).render())
+def row_values(key: str, values: list[float], current: float | None, estimated: bool) -> str:
+    """A row's values: the newest (``~`` when estimated), then the p50 of the line."""
+    now = ("~" if estimated else "") + _value(key, current)
+    text = f"{now:>8}"
+    if values:
+        text += f" p50 {_value(key, percentile(values, 50)):>6}"
+    return text
 
 
 class SlotSparks(Vertical):
@@ -80,30 +59,37 @@ class SlotSparks(Vertical):
         self.gaps: list[float] = []
 
     def compose(self) -> ComposeResult:
-        for key, label in ROWS:
-            yield CompactRow(self.slot, key, label)
+        yield MetricLines(
+            ROWS, label_width=6, values_width=21, min_spark=4, classes="-muted-labels"
+        )
 
-    def row(self, key: str) -> CompactRow:
-        return self.query_one(f"#compact-{self.slot}-{key}", CompactRow)
+    def row(self, key: str) -> MetricLine:
+        return self.query_one(MetricLines).row(key)
+
+    def _show(
+        self, key: str, values: list[float], current: float | None, estimated: bool = False
+    ) -> None:
+        text = row_values(key, values, current, estimated)
+        self.query_one(MetricLines).show(key, values, text)
 
     def show_history(self, history: dict[str, list[float]], last: RequestMetrics | None) -> None:
         self.history, self.last = history, last
         ttft = history.get("ttft", [])
-        self.row("ttft").show(ttft, ttft[-1] if ttft else None)
+        self._show("ttft", ttft, ttft[-1] if ttft else None)
         dec = history.get("decode", [])
-        self.row("decode").show(dec, dec[-1] if dec else None)
+        self._show("decode", dec, dec[-1] if dec else None)
         if last is not None and not self.gaps:  # no live gaps seen: the request's own
             gaps = list(last.itl_token_ms or [])
-            self.row("itl").show(gaps, gaps[-1] if gaps else None, last.itl_token_estimated)
+            self._show("itl", gaps, gaps[-1] if gaps else None, last.itl_token_estimated)
 
     def show_live(self, snap: LiveSnapshot) -> None:
         est = snap.tokens_estimated
         if snap.ttft_ms is not None:
-            self.row("ttft").show(self.history.get("ttft", []), snap.ttft_ms)
+            self._show("ttft", self.history.get("ttft", []), snap.ttft_ms)
         self.gaps = list(snap.itl_recent)
-        self.row("itl").show(self.gaps, snap.last_itl_ms, est)
+        self._show("itl", self.gaps, snap.last_itl_ms, est)
         if snap.decode_tps is not None:
-            self.row("decode").show(self.history.get("decode", []), snap.decode_tps, est)
+            self._show("decode", self.history.get("decode", []), snap.decode_tps, est)
 
 
 class CompactMetrics(Horizontal):

@@ -1,14 +1,13 @@
 """Conversation: the turns of one output pane; answers stream into Markdown widgets.
 
-While an answer streams, its text is split at the last block boundary (a blank line):
-the complete blocks before it go to the Markdown widget in batches (at most every
-``COMMIT_S`` seconds — ``COMMIT_HIDDEN_S`` while the tail fills the followed pane — or
-sooner once the tail is over ``TAIL_MAX`` characters), and the
-in-flight rest is shown as plain text in a cheap ``TailText`` box under it. Appending to
-Markdown re-parses its last block and mounts block widgets, so doing that a few times a
-second instead of on every append keeps the UI thread's cost low at high token rates
-(benchmarks/ui_stream_2000.py). At the end the tail is committed too: the final answer is
-all Markdown (``turn.source == text``).
+While an answer streams, it is shown as plain text in a cheap ``TailText`` box (its last
+lines, wrapped; only the lines that changed are repainted). Complete blocks (up to a blank
+line) go to the Markdown widget above it only when they would be seen there: while the
+user has scrolled up (every ``COMMIT_S`` seconds), or once the tail is over ``TAIL_MAX``
+characters. While the pane follows the stream, nothing is committed: each commit mounts
+block widgets and lays out the whole screen (~25-45 ms here), which at one a second was
+most of the UI's cost while it watched an engine (benchmarks/watch_cost.py). At the end
+the tail is committed: the final answer is all Markdown (``turn.source == text``).
 
 A long answer is kept in several Markdown widgets ("segments") of at most
 ``SEGMENT_BLOCKS`` blocks each: Textual re-arranges every block of the widget that changed
@@ -23,6 +22,7 @@ and scrolling back to the end re-engages it (Textual's anchor behaviour).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from typing import Any
@@ -31,15 +31,15 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
-from tui.app.tail import box_height, last_lines
+from tui.app.tail import TailLines, box_height, scroll_step
 
-COMMIT_S = 1.0  # at most this long between Markdown appends while streaming
-COMMIT_HIDDEN_S = 4.0  # the same while the tail fills the followed pane (commits are unseen)
+COMMIT_S = 1.0  # at most this long between Markdown appends while the user scrolls back
+COMMIT_FOLLOWING_S = math.inf  # the same while the pane follows the stream: never
 TAIL_MAX = 100_000  # characters of plain tail that force a commit at the next block boundary
 SEGMENT_BLOCKS = 24  # block widgets in a Markdown segment before a new one may start
 
@@ -78,7 +78,7 @@ class AnswerSegment(Markdown):
 
 
 class TailText(Widget):
-    """The plain-text tail: lines already wrapped by :func:`last_lines`, drawn as they are.
+    """The plain-text tail: lines already wrapped (tui/app/tail.py), drawn as they are.
 
     A ``Static`` re-wrapped and re-styled its whole text on every update (~6 ms for a
     full pane, ten times a second at 2,000 tok/s); this draws each line as one segment.
@@ -92,9 +92,23 @@ class TailText(Widget):
         self._style: Style | None = None  # rich_style walks the ancestors: once a paint
 
     def show(self, lines: list[str]) -> None:
-        self.lines = lines
+        """Draw ``lines``, repainting only the lines that changed (a stream mostly grows
+        its last line): a small repaint keeps the frame's crop, and so the number of
+        widgets Textual renders in it, small."""
+        old, self.lines = self.lines, lines
+        changed = [
+            y
+            for y in range(max(len(old), len(lines)))
+            if y >= len(old) or y >= len(lines) or old[y] != lines[y]
+        ]
+        if not changed:
+            return
         self._style = None
-        self.refresh()
+        width = self.size.width
+        if len(changed) > 2 or not width:
+            self.refresh()
+        else:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
 
     def notify_style_update(self) -> None:
         self._style = None  # a theme or class change
@@ -134,6 +148,7 @@ class Turn(Vertical):
         self._committed_at = 0.0
         self._streaming = False
         self._tail_height = 0
+        self._lines: TailLines | None = None  # the tail, wrapped for the box
         self.finished = False
 
     def compose(self) -> ComposeResult:
@@ -165,7 +180,7 @@ class Turn(Vertical):
         self.text += fragment
         self._tail += fragment
         width, limit = self._box()
-        due = time.monotonic() - self._committed_at >= self._commit_every(limit)
+        due = time.monotonic() - self._committed_at >= self._commit_every()
         due = due or len(self._tail) > TAIL_MAX
         # A tail longer than the box keeps (at least) what the box shows: only blocks that
         # end above it are committed, so the box keeps its height (no extra layouts).
@@ -177,17 +192,16 @@ class Turn(Vertical):
             cut = self._tail.rfind("\n\n")
         if cut >= 0 and due:
             head, self._tail = self._tail[: cut + 2], self._tail[cut + 2 :]
+            self._lines = None  # the tail lost its head: wrap it anew
             await self._commit(head)
-        self._show_tail(width, limit)
+        self._show_tail(width, limit, fragment)
 
-    def _commit_every(self, limit: int) -> float:
-        """Seconds between commits: while the tail box fills the pane and the pane follows
-        the stream, the blocks committed lie above the screen, unseen, and each commit
-        costs two full layouts (the mount, then the sizes it changed); commit less often
-        then. A user who scrolls up (the pane stops following) gets COMMIT_S again."""
-        pane = self.parent
-        following = getattr(pane, "following", False)
-        return COMMIT_HIDDEN_S if following and self._tail_height >= limit else COMMIT_S
+    def _commit_every(self) -> float:
+        """Seconds between commits: COMMIT_FOLLOWING_S while the pane follows the stream
+        (the tail shows what is on screen), COMMIT_S once the user scrolled up (what lies
+        above the box must be there to read)."""
+        following = getattr(self.parent, "following", False)
+        return COMMIT_FOLLOWING_S if following else COMMIT_S
 
     async def _commit(self, text: str) -> None:
         self._committed_at = time.monotonic()
@@ -199,14 +213,20 @@ class Turn(Vertical):
             await self.mount(segment, before=self.query_one(".tail", TailText))
         await segment.append(text)
 
-    def _show_tail(self, width: int, limit: int) -> None:
+    def _show_tail(self, width: int, limit: int, added: str = "") -> None:
         """Show the last ``limit`` lines of the tail, wrapped to ``width``, in a box whose
-        height changes only when its line count does, so most updates repaint only the
-        box, not the whole screen."""
+        height changes only in steps (see tui/app/tail.py), so most updates repaint only
+        the box's last line, not the whole screen. ``added``: what was appended to the
+        tail since the last call (wrapped on its own, the lines above stay as they are)."""
         tail = self.query_one(".tail", TailText)
-        text = self._tail.rstrip()
-        lines = last_lines(text, width, limit) if text else []
-        height = box_height(len(lines), limit)
+        wrapped = self._lines
+        if wrapped is None or (wrapped.width, wrapped.limit) != (width, limit):
+            wrapped = self._lines = TailLines(width, limit)
+            wrapped.reset(self._tail)
+        else:
+            wrapped.add(added)
+        lines = wrapped.view(scroll_step(limit))
+        height = limit if wrapped.top > 0 else box_height(len(lines), limit)
         if height != self._tail_height:
             self._tail_height = height
             tail.styles.height = height
@@ -220,9 +240,15 @@ class Turn(Vertical):
         limit = max(4, pane.height - 2) if pane is not None and pane.height > 6 else 24
         return width, limit
 
+    def waiting(self, why: str) -> None:
+        """Before the first token: say why this answer has not started (A/B in turn)."""
+        if not self._streaming and not self.finished:
+            self.query_one(".summary", Static).update(f"{self.engine} · {why}")
+
     async def finish(self, summary: str, state: str = "") -> None:
         """Commit the tail and show the summary; ``state``: '', 'cancelled' or 'error'."""
         text, self._tail = self._tail, ""
+        self._lines = None
         await self._commit(text)
         self._show_tail(*self._box())
         if state == "cancelled":

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Sparkline, Static
+from textual.containers import Vertical
+from textual.widgets import Static
 
 from tui.app.format import ms, tps
+from tui.app.widgets.metric_lines import MetricLine, MetricLines
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
@@ -26,6 +27,7 @@ ROWS: list[tuple[str, str, str]] = [
     ("prefill", "pre t/s", "tok/s"),
     ("live_itl", "ITL now", "ms"),
 ]
+UNITS = {key: unit for key, _, unit in ROWS}
 
 
 def _fmt(unit: str, v: float | None) -> str:
@@ -36,38 +38,12 @@ def _fmt(unit: str, v: float | None) -> str:
     return tps(v)
 
 
-class MetricRow(Horizontal):
-    DEFAULT_CSS = """
-    MetricRow { height: 1; }
-    MetricRow > Label { width: 8; }
-    MetricRow > Sparkline { width: 1fr; min-width: 8; height: 1; }
-    MetricRow > .values { width: 34; padding-left: 1; }
-    """
-
-    def __init__(self, key: str, label: str, unit: str) -> None:
-        super().__init__(id=f"row-{key}")
-        self.key, self.label, self.unit = key, label, unit
-
-    def compose(self) -> ComposeResult:
-        yield Label(self.label)
-        yield Sparkline([], summary_function=max)
-        yield Static("–", classes="values", markup=False)
-
-    def show(self, values: list[float], current: float | None, note: str = "") -> None:
-        self.query_one(Sparkline).data = list(values)
-        if values:
-            p50, p90 = percentile(values, 50), percentile(values, 90)
-            text = (
-                f"{_fmt(self.unit, current):>6} │ p50 {_fmt(self.unit, p50):>6}"
-                f" p90 {_fmt(self.unit, p90):>6}"
-            )
-        else:
-            text = _fmt(self.unit, current)
-        self.query_one(".values", Static).update(text + note, layout=False)  # fixed size
-
-    @property
-    def values_text(self) -> str:
-        return str(self.query_one(".values", Static).render())
+def values_text(unit: str, values: list[float], current: float | None, note: str = "") -> str:
+    """A row's values: the current value, then the p50 and p90 of the row's history."""
+    if not values:
+        return _fmt(unit, current) + note
+    p50, p90 = percentile(values, 50), percentile(values, 90)
+    return f"{_fmt(unit, current):>6} │ p50 {_fmt(unit, p50):>6} p90 {_fmt(unit, p90):>6}{note}"
 
 
 class MetricsPanel(Vertical):
@@ -77,16 +53,20 @@ class MetricsPanel(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        for key, label, unit in ROWS:
-            yield MetricRow(key, label, unit)
+        rows = [(key, label) for key, label, _ in ROWS]
+        yield MetricLines(rows, label_width=8, values_width=34, min_spark=8)
         yield Static("phase: no request yet", classes="phase", markup=False)
         yield Static("engine: –", classes="truth", markup=False)
 
     def on_mount(self) -> None:
         self.border_title = "metrics"
 
-    def row(self, key: str) -> MetricRow:
-        return self.query_one(f"#row-{key}", MetricRow)
+    def row(self, key: str) -> MetricLine:
+        return self.query_one(MetricLines).row(key)
+
+    def _show_row(self, key: str, values: list[float], current: float | None, note: str) -> None:
+        unit = UNITS[key]
+        self.query_one(MetricLines).show(key, values, values_text(unit, values, current, note))
 
     def show_history(self, history: dict[str, list[float]], last: RequestMetrics | None) -> None:
         """``history``: per key (ttft, itl, decode, prefill) one value per recent request."""
@@ -98,7 +78,7 @@ class MetricsPanel(Vertical):
                 note = " (est.)"
             if key == "itl" and last is not None and last.itl_token_estimated:
                 note = " (est.)"
-            self.row(key).show(values, current, note)
+            self._show_row(key, values, current, note)
         if last is not None:
             self.query_one(".phase", Static).update(phase_bar(last, max(self.size.width - 4, 60)))
             self.query_one(".truth", Static).update(truth_line(last))
@@ -107,7 +87,7 @@ class MetricsPanel(Vertical):
         if snap is None:
             return
         note = f" {snap.tokens}tok{'(est.)' if snap.tokens_estimated else ''}"
-        self.row("live_itl").show(snap.itl_recent, snap.last_itl_ms, note)
+        self._show_row("live_itl", snap.itl_recent, snap.last_itl_ms, note)
 
 
 def phase_bar(m: RequestMetrics, width: int) -> Text:
