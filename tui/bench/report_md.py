@@ -115,6 +115,8 @@ def markdown(report: dict[str, Any]) -> str:
     ]
 
     lines += ["## Engines (warm; median [95% CI])", ""]
+    from tui.bench.report_energy import energy_markdown, jpt_cell  # imports this module
+
     rows = []
     for e in engines:
         lv = _level(e, e["headline"])
@@ -131,6 +133,7 @@ def markdown(report: dict[str, Any]) -> str:
                 ci(med.get("itl_ms"), 2),
                 ci(med.get("tpot_ms"), 2),
                 num(e["load_ms"]),
+                jpt_cell(lv),
                 f"{e['ok']} / {e['failed']}"
                 + (f" / {e['cancelled']} cancelled" if e["cancelled"] else ""),
             ]
@@ -147,6 +150,7 @@ def markdown(report: dict[str, Any]) -> str:
             "ITL ms",
             "TPOT ms",
             "load ms",
+            "J/token",
             "ok / failed",
         ],
         rows,
@@ -247,6 +251,8 @@ def markdown(report: dict[str, Any]) -> str:
             ],
             rows,
         )
+
+    lines += energy_markdown(report)
 
     if summary["comparisons"]:
         lines += ["## Comparisons (ratio of medians [95% CI])", ""]
