@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 REAL = "real hardware"
 FIXTURES = "fixtures only"
+NOT_RUN = "not run on the real thing"
 
 
 @dataclass(frozen=True)
 class Verification:
     source: str
-    status: str  # REAL | FIXTURES
+    status: str  # REAL | FIXTURES | NOT_RUN
     evidence: str
 
 
@@ -52,7 +53,8 @@ SOURCES: tuple[Verification, ...] = (
     Verification(
         "Apple GPU via IORegistry (ioreg IOAccelerator PerformanceStatistics)",
         FIXTURES,
-        "a recorded-shape ioreg plist with the documented property names",
+        "an ioreg plist written with the property names published tools read (nvtop, "
+        "all-smi); not recorded on a Mac",
     ),
     Verification(
         "Apple power via macmon",
@@ -76,8 +78,9 @@ SOURCES: tuple[Verification, ...] = (
     ),
     Verification(
         "llama.cpp Metal build and setup.sh on macOS",
-        FIXTURES,
-        "setup.sh's logic run with a PATH of no GNU tools (tests/scripts); no Mac here",
+        NOT_RUN,
+        "no Mac here: setup.sh's logic runs with a PATH of POSIX tools only and is checked "
+        "for constructs bash 3.2 lacks (tests/scripts)",
     ),
 )
 
