@@ -181,3 +181,21 @@ def test_counter_and_integrated_power_agree_on_a_steady_load() -> None:
     by_power = integrated_energy(pts, 1.2, 8.7)[0]
     assert by_counter is not None and by_power is not None
     assert abs(by_counter - by_power) / by_counter < 0.05
+
+
+@pytest.mark.parametrize("machine, apple_rows", [("arm64", 1), ("x86_64", 0)])
+def test_the_apple_reader_starts_on_apple_silicon_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, machine: str, apple_rows: int
+) -> None:
+    """By default (no reader given) an Apple Silicon Mac reads ioreg; an Intel Mac's GPU
+    is not unified memory and is not read as one."""
+    import tui.telemetry.apple as apple_module
+
+    monkeypatch.setattr(apple_module.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(apple_module.platform, "machine", lambda: machine)
+    monkeypatch.setattr("tui.telemetry.apple_gpu.apple_run", ioreg_runner(IOREG_M1PRO.read_bytes()))
+    monkeypatch.setattr("tui.telemetry.apple_gpu.apple_metal_working_set", lambda: None)
+    gpus = LocalGpus(nvml=NvmlProbe(AbsentNvml()), amd=AmdGpus(str(tmp_path), use_amdsmi=False))
+    first = gpus.start()
+    gpus.close()
+    assert [g.vendor for g in first.gpus] == ["apple"] * apple_rows

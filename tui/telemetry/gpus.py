@@ -3,7 +3,7 @@
 - NVIDIA through NVML (tui/telemetry/nvml.py);
 - AMD through amdsmi or the amdgpu sysfs files (tui/telemetry/amd_gpu.py);
 - Apple Silicon through IORegistry and, for power, macmon (tui/telemetry/apple_gpu.py) —
-  on macOS only.
+  on Apple Silicon only (an Intel Mac's GPU is not unified memory).
 
 The readers' GPUs are numbered in that order (NVIDIA first), so each has its own index in
 the panel. No GPU of any kind is a normal state (status "absent", and the message says
@@ -13,11 +13,11 @@ read. ``sample()`` never raises.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import Any
 
 from tui.core.energy import EnergyReading
+from tui.telemetry.apple import is_apple_silicon
 from tui.telemetry.device_dicts import energy_from_dicts, gpu_from_dict
 from tui.telemetry.nvml import ABSENT, ERROR, OK, GpuSample, NvmlProbe, NvmlSample
 
@@ -47,7 +47,7 @@ class LocalGpus:
             from tui.telemetry.amd_gpu import AmdGpus
 
             self._amd = AmdGpus(self._root)
-        if self._apple is None and sys.platform == "darwin":
+        if self._apple is None and is_apple_silicon():
             from tui.telemetry.apple_gpu import AppleGpu
 
             self._apple = AppleGpu(interval_s=self._interval_s)
@@ -84,7 +84,7 @@ class LocalGpus:
                 if g is not None:
                     gpus.append(replace(g, index=start + i))
             (found if devices else missing).append(message)
-        if self._apple is None and sys.platform == "darwin":
+        if self._apple is None and is_apple_silicon():
             missing.append("Apple GPU: not read")
         if self._apple_error:
             missing.append(self._apple_error)
