@@ -238,15 +238,21 @@ def build_summary(result: ProbeResult, system: str | None = None) -> str:
     return f"{' '.join(simd) or 'no x86 SIMD'}; {amx}; {gpu}"
 
 
+OLD_BACKEND_FLAGS = {"METAL": "Metal", "CUDA": "CUDA", "VULKAN": "Vulkan", "HIPBLAS": "HIP"}
+
+
 def gpu_backends(system_info: str) -> list[str]:
-    """The GPU backends llama.cpp's system info names ("Metal : EMBED_LIBRARY = 1 | CPU :
-    NEON = 1 | ..." → ["Metal"]): each "NAME :" section but CPU's."""
+    """The GPU backends llama.cpp's system info names: each "NAME :" section but CPU's
+    ("Metal : EMBED_LIBRARY = 1 | CPU : NEON = 1 | ..." → ["Metal"]), or, in the older
+    flat format, a backend's flag set ("METAL = 1")."""
     names = []
     for part in system_info.replace("\n", "|").split("|"):
         head, sep, _ = part.partition(":")
         head = head.strip()
         if sep and head and "=" not in head and head.upper() != "CPU":
             names.append(head)
+    features = system_info_features(system_info)
+    names += [name for flag, name in OLD_BACKEND_FLAGS.items() if features.get(flag)]
     return list(dict.fromkeys(names))
 
 
