@@ -138,3 +138,19 @@ def test_sweep_table_has_j_per_token_per_quant() -> None:
     head, rows = sweep_rows(sweep)
     col = head.index("J/token")
     assert [r[col] for r in rows] == ["0.42", "0.31 (est.)"]
+
+
+def test_environment_lists_amd_gpus(tmp_path: Path) -> None:
+    from tests.support.hw_fixtures import amd_sysfs_tree
+    from tui.bench.environment import gpus
+
+    got = [g for g in gpus(str(amd_sysfs_tree(tmp_path))) if g.get("vendor") == "amd"]
+    assert got == [
+        {
+            "index": got[0]["index"],
+            "name": "AMD Radeon RX 7900 XTX",
+            "vendor": "amd",
+            "memory_total_bytes": 24 * 2**30,
+            "unified_memory": False,
+        }
+    ]

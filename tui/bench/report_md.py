@@ -50,7 +50,7 @@ def _environment(env: dict[str, Any]) -> str:
     gib = env.get("memory_total_bytes")
     mem = f"{gib / 2**30:.1f} GiB RAM" if gib else "RAM unknown"
     gpus = env.get("gpus") or []
-    gpu = ", ".join(g["name"] for g in gpus) if gpus else "no NVIDIA GPU"
+    gpu = ", ".join(g["name"] for g in gpus) if gpus else "no GPU"
     vers = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items())
     line = f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores), {mem}, {gpu}; {vers}"
     measuring = env.get("measuring")
