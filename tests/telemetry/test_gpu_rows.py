@@ -199,3 +199,62 @@ def test_the_apple_reader_starts_on_apple_silicon_only(
     first = gpus.start()
     gpus.close()
     assert [g.vendor for g in first.gpus] == ["apple"] * apple_rows
+
+
+def test_hostile_energy_and_vendor_fields_in_an_agent_line() -> None:
+    line = json.dumps(
+        {
+            "v": 1,
+            "cpu": {"percent": 5, "per_core": []},
+            "mem": {"used": 1, "total": 2},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {
+                        "name": "x",
+                        "vendor": "evil",
+                        "unified_memory": "yes",
+                        "energy_j": -5,
+                        "energy_source": "\x1b]0;title\x07",
+                        "gpu_cores": 1e300,
+                    }
+                ],
+            },
+            "energy": [
+                {"domain": "\x1b[2JCPU", "joules": 12.5, "wrap_j": -1},
+                {"domain": 5, "joules": 1},
+                {"domain": "CPU package 1", "joules": float("inf") if False else "1e999"},
+                "not a reading",
+                {"domain": "no numbers"},
+            ],
+        }
+    )
+    s = sample_from_line(line, "x", 0.0)
+    (g,) = s.gpu.gpus
+    assert g.vendor == "nvidia" and g.unified_memory is False and g.energy_j is None
+    assert g.energy_source is not None and "\x1b" not in g.energy_source
+    assert s.system is not None
+    (r,) = s.system.energy
+    assert r.domain == "?[2JCPU" and r.joules == 12.5 and r.wrap_j is None
+
+
+def test_amdsmi_answers_that_are_not_numbers_read_as_unknown(tmp_path: Path) -> None:
+    class Hostile(FakeAmdSmi):
+        def amdsmi_get_gpu_activity(self, h):  # type: ignore[no-untyped-def]
+            return {"gfx_activity": float("nan")}
+
+        def amdsmi_get_gpu_vram_usage(self, h):  # type: ignore[no-untyped-def]
+            return ["not", "a", "dict"]
+
+        def amdsmi_get_power_info(self, h):  # type: ignore[no-untyped-def]
+            return {"current_socket_power": "N/A", "average_socket_power": 1e12}
+
+        def amdsmi_get_energy_count(self, h):  # type: ignore[no-untyped-def]
+            return {"energy_accumulator": -3, "counter_resolution": 15.3}
+
+        def amdsmi_get_gpu_asic_info(self, h):  # type: ignore[no-untyped-def]
+            raise self.AmdSmiLibraryException("boom")
+
+    d = AmdGpus(str(tmp_path), smi=Hostile()).read()[0][0]
+    assert d["name"] == "AMD GPU" and d["util_percent"] is None
+    assert d["mem_used"] is None and d["power_w"] is None and d["energy_j"] is None

@@ -152,13 +152,18 @@ def _amd_call(fn, *args):
         return None
 
 
+def _amd_dict(fn, *args):
+    """An amdsmi call's dict answer ({} when it failed or answered something else)."""
+    got = _amd_call(fn, *args)
+    return got if isinstance(got, dict) else {}
+
+
 def amdsmi_device(smi, index, handle):
     """One AMD GPU's reading through the amdsmi module ``smi``."""
-    asic = _amd_call(smi.amdsmi_get_gpu_asic_info, handle) or {}
-    name = asic.get("market_name") if isinstance(asic, dict) else None
-    activity = _amd_call(smi.amdsmi_get_gpu_activity, handle) or {}
-    vram = _amd_call(smi.amdsmi_get_gpu_vram_usage, handle) or {}
-    power = _amd_call(smi.amdsmi_get_power_info, handle) or {}
+    name = _amd_dict(smi.amdsmi_get_gpu_asic_info, handle).get("market_name")
+    activity = _amd_dict(smi.amdsmi_get_gpu_activity, handle)
+    vram = _amd_dict(smi.amdsmi_get_gpu_vram_usage, handle)
+    power = _amd_dict(smi.amdsmi_get_power_info, handle)
     util = _amd_number(activity.get("gfx_activity"))
     used, total = _amd_number(vram.get("vram_used")), _amd_number(vram.get("vram_total"))
     out = {
@@ -199,16 +204,15 @@ def amdsmi_device(smi, index, handle):
     clk = getattr(smi, "AmdSmiClkType", None)
     if clk is not None:
         for kind, key in (("GFX", "sm_clock_mhz"), ("MEM", "mem_clock_mhz")):
-            info = _amd_call(smi.amdsmi_get_clock_info, handle, getattr(clk, kind, None)) or {}
-            mhz = _amd_number(info.get("clk")) if isinstance(info, dict) else None
+            info = _amd_dict(smi.amdsmi_get_clock_info, handle, getattr(clk, kind, None))
+            mhz = _amd_number(info.get("clk"))
             out[key] = None if mhz is None or mhz < 0 else int(mhz)
-    energy = _amd_call(smi.amdsmi_get_energy_count, handle) or {}
-    if isinstance(energy, dict):
-        count = _amd_number(energy.get("energy_accumulator", energy.get("power")))
-        resolution = _amd_number(energy.get("counter_resolution"))
-        if count is not None and resolution is not None and count >= 0 and resolution > 0:
-            out["energy_j"] = count * resolution / 1e6
-            out["energy_source"] = "amdsmi energy accumulator"
+    energy = _amd_dict(smi.amdsmi_get_energy_count, handle)
+    count = _amd_number(energy.get("energy_accumulator", energy.get("power")))
+    resolution = _amd_number(energy.get("counter_resolution"))
+    if count is not None and resolution is not None and count >= 0 and resolution > 0:
+        out["energy_j"] = count * resolution / 1e6
+        out["energy_source"] = "amdsmi energy accumulator"
     return out
 
 
