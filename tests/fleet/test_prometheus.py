@@ -53,7 +53,7 @@ def test_every_target_becomes_a_row_in_a_fixed_number_of_requests(prom) -> None:
         snap = fleet.refresh()
     finally:
         fleet.close()
-    assert snap.prometheus_error is None and snap.queries == 23 and snap.scrapes == 0
+    assert snap.prometheus_error is None and snap.queries == 24 and snap.scrapes == 0
     rows = {r.url: r for r in snap.rows}
     assert set(rows) == set(urls)  # not the DCGM exporter, node_exporter or Prometheus
     for i in range(3):
@@ -83,6 +83,14 @@ def test_every_target_becomes_a_row_in_a_fixed_number_of_requests(prom) -> None:
         assert gpus[0].power_w == 300.5 and gpus[0].model == ff.GPU_MODEL
     assert rows[urls[1]].host_cpu_pct is not None and 0 < rows[urls[1]].host_mem_pct < 100
     assert rows[urls[0]].host_cpu_pct is None
+    # J/token from DCGM's energy counter, computed by Prometheus's increase() over the
+    # window: ENERGY_PER_SCRAPE_J per GPU per one-second scrape, two GPUs on the host
+    for i in range(3):
+        r = rows[urls[i]]
+        assert all(g.energy_j and g.energy_j > 0 for g in r.gpus)
+        assert r.j_per_token == pytest.approx(r.gpu_energy_j / (r.gen_tps * WINDOW_S))
+        per_token = 2 * ff.ENERGY_PER_SCRAPE_J / ff.expected_vllm(i)["gen_per_scrape"]
+        assert r.j_per_token == pytest.approx(per_token, rel=0.35)
 
 
 def test_a_configured_endpoint_prometheus_scrapes_is_not_scraped_again(prom, fixture_fleet) -> None:

@@ -5,8 +5,9 @@ pages here are fixtures written from their documented metric names:
 
 - DCGM: dcgm-exporter's default counters (``DCGM_FI_DEV_GPU_UTIL`` %, ``DCGM_FI_DEV_FB_USED``
   / ``DCGM_FI_DEV_FB_FREE`` MiB, ``DCGM_FI_DEV_POWER_USAGE`` W, ``DCGM_FI_DEV_GPU_TEMP`` °C,
-  ``DCGM_FI_DEV_SM_CLOCK`` / ``DCGM_FI_DEV_MEM_CLOCK`` MHz; labels gpu, UUID, device,
-  modelName, Hostname).
+  ``DCGM_FI_DEV_SM_CLOCK`` / ``DCGM_FI_DEV_MEM_CLOCK`` MHz,
+  ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` mJ; labels gpu, UUID, device, modelName,
+  Hostname).
 - nvitop: nvitop-exporter/nvitop_exporter/exporter.py in XuehaiPan/nvitop creates its
   gauges with prometheus_client and a unit, so the unit ends the name
   (``gpu_utilization_Percentage``, ``gpu_memory_used_MiB``, ``host_cpu_percent_Percentage``,
@@ -26,8 +27,11 @@ _DCGM_LABELS = (
 )
 
 
-def dcgm_page(util: tuple[float, float] = (97.0, 3.0)) -> str:
-    """Two H100s as dcgm-exporter shows them (GPU 0 busy, GPU 1 idle)."""
+def dcgm_page(
+    util: tuple[float, float] = (97.0, 3.0), energy_mj: tuple[int, int] = (81234567, 2345678)
+) -> str:
+    """Two H100s as dcgm-exporter shows them (GPU 0 busy, GPU 1 idle); ``energy_mj``:
+    DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver loaded (a counter)."""
     rows = [
         ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", (1980, 345)),
         ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", (2619, 2619)),
@@ -38,6 +42,12 @@ def dcgm_page(util: tuple[float, float] = (97.0, 3.0)) -> str:
         ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", (8000, 80500)),
         ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", (72559, 59)),
         ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", (530, 530)),
+        (
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+            "counter",
+            "Total energy consumption since boot (in mJ).",
+            energy_mj,
+        ),
     ]
     out = []
     for name, kind, help_text, values in rows:

@@ -13,7 +13,8 @@ of:
 - ``dcgm``: a DCGM exporter's ``/metrics``, written from DCGM's documented field names
   (``DCGM_FI_DEV_GPU_UTIL`` %, ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` MiB,
   ``DCGM_FI_DEV_POWER_USAGE`` W, ``DCGM_FI_DEV_GPU_TEMP`` °C, ``DCGM_FI_DEV_SM_CLOCK`` /
-  ``DCGM_FI_DEV_MEM_CLOCK`` MHz; labels ``gpu``, ``UUID``, ``device``, ``modelName``,
+  ``DCGM_FI_DEV_MEM_CLOCK`` MHz, ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` mJ (a counter);
+  labels ``gpu``, ``UUID``, ``device``, ``modelName``,
   ``Hostname``). The real exporter cannot run without an NVIDIA GPU; this stands in
   for it.
 
@@ -166,10 +167,16 @@ def dcgm_metrics(p: Profile, n: int) -> str:
         "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", lambda g: (10 * g + 7 * p.i) % 100),
         "DCGM_FI_DEV_FB_FREE": ("Framebuffer memory free (in MiB).", lambda g: _fb_free(g)),
         "DCGM_FI_DEV_FB_USED": ("Framebuffer memory used (in MiB).", lambda g: _fb_used(g)),
+        # a counter: mJ since the driver loaded; ENERGY_PER_SCRAPE_J more at each scrape
+        DCGM_ENERGY: (
+            "Total energy consumption since boot (in mJ).",
+            lambda g: 1_000_000 + 1000 * ENERGY_PER_SCRAPE_J * n,
+        ),
     }
     out = []
     for name, (help_text, value) in fields.items():
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        kind = "counter" if name == DCGM_ENERGY else "gauge"
+        out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
         for g in range(p.gpus):
             uuid = f"GPU-{p.i:04d}{g:04d}-0000-0000-0000-000000000000"
             labels = (
@@ -178,6 +185,10 @@ def dcgm_metrics(p: Profile, n: int) -> str:
             )
             out.append(f"{name}{{{labels}}} {value(g)}")
     return "\n".join(out) + "\n"
+
+
+DCGM_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+ENERGY_PER_SCRAPE_J = 400  # per GPU: 400 W when scraped once a second
 
 
 def _fb_used(g: int) -> int:

@@ -21,9 +21,11 @@ import psutil
 import pytest
 
 from tui.telemetry import agent as agent_module
-from tui.telemetry.agent import Agent, cpu_percent_between, read_meminfo, read_proc_stat
+from tui.telemetry.agent import Agent
 from tui.telemetry.agent_lines import AgentLineError, sample_from_line
+from tui.telemetry.host_stats import cpu_percent_between, read_meminfo, read_proc_stat
 from tui.telemetry.nvml import ABSENT, ERROR, OK
+from tui.telemetry.remote_ssh import AGENT_MODULES, agent_source
 
 AGENT_FILE = Path(agent_module.__file__)
 
@@ -55,32 +57,42 @@ def test_agent_rejects_a_bad_interval(cli_env, infertop_cmd):
     assert proc.returncode == 2 and "--interval" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_agent_module_is_self_contained_python36():
-    """The file is fed to remote interpreters as it is: Python 3.6 syntax, stdlib only at
-    module level, no tui import anywhere."""
-    src = AGENT_FILE.read_text()
-    tree = ast.parse(src, feature_version=(3, 6))
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            names = [node.module or ""]
-            assert node.module != "__future__"  # 3.7+ for annotations
-        for name in names:
-            assert not name.startswith("tui"), name
-    for node in tree.body:  # module-level imports: the standard library only
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-            for m in mods:
-                assert (m or "").split(".")[0] in sys.stdlib_module_names, m
-        # no annotations evaluated at run time on old interpreters
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.FunctionDef):
-                    assert sub.returns is None and all(
-                        a.annotation is None for a in sub.args.args
-                    ), sub.name
+def test_agent_modules_are_self_contained_python36():
+    """The bundle is fed to remote interpreters as it is: Python 3.6 syntax, stdlib only at
+    module level, no tui import but the guarded one (skipped inside the bundle), and no
+    top-level name defined by two of its modules."""
+    defined: dict[str, str] = {}
+    for name in AGENT_MODULES:
+        src = (AGENT_FILE.parent / f"{name}.py").read_text()
+        tree = ast.parse(src, feature_version=(3, 6))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "__future__"  # 3.7+ for annotations
+        for node in tree.body:  # module-level imports: the standard library only
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                is_import = isinstance(node, ast.Import)
+                mods = [a.name for a in node.names] if is_import else [node.module]
+                for m in mods:
+                    assert (m or "").split(".")[0] in sys.stdlib_module_names, m
+            if isinstance(node, ast.If) and "__main__" not in ast.unparse(node.test):
+                # the one guarded import of the sibling readers
+                assert ast.unparse(node.test) == "'_INFERTOP_AGENT_BUNDLE' not in globals()"
+                for sub in node.body:
+                    assert isinstance(sub, ast.ImportFrom)
+                    assert (sub.module or "").removeprefix("tui.telemetry.") in AGENT_MODULES
+            # no annotations evaluated at run time on old interpreters
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.FunctionDef):
+                        assert sub.returns is None and all(
+                            a.annotation is None for a in sub.args.args
+                        ), sub.name
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                assert node.name not in defined, (node.name, name, defined.get(node.name))
+                defined[node.name] = name
+    bundle = agent_source()
+    ast.parse(bundle, feature_version=(3, 6))
+    assert bundle.count(b'\nif __name__ == "__main__":') == 1
 
 
 def _old_python() -> str | None:
@@ -103,7 +115,7 @@ def test_agent_source_runs_on_stdin_of_a_bare_python():
     for python in pythons:
         proc = subprocess.run(
             [python, "-", "--once", "--interval", "0.2"],
-            input=AGENT_FILE.read_bytes(),
+            input=agent_source(),
             capture_output=True,
             timeout=60,
             env={"PATH": "/usr/bin:/bin"},
@@ -228,20 +240,27 @@ def test_nvml_failing_is_an_error_in_the_sample_not_a_crash():
 def test_no_nvml_is_a_normal_state():
     gpu = Agent(0.2).sample()["gpu"]
     if gpu["status"] == OK:
-        pytest.skip("an NVIDIA GPU is present here")
-    assert gpu["status"] == ABSENT and gpu["message"].startswith("no NVIDIA GPU")
+        pytest.skip("a GPU is present here")
+    assert gpu["status"] == ABSENT and "no NVIDIA GPU" in gpu["message"]
 
 
 def test_apple_silicon_is_unified_memory(monkeypatch):
+    """On a Mac with no GPU reading (ioreg gave nothing): unified memory, no VRAM, no GPU
+    row (tests/telemetry/test_gpu_rows.py reads the Apple GPU from its fixture)."""
+    from tui.telemetry.apple_gpu import AppleGpu
+
     monkeypatch.setattr(agent_module.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(agent_module.platform, "machine", lambda: "arm64")
-    line = agent_module.dumps(Agent(0.2).sample())
+    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    mac = AppleGpu(run=lambda argv, timeout=2.0: None, working_set=lambda: None)
+    line = agent_module.dumps(Agent(0.2, apple=mac).sample())
     data = json.loads(line)
     assert data["mem"]["label"] == "unified memory (RAM)"
-    assert data["gpu"]["unified_memory"] is True and data["gpu"]["devices"] == []
+    assert data["gpu"]["devices"] == []
     s = sample_from_line(line, "mac via ssh", 0.0)
     assert s.system is not None and s.system.ram_label == "unified memory (RAM)"
-    assert s.gpu.status == ABSENT and "unified memory" in s.gpu.message and not s.gpu.gpus
+    assert s.gpu.status == ABSENT and "Apple GPU: ioreg gave nothing" in s.gpu.message
+    assert not s.gpu.gpus
 
 
 @pytest.mark.parametrize(

@@ -156,6 +156,45 @@ def test_dcgm_exporter_page():
     assert g.mem_used == 72559 * MIB and g.mem_total == (72559 + 8000 + 530) * MIB
     assert g.peak_bandwidth_bps is None  # DCGM reports none: never invented
     assert s.gpu.gpus[1].util_percent == 3.0
+    # the energy counter J/token is read from: mJ → J, named by its DCGM field
+    assert g.energy_j == pytest.approx(81234.567)
+    assert g.energy_source == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+    assert g.power_source == "DCGM_FI_DEV_POWER_USAGE"
+
+
+def test_dcgm_energy_counter_gives_j_per_token_over_a_window():
+    """Two scrapes of the counter 2 s apart (a busy GPU using 3 kJ, an idle one 140 J)."""
+    from tui.telemetry.energy_track import EnergyTrack
+
+    track = EnergyTrack()
+    for t, mj in ((10.0, (1_000_000, 50_000)), (12.0, (4_000_000, 190_000))):
+        server = MetricsServer(dcgm_page(energy_mj=mj)).start()
+        src = _source(server.url)
+        src.start()
+        try:
+            s = _first(src)
+        finally:
+            src.close()
+            server.stop()
+        track.push(type(s)(t, s.system, s.gpu, s.error, s.source))
+    use = track.window(10.0, 12.0, output_tokens=600)
+    assert use is not None and not use.estimated
+    assert use.joules == pytest.approx(3140.0)
+    assert use.j_per_token == pytest.approx(3140.0 / 600)
+    assert all(d.source == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" for d in use.domains)
+
+
+def test_hostile_dcgm_energy_reads_as_unknown():
+    page = dcgm_page().replace(" 81234567\n", " -5\n").replace(" 2345678\n", " NaN\n")
+    server = MetricsServer(page).start()
+    src = _source(server.url)
+    src.start()
+    try:
+        s = _first(src)
+    finally:
+        src.close()
+        server.stop()
+    assert [g.energy_j for g in s.gpu.gpus] == [None, None]
 
 
 def test_nvitop_exporter_page():

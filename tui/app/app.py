@@ -26,7 +26,7 @@ from tui.core.metrics import RequestMetrics
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.session import SessionRecorder, default_session_path, session_record
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.telemetry.roofline import roofline
+from tui.telemetry.roofline import peak_source_label, roofline
 from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
 from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
 
@@ -295,7 +295,7 @@ class InfertopApp(App):
             return None
         spec = self.config.engines[name]
         size = _model_bytes(self.hosts.get(name), spec)
-        nvml_peak = None
+        nvml_peak, peak_source = None, "nvml"
         # the sampled GPU runs this engine: a local llama.cpp offloading layers, or a
         # server on the remote host whose hardware is shown (its NVML peak, from the
         # agent; DCGM and nvitop report none: then config's, or no percentage)
@@ -303,7 +303,9 @@ class InfertopApp(App):
         on_gpu = spec.url is not None if remote else spec.n_gpu_layers != 0
         if on_gpu and sample.gpu.gpus:
             nvml_peak = sample.gpu.gpus[0].peak_bandwidth_bps
-        roof = roofline(size, m.decode_tps, nvml_peak, self.config.telemetry.peak_bandwidth_gbs)
+            peak_source = peak_source_label(sample.gpu.gpus[0])
+        config_peak = self.config.telemetry.peak_bandwidth_gbs
+        roof = roofline(size, m.decode_tps, nvml_peak, config_peak, peak_source)
         return None if roof is None else roof.describe()
 
     # -- themes, state, bench ----------------------------------------------------------

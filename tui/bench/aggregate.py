@@ -19,6 +19,8 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
 - depth: per --depth level, medians and ratios to depth 0 (tui.bench.depth_report).
 - batching: α of T_total(N) = N·T_single / (1 + α·N) over the concurrency levels, with
   its bootstrap interval and residuals per level (tui.bench.batching).
+- energy: per level, J/token over the level's window; per request where it ran alone
+  (tui.bench.energy; the definitions are tui.core.energy's).
 """
 
 from __future__ import annotations
@@ -168,6 +170,14 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
     if c1 is not None:
         single = level_total_tps(c1)
     levels = [summarize_level(lv, single, plan.slo, plan.max_tokens, n_boot) for lv in run.levels]
+    cold = summarize_level(run.cold, None, {}, plan.max_tokens, n_boot) if run.cold else None
+    if result.energy is not None:
+        from tui.bench.energy import level_energy
+
+        for lv_dict, lv in zip(levels, run.levels):
+            lv_dict["energy"] = level_energy(lv, result.energy)
+        if cold is not None and run.cold is not None:
+            cold["energy"] = level_energy(run.cold, result.energy)
     measured = run.measured()
     failures = [
         {
@@ -194,7 +204,7 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "headline": head.label if head else None,
         "single_request_tps": single,
         "levels": levels,
-        "cold": summarize_level(run.cold, None, {}, plan.max_tokens, n_boot) if run.cold else None,
+        "cold": cold,
         "requests": len([r for r in measured if r.status != "cancelled"]),
         "ok": sum(1 for r in measured if r.ok),
         "failed": len(failures),

@@ -44,10 +44,40 @@ def memory_total_bytes() -> int | None:
         return None
 
 
-def gpus() -> list[dict[str, Any]]:
-    """NVIDIA GPUs via NVML; an empty list when there are none (a normal state). On Linux
-    NVML talks to the driver through /dev/nvidiactl: without it there is nothing to ask,
-    and the import and the failing init are skipped."""
+def gpus(root: str = "/") -> list[dict[str, Any]]:
+    """Every GPU: NVIDIA's via NVML, then AMD's and Apple Silicon's (tui/telemetry); an
+    empty list when there are none (a normal state). ``root``: where /sys is."""
+    out = nvidia_gpus()
+    try:
+        from tui.telemetry.amd_gpu import AmdGpus
+
+        amd = AmdGpus(root)
+        devices = amd.read()[0]
+        amd.close()
+        if sys.platform == "darwin":
+            from tui.telemetry.apple import is_apple_silicon
+            from tui.telemetry.apple_gpu import AppleGpu
+
+            if is_apple_silicon():
+                devices += AppleGpu().read()[0]  # no start(): no macmon for this
+    except Exception:  # a reader bug must not cost the report its environment
+        devices = []
+    for d in devices:
+        out.append(
+            {
+                "index": len(out),
+                "name": str(d.get("name")),
+                "vendor": d.get("vendor"),
+                "memory_total_bytes": d.get("mem_total") if d.get("vendor") == "amd" else None,
+                "unified_memory": bool(d.get("unified_memory")),
+            }
+        )
+    return out
+
+
+def nvidia_gpus() -> list[dict[str, Any]]:
+    """NVIDIA GPUs via NVML. On Linux NVML talks to the driver through /dev/nvidiactl:
+    without it there is nothing to ask, and the import and the failing init are skipped."""
     if sys.platform.startswith("linux") and not os.path.exists(NVIDIA_CONTROL_DEVICE):
         return []
     try:

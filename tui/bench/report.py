@@ -50,6 +50,7 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
         "finished_at": result.finished_at,
         "plan": finite(result.plan.to_dict()),
         "environment": finite({**result.environment, "stamp_sources": stamp_sources(result)}),
+        "energy_source": result.energy_source,
         "engines": engines,
         "summary": finite(summarize_result(result, n_boot)),
     }

@@ -36,16 +36,30 @@ METRIC_COLUMNS = (  # taken from its metrics (tui/core/metrics.py)
     "engine_prefill_ms",
     "engine_decode_tps",
 )
-COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, "error_kind", "error")
+# j_per_token: the request's own energy ÷ its tokens, only where it ran alone (a c=1
+# level, cold starts: tui/bench/energy.py); empty otherwise
+COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, "j_per_token", "error_kind", "error")
+
+
+def _request_energy(report: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """(engine, request id) → J/token, from the levels' energy (requests that ran alone)."""
+    out: dict[tuple[str, str], float] = {}
+    for e in report.get("summary", {}).get("engines", []):
+        for lv in [*e.get("levels", []), e.get("cold") or {}]:
+            per = (lv.get("energy") or {}).get("requests") or {}
+            out.update(((e["name"], rid), v) for rid, v in per.items())
+    return out
 
 
 def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
+    energy = _request_energy(report)
     for engine in report["engines"]:
         for rec in engine["records"]:
             m = rec["metrics"]
             row = {col: rec.get(col) for col in RECORD_COLUMNS}
             row.update((col, m.get(col)) for col in METRIC_COLUMNS)
+            row["j_per_token"] = energy.get((engine["name"], rec.get("request_id")))
             row["error_kind"] = rec["timeline"].get("error_kind")
             row["error"] = m.get("error")
             out.append(row)

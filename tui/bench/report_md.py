@@ -50,7 +50,7 @@ def _environment(env: dict[str, Any]) -> str:
     gib = env.get("memory_total_bytes")
     mem = f"{gib / 2**30:.1f} GiB RAM" if gib else "RAM unknown"
     gpus = env.get("gpus") or []
-    gpu = ", ".join(g["name"] for g in gpus) if gpus else "no NVIDIA GPU"
+    gpu = ", ".join(g["name"] for g in gpus) if gpus else "no GPU"
     vers = ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items())
     line = f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} cores), {mem}, {gpu}; {vers}"
     measuring = env.get("measuring")
@@ -115,6 +115,8 @@ def markdown(report: dict[str, Any]) -> str:
     ]
 
     lines += ["## Engines (warm; median [95% CI])", ""]
+    from tui.bench.report_energy import energy_markdown, jpt_cell  # imports this module
+
     rows = []
     for e in engines:
         lv = _level(e, e["headline"])
@@ -131,6 +133,7 @@ def markdown(report: dict[str, Any]) -> str:
                 ci(med.get("itl_ms"), 2),
                 ci(med.get("tpot_ms"), 2),
                 num(e["load_ms"]),
+                jpt_cell(lv),
                 f"{e['ok']} / {e['failed']}"
                 + (f" / {e['cancelled']} cancelled" if e["cancelled"] else ""),
             ]
@@ -147,6 +150,7 @@ def markdown(report: dict[str, Any]) -> str:
             "ITL ms",
             "TPOT ms",
             "load ms",
+            "J/token",
             "ok / failed",
         ],
         rows,
@@ -247,6 +251,8 @@ def markdown(report: dict[str, Any]) -> str:
             ],
             rows,
         )
+
+    lines += energy_markdown(report)
 
     if summary["comparisons"]:
         lines += ["## Comparisons (ratio of medians [95% CI])", ""]

@@ -13,6 +13,13 @@ def _mib(x: int | None) -> str:
     return DASH if x is None else f"{x / MIB:,.0f}"
 
 
+def _jpt(r: dict[str, Any]) -> str:
+    jpt = r.get("j_per_token")
+    if jpt is None:
+        return DASH
+    return f"{jpt:.3g}" + (" (est.)" if r.get("energy_estimated") else "")
+
+
 def sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the sweep table."""
     with_ppl = sweep.get("perplexity") is not None
@@ -26,6 +33,7 @@ def sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         "decode tok/s",
         "prefill tok/s",
         "TTFT ms",
+        "J/token",
     ] + (["perplexity"] if with_ppl else [])
     rows = []
     for r in sweep["rows"]:
@@ -49,6 +57,7 @@ def sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             num(r.get("decode_tps")),
             prefill,
             num(r.get("ttft_ms")),
+            _jpt(r),
         ]
         if with_ppl:
             row.append(num(r.get("perplexity"), 3) if r.get("perplexity") is not None else DASH)
@@ -70,7 +79,8 @@ def sweep_markdown(report: dict[str, Any]) -> list[str]:
         "Speeds are the headline level's medians (see above). RSS = the engine process's "
         "resident memory after the last level, model loaded (peak = its high-water mark); "
         "'shared' = the engine ran inside infertop's process. GPU = NVML's memory for that "
-        "process (— = none or no NVIDIA GPU)."
+        "process (— = none or no NVIDIA GPU). J/token = the headline level's energy ÷ its "
+        "output tokens (see Energy per token; (est.): integrated from sampled power)."
     ]
     gpu_notes = {str((r.get("footprint") or {}).get("gpu_note") or "") for r in sweep["rows"]}
     gpu_notes.discard("")

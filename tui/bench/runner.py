@@ -99,6 +99,8 @@ class BenchResult:
     partial: bool = True
     partial_reason: str | None = "incomplete: written while the bench was still running"
     environment: dict[str, Any] = field(default_factory=dict)
+    energy: Any = None  # an EnergyTrack sampled during the run (tui/bench/energy.py)
+    energy_source: dict[str, Any] | None = None  # whose hardware, how often
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,8 @@ class SweepStudy:
                     "prefill_tps": (med.get("prefill_tps") or {}).get("estimate"),
                     "prefill_estimated": bool(head.get("prefill_estimated")),
                     "ttft_ms": (med.get("ttft_ms") or {}).get("estimate"),
+                    "j_per_token": (head.get("energy") or {}).get("j_per_token"),
+                    "energy_estimated": bool((head.get("energy") or {}).get("estimated")),
                     "footprint": fp.to_dict() if fp else None,
                     "perplexity": ppl.perplexity if ppl else None,
                     "perplexity_error": self.perplexity_errors.get(path or ""),

@@ -27,7 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds between samples (default 0.5)",
     )
     p.add_argument("--once", action="store_true", help="print one sample and exit")
-    p.add_argument("--no-gpu", action="store_true", help="leave NVIDIA GPUs out (no NVML)")
+    p.add_argument(
+        "--no-gpu", action="store_true", help="leave GPUs out (no NVML, amdsmi, sysfs or ioreg)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

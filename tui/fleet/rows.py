@@ -44,6 +44,15 @@ fleet's ``--telemetry``) takes its GPUs, CPU and RAM from that source instead
 series for the host give host_cpu_pct = 100 × (1 − rate of
 ``node_cpu_seconds_total{mode="idle"}`` averaged over CPUs) and host_mem_pct = 100 × (1 −
 ``node_memory_MemAvailable_bytes`` / ``node_memory_MemTotal_bytes``).
+
+Energy (Prometheus rows with DCGM series): each GPU's ``energy_j`` = Δ
+``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` (mJ) / 1000 over the window — its energy
+counter, not integrated power — and the row's j_per_token = Σ of its host's GPUs'
+``energy_j`` ÷ the endpoint's generated tokens in the window (gen_tps × Δt; the window of
+tui/core/energy.py is here the PromQL range). It is the *host's* GPU energy: idle power
+is in it, and endpoints sharing a host are each charged all of it. None when a GPU of
+the host has no energy counter or no token was generated. Rows read by scraping (no
+Prometheus) have no energy column: the hardware sources give readings, not windows.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ class GpuRow:
     temp_c: float | None = None  # DCGM_FI_DEV_GPU_TEMP
     sm_clock_mhz: float | None = None  # DCGM_FI_DEV_SM_CLOCK
     mem_clock_mhz: float | None = None  # DCGM_FI_DEV_MEM_CLOCK
+    energy_j: float | None = None  # Δ DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION / 1000, the window
 
     @property
     def mem_total_mib(self) -> float | None:
@@ -136,6 +146,20 @@ class EndpointRow:
         vals = [g.power_w for g in self.gpus or [] if g.power_w is not None]
         return sum(vals) if vals else None
 
+    @property
+    def gpu_energy_j(self) -> float | None:
+        """The host's GPUs' energy over the window (None when one has no counter)."""
+        vals = [g.energy_j for g in self.gpus or []]
+        return sum(v for v in vals if v is not None) if vals and None not in vals else None
+
+    @property
+    def j_per_token(self) -> float | None:
+        """Σ GPU energy over the window ÷ tokens generated in it (see the docstring)."""
+        energy, tps, w = self.gpu_energy_j, self.gen_tps, self.window_s
+        if energy is None or not tps or not w or tps <= 0:
+            return None
+        return energy / (tps * w)
+
     def to_json(self) -> dict[str, Any]:
         """The row as ``infertop fleet --json`` prints it (null where not reported)."""
         out: dict[str, Any] = {
@@ -171,6 +195,7 @@ NUMBER_FIELDS = (
     "itl_mean_ms",
     "host_cpu_pct",
     "host_mem_pct",
+    "j_per_token",
 )
 
 

@@ -1,16 +1,20 @@
 """infertop's hardware agent: one JSON line per hardware sample on stdout.
 
 Run as ``infertop agent [--interval S] [--once] [--no-gpu]``, or, where infertop is not
-installed, as this very file fed to a remote ``python3 -`` over SSH (the SSH source does
-that). So this module is self-contained on purpose: the standard library only at module
-level (psutil and pynvml are used when importable), no ``tui`` imports, and Python 3.6
-syntax (no walrus, no ``match``, no ``X | Y`` types, no ``from __future__``).
+installed, fed to a remote ``python3 -`` over SSH (the SSH source does that) as one file:
+this module after the readers it uses (amd_gpu.py, apple_gpu.py, rapl.py: the bundle,
+tui/telemetry/remote_ssh.py ``agent_source()``). So these modules are self-contained on
+purpose: the standard library only at module level (psutil, pynvml and amdsmi are used
+when importable), no ``tui`` imports but the readers' (skipped inside the bundle), and
+Python 3.6 syntax (no walrus, no ``match``, no ``X | Y`` types, no ``from __future__``).
 
 CPU and RAM come from psutil when it is importable, else from /proc (/proc/stat per-core
-deltas, /proc/meminfo); NVIDIA GPUs from NVML (pynvml, from nvidia-ml-py). No NVML, no
-driver or no GPU is a normal state of the sample (``gpu.status == "absent"``), never an
-error. On Apple Silicon the GPU shares RAM: the memory is labelled unified memory and no
-GPU memory is reported (no fake VRAM).
+deltas, /proc/meminfo); NVIDIA GPUs from NVML (pynvml, from nvidia-ml-py); AMD GPUs from
+amdsmi or the amdgpu sysfs files; Apple Silicon's GPU from IORegistry (and macmon for
+power); the CPU packages' energy from RAPL. No GPU is a normal state of the sample
+(``gpu.status == "absent"``), never an error. On Apple Silicon the GPU shares RAM: the
+memory is labelled unified memory, and the GPU's memory is the RAM it has in use (no
+fake VRAM).
 
 Line format, version 1 — one JSON object per line, UTF-8, ending in a newline:
 
@@ -26,14 +30,23 @@ Line format, version 1 — one JSON object per line, UTF-8, ending in a newline:
                 bytes; used = total − available; null when unknown
 ``gpu``         ``{"status": "ok" | "absent" | "error", "message": text,
                 "unified_memory": bool, "devices": [GPU, ...]}``
+``energy``      the CPU's energy readings: ``[{"domain", "joules" (a cumulative counter),
+                "wrap_j" (its range), "watts", "counter_source", "power_source"}]``
+                (RAPL packages; macmon's CPU power on a Mac); ``energy_note`` why there
+                are none where RAPL exists but is not readable
 ``errors``      texts of probes that failed (the rest of the sample stands)
 
-A GPU is ``{"index", "name", "uuid", "util_percent", "mem_used", "mem_total" (bytes),
-"power_w", "temp_c", "sm_clock_mhz", "mem_clock_mhz", "bus_width_bits",
-"max_mem_clock_mhz", "processes": [{"pid", "name", "bytes"}]}``; a field the device does
-not report is null. Peak memory bandwidth (bytes/s) = bus_width_bits / 8 ×
-max_mem_clock_mhz × 10⁶ × 2 (double data rate). ``processes`` lists every process NVML
-says holds GPU memory (compute and graphics), ``bytes`` null where NVML cannot tell.
+A GPU is ``{"index", "name", "uuid", "vendor" ("nvidia" | "amd" | "apple"),
+"unified_memory", "util_percent", "mem_used", "mem_total" (bytes), "power_w",
+"power_source", "energy_j" (a cumulative energy counter, J), "energy_source", "temp_c",
+"sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "max_mem_clock_mhz", "gpu_cores"
+(Apple), "mem_total_source" (Apple: whence the working-set budget), "note", "processes":
+[{"pid", "name", "bytes"}]}``; a field the device does not report is null (or absent).
+Peak memory bandwidth (bytes/s) = bus_width_bits / 8 × max_mem_clock_mhz × 10⁶ × 2
+(double data rate). ``processes`` lists every process NVML says holds GPU memory
+(compute and graphics), ``bytes`` null where NVML cannot tell. On Apple Silicon
+``mem_used`` is the unified memory the GPU has in use and ``mem_total`` its working-set
+budget (null when unknown).
 """
 
 import json
@@ -43,13 +56,15 @@ import socket
 import sys
 import time
 
+if "_INFERTOP_AGENT_BUNDLE" not in globals():  # installed; the bundle defines these above
+    from tui.telemetry.agent_nvml import Gpus, nvml_text
+    from tui.telemetry.amd_gpu import AmdGpus
+    from tui.telemetry.apple_gpu import AppleGpu
+    from tui.telemetry.host_stats import CpuReader, is_apple_silicon, read_memory
+    from tui.telemetry.rapl import read_rapl
+
 FORMAT_VERSION = 1
 UNIFIED_LABEL = "unified memory (RAM)"
-APPLE_GPU_NOTE = "Apple GPU: memory is the unified memory shown as RAM"
-
-
-def is_apple_silicon():
-    return platform.system() == "Darwin" and platform.machine() in ("arm64", "aarch64")
 
 
 def _import(name):
@@ -59,288 +74,82 @@ def _import(name):
         return None
 
 
-# -- CPU ----------------------------------------------------------------------------------
-def read_proc_stat(path="/proc/stat"):
-    """[(busy, total)] jiffies: the all-CPU line first, then cpu0, cpu1, ...
-
-    total = user + nice + system + idle + iowait + irq + softirq + steal (guest time is
-    already inside user and nice); busy = total − idle − iowait.
-    """
-    rows = []
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("cpu"):
-                continue
-            fields = line.split()
-            values = [int(x) for x in fields[1:9]]
-            values += [0] * (8 - len(values))
-            total = sum(values)
-            rows.append((total - values[3] - values[4], total))
-    return rows
-
-
-def cpu_percent_between(before, after):
-    """(total %, [per core %]) from two read_proc_stat() readings."""
-    out = []
-    for (b0, t0), (b1, t1) in zip(before, after):
-        dt = t1 - t0
-        out.append(0.0 if dt <= 0 else max(0.0, min(100.0, 100.0 * (b1 - b0) / dt)))
-    if not out:
-        return None, []
-    return out[0], out[1:]
-
-
-class CpuReader:
-    def __init__(self, psutil_module):
-        self._psutil = psutil_module
-        self._prev = None
-        self.via = "none"
-        if psutil_module is not None:
-            psutil_module.cpu_percent(interval=None)
-            psutil_module.cpu_percent(interval=None, percpu=True)
-            self.via = "psutil"
-        elif os.path.exists("/proc/stat"):
-            self._prev = read_proc_stat()
-            self.via = "proc"
-
-    def read(self):
-        if self.via == "psutil":
-            total = self._psutil.cpu_percent(interval=None)
-            per_core = self._psutil.cpu_percent(interval=None, percpu=True)
-            return {"percent": float(total), "per_core": [float(x) for x in per_core]}
-        if self.via == "proc":
-            now = read_proc_stat()
-            total, per_core = cpu_percent_between(self._prev, now)
-            self._prev = now
-            if total is None:
-                return None
-            return {"percent": round(total, 2), "per_core": [round(x, 2) for x in per_core]}
-        return None
-
-
-# -- memory ---------------------------------------------------------------------------------
-def read_meminfo(path="/proc/meminfo"):
-    """(used, total) bytes from /proc/meminfo: used = MemTotal − MemAvailable."""
-    fields = {}
-    with open(path) as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            parts = rest.split()
-            if parts:
-                fields[name] = int(parts[0]) * (1024 if parts[1:] == ["kB"] else 1)
-    total = fields["MemTotal"]
-    available = fields.get("MemAvailable")
-    if available is None:  # kernels before 3.14
-        available = fields.get("MemFree", 0) + fields.get("Buffers", 0) + fields.get("Cached", 0)
-    return total - available, total
-
-
-def read_memory(psutil_module, label):
-    if psutil_module is not None:
-        vm = psutil_module.virtual_memory()
-        return {"used": int(vm.total - vm.available), "total": int(vm.total), "label": label}
-    if os.path.exists("/proc/meminfo"):
-        used, total = read_meminfo()
-        return {"used": used, "total": total, "label": label}
-    return None
-
-
-# -- NVIDIA GPUs ------------------------------------------------------------------------------
-def _nvml_text(e):
-    text = str(e).strip()
-    return text or type(e).__name__
-
-
-def _text(value):
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-class Gpus:
-    """NVML, opened once. ``read()`` never raises."""
-
-    def __init__(self, enabled=True, nvml=None):
-        self.nv = None
-        self.handles = []
-        self.static = []
-        self.status = "absent"
-        self.unified = False
-        self._names = {}
-        if not enabled:
-            self.message = "GPU sampling off"
-            return
-        if is_apple_silicon():
-            self.unified = True
-            self.message = APPLE_GPU_NOTE
-            return
-        nv = nvml if nvml is not None else _import("pynvml")
-        if nv is None:
-            self.message = "no NVIDIA GPU (nvidia-ml-py not installed)"
-            return
-        try:
-            nv.nvmlInit()
-            count = nv.nvmlDeviceGetCount()
-        except Exception as e:  # library, driver or device missing
-            self.message = f"no NVIDIA GPU ({_nvml_text(e)})"
-            return
-        if count == 0:
-            self.message = "no NVIDIA GPU (NVML sees 0 devices)"
-            self._shutdown(nv)
-            return
-        try:
-            for i in range(count):
-                h = nv.nvmlDeviceGetHandleByIndex(i)
-                self.handles.append(h)
-                self.static.append(
-                    {
-                        "name": _text(self._get(nv.nvmlDeviceGetName, h) or "NVIDIA GPU"),
-                        "uuid": _text(self._get(nv.nvmlDeviceGetUUID, h) or "") or None,
-                        "bus_width_bits": self._get(nv.nvmlDeviceGetMemoryBusWidth, h),
-                        "max_mem_clock_mhz": self._get(
-                            nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM
-                        ),
-                    }
-                )
-        except Exception as e:
-            self.status, self.message = "error", "NVML error: " + _nvml_text(e)
-            self.nv = nv
-            return
-        self.nv = nv
-        self.status, self.message = "ok", f"{count} NVIDIA GPU(s)"
-
-    @staticmethod
-    def _get(fn, *args):
-        """A field the device may not support: None on NotSupported-style errors."""
-        try:
-            return fn(*args)
-        except Exception as e:
-            if "Not Supported" in _nvml_text(e) or "NotSupported" in type(e).__name__:
-                return None
-            raise
-
-    def read(self):
-        out = {
-            "status": self.status,
-            "message": self.message,
-            "unified_memory": self.unified,
-            "devices": [],
-        }
-        nv = self.nv
-        if nv is None or not self.handles:
-            return out
-        devices = []
-        try:
-            for i, h in enumerate(self.handles):
-                mem = nv.nvmlDeviceGetMemoryInfo(h)
-                util = self._get(nv.nvmlDeviceGetUtilizationRates, h)
-                power = self._get(nv.nvmlDeviceGetPowerUsage, h)
-                temp = self._get(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
-                device = {"index": i}
-                device.update(self.static[i])
-                device.update(
-                    {
-                        "util_percent": None if util is None else float(util.gpu),
-                        "mem_used": int(mem.used),
-                        "mem_total": int(mem.total),
-                        "power_w": None if power is None else power / 1000.0,
-                        "temp_c": None if temp is None else float(temp),
-                        "sm_clock_mhz": self._get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
-                        "mem_clock_mhz": self._get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
-                        "processes": self._processes(h),
-                    }
-                )
-                devices.append(device)
-        except Exception as e:
-            out["status"] = "error"
-            out["message"] = "NVML error: " + _nvml_text(e)
-            return out
-        out["status"] = "ok"
-        out["message"] = f"{len(devices)} NVIDIA GPU(s)"
-        out["devices"] = devices
-        return out
-
-    def _processes(self, handle):
-        nv = self.nv
-        found = {}
-        for fn_name in (
-            "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlDeviceGetGraphicsRunningProcesses",
-        ):
-            fn = getattr(nv, fn_name, None)
-            if fn is None:
-                continue
-            try:
-                procs = fn(handle) or []
-            except Exception:
-                continue
-            for p in procs:
-                pid = getattr(p, "pid", None)
-                if not isinstance(pid, int):
-                    continue
-                used = getattr(p, "usedGpuMemory", None)
-                used = int(used) if isinstance(used, int) else None
-                if pid in found and found[pid] is not None and used is not None:
-                    used = max(used, found[pid])
-                elif pid in found and used is None:
-                    used = found[pid]
-                found[pid] = used
-        return [
-            {"pid": pid, "name": self._name(pid), "bytes": used}
-            for pid, used in sorted(found.items())
-        ]
-
-    def _name(self, pid):
-        if pid not in self._names:
-            name = None
-            try:
-                with open(f"/proc/{pid}/comm") as f:
-                    name = f.read().strip() or None
-            except OSError:
-                psutil_module = sys.modules.get("psutil")
-                if psutil_module is not None:
-                    try:
-                        name = psutil_module.Process(pid).name()
-                    except Exception:
-                        name = None
-            if len(self._names) > 4096:
-                self._names.clear()
-            self._names[pid] = name
-        return self._names[pid]
-
-    @staticmethod
-    def _shutdown(nv):
-        try:
-            nv.nvmlShutdown()
-        except Exception:
-            pass
-
-    def close(self):
-        if self.nv is not None:
-            self._shutdown(self.nv)
-            self.nv = None
-
-
 # -- the agent --------------------------------------------------------------------------------
 class Agent:
-    """Reads this host's hardware; each ``sample()`` is one version-1 line's object."""
+    """Reads this host's hardware; each ``sample()`` is one version-1 line's object.
 
-    def __init__(self, interval_s=0.5, gpu=True, use_psutil=True, nvml=None):
+    ``amd``/``apple``: GPU readers (tests pass fixture-backed ones); by default AMD is read
+    from ``root``'s sysfs (or amdsmi) and Apple's GPU on Apple Silicon only; RAPL from
+    ``root``'s powercap."""
+
+    def __init__(
+        self,
+        interval_s=0.5,
+        gpu=True,
+        use_psutil=True,
+        nvml=None,
+        amd=None,
+        apple=None,
+        root="/",
+    ):
         self.interval_s = interval_s
         self.errors = []
+        self.root = root
         psutil_module = _import("psutil") if use_psutil else None
         self._psutil = psutil_module
         try:
             self.cpu = CpuReader(psutil_module)
         except Exception as e:
             self.cpu = None
-            self.errors.append("cpu: " + _nvml_text(e))
+            self.errors.append("cpu: " + nvml_text(e))
         self.label = UNIFIED_LABEL if is_apple_silicon() else "RAM"
         self.gpus = Gpus(gpu, nvml)
+        self.others = []
+        if gpu:
+            self.others.append(amd if amd is not None else AmdGpus(root))
+            if apple is None and is_apple_silicon():
+                apple = AppleGpu(interval_s=interval_s)
+            if apple is not None:
+                try:
+                    apple.start()
+                except Exception as e:
+                    self.errors.append("Apple GPU: " + nvml_text(e))
+                self.others.append(apple)
         self.host = socket.gethostname()
         self.platform = f"{platform.system()} {platform.machine()}"
 
     @property
     def via(self):
         return self.cpu.via if self.cpu is not None else "none"
+
+    def read_gpus(self):
+        """NVML's reading with the other vendors' GPUs after NVIDIA's (indices go on), and
+        the CPU energy readings that came with them (macmon's CPU power)."""
+        out = self.gpus.read()
+        devices = list(out["devices"])
+        found = [out["message"]] if devices else []
+        missing = [] if devices or not self.others else ["NVIDIA: " + out["message"]]
+        cpu_energy = []
+        for reader in self.others:
+            try:
+                got = reader.read()
+            except Exception as e:  # a reader bug must not cost the sample
+                missing.append(type(reader).__name__ + ": " + nvml_text(e))
+                continue
+            if len(got) > 2:
+                cpu_energy.extend(got[2])
+            for d in got[0]:
+                d = dict(d)
+                d["index"] = len(devices)
+                devices.append(d)
+            (found if got[0] else missing).append(got[1])
+            if got[0] and got[0][0].get("unified_memory"):
+                out["unified_memory"] = True
+        if devices:
+            out["status"], out["message"], out["devices"] = "ok", "; ".join(found), devices
+        elif out["status"] != "error" and missing:
+            out["message"] = "no GPU (" + "; ".join(missing) + ")"
+        return out, cpu_energy
 
     def sample(self):
         errors = list(self.errors)
@@ -349,13 +158,20 @@ class Agent:
             try:
                 cpu = self.cpu.read()
             except Exception as e:
-                errors.append("cpu: " + _nvml_text(e))
+                errors.append("cpu: " + nvml_text(e))
         try:
             mem = read_memory(self._psutil, self.label)
         except Exception as e:
-            errors.append("memory: " + _nvml_text(e))
+            errors.append("memory: " + nvml_text(e))
         if cpu is None and mem is None and not errors:
             errors.append("no psutil and no /proc here: CPU and RAM unknown")
+        gpu, energy = self.read_gpus()
+        note = None
+        try:
+            rapl, note = read_rapl(self.root)
+            energy = rapl + energy
+        except Exception as e:
+            errors.append("energy: " + nvml_text(e))
         return {
             "v": FORMAT_VERSION,
             "t": time.time(),
@@ -365,12 +181,21 @@ class Agent:
             "interval_s": self.interval_s,
             "cpu": cpu,
             "mem": mem,
-            "gpu": self.gpus.read(),
+            "gpu": gpu,
+            "energy": energy,
+            "energy_note": note,
             "errors": errors,
         }
 
     def close(self):
         self.gpus.close()
+        for reader in self.others:
+            close = getattr(reader, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
 
 
 def dumps(sample):
@@ -414,7 +239,9 @@ def parse_interval(text):
 def main(argv=None):
     import argparse
 
-    p = argparse.ArgumentParser(prog="infertop-agent", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="infertop-agent", description="infertop's hardware agent: JSON lines on stdout"
+    )
     p.add_argument("--interval", type=parse_interval, default=0.5, metavar="S")
     p.add_argument("--once", action="store_true")
     p.add_argument("--no-gpu", action="store_true")

@@ -9,25 +9,22 @@ trouble); a field of the wrong type or a number that is not finite reads as unkn
 from __future__ import annotations
 
 import json
-import math
+from dataclasses import replace
 from typing import Any
 
 from tui.telemetry.agent import FORMAT_VERSION
-from tui.telemetry.nvml import (
-    ABSENT,
-    ERROR,
-    OK,
-    GpuProcess,
-    GpuSample,
-    NvmlSample,
-    peak_bandwidth_bps,
-)
+from tui.telemetry.device_dicts import as_int as _int
+from tui.telemetry.device_dicts import as_list as _list
+from tui.telemetry.device_dicts import as_num as _num
+from tui.telemetry.device_dicts import as_str as _str
+from tui.telemetry.device_dicts import clamp as _clamp
+from tui.telemetry.device_dicts import energy_from_dicts, gpu_from_dict
+from tui.telemetry.device_dicts import printable as _text
+from tui.telemetry.nvml import ABSENT, ERROR, OK, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
 
 MAX_LINE = 1 << 20  # bytes: a longer line is no agent's
-MAX_ITEMS = 4096  # cores, GPUs or processes kept from one line
-_TEXT = 200
 
 
 class AgentLineError(ValueError):
@@ -51,9 +48,12 @@ def sample_from_line(line: str | bytes, source: str, t: float) -> TelemetrySampl
             f"v{FORMAT_VERSION} (update infertop on one side)"
         )
     errors = [_text(e) for e in _list(data.get("errors")) if isinstance(e, str)]
+    system = _system(data.get("cpu"), data.get("mem"))
+    if system is not None:
+        system = replace(system, energy=energy_from_dicts(data.get("energy")))
     return TelemetrySample(
         t,
-        _system(data.get("cpu"), data.get("mem")),
+        system,
         _gpu(data.get("gpu")),
         "; ".join(errors) or None,
         source=source,
@@ -86,73 +86,10 @@ def _gpu(gpu: Any) -> NvmlSample:
     if status not in (OK, ABSENT, ERROR):
         return NvmlSample(ERROR, f"the agent sent GPU status {_brief(status)}")
     if status != OK:
-        return NvmlSample(status, message or ("no NVIDIA GPU" if status == ABSENT else "error"))
-    gpus = [g for g in (_device(i, d) for i, d in enumerate(_list(gpu.get("devices")))) if g]
-    return NvmlSample(OK, message or f"{len(gpus)} NVIDIA GPU(s)", gpus)
-
-
-def _device(position: int, d: Any) -> GpuSample | None:
-    if not isinstance(d, dict):
-        return None
-    index = _int(d.get("index"))
-    procs = []
-    for p in _list(d.get("processes")):
-        if isinstance(p, dict) and _int(p.get("pid")) is not None:
-            procs.append(
-                GpuProcess(
-                    pid=_int(p.get("pid")) or 0,
-                    name=_str(p.get("name")),
-                    bytes=_int(p.get("bytes")),
-                )
-            )
-    sm, mclk = _int(d.get("sm_clock_mhz")), _int(d.get("mem_clock_mhz"))
-    return GpuSample(
-        index=position if index is None else index,
-        name=_str(d.get("name")) or "GPU",
-        util_percent=_num(d.get("util_percent")),
-        mem_used=_int(d.get("mem_used")),
-        mem_total=_int(d.get("mem_total")),
-        power_w=_num(d.get("power_w")),
-        temp_c=_num(d.get("temp_c")),
-        sm_clock_mhz=sm,
-        mem_clock_mhz=mclk,
-        peak_bandwidth_bps=peak_bandwidth_bps(
-            _int(d.get("bus_width_bits")), _int(d.get("max_mem_clock_mhz"))
-        ),
-        processes=tuple(procs),
-    )
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _int(v: Any) -> int | None:
-    f = _num(v)
-    return int(f) if f is not None and f >= 0 else None
-
-
-def _clamp(p: float) -> float:
-    return max(0.0, min(100.0, p))
-
-
-def _list(v: Any) -> list[Any]:
-    return v[:MAX_ITEMS] if isinstance(v, list) else []
-
-
-def _str(v: Any) -> str | None:
-    return _text(v) if isinstance(v, str) else None
-
-
-def _text(s: str) -> str:
-    s = "".join(c if c.isprintable() else "?" for c in s[:_TEXT])
-    return s
+        return NvmlSample(status, message or ("no GPU" if status == ABSENT else "error"))
+    devices = enumerate(_list(gpu.get("devices")))
+    gpus = [g for g in (gpu_from_dict(i, d) for i, d in devices) if g]
+    return NvmlSample(OK, message or f"{len(gpus)} GPU(s)", gpus)
 
 
 def _brief(v: Any) -> str:

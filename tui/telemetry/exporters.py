@@ -7,7 +7,9 @@ may hold more than one, e.g. a federating endpoint):
   ``DCGM_FI_DEV_GPU_UTIL`` %, ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (and
   ``DCGM_FI_DEV_FB_RESERVED`` where exported) MiB — memory total = used + free + reserved —
   ``DCGM_FI_DEV_POWER_USAGE`` W, ``DCGM_FI_DEV_GPU_TEMP`` °C, ``DCGM_FI_DEV_SM_CLOCK`` /
-  ``DCGM_FI_DEV_MEM_CLOCK`` MHz; the name from ``modelName``, the host from ``Hostname``.
+  ``DCGM_FI_DEV_MEM_CLOCK`` MHz, ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` mJ since the
+  driver was loaded (the energy counter J/token is read from; in dcgm-exporter's default
+  counters); the name from ``modelName``, the host from ``Hostname``.
 - node_exporter (``node_*``; default port 9100): CPU % total and per core from the
   differences of ``node_cpu_seconds_total{cpu,mode}`` between two scrapes (busy = all
   modes but idle and iowait; so the first scrape only primes it), RAM used =
@@ -41,6 +43,7 @@ from tui.transport.prometheus import Labels, Scrape, ScrapeError, get_text, pars
 
 MIB = 2**20
 DCGM, NODE, NVITOP = "dcgm", "node_exporter", "nvitop"
+DCGM_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 NOTHING_KNOWN = (
     "no known exporter metrics here (expected DCGM_FI_DEV_*, node_cpu_seconds_total or "
     "nvitop's gpu_utilization_Percentage)"
@@ -165,11 +168,14 @@ def dcgm_gpus(scrape: Scrape) -> list[GpuSample]:
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_SM_CLOCK",
         "DCGM_FI_DEV_MEM_CLOCK",
+        DCGM_ENERGY,
+        # a counter typed "counter" reaches us as NAME_total (the text parser's naming)
+        DCGM_ENERGY + "_total",
     ):
         for labels, value in scrape.samples.get(metric, {}).items():
             d = dict(labels)
             key = d.get("gpu") or d.get("UUID") or d.get("device") or "0"
-            by_gpu.setdefault(key, {})[metric] = value
+            by_gpu.setdefault(key, {})[metric.removesuffix("_total")] = value
             if d.get("modelName"):
                 names[key] = d["modelName"]
     out = []
@@ -179,6 +185,9 @@ def dcgm_gpus(scrape: Scrape) -> list[GpuSample]:
         free = _finite(m.get("DCGM_FI_DEV_FB_FREE"))
         reserved = _finite(m.get("DCGM_FI_DEV_FB_RESERVED")) or 0.0
         total = used + free + reserved if used is not None and free is not None else None
+        power = _finite(m.get("DCGM_FI_DEV_POWER_USAGE"))
+        energy_mj = _finite(m.get(DCGM_ENERGY))
+        energy_mj = energy_mj if energy_mj is not None and energy_mj >= 0 else None
         out.append(
             GpuSample(
                 index=int(key) if key.isdigit() else position,
@@ -186,10 +195,13 @@ def dcgm_gpus(scrape: Scrape) -> list[GpuSample]:
                 util_percent=_finite(m.get("DCGM_FI_DEV_GPU_UTIL")),
                 mem_used=None if used is None else int(used * MIB),
                 mem_total=None if total is None else int(total * MIB),
-                power_w=_finite(m.get("DCGM_FI_DEV_POWER_USAGE")),
+                power_w=power,
                 temp_c=_finite(m.get("DCGM_FI_DEV_GPU_TEMP")),
                 sm_clock_mhz=_mhz(m.get("DCGM_FI_DEV_SM_CLOCK")),
                 mem_clock_mhz=_mhz(m.get("DCGM_FI_DEV_MEM_CLOCK")),
+                energy_j=None if energy_mj is None else energy_mj / 1000.0,
+                energy_source=None if energy_mj is None else DCGM_ENERGY,
+                power_source=None if power is None else "DCGM_FI_DEV_POWER_USAGE",
             )
         )
     return out
@@ -221,6 +233,7 @@ def nvitop_gpus(scrape: Scrape) -> list[GpuSample]:
     for position, key in enumerate(sorted(by_gpu, key=_index_key)):
         m = by_gpu[key]
         used, total = _finite(m.get("used")), _finite(m.get("total"))
+        power = _finite(m.get("power"))
         out.append(
             GpuSample(
                 index=int(key) if key.isdigit() else position,
@@ -228,10 +241,11 @@ def nvitop_gpus(scrape: Scrape) -> list[GpuSample]:
                 util_percent=_finite(m.get("util")),
                 mem_used=None if used is None else int(used * MIB),
                 mem_total=None if total is None else int(total * MIB),
-                power_w=_finite(m.get("power")),
+                power_w=power,
                 temp_c=_finite(m.get("temp")),
                 sm_clock_mhz=_mhz(m.get("sm")),
                 mem_clock_mhz=_mhz(m.get("mem_clock")),
+                power_source=None if power is None else "nvitop gpu_power_usage_W",
             )
         )
     return out

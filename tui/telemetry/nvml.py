@@ -9,7 +9,15 @@ kernel ran); ``mem_used``/``mem_total`` bytes; ``power_w`` watts; ``temp_c`` °C
 ``sm_clock_mhz``/``mem_clock_mhz`` current clocks; ``proc_mem`` the GPU memory NVML lists
 for the watched PID (None when it has none there); ``processes`` every process holding
 GPU memory (remote samples; pids are the remote host's); ``peak_bandwidth_bps`` =
-memory bus width (bits) / 8 × max memory clock (Hz) × 2 (double data rate).
+memory bus width (bits) / 8 × max memory clock (Hz) × 2 (double data rate);
+``energy_j`` NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``: mJ
+since the driver was loaded, Volta and later; None where not supported), in joules.
+
+:class:`GpuSample` is every vendor's GPU row (NVIDIA here; AMD: tui/telemetry/amd_gpu.py,
+Apple: tui/telemetry/apple_gpu.py, through the agent's device dicts): ``vendor`` says
+whose; ``unified_memory`` means the memory is system RAM (Apple Silicon: ``mem_used`` is
+the RAM the GPU has in use and ``mem_total`` the GPU's working-set budget, never VRAM).
+:class:`NvmlSample` (the name is historical) holds the GPUs of one reading.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from typing import Any
 ABSENT = "absent"
 OK = "ok"
 ERROR = "error"
+ENERGY_SOURCE = "NVML total-energy counter"
+BANDWIDTH_SOURCE = "NVML bus width × max memory clock"
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,15 @@ class GpuSample:
     proc_mem: int | None = None
     peak_bandwidth_bps: float | None = None
     processes: tuple[GpuProcess, ...] = ()  # filled by the remote agent (every process)
+    vendor: str = "nvidia"  # nvidia | amd | apple
+    unified_memory: bool = False  # memory is system RAM (Apple Silicon)
+    energy_j: float | None = None  # a cumulative energy counter, joules
+    energy_source: str | None = None  # "NVML total-energy counter", ...
+    power_source: str | None = None  # "NVML power", "amdgpu hwmon power1_average", ...
+    gpu_cores: int | None = None  # Apple: the GPU's core count (picks the chip's bandwidth)
+    mem_total_source: str | None = None  # Apple: where the working-set budget came from
+    peak_bandwidth_source: str | None = None  # "NVML bus width × clock", "Apple chip table"
+    note: str | None = None  # what the reader could not get ("power: needs macmon ...")
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,7 @@ class NvmlProbe:
                 util = self._get(nv.nvmlDeviceGetUtilizationRates, h)
                 power = self._get(nv.nvmlDeviceGetPowerUsage, h)
                 temp = self._get(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
+                energy = self._energy_mj(h)
                 gpus.append(
                     GpuSample(
                         index=i,
@@ -126,6 +146,10 @@ class NvmlProbe:
                         mem_clock_mhz=self._get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
                         proc_mem=self._proc_mem(h, pid),
                         peak_bandwidth_bps=self._static[i][1],
+                        energy_j=None if energy is None else energy / 1000.0,
+                        energy_source=None if energy is None else ENERGY_SOURCE,
+                        power_source=None if power is None else "NVML power",
+                        peak_bandwidth_source=BANDWIDTH_SOURCE if self._static[i][1] else None,
                     )
                 )
         except Exception as e:
@@ -133,6 +157,14 @@ class NvmlProbe:
             return NvmlSample(ERROR, self.message)
         self.status, self.message = OK, f"{len(gpus)} NVIDIA GPU(s)"
         return NvmlSample(OK, self.message, gpus)
+
+    def _energy_mj(self, handle: Any) -> int | None:
+        """NVML's total-energy counter (mJ), None where the GPU or binding has none."""
+        fn = getattr(self._nvml, "nvmlDeviceGetTotalEnergyConsumption", None)
+        if fn is None:
+            return None
+        value = self._get(fn, handle)
+        return int(value) if isinstance(value, int) and value >= 0 else None
 
     def _proc_mem(self, handle: Any, pid: int | None) -> int | None:
         if pid is None:

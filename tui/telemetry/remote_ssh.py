@@ -15,8 +15,9 @@ sampling interval, a number::
     exec sh -c 'if command -v infertop >/dev/null 2>&1; then exec infertop agent
     --interval S; else exec python3 - --interval S; fi'
 
-and the agent's source (tui/telemetry/agent.py, stdlib-only) is written to ssh's stdin, then
-stdin is closed: where infertop is installed the agent ignores it, where only python3 is,
+and the agent's source (tui/telemetry/agent.py after the stdlib-only readers it uses,
+bundled into one file: :func:`agent_source`) is written to ssh's stdin, then stdin is
+closed: where infertop is installed the agent ignores it, where only python3 is,
 ``python3 -`` runs it. A reader thread turns each line into a TelemetrySample labelled
 "HOST via ssh". The link is lost when ssh exits (the reason is ssh's last stderr line),
 sends garbage, or sends nothing for several intervals ("no sample for 5 s"); it then
@@ -49,11 +50,23 @@ NOISE_LINES = 50  # lines a login script may print before the agent's first samp
 _EOF = object()
 
 
-def agent_source() -> bytes:
-    """The agent's code, as fed to a remote ``python3 -``."""
-    from tui.telemetry import agent
+# The agent's modules, in the order the bundle defines them (each imports only those
+# before it, and only outside the bundle: tui/telemetry/agent.py).
+AGENT_MODULES = ("host_stats", "agent_nvml", "amd_gpu", "apple_gpu", "rapl", "agent")
+BUNDLE_HEAD = (
+    b'"""infertop agent, bundled: tui/telemetry/{host_stats,agent_nvml,amd_gpu,apple_gpu,'
+    b'rapl,agent}.py"""\n_INFERTOP_AGENT_BUNDLE = True\n'
+)
 
-    return Path(agent.__file__).read_bytes()
+
+def agent_source() -> bytes:
+    """The agent's code, as fed to a remote ``python3 -``: its modules in one file."""
+    here = Path(__file__).parent
+    parts = [BUNDLE_HEAD]
+    for name in AGENT_MODULES:
+        parts.append(f"\n# ---- tui/telemetry/{name}.py ----\n".encode())
+        parts.append((here / f"{name}.py").read_bytes())
+    return b"".join(parts)
 
 
 def remote_command(interval_s: float, gpu: bool = True) -> str:

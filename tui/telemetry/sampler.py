@@ -3,9 +3,11 @@
 Each tick produces one :class:`TelemetrySample` (a system reading and a GPU reading,
 stamped with ``time.monotonic()``, saying whose hardware it is), keeps it as ``latest``,
 pushes the headline numbers into ring buffers (:class:`~tui.core.window.RollingWindow`)
-for sparklines, and calls ``on_sample`` (the UI posts a message from there). Default rate
-2 Hz (interval 0.5 s). The source is this machine (:class:`LocalSource`: psutil and NVML)
-unless another is given (tui/telemetry/sources.py). A failing probe is recorded in the
+for sparklines and their energy readings into an :class:`EnergyTrack` (J/token afterwards,
+tui/telemetry/energy_track.py), and calls ``on_sample`` (the UI posts a message from
+there). Default rate 2 Hz (interval 0.5 s). The source is this machine
+(:class:`LocalSource`: psutil, RAPL and every vendor's GPUs) unless another is given
+(tui/telemetry/sources.py). A failing probe is recorded in the
 sample, never raised out of the thread. The source can be switched while sampling
 (:meth:`TelemetrySampler.switch_source`); a sample that repeats a lost link's last numbers
 (``link`` set) is shown but not added to the history windows.
@@ -16,10 +18,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tui.core.window import RollingWindow
+from tui.telemetry.energy_track import EnergyTrack
+from tui.telemetry.gpus import LocalGpus
 from tui.telemetry.nvml import ABSENT, NvmlProbe, NvmlSample
 from tui.telemetry.system import SystemProbe, SystemSample
 
@@ -37,22 +41,31 @@ class TelemetrySample:
 
 
 class LocalSource:
-    """This machine: psutil for CPU, RAM and the engine's RSS; NVML for NVIDIA GPUs."""
+    """This machine: psutil for CPU, RAM and the engine's RSS, RAPL for the CPU packages'
+    energy, and every vendor's GPUs (tui/telemetry/gpus.py)."""
 
     label = THIS_MACHINE
 
-    def __init__(self, gpu: bool = True, nvml: NvmlProbe | None = None) -> None:
+    def __init__(
+        self,
+        gpu: bool = True,
+        nvml: NvmlProbe | None = None,
+        gpus: LocalGpus | None = None,
+        rapl_root: str | None = "/",
+    ) -> None:
+        """``gpus``/``rapl_root``: the readers (tests: fixture-backed ones)."""
         self._gpu_enabled = gpu
-        self._nvml = nvml or NvmlProbe()
+        self._gpus = gpus or LocalGpus(nvml)
+        self._rapl_root = rapl_root
         self._system: SystemProbe | None = None
         self._gpu_off = NvmlSample(ABSENT, "GPU sampling off")
         self.start_error: str | None = None
 
     def start(self) -> None:
         if self._gpu_enabled:
-            self._gpu_off = self._nvml.start()
+            self._gpu_off = self._gpus.start()
         try:
-            self._system = SystemProbe()
+            self._system = SystemProbe(self._rapl_root)
         except Exception as e:  # psutil unusable on this platform
             self._system = None
             self.start_error = f"psutil: {e}"
@@ -65,11 +78,15 @@ class LocalSource:
                 system = self._system.sample(pid)
             except Exception as e:
                 err = f"psutil: {e}"
-        gpu = self._nvml.sample(pid) if self._gpu_enabled else self._gpu_off
+        gpu = self._gpu_off
+        if self._gpu_enabled:
+            gpu, cpu_energy = self._gpus.sample(pid)
+            if cpu_energy and system is not None:
+                system = replace(system, energy=system.energy + cpu_energy)
         return TelemetrySample(time.monotonic(), system, gpu, err)
 
     def close(self) -> None:
-        self._nvml.close()
+        self._gpus.close()
 
 
 class TelemetrySampler:
@@ -105,6 +122,7 @@ class TelemetrySampler:
         self.rss = RollingWindow(history)
         self.gpu_util = RollingWindow(history)
         self.gpu_mem = RollingWindow(history)
+        self.energy = EnergyTrack()
 
     def start(self) -> None:
         if self._thread is not None:
@@ -179,6 +197,7 @@ class TelemetrySampler:
     def _clear_history(self) -> None:
         for w in (self.cpu, self.ram, self.rss, self.gpu_util, self.gpu_mem):
             w.clear()
+        self.energy.clear()
 
     def sample_once(self) -> TelemetrySample:
         """One reading from the source now (it never raises)."""
@@ -189,6 +208,7 @@ class TelemetrySampler:
         self.count += 1
         if s.link is None:
             self._push_history(s)
+            self.energy.push(s)
         if self.on_sample is not None:
             try:
                 self.on_sample(s)

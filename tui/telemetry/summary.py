@@ -5,7 +5,9 @@
 (NVML's utilisation covers the period before the reading). :func:`summarize` reduces
 them: per GPU the peak and mean utilisation, the peak memory used, the peak power and
 temperature; CPU mean and peak; RAM peak. A field the source does not report (DCGM has
-no CPU, node_exporter no GPU) is None — null in JSON, never a guessed number.
+no CPU, node_exporter no GPU) is None — null in JSON, never a guessed number. The window
+also keeps the last fresh sample before the request, so that :meth:`HardwareWindow.energy`
+has readings on both sides of it (J/token: tui/core/energy.py).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class HardwareWindow:
         self._start: float | None = None
         self._end: float | None = None
         self.samples: list[TelemetrySample] = []
+        self.before: TelemetrySample | None = None  # the last fresh one before begin()
         self.last: TelemetrySample | None = None
         self._after = False
         self._ready = False
@@ -83,7 +86,10 @@ class HardwareWindow:
             if not self._ready and settled(s):
                 self._ready = True
                 self._cond.notify_all()
-            if self._start is None or s.link is not None or s.t < self._start:
+            if s.link is not None:
+                return
+            if self._start is None or s.t < self._start:
+                self.before = s
                 return
             if self._after:
                 return
@@ -95,6 +101,21 @@ class HardwareWindow:
     def wait_after_end(self, timeout: float) -> None:
         with self._cond:
             self._cond.wait_for(lambda: self._after, timeout)
+
+    def energy(self, t0_ns: int | None, t1_ns: int | None, output_tokens: int | None) -> Any:
+        """The energy (:class:`~tui.core.energy.EnergyUse`) of [t0_ns, t1_ns]
+        (``perf_counter_ns`` stamps: the request's sent and end), from the readings kept;
+        None when the window is not known or no reading had energy or power."""
+        if t0_ns is None or t1_ns is None:
+            return None
+        from tui.telemetry.energy_track import EnergyTrack
+
+        track = EnergyTrack()
+        with self._lock:
+            kept = ([self.before] if self.before is not None else []) + list(self.samples)
+        for s in kept:
+            track.push(s)
+        return track.window_ns(t0_ns, t1_ns, output_tokens)
 
 
 def summarize(

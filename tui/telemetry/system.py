@@ -3,7 +3,10 @@
 Definitions: ``cpu_percent`` is the share of all cores busy since the previous sample
 (0–100); ``per_core`` the same per logical core; ``ram_used`` = total − available (bytes);
 ``rss_bytes`` the resident set size of the engine process (our own PID for in-process
-engines, the server's PID for local servers), None when that process is gone.
+engines, the server's PID for local servers), None when that process is gone;
+``energy`` the CPU's energy readings: each package's RAPL counter (Linux powercap,
+tui/telemetry/rapl.py) where readable, macmon's CPU power on a Mac; ``energy_note`` why
+there are none where a source exists but cannot be read.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from tui.core.energy import EnergyReading
 from tui.telemetry.apple import memory_label
+from tui.telemetry.device_dicts import energy_from_dicts
+from tui.telemetry.rapl import read_rapl
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,8 @@ class SystemSample:
     rss_bytes: int | None = None
     rss_pid: int | None = None
     rss_error: str | None = None
+    energy: tuple[EnergyReading, ...] = ()
+    energy_note: str | None = None
 
     @property
     def ram_percent(self) -> float:
@@ -35,7 +43,9 @@ class SystemSample:
 class SystemProbe:
     """Reads psutil; the first CPU reading after construction is primed, not reported."""
 
-    def __init__(self) -> None:
+    def __init__(self, rapl_root: str | None = "/") -> None:
+        """``rapl_root``: where /sys is (tests: a fake tree); None reads no RAPL."""
+        self._rapl_root = rapl_root
         psutil.cpu_percent(interval=None)
         psutil.cpu_percent(interval=None, percpu=True)
         self._label = memory_label()
@@ -46,6 +56,11 @@ class SystemProbe:
         per_core = psutil.cpu_percent(interval=None, percpu=True)
         vm = psutil.virtual_memory()
         rss, err = self._rss(pid if pid is not None else os.getpid())
+        energy: tuple[EnergyReading, ...] = ()
+        note = None
+        if self._rapl_root is not None:
+            found, note = read_rapl(self._rapl_root)
+            energy = energy_from_dicts(found)
         return SystemSample(
             cpu_percent=float(total),
             per_core=[float(x) for x in per_core],
@@ -55,6 +70,8 @@ class SystemProbe:
             rss_bytes=rss,
             rss_pid=pid if pid is not None else os.getpid(),
             rss_error=err,
+            energy=energy,
+            energy_note=note,
         )
 
     def _rss(self, pid: int) -> tuple[int | None, str | None]:

@@ -28,6 +28,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
+from tui.app.answer_energy import AnswerEnergy
 from tui.app.engine_host import ERROR
 from tui.app.format import summary_line
 from tui.app.messages import (
@@ -53,6 +54,7 @@ from tui.core.kv import state_from_fill
 from tui.core.live import LiveRequest, LiveSnapshot
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
+from tui.core.timeline import RequestTimeline
 from tui.core.window import RollingWindow
 from tui.engines.base import CancelToken, EngineError, GenerationRequest
 from tui.engines.placement import CONCURRENT, SEQUENTIAL, ABPlan, turn_order
@@ -90,6 +92,7 @@ class ChatScreen(EngineSlots):
         self._kv_fill_shown: dict[str, ContextFill] = {}
         self._ratios = ""  # B/A, live while both stream (A/B mode)
         self._kv_short = ""  # slot A's KV cache, for the narrow strip
+        self._energy = AnswerEnergy()  # answers waiting for their J/token
 
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -332,6 +335,8 @@ class ChatScreen(EngineSlots):
             await turn.append(live.drain())
             state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
             await turn.finish(summary_line(m), state)
+            if not state:
+                self._await_energy(turn, live.timeline, m.output_tokens)
             if m.error:
                 self.notify(f"{turn.engine}: {m.error}", severity="error", timeout=8)
         if live.timeline.text:
@@ -448,6 +453,17 @@ class ChatScreen(EngineSlots):
             return
         self._show_hardware()
         self._update_strip()
+        if self._energy.waiting:
+            self._energy.settle(self.app.sampler.energy)
+
+    def _await_energy(self, turn: Turn, tl: RequestTimeline, tokens: int | None) -> None:
+        """Its J/token joins the answer's summary later (tui/app/answer_energy.py) when
+        the hardware sampled is the one that ran it (its engine's telemetry source)."""
+        app = self.app
+        if getattr(app, "telemetry_enabled", False) and app.hardware_for(turn.engine) == getattr(
+            app, "hardware_key", None
+        ):
+            self._energy.expect(turn, tl, tokens)
 
     def _show_hardware(self) -> None:
         if self.last_sample is None:

@@ -150,6 +150,7 @@ class Turn(Vertical):
         self._tail_height = 0
         self._lines: TailLines | None = None  # the tail, wrapped for the box
         self.finished = False
+        self.summary = ""
 
     def compose(self) -> ComposeResult:
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
@@ -254,10 +255,16 @@ class Turn(Vertical):
         if state == "cancelled":
             await self.answer.append("\n\n*[cancelled — partial answer kept]*")
         self.finished = True
+        self.summary = f"{self.engine} · {summary}"
         line = self.query_one(".summary", Static)
-        line.update(f"{self.engine} · {summary}")
+        line.update(self.summary)
         if state:
             line.add_class(f"-{state}")
+
+    def add_to_summary(self, text: str) -> None:
+        """Append to the summary line (what is known only later: the answer's energy)."""
+        self.summary = f"{self.summary} · {text}"
+        self.query_one(".summary", Static).update(self.summary)
 
 
 class Conversation(VerticalScroll):

@@ -1,4 +1,7 @@
-"""HardwarePanel: CPU (total, per core), RAM, engine RSS, NVIDIA GPUs, roofline line.
+"""HardwarePanel: CPU (total, per core), RAM, engine RSS, GPUs, roofline line.
+
+One row per GPU, the same shape for NVIDIA, AMD and Apple; an Apple GPU's memory is the
+unified memory (RAM) it has in use, against its working-set budget — never VRAM.
 
 The border title says whose hardware it is ("hardware" for this machine, "hardware ·
 gpu-box via ssh", "hardware · dcgm http://…" for a remote source). A remote link in
@@ -15,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from tui.app.format import gib, mib
-from tui.telemetry.nvml import ABSENT, ERROR
+from tui.telemetry.nvml import ABSENT, ERROR, GpuSample
 from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -81,6 +84,14 @@ def source_tag(sample: TelemetrySample) -> str:
     return f"{who} {'LOST' if 'lost' in sample.link else 'connecting'}: "
 
 
+def gpu_memory(gpu: GpuSample) -> str:
+    """ "mem 1.0 GiB/141.0 GiB"; Apple: "in use 3.1 GiB of RAM (budget 21.3 GiB)"."""
+    if not gpu.unified_memory:
+        return f"mem {gib(gpu.mem_used)}/{gib(gpu.mem_total)}"
+    budget = "budget unknown" if gpu.mem_total is None else f"budget {gib(gpu.mem_total)}"
+    return f"in use {gib(gpu.mem_used)} of RAM ({budget})"
+
+
 def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
     t = Text()
     if sample.link:
@@ -101,20 +112,18 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
         t.append(sample.error + "\n", style="red")
     g = sample.gpu
     if g.status == ABSENT:
-        t.append(g.message or "no NVIDIA GPU", style="dim")
+        t.append(g.message or "no GPU", style="dim")
     elif g.status == ERROR:
         t.append(g.message, style="bold red")
     for gpu in g.gpus:
         util = "–" if gpu.util_percent is None else f"{gpu.util_percent:.0f}%"
-        t.append(
-            f"GPU{gpu.index} {gpu.name}: util {util} mem {gib(gpu.mem_used)}/{gib(gpu.mem_total)}"
-        )
+        t.append(f"GPU{gpu.index} {gpu.name}: util {util} {gpu_memory(gpu)}")
         if gpu.power_w is not None:
             t.append(f" {gpu.power_w:.0f} W")
         if gpu.temp_c is not None:
             t.append(f" {gpu.temp_c:.0f}°C")
         if gpu.sm_clock_mhz is not None:
-            t.append(f" sm {gpu.sm_clock_mhz} MHz")
+            t.append(f" {'sm' if gpu.vendor == 'nvidia' else 'gfx'} {gpu.sm_clock_mhz} MHz")
         if gpu.proc_mem is not None:
             t.append(f" ours {mib(gpu.proc_mem)}")
         top = max(gpu.processes, key=lambda p: p.bytes or 0, default=None)
@@ -122,6 +131,8 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
             more = f" +{len(gpu.processes) - 1}" if len(gpu.processes) > 1 else ""
             t.append(f" · {top.name or 'pid'} {top.pid} {gib(top.bytes)}{more}")
         t.append("\n")
+        if gpu.note:
+            t.append(f"  {gpu.note}\n", style="dim")
     if roofline:
         t.append("\n" + roofline, style="italic")
     t.rstrip()
