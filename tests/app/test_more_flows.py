@@ -133,7 +133,7 @@ async def test_nvml_failing_mid_run_is_shown_in_the_app(make_config, build_app, 
             raise RuntimeError("NVML: Unknown Error (GPU fell off the bus)")
 
     app = build_app(make_config("[telemetry]\ninterval_s = 0.2\n" + gen(5) + LOCAL), telemetry=True)
-    app.sampler.source._nvml = NvmlProbe(Flaky())
+    app.sampler.source._gpus._nvml = NvmlProbe(Flaky())
     async with app.run_test(size=SIZE) as pilot:
         panel = app.chat.query_one(HardwarePanel)
         await wait_for(pilot, lambda: "NVML error" in panel.text, 10)

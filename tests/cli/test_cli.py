@@ -76,6 +76,10 @@ def test_run_json_has_every_field(infertop_cmd, cli_env):
     assert out["load_ms"] > 0
     assert out["engine_truth"]["prompt_tokens"] == out["prompt_tokens"]
     assert out["stamp_source"].startswith("llama.cpp's generation thread")
+    # infertop's own CPU over the request: the engine ran in its worker process, not here
+    own = out["own_cpu"]
+    assert not own["engine_inside"] and 0 < own["wall_s"] * 1000 <= out["e2e_ms"] + 1000
+    assert own["percent_of_a_core"] == 100 * own["cpu_s"] / own["wall_s"]
 
 
 def test_run_streams_text_then_metrics(infertop_cmd, cli_env):
@@ -83,6 +87,8 @@ def test_run_streams_text_then_metrics(infertop_cmd, cli_env):
     assert proc.returncode == 0, proc.stderr
     assert "TTFT" in proc.stdout and "decode" in proc.stdout and "(engine)" in proc.stdout
     assert "stamps: llama.cpp's generation thread" in proc.stdout
+    assert "infertop's own CPU: " in proc.stdout
+    assert "the engine's own process not included" in proc.stdout
 
 
 def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -13,6 +14,7 @@ from tui.core.events import StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
+from tui.telemetry.own_cpu import ProcessCpu, ProcessCpuWindow
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     except EngineError as e:
         return fail(str(e))
     try:
-        info, load_ms, timeline = asyncio.run(
+        info, load_ms, timeline, own = asyncio.run(
             _run(spec, request, echo=not args.json, hardware=hardware)
         )
     except EngineError as e:
@@ -78,10 +80,12 @@ def main(args: argparse.Namespace) -> int:
         result = result_dict(info, load_ms, timeline, metrics)
         result["hardware"] = summary.to_dict() if summary is not None else None
         result["energy"] = energy.to_dict() if energy is not None else None
+        result["own_cpu"] = own.to_dict()
         print(json.dumps(result, indent=2))
     else:
         print()
         print(format_summary(info, load_ms, metrics, timeline.stamp_source))
+        print(own.describe())
         if summary is not None:
             from tui.telemetry.summary import format_line
 
@@ -145,7 +149,8 @@ def _hardware(text: str | None, cfg: Any) -> _Hardware | None:
 
 async def _run(
     spec: Any, request: GenerationRequest, echo: bool, hardware: _Hardware | None = None
-) -> tuple[EngineInfo, float, RequestTimeline]:
+) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
+    """Load, then run the request; infertop's own CPU is measured over the request."""
     from tui.engines.collect import run_request
     from tui.engines.registry import create_engine
 
@@ -160,10 +165,13 @@ async def _run(
         load_ms = await engine.load()
         if hardware is not None:
             await asyncio.to_thread(hardware.begin)
+        window = ProcessCpuWindow()
         timeline = await run_request(engine, request, on_event)
+        info = engine.info()
+        own = window.end(engine_inside=info.pid == os.getpid())
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
-        return engine.info(), load_ms, timeline
+        return info, load_ms, timeline, own
     finally:
         await engine.close()
 

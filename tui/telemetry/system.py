@@ -6,7 +6,8 @@ Definitions: ``cpu_percent`` is the share of all cores busy since the previous s
 engines, the server's PID for local servers), None when that process is gone;
 ``energy`` the CPU's energy readings: each package's RAPL counter (Linux powercap,
 tui/telemetry/rapl.py) where readable, macmon's CPU power on a Mac; ``energy_note`` why
-there are none where a source exists but cannot be read.
+there are none where a source exists but cannot be read; ``cpu_shares`` infertop's own
+CPU beside the engine process's (tui/telemetry/own_cpu.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import psutil
 from tui.core.energy import EnergyReading
 from tui.telemetry.apple import memory_label
 from tui.telemetry.device_dicts import energy_from_dicts
+from tui.telemetry.own_cpu import CpuShares, OwnCpu
 from tui.telemetry.rapl import read_rapl
 
 
@@ -34,6 +36,7 @@ class SystemSample:
     rss_error: str | None = None
     energy: tuple[EnergyReading, ...] = ()
     energy_note: str | None = None
+    cpu_shares: CpuShares | None = None
 
     @property
     def ram_percent(self) -> float:
@@ -50,6 +53,7 @@ class SystemProbe:
         psutil.cpu_percent(interval=None, percpu=True)
         self._label = memory_label()
         self._procs: dict[int, psutil.Process] = {}
+        self._own = OwnCpu()
 
     def sample(self, pid: int | None = None) -> SystemSample:
         total = psutil.cpu_percent(interval=None)
@@ -72,6 +76,7 @@ class SystemProbe:
             rss_error=err,
             energy=energy,
             energy_note=note,
+            cpu_shares=self._own.read(pid),
         )
 
     def _rss(self, pid: int) -> tuple[int | None, str | None]:

@@ -106,6 +106,14 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
         elif s.rss_error is not None:
             t.append(f"engine RSS – ({s.rss_error})\n", style="yellow")
         # else a remote source: no local pid means anything there
+        if s.cpu_shares is not None:
+            t.append(s.cpu_shares.describe() + "\n", style="dim")
+            if s.cpu_shares.shares_few_cores:
+                t.append(
+                    f"{s.cpu_shares.cores} cores shared with the engine: "
+                    "infertop's CPU is taken from it\n",
+                    style="yellow",
+                )
     elif sample.source != THIS_MACHINE and sample.gpu.gpus:
         t.append("CPU, RAM: not in this source's metrics\n", style="dim")
     if sample.error:
