@@ -285,7 +285,14 @@ def part_bench(tmp: Path) -> None:
     server = start_llama_server(default_model_path(), tmp, ["-np", "4"])  # type: ignore[arg-type]
     try:
         out = tmp / "bench"
-        cmd = [sys.executable, "-m", "tui", "bench", "--url", server.url, "--kind", "llama-server"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tui",
+            "bench",
+            "--url",
+            server.url,
+        ]
         cmd += ["--concurrency", "1,4", "--runs", "4", "--max-tokens", "32", "--out", str(out)]
         proc = subprocess.run(
             cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT))

@@ -5,8 +5,6 @@ from __future__ import annotations
 from textual.message import Message
 
 from tui.core.kv import KvState
-from tui.core.live import LiveRequest
-from tui.core.metrics import RequestMetrics
 from tui.telemetry.sampler import TelemetrySample
 
 
@@ -16,14 +14,6 @@ class EngineStateChanged(Message):
     def __init__(self, slot: str, engine: str, state: str, detail: str = "") -> None:
         super().__init__()
         self.slot, self.engine, self.state, self.detail = slot, engine, state, detail
-
-
-class StreamEnded(Message):
-    """A request ended (finished, cancelled or failed); ``metrics`` are final."""
-
-    def __init__(self, slot: str, live: LiveRequest, metrics: RequestMetrics, turn: int) -> None:
-        super().__init__()
-        self.slot, self.live, self.metrics, self.turn = slot, live, metrics, turn
 
 
 class TelemetrySampled(Message):

@@ -3,7 +3,9 @@
 Definitions (per engine, per load level; only requests with status "ok" enter a
 statistic, failed ones are counted and listed, cancelled ones are counted):
 
-- wall time = first request sent → last request ended, over the level's requests.
+- wall time = first request sent → last request ended, over the level's requests; at
+  c = 1, when the engine was scraped between requests for per-request truth, less the
+  time between requests (``paused_s``: the bench's own, tui/bench/level_truth.py).
 - total output tok/s = Σ output tokens of ok requests / wall time.
 - per-request tok/s = each request's decode tok/s (see tui.core.metrics); median.
 - single-request tok/s = the total output tok/s of the same engine's c=1 level.
@@ -111,6 +113,9 @@ def summarize_level(
         "failed": sum(1 for r in recs if r.status == "failed"),
         "cancelled": sum(1 for r in level.records if r.status == "cancelled"),
         "wall_s": wall,
+        "paused_s": level.paused_s,
+        "engine_truth": level.engine_truth,
+        "extra_requests": dict(level.extra_requests),
         "output_tokens": tokens,
         "total_tps": total_tps,
         "request_rate": len(ok) / wall if wall else None,
@@ -211,6 +216,7 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "cancelled": sum(1 for r in measured if r.status == "cancelled"),
         "failures": failures,
         "warnings": list(run.warnings),
+        "setup_requests": dict(run.setup_requests),
     }
     out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
     # context depth and the batching-model fit (imported here: depth_report builds on

@@ -167,11 +167,19 @@ class LevelRun:
     rate: float | None = None
     records: list[RequestRecord] = field(default_factory=list)
     complete: bool = False  # False when the bench was stopped inside this level
+    # the engine's own account of the level (tui/bench/level_truth.py), or None
+    engine_truth: dict[str, Any] | None = None
+    # requests the bench made during the level that were not measured ("GET /metrics": 2)
+    extra_requests: dict[str, int] = field(default_factory=dict)
+    # c = 1 with per-request engine truth: seconds between requests (the bench's own
+    # scrapes), left out of the wall time
+    paused_s: float = 0.0
 
     @property
     def wall_s(self) -> float | None:
-        """First request sent → last request ended, seconds (None with no requests)."""
+        """First request sent → last request ended, less :attr:`paused_s`, seconds (None
+        with no requests)."""
         rs = [r for r in self.records if r.status != "cancelled"]
         if not rs:
             return None
-        return max(r.t_end_s for r in rs) - min(r.t_start_s for r in rs)
+        return max(r.t_end_s for r in rs) - min(r.t_start_s for r in rs) - self.paused_s

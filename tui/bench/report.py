@@ -51,6 +51,7 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
         "plan": finite(result.plan.to_dict()),
         "environment": finite({**result.environment, "stamp_sources": stamp_sources(result)}),
         "energy_source": result.energy_source,
+        "own_cpu": finite(result.own_cpu) if result.own_cpu else None,
         "engines": engines,
         "summary": finite(summarize_result(result, n_boot)),
     }

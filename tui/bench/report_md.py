@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.bench.level_truth_report import truth_markdown
+
 DASH = "—"
 METRIC_WORDS = {
     "decode_tps": "decode tok/s",
@@ -253,6 +255,7 @@ def markdown(report: dict[str, Any]) -> str:
         )
 
     lines += energy_markdown(report)
+    lines += truth_markdown(report, table)
 
     if summary["comparisons"]:
         lines += ["## Comparisons (ratio of medians [95% CI])", ""]

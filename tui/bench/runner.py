@@ -17,10 +17,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from tui.bench import hooks
 from tui.bench.depth import DepthContext, DepthSweep, check_fits
+from tui.bench.level_truth import LevelTruth, pause_between
 from tui.bench.loads import (
     TOKENIZER,
     RequestDriver,
@@ -37,6 +39,7 @@ from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
+from tui.telemetry.own_cpu import ProcessCpuWindow
 from tui.transport.access import redact_url
 from tui.transport.reader_loop import HttpReader
 
@@ -76,6 +79,9 @@ class EngineRun:
     controls: dict[str, str] = field(default_factory=dict)
     depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.depth
     depth_contexts: list[DepthContext] = field(default_factory=list)
+    # requests made outside the levels that were not measured: the engine's small calls
+    # ("GET /props": 1) and the generation requests of calibration and warm-up
+    setup_requests: dict[str, int] = field(default_factory=dict)
 
     def records(self) -> list[RequestRecord]:
         out = list(self.calibration) + list(self.warmup)
@@ -99,6 +105,7 @@ class BenchResult:
     partial: bool = True
     partial_reason: str | None = "incomplete: written while the bench was still running"
     environment: dict[str, Any] = field(default_factory=dict)
+    own_cpu: dict[str, Any] | None = None  # the bench's own CPU (ProcessCpu.to_dict())
     energy: Any = None  # an EnergyTrack sampled during the run (tui/bench/energy.py)
     energy_source: dict[str, Any] | None = None  # whose hardware, how often
 
@@ -172,6 +179,7 @@ class BenchRunner:
         if plan.workers is None:
             plan.workers = default_workers(max(plan.concurrency))
         self.workers = plan.workers
+        self._helpers_cpu_s = 0.0  # CPU seconds of the --workers processes, as they end
 
     # --- control -------------------------------------------------------------------
     def stop(self, reason: str = "interrupted") -> None:
@@ -228,6 +236,7 @@ class BenchRunner:
             return await self._run_all()
 
     async def _run_all(self) -> BenchResult:
+        own = ProcessCpuWindow()
         for k, spec in enumerate(self.specs):
             if self.stopped:
                 break
@@ -241,6 +250,7 @@ class BenchRunner:
             if not self._last_engine:
                 self._save()  # after the last one the caller writes the final report
         self.result.finished_at = _utc_now()
+        self.result.own_cpu = own.end(helpers_cpu_s=self._helpers_cpu_s).to_dict()
         self.result.partial = self.stopped
         self.result.partial_reason = self._stop_reason if self.stopped else None
         return self.result
@@ -276,6 +286,7 @@ class BenchRunner:
                 run.warmup = await run_sequential(
                     driver, self.plan.warmup, self._maker(run, "warmup"), "warmup", "warmup"
                 )
+            run.setup_requests = setup_requests(engine, run)
             for c in self.plan.concurrency:
                 if self.stopped:
                     break
@@ -283,8 +294,11 @@ class BenchRunner:
                 self._stage = (spec.name, f"c={c}")
                 level = LevelRun(spec.name, f"c={c}", "concurrency", concurrency=c)
                 run.levels.append(level)  # listed before it runs: checkpoints include it
+                truth = LevelTruth(engine, c)
+                await truth.begin()
                 with streaming():
                     await self._concurrency_level(engine, run, driver, c, level)
+                await self._end_truth(truth, level)
                 more = self.plan.rate or self.plan.depths or not self._last_engine
                 if more or c != self.plan.concurrency[-1]:
                     self._save()  # more to run (the final report follows the last level)
@@ -294,10 +308,13 @@ class BenchRunner:
                 self._stage = (spec.name, f"rate={rate:g}")
                 level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
                 run.levels.append(level)
+                truth = LevelTruth(engine, None)
+                await truth.begin()
                 with streaming():
                     await run_poisson(
                         driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
                     )
+                await self._end_truth(truth, level)
             if self.plan.depths and not self.stopped:
 
                 def stage(text: str) -> None:
@@ -317,6 +334,17 @@ class BenchRunner:
                 await engine.close()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"closing the engine failed: {e}")
+
+    async def _end_truth(self, truth: LevelTruth, level: LevelRun) -> None:
+        """After a level: the engine's account of it, and what the bench sent that was not
+        measured; at c = 1 with per-request scrapes, the time between requests is left
+        out of the level's wall time (tui/bench/level_truth.py)."""
+        finished = sum(1 for r in level.records if r.status != "cancelled")
+        level.engine_truth, level.extra_requests = await truth.end(finished)
+        level_scrapes = 2 if level.engine_truth is not None else 0
+        per_request = level.extra_requests.get("GET /metrics", 0) - level_scrapes
+        if level.concurrency == 1 and per_request > 0:
+            level.paused_s = pause_between(level.records)
 
     async def _concurrency_level(
         self, engine: Engine, run: EngineRun, driver: RequestDriver, c: int, level: LevelRun
@@ -352,12 +380,24 @@ class BenchRunner:
             )
         try:
             level.complete = await run_level_in_workers(
-                jobs, level.records, self._on_record, lambda: self.stopped
+                jobs,
+                level.records,
+                self._on_record,
+                lambda: self.stopped,
+                partial(self._worker_ended, level=level),
             )
         except RuntimeError as e:
             level.complete = False
             run.warnings.append(f"{level.label}: the worker processes failed: {e}")
             self._emit(message=f"{run.name} {level.label}: {e}")
+
+    def _worker_ended(self, cpu_s: float, calls: dict[str, int], level: LevelRun) -> None:
+        """A --workers process ended: its CPU is the bench's; its small calls (its own
+        engine's load) are requests the bench made that were not measured."""
+        self._helpers_cpu_s += cpu_s
+        for call, n in calls.items():
+            key = f"{call} (worker processes)"
+            level.extra_requests[key] = level.extra_requests.get(key, 0) + n
 
     def _depths_fit(self, run: EngineRun) -> bool:
         """Refuse the engine before any request when its n_ctx cannot hold the deepest
@@ -472,3 +512,15 @@ class BenchRunner:
 def run_bench(runner: BenchRunner) -> BenchResult:
     """Run a bench on a fresh event loop (for threads: the TUI runs it off its own loop)."""
     return asyncio.run(runner.run())
+
+
+def setup_requests(engine: Engine, run: EngineRun) -> dict[str, int]:
+    """What the bench sent an engine before its levels that was not measured: its small
+    calls so far (load, capacity, prompt counting) and the generation requests of
+    calibration and warm-up."""
+    out = dict(getattr(engine, "calls", None) or {})
+    if run.calibration:
+        out["generation (calibration)"] = len(run.calibration)
+    if run.warmup:
+        out["generation (warm-up)"] = len(run.warmup)
+    return dict(sorted(out.items()))

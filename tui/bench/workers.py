@@ -75,7 +75,8 @@ class WorkerJob:
 
 def worker_main(job: WorkerJob, conn: Any) -> None:
     """A worker process. To the bench process (``conn``): ("ready",), then ("records",
-    [RequestRecord, ...]) as requests end, then ("done", complete); or ("error", message).
+    [RequestRecord, ...]) as requests end, then ("done", complete, its CPU seconds, its
+    engine's small calls); or ("error", message).
     From it:
     "go" (start the level), then "stop" (stop early) or nothing. Pipes only: a process
     that dies never leaves a shared lock or condition held."""
@@ -95,6 +96,7 @@ def worker_main(job: WorkerJob, conn: Any) -> None:
 async def _work(job: WorkerJob, conn: Any) -> None:
     import asyncio
     import threading
+    import time
 
     from tui.bench.loads import RequestDriver, run_concurrency
     from tui.bench.records import LevelRun
@@ -178,7 +180,8 @@ async def _work(job: WorkerJob, conn: Any) -> None:
         finally:
             send_batch()
             await engine.close()
-        conn.send(("done", level.complete))
+        calls = dict(getattr(engine, "calls", None) or {})
+        conn.send(("done", level.complete, time.process_time(), calls))
 
 
 async def run_level_in_workers(
@@ -186,10 +189,12 @@ async def run_level_in_workers(
     records: list[Any],
     on_record: Any,
     stopped: Any,
+    on_end: Any = None,
 ) -> bool:
     """Run ``jobs`` in one process each; every record is appended to ``records`` and
     passed to ``on_record`` (on this loop) as it arrives. ``stopped()``: the bench was
-    asked to stop (polled). Returns whether every worker completed its share; raises
+    asked to stop (polled). ``on_end(cpu_s, calls)``: a worker ended (its CPU seconds,
+    its engine's small calls). Returns whether every worker completed its share; raises
     RuntimeError naming the first worker that could not run."""
     import asyncio
     import multiprocessing
@@ -252,6 +257,8 @@ async def run_level_in_workers(
                     tell("go")  # every worker is loaded: the level starts in all at once
             elif kind == "done":
                 complete = complete and bool(msg[1])
+                if on_end is not None and len(msg) >= 4:
+                    on_end(float(msg[2]), dict(msg[3]))
             elif kind == "error":
                 error = error or msg[1]
                 told_stop = True

@@ -225,6 +225,7 @@ def _run(
             return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
+    _print_own_cost(summary, report.get("own_cpu"))
     print_sweep(report)
     if result.partial:
         return EXIT_INTERRUPTED
@@ -270,6 +271,26 @@ def _energy_text(level: dict[str, Any] | None) -> str:
     if jpt is None:
         return ""
     return f", {jpt:.3g} J/token ({'estimate' if e.get('estimated') else 'counter'})"
+
+
+def _print_own_cost(summary: dict[str, Any], own: dict[str, Any] | None) -> None:
+    """What the bench itself cost: its CPU, and the requests it made that were not
+    measured (per engine: before the levels, then per level; report.md has the detail)."""
+    for e in summary["engines"]:
+        made = sum((e.get("setup_requests") or {}).values())
+        per_level = [f"{lv['label']} {sum(lv['extra_requests'].values())}" for lv in e["levels"]]
+        if made or per_level:
+            print(
+                f"{e['name']}: unmeasured requests: {made} before the levels"
+                + (f"; per level: {', '.join(per_level)}" if per_level else "")
+            )
+    if own:
+        print(
+            f"infertop's own CPU: {own['percent_of_a_core']:.1f}% of a core over "
+            f"{own['wall_s']:.1f} s (this process"
+            + (" and its worker processes" if own.get("helpers_cpu_s") else "")
+            + "; engines in their own processes not included)"
+        )
 
 
 def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, path: Path) -> None:

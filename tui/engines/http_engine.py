@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, ClassVar
@@ -70,6 +71,7 @@ class HttpStreamEngine(BatchedEngine):
     def __init__(self, spec: EngineSpec) -> None:
         super().__init__(spec)
         self.base = base_url(spec)
+        self.calls: Counter[str] = Counter()  # small calls made ("GET /metrics": n)
         self.timeouts = HttpTimeouts.from_spec(spec)
         self.reader = HttpReader.shared()
         self.model: str | None = spec.model
@@ -111,7 +113,9 @@ class HttpStreamEngine(BatchedEngine):
 
     async def request_raw(self, method: str, path: str, body: Any = None) -> WholeResponse:
         """Reader loop: one small call (``body``: JSON or None), read to its end, through the
-        lean client where it serves. Raises TRANSPORT_ERRORS, or EngineError."""
+        lean client where it serves. Raises TRANSPORT_ERRORS, or EngineError. Counted in
+        :attr:`calls` (the bench lists the requests it made that were not measured)."""
+        self.calls[f"{method} {path}"] += 1
         client, pool = await self._clients()
         return await fetch_whole(client, pool, method, self.base + path, body, self.timeouts)
 

@@ -30,6 +30,7 @@ from tui.engines.gguf import read_gguf_metadata
 from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
 from tui.transport.http_io import TRANSPORT_ERRORS
+from tui.transport.prometheus import Scrape, ScrapeError, parse
 
 
 def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) -> EngineTruth:
@@ -108,6 +109,17 @@ class LlamaServerEngine(OpenAICompatEngine):
         if self.spec.options.get("timings_per_token"):
             body["timings_per_token"] = True
         return body
+
+    async def metrics_scrape(self) -> Scrape | None:
+        """/metrics now, parsed (None when the server was started without --metrics or
+        it cannot be read): the bench's per-level account (tui/bench/level_truth.py)."""
+        try:
+            r = await self.request_raw("GET", "/metrics")
+            return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
+        except TRANSPORT_ERRORS:
+            return None
+        except ScrapeError:
+            return None
 
     def engine_truth(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
         timings = state.extra.get("timings")

@@ -6,7 +6,10 @@ request finished in between (e2e_request_latency count grew by 1), that request'
 prefill time (request_prefill_time_seconds), decode time (request_decode_time_seconds,
 first to last token: N − 1 tokens), queue time and token counters are its own. With
 other requests overlapping the window nothing can be attributed, and no engine truth is
-reported (never a guess). Option ``metrics_truth = false`` turns the scrapes off.
+reported (never a guess). Option ``metrics_truth = false`` turns the scrapes off, and so
+does ``request_truth = "off"`` (the bench at concurrency > 1, where it takes the engine's
+account per level instead: tui/bench/level_truth.py); ``"chained"`` (the bench at c = 1)
+reuses the scrape after one request as the next one's before.
 Option ``continuous_usage_stats = true`` asks vLLM for usage on every chunk, which gives
 exact per-chunk token counts.
 """
@@ -60,6 +63,14 @@ def truth_from_scrapes(a: Scrape, b: Scrape) -> EngineTruth | None:
 class VLLMEngine(OpenAICompatEngine):
     kind: ClassVar[str] = "vllm"
 
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        self.request_truth = "each"  # "each", "chained" or "off" (see the module docstring)
+        self._chained: Scrape | None = None  # the last request's after-scrape (chained)
+
+    def clear_chain(self) -> None:
+        self._chained = None
+
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         body = super().build_body(request)
         if self.spec.options.get("continuous_usage_stats"):
@@ -67,6 +78,10 @@ class VLLMEngine(OpenAICompatEngine):
         if request.ignore_eos:
             body["ignore_eos"] = True
         return body
+
+    async def metrics_scrape(self) -> Scrape | None:
+        """/metrics now, parsed (None when it cannot be read)."""
+        return await self._scrape()
 
     async def _scrape(self) -> Scrape | None:
         try:
@@ -78,8 +93,11 @@ class VLLMEngine(OpenAICompatEngine):
             return None
 
     async def before_request(self) -> Any:
-        if self.spec.options.get("metrics_truth", True) is False:
+        if self.spec.options.get("metrics_truth", True) is False or self.request_truth == "off":
             return None
+        if self.request_truth == "chained" and self._chained is not None:
+            before, self._chained = self._chained, None
+            return before
         return await self._scrape()
 
     async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
@@ -92,5 +110,7 @@ class VLLMEngine(OpenAICompatEngine):
                 return None
             grown = counter_delta(context, after, E2E + "_count")
             if grown is None or grown >= 1 or asyncio.get_running_loop().time() > deadline:
+                if self.request_truth == "chained":
+                    self._chained = after
                 return truth_from_scrapes(context, after)
             await asyncio.sleep(0.02)

@@ -35,7 +35,6 @@ from tui.app.messages import (
     EngineStateChanged,
     KvUpdated,
     ServerSampled,
-    StreamEnded,
     TelemetrySampled,
 )
 from tui.app.screens.engine_slots import EngineSlots, next_name, windows
@@ -306,7 +305,8 @@ class ChatScreen(EngineSlots):
             self.post_message(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
         await self.app.record(slot, name, request, live, metrics)
-        self.post_message(StreamEnded(slot, live, metrics, turn))
+        # drawn before the turn counts as over (a Ctrl+L right after must find it drawn)
+        await self._answer_ended(slot, live, metrics)
         return metrics
 
     async def _frame(self) -> None:
@@ -327,9 +327,9 @@ class ChatScreen(EngineSlots):
             self._sample_due = False
             self._show_hardware()
 
-    @on(StreamEnded)
-    async def _stream_ended(self, msg: StreamEnded) -> None:
-        slot, live, m = msg.slot, msg.live, msg.metrics
+    async def _answer_ended(self, slot: str, live: LiveRequest, m: RequestMetrics) -> None:
+        """An answer ended (finished, cancelled or failed; ``m`` final): its pane, its
+        history and the panels show the end."""
         turn = self.turns.get((slot, live.request_id))
         if turn is not None:
             await turn.append(live.drain())
