@@ -6,6 +6,7 @@ Each bad input must give one clear line on stderr, a non-zero exit and no traceb
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -103,6 +104,11 @@ def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):
     assert "[ok] AMX instructions" in proc.stdout and "none (AMX off in the build)" in proc.stdout
     probe = [ln for ln in proc.stdout.splitlines() if "engine probe" in ln]
     assert probe and "ok, 1 token in" in probe[0], proc.stdout
+    # infertop's own cost beside the engine's, and the threads the TUI leaves the engine
+    assert "hardware sampler" in proc.stdout and "ms per sample" in proc.stdout
+    cores = os.cpu_count() or 1
+    assert f"{max(1, cores - 1)} under the TUI, {cores} headless" in proc.stdout
+    assert ("shared cores" in proc.stdout) == (cores <= 4)
 
 
 @pytest.mark.parametrize("sig", ["SIGSEGV", "SIGKILL"])

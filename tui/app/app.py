@@ -25,7 +25,8 @@ from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.session import SessionRecorder, default_session_path, session_record
-from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.base import GenerationRequest
+from tui.engines.placement import ui_engine_spec
 from tui.telemetry.roofline import peak_source_label, roofline
 from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
 from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
@@ -414,19 +415,6 @@ def fleet_from_config(config: Config) -> FleetSource:
         window_s=config.fleet.window_s,
         timeout_s=config.fleet.timeout_s,
     )
-
-
-def ui_engine_spec(spec: EngineSpec) -> EngineSpec:
-    """The spec an engine runs with under the UI.
-
-    An in-process llama.cpp engine with no ``n_threads`` in config would use every core;
-    the UI needs one to draw, and llama.cpp's threads spin at barriers, so sharing a core
-    with the UI stalls decode (gaps of up to 2 s measured with 2 threads on 2 cores). Under
-    the UI it therefore uses all cores but one. A configured ``n_threads`` is kept as is.
-    """
-    if spec.kind == "llamacpp" and spec.n_threads is None:
-        return dataclasses.replace(spec, n_threads=max(1, (os.cpu_count() or 2) - 1))
-    return spec
 
 
 def _model_bytes(host: EngineHost | None, spec) -> int | None:  # type: ignore[no-untyped-def]

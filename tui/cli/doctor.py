@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
+import os
 import platform
 import shutil
 import sys
@@ -21,7 +22,7 @@ from tui.engines.base import EngineError, EngineSpec
 from tui.engines.probe import ProbeResult, system_info_features
 from tui.transport.access import redact_url
 
-OK, MISSING, INFO = "ok", "--", "  "
+OK, MISSING, INFO, WARN = "ok", "--", "  ", "!!"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,6 +59,7 @@ def main(args: argparse.Namespace) -> int:
     if cfg is None:
         return 1
     spec = cfg.engines[cfg.default_engine]
+    _check_own_cost(spec, cfg.telemetry.interval_s)
     if spec.kind != "llamacpp":
         _line(INFO, "default engine", f"{spec.name} ({spec.kind}); not probed")
         return 0
@@ -67,6 +69,49 @@ def main(args: argparse.Namespace) -> int:
     verdict = "can run" if can_run else "cannot run"
     _line(OK if can_run else MISSING, "default engine", f"{spec.name} ({spec.kind}) {verdict}")
     return 0 if can_run else 1
+
+
+# What the TUI costs while an answer streams, measured by benchmarks/watch_cost.py on a
+# 2-core x86_64 VM (README's measured table): the UI's main thread at 100 tok/s.
+UI_STREAMING_COST = "about 5% of a core at 100 tok/s (benchmarks/watch_cost.py)"
+
+
+def _check_own_cost(spec: EngineSpec, interval_s: float) -> None:
+    """infertop's own CPU next to the engine's: the sampler's cost measured here, the UI's
+    as measured, the threads the TUI gives an in-process llama.cpp, and a warning when a
+    few cores are shared with a local engine."""
+    import time
+
+    from tui.engines.placement import THIS_MACHINE, engine_host, ui_engine_spec
+    from tui.telemetry.own_cpu import FEW_CORES
+    from tui.telemetry.system import SystemProbe
+
+    probe = SystemProbe()
+    t0 = time.thread_time()
+    for _ in range(5):
+        probe.sample(None)
+    per_sample_ms = (time.thread_time() - t0) / 5 * 1000
+    share = per_sample_ms / 10 / interval_s
+    _line(
+        INFO,
+        "infertop's own CPU",
+        f"hardware sampler {per_sample_ms:.1f} ms per sample ({share:.2f}% of a core every "
+        f"{interval_s:g} s); the TUI while an answer streams {UI_STREAMING_COST}",
+    )
+    cores = os.cpu_count() or 1
+    local = engine_host(spec) == THIS_MACHINE
+    if spec.kind == "llamacpp":
+        threads = ui_engine_spec(spec, cores).n_threads
+        _line(
+            INFO, "engine threads", f"{threads} under the TUI, {spec.n_threads or cores} headless"
+        )
+    if local and cores <= FEW_CORES:
+        _line(
+            WARN,
+            "shared cores",
+            f"{cores} cores shared by infertop and the engine {spec.name!r}: what infertop "
+            "uses is taken from the engine (headless numbers: `infertop run`, `bench`)",
+        )
 
 
 def _check_config(args: argparse.Namespace) -> Config | None:

@@ -17,7 +17,9 @@ request, by :func:`shared_hardware`:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import os
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -102,3 +104,21 @@ def turn_order(turn: int, slots: tuple[str, ...] = ("A", "B")) -> list[str]:
     A, …), so warm caches and machine drift favour neither engine."""
     order = list(slots)
     return order if turn % 2 == 1 else order[::-1]
+
+
+def ui_threads(cores: int) -> int:
+    """llama.cpp threads for an in-process engine under the TUI, on ``cores`` cores.
+
+    llama.cpp's threads spin at barriers, so a decode step waits for the slowest thread:
+    a thread that shares its core with the UI stalls every step the UI draws in. Under the
+    TUI the engine therefore leaves one core to the UI (all cores but one, at least 1).
+    """
+    return max(1, cores - 1)
+
+
+def ui_engine_spec(spec: EngineSpec, cores: int | None = None) -> EngineSpec:
+    """The spec an engine runs with under the TUI: an in-process llama.cpp engine with no
+    ``n_threads`` in config gets :func:`ui_threads`; a configured ``n_threads`` is kept."""
+    if spec.kind == "llamacpp" and spec.n_threads is None:
+        return dataclasses.replace(spec, n_threads=ui_threads(cores or os.cpu_count() or 1))
+    return spec
