@@ -6,7 +6,8 @@ Modes:
 
 ansi          a correct server whose words are terminal control sequences: the model id,
               the streamed text (OSC 52 clipboard write, OSC 0 title, CSI clear screen, a
-              C1 CSI, BEL) and the finish reason; /metrics labels carry them too
+              C1 CSI, BEL) and the finish reason; its /metrics (vLLM series and a DCGM
+              GPU) carries them in its labels
 ansi-error    a model list, then HTTP 500 to every request with control sequences in
               its JSON error message
 endless       200, then one line that never ends, as fast as the client reads (a stream:
@@ -85,13 +86,21 @@ def _ansi_stream(ndjson: bool) -> bytes:
     return sse(delta) + sse(end) + sse(usage) + b"data: [DONE]\n\n"
 
 
-def _metrics(evil: bool) -> bytes:
-    model = EVIL_MODEL.replace("\x07", "").replace('"', "") if evil else "m"
+def _metrics() -> bytes:
+    """A vLLM /metrics page and a DCGM exporter's GPU, every label a control sequence."""
+    evil = EVIL_MODEL.replace('"', "")
+    gpu = f'gpu="0",UUID="GPU-0",modelName="{evil}",Hostname="box{ESC}[2J"'
     return (
         "# TYPE vllm:num_requests_running gauge\n"
-        f'vllm:num_requests_running{{model_name="{model}"}} 1\n'
+        f'vllm:num_requests_running{{model_name="{evil}"}} 1\n'
         "# TYPE vllm:num_requests_waiting gauge\n"
-        f'vllm:num_requests_waiting{{model_name="{model}"}} 0\n'
+        f'vllm:num_requests_waiting{{model_name="{evil}"}} 0\n'
+        "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+        f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}} 42\n"
+        "# TYPE DCGM_FI_DEV_FB_USED gauge\n"
+        f"DCGM_FI_DEV_FB_USED{{{gpu}}} 1000\n"
+        "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"
+        f"DCGM_FI_DEV_FB_FREE{{{gpu}}} 3000\n"
     ).encode()
 
 
@@ -179,7 +188,7 @@ class HostileServer:
                 body = json.dumps({"object": "list", "data": [{"id": EVIL_MODEL}]}).encode()
                 w.write(_whole(body))
             elif path.endswith("/metrics"):
-                w.write(_whole(_metrics(evil=True), "text/plain; version=0.0.4"))
+                w.write(_whole(_metrics(), "text/plain; version=0.0.4"))
             else:
                 w.write(_whole(_ansi_stream(ndjson), ctype))
         elif mode == "ansi-error" and path.endswith("/v1/models"):

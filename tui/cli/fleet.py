@@ -13,6 +13,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from tui.cli.common import INSECURE_HELP, CLIError, fail, load
+from tui.core.safe_text import terminal_label
 
 if TYPE_CHECKING:
     from tui.config import Config
@@ -196,4 +197,5 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
         lines.append(f"prometheus: {snap.prometheus_error}")
     if not snap.rows:
         lines.append("(no endpoints)")
-    return "\n".join(lines)
+    # errors quote servers and Prometheus: every line terminal-safe (the table already is)
+    return "\n".join(terminal_label(line, 4000) for line in lines)

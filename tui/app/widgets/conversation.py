@@ -37,6 +37,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import box_height, last_lines
+from tui.core.safe_text import terminal_safe
 
 COMMIT_S = 1.0  # at most this long between Markdown appends while streaming
 COMMIT_HIDDEN_S = 4.0  # the same while the tail fills the followed pane (commits are unseen)
@@ -138,7 +139,8 @@ class Turn(Vertical):
 
     def compose(self) -> ComposeResult:
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
-        yield Static(f"› {shown}", classes="prompt", markup=False)
+        # a replayed prompt comes from a session file: terminal-safe like the answer
+        yield Static(f"› {terminal_safe(shown)}", classes="prompt", markup=False)
         yield AnswerSegment("", classes="answer")
         yield TailText(classes="tail")
         yield Static(
@@ -156,8 +158,12 @@ class Turn(Vertical):
         return "".join(segment.source for segment in self.query(".answer").results(Markdown))
 
     async def append(self, fragment: str) -> None:
+        """Show more of the answer. The model's text is untrusted: it is made
+        terminal-safe here, before either path (the plain tail, the Markdown commits)
+        sees it; the session log and the next turn's messages keep the raw text."""
         if not fragment:
             return
+        fragment = terminal_safe(fragment)
         if not self._streaming:
             self._streaming = True
             self._committed_at = time.monotonic()
@@ -229,7 +235,7 @@ class Turn(Vertical):
             await self.answer.append("\n\n*[cancelled — partial answer kept]*")
         self.finished = True
         line = self.query_one(".summary", Static)
-        line.update(f"{self.engine} · {summary}")
+        line.update(terminal_safe(f"{self.engine} · {summary}"))
         if state:
             line.add_class(f"-{state}")
 
