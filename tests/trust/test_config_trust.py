@@ -2,10 +2,10 @@
 
 The folder's config names a capture server as an engine's url with ``api_key_env``
 naming a secret variable, and a llama-server engine whose ``options.binary`` (run by a
-bench sweep) is a script that leaves a marker. Started in that folder, infertop must send no secret and run no program, and
-say in one line which command trusts the file; once trusted (path + content hash) the
-file is used, until it changes. ``--config PATH`` and ``$INFERTOP_CONFIG`` are the user's
-own choice and stay trusted.
+bench sweep) is a script that leaves a marker. Started in that folder, infertop must send
+no secret and run no program, and say in one line which command trusts the file; once
+trusted (path + content hash) the file is used, until it changes. ``--config PATH`` and
+``$INFERTOP_CONFIG`` are the user's own choice and stay trusted.
 """
 
 from __future__ import annotations
