@@ -16,6 +16,7 @@ from tui.core.events import Failed
 from tui.engines.base import EngineError, EngineSpec
 from tui.transport.access import USER_AGENT, HeaderError, HttpAccess, check_header
 from tui.transport.http_io import (
+    EventStalled,
     HttpTimeouts,
     ResponseHead,
     StallTimeout,
@@ -117,6 +118,13 @@ def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeout
         return Failed(
             now,
             f"no response from {host} within the read timeout ({timeouts.read:g} s)",
+            "timeout",
+        )
+    if isinstance(exc, EventStalled):
+        return Failed(
+            now,
+            f"{host} kept one streamed event unfinished for over {timeouts.stall:g} s "
+            "(stall timeout): the server drips bytes without ending the event",
             "timeout",
         )
     if isinstance(exc, StallTimeout):

@@ -55,6 +55,7 @@ from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
 from tui.transport.http_calls import error_body, fetch_whole, post_json, stamp_source
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts, WholeResponse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
+from tui.transport.sse import EventTooLarge
 
 Response = httpx.Response | Http1Response
 # sending: the transport, or a ValueError for a body JSON cannot hold (NaN)
@@ -203,6 +204,9 @@ class HttpStreamEngine(BatchedEngine):
         except StreamProtocolError as e:
             self.emit_partial(state, emit)
             emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
+        except EventTooLarge as e:
+            self.emit_partial(state, emit)
+            emit(Failed(time.perf_counter_ns(), f"{self.base} sent {e}", "protocol"))
         except StreamServerError as e:
             self.emit_partial(state, emit)
             emit(Failed(time.perf_counter_ns(), str(e), "engine"))

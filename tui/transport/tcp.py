@@ -120,6 +120,9 @@ class StampedConn:
                 pass
         self.parts: list[Stamped] = []
         self.closed = False
+        # kept alive in a pool between responses: the server has nothing to say then, so
+        # a byte (or the end) that comes closes the connection instead of being kept
+        self.idle = False
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -170,6 +173,9 @@ class StampedConn:
                 self.connection_lost(e)
                 return
             if not data:  # EOF: close our side too
+                self.connection_lost(None)
+                return
+            if self.idle:  # bytes after the response, with none asked for: not kept
                 self.connection_lost(None)
                 return
             self._read_ns = now
