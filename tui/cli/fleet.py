@@ -197,5 +197,6 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
         lines.append(f"prometheus: {snap.prometheus_error}")
     if not snap.rows:
         lines.append("(no endpoints)")
-    # errors quote servers and Prometheus: every line terminal-safe (the table already is)
-    return "\n".join(terminal_label(line, 4000) for line in lines)
+    # errors quote servers and Prometheus: each note one terminal-safe line (the table's
+    # cells already are)
+    return "\n".join([lines[0], *(terminal_label(line, 4000) for line in lines[1:])])
