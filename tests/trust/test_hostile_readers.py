@@ -118,3 +118,16 @@ async def test_a_status_line_with_unicode_digits_is_a_protocol_error(hostile) ->
         await engine.close()
     assert r.failed is not None and r.failed.kind == "protocol", r.failed
     assert "illegal status line" in r.failed.message
+
+
+async def test_json_nested_deep_is_a_clear_failure(hostile) -> None:
+    """/v1/models and a 200 answer of the wrong type whose JSON is ``[`` x 100,000."""
+    engine = openai(f"{hostile}/prom-deep")
+    try:
+        with pytest.raises(EngineError, match="did not return JSON"):
+            await _bounded(engine.load(), SLACK_S)
+        r, _ = await _bounded(collect(engine, REQ), SLACK_S)
+    finally:
+        await engine.close()
+    assert r.failed is not None and r.failed.kind == "protocol", r.failed
+    assert "not an event stream" in r.failed.message

@@ -103,7 +103,7 @@ def error_message_from_body(body: bytes, content_type: str) -> str:
     if "json" in content_type or text.startswith("{"):
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             obj = None
         msg = _find_message(obj)
         if msg:
@@ -113,17 +113,19 @@ def error_message_from_body(body: bytes, content_type: str) -> str:
     return " ".join(text.split())[:300] or "(empty body)"
 
 
-def _find_message(obj: Any) -> str | None:
+def _find_message(obj: Any, depth: int = 0) -> str | None:
     if isinstance(obj, str):
         return obj
+    if depth > 8:  # {"error": {"error": ...}} 10,000 deep is no server's error
+        return None
     if isinstance(obj, dict):
         for key in ("error", "message", "detail", "msg"):
             if key in obj:
-                found = _find_message(obj[key])
+                found = _find_message(obj[key], depth + 1)
                 if found:
                     return found
     if isinstance(obj, list) and obj:
-        return _find_message(obj[0])
+        return _find_message(obj[0], depth + 1)
     return None
 
 
