@@ -19,6 +19,8 @@ after         a correct keep-alive response, then AFTER_BYTES more bytes on the 
               connection (nobody asked for them)
 formula       a stream whose only event is an error whose text is a spreadsheet formula
 status-super  the status line ``HTTP/1.1 ² OK`` ("²".isdigit() is true)
+endless-stream, drip-stream
+              as endless and drip, but /v1/models answers a model list first
 prom-shapes   a Prometheus API whose answers have odd shapes: a result vector of bare
               numbers, labels that are lists, a GPU labelled ``²``, a target of null labels
 prom-deep     a Prometheus API whose answers are ``[`` nested 100,000 deep
@@ -183,6 +185,11 @@ class HostileServer:
 
     async def _answer(self, path: str, w: asyncio.StreamWriter) -> None:
         mode = path.strip("/").split("/")[0]
+        if mode.endswith("-stream"):  # a server that lists its models, then attacks
+            if path.endswith("/v1/models"):
+                w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
+                return
+            mode = mode.removesuffix("-stream")
         stream = path.endswith(("/completions", "/api/chat", "/api/generate"))
         ndjson = "/api/" in path and stream
         ctype = "application/x-ndjson" if ndjson else "text/event-stream"
