@@ -135,6 +135,7 @@ class SSEDecoder:
             ev = self._line(line)
             if ev is not None:
                 out.append(ev)
+        self._check()
         return out
 
     def feed_payloads(self, data: bytes) -> list[bytes]:
@@ -162,12 +163,14 @@ class SSEDecoder:
                 data = self._take_held() + data
             out = [d.encode() for d in self._feed_lines(data)]
             self._by_lines = bool(self._lines.holding or self._data or self._event)
+            self._check()
             return out
         if self._held:
             # the held bytes end with no blank line: only a blank line in this read, or
             # a line end here that completes one the held bytes began, can end the event
             if data.find(b"\n\n") < 0 and not (data[:1] == b"\n" and self._held[-1][-1:] == b"\n"):
                 self._hold(data)
+                self._check()
                 return []
             buf = self._take_held() + data
         else:
@@ -179,6 +182,7 @@ class SSEDecoder:
             if len(whole) == 8 * len(found) + sum(map(len, found)):
                 # the events tile the buffer: every one is "data: <payload>\n\n"
                 self._hold(buf[cut:])
+                self._check()
                 return found
         events = buf.split(b"\n\n")
         self._hold(events.pop())  # after the last blank line: an unfinished event
@@ -188,14 +192,18 @@ class SSEDecoder:
                 out.append(ev[6:])
             else:  # this event, and the blank line that ended it, by the full rules
                 out.extend(d.encode() for d in self._feed_lines(ev + b"\n\n"))
+        self._check()
         return out
 
     def _hold(self, data: bytes) -> None:
         if data:
             self._held.append(data)
             self._held_len += len(data)
-            if self._held_len > self.limit:
-                raise EventTooLarge(self.limit)
+
+    def _check(self) -> None:
+        """EventTooLarge when the unfinished event holds more than the limit."""
+        if self._held_len + self._lines.held_len + self._data_len > self.limit:
+            raise EventTooLarge(self.limit)
 
     def _take_held(self) -> bytes:
         held = self._held[0] if len(self._held) == 1 else b"".join(self._held)
@@ -209,7 +217,7 @@ class SSEDecoder:
     def _add_data(self, value: str) -> None:
         self._data.append(value)
         self._data_len += len(value) + 1
-        if self._data_len + self._lines.held_len > self.limit:
+        if self._data_len > self.limit:  # (one read of many lines: before they all add up)
             raise EventTooLarge(self.limit)
 
     def _dispatched(self) -> str:
