@@ -45,8 +45,16 @@ async def _bounded(coro, limit_s: float):  # type: ignore[no-untyped-def]
     return result, time.monotonic() - t0
 
 
+# What a client that stops at a cap may still have let the server send: the cap, plus
+# what the sockets' buffers and one read callback's drain hold (a few MiB on loopback).
+# A client that reads on past its cap lets the server send its whole 512 MiB.
+SENT_SLACK = 32 * 1024 * 1024
+
+
 @pytest.mark.parametrize("make", [openai, ollama], ids=["sse", "ndjson"])
-async def test_an_endless_line_is_refused_at_the_cap(hostile, make) -> None:
+async def test_an_endless_line_is_refused_at_the_cap(hostile_bench, make) -> None:
+    hostile, server = hostile_bench
+    sent = server.sent["endless"]
     engine = make(f"{hostile}/endless")
     try:
         r, took = await _bounded(collect(engine, REQ), SLACK_S)
@@ -54,6 +62,8 @@ async def test_an_endless_line_is_refused_at_the_cap(hostile, make) -> None:
         await engine.close()
     assert r.failed is not None and r.failed.kind == "protocol", r.failed
     assert "longer than 16777216 bytes" in r.failed.message
+    await asyncio.sleep(0.5)  # the server notices the close
+    assert server.sent["endless"] - sent < 16 * 1024 * 1024 + SENT_SLACK
 
 
 @pytest.mark.parametrize("make", [openai, ollama], ids=["sse", "ndjson"])
@@ -68,9 +78,11 @@ async def test_a_dripped_event_ends_at_the_stall_timeout(hostile, make) -> None:
 
 
 @pytest.mark.parametrize("credentials", [False, True], ids=["lean", "httpx"])
-async def test_a_huge_whole_body_is_refused_at_the_cap(hostile, credentials) -> None:
+async def test_a_huge_whole_body_is_refused_at_the_cap(hostile_bench, credentials) -> None:
     """/v1/models answering 1 GiB: the lean client (plain http://) and httpx (credentials
-    in the URL send it there) both stop at the cap, in linear time."""
+    in the URL send it there) both stop at the cap, in linear time, and read no further."""
+    hostile, server = hostile_bench
+    sent = server.sent["huge"]
     base = hostile.replace("http://", "http://u:p@") if credentials else hostile
     engine = openai(f"{base}/huge")
     try:
@@ -78,6 +90,8 @@ async def test_a_huge_whole_body_is_refused_at_the_cap(hostile, credentials) -> 
             await _bounded(engine.load(), SLACK_S)
     finally:
         await engine.close()
+    await asyncio.sleep(0.5)
+    assert server.sent["huge"] - sent < 16 * 1024 * 1024 + SENT_SLACK
 
 
 @pytest.mark.parametrize("mode", ["drip", "drip-head"])
