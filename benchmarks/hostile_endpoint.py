@@ -14,7 +14,8 @@ Cases (the bound in brackets):
 - whole-drip:     /v1/models dripped [connect + read timeout: 1 + 4 s here]
 - scrape-huge:    a /metrics scrape answering 1 GiB [8 MiB scrape cap]
 - scrape-drip:    a /metrics scrape dripped, head or body [its 2 s timeout]
-- fleet-drip:     ``infertop fleet --once`` on three dripping endpoints [--timeout 2]
+- fleet-drip:     ``infertop fleet --once`` on a dripped body, a dripped head and an
+                  endless body [--timeout 2]
 
     python benchmarks/hostile_endpoint.py [--json FILE]
 """
@@ -110,7 +111,7 @@ def _case(name: str, base: str) -> dict[str, object]:
 def _fleet(base: str) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "INFERTOP_CONFIG": ""}
     argv = [sys.executable, "-m", "tui", "fleet", "--once", "--timeout", "2", "--gap", "0.1"]
-    for mode in ("drip", "drip-head", "drip"):
+    for mode in ("drip", "drip-head", "endless"):
         argv += ["--url", f"{base}/{mode}"]
     t0 = time.perf_counter()
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
