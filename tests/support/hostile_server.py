@@ -18,6 +18,7 @@ drip-head     the status line, then the headers one byte every DRIP_S, for ever
 after         a correct keep-alive response, then AFTER_BYTES more bytes on the same
               connection (nobody asked for them)
 formula       a stream whose only event is an error whose text is a spreadsheet formula
+stall-later   the head, one event 0.2 s later, then silence (the socket stays open)
 status-super  the status line ``HTTP/1.1 ² OK`` ("²".isdigit() is true)
 endless-stream, drip-stream
               as endless and drip, but /v1/models answers a model list first
@@ -238,6 +239,13 @@ class HostileServer:
             w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
         elif mode == "formula":  # an error inside the stream: its text is the server's own
             w.write(_whole(sse({"error": {"message": FORMULA}}), ctype))
+        elif mode == "stall-later":  # the head; 0.2 s later one event; then silence
+            await self._send(mode, w, _head("200 OK", ctype))
+            await asyncio.sleep(0.2)
+            delta = {"choices": [{"index": 0, "delta": {"content": "Hello"}}]}
+            await self._send(mode, w, sse(delta))
+            while not w.is_closing():  # (stop() aborts the socket: then this ends)
+                await asyncio.sleep(0.1)
         elif mode == "status-super":
             w.write(b"HTTP/1.1 \xc2\xb2 OK\r\nContent-Length: 2\r\n\r\n{}")
         elif mode == "prom-shapes":

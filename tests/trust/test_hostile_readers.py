@@ -145,3 +145,27 @@ async def test_json_nested_deep_is_a_clear_failure(hostile) -> None:
         await engine.close()
     assert r.failed is not None and r.failed.kind == "protocol", r.failed
     assert "not an event stream" in r.failed.message
+
+
+async def test_the_stall_timeout_holds_when_the_first_bytes_wait_in_the_connection(
+    hostile,
+) -> None:
+    """The head, then one event that arrives (and waits in the connection) before the
+    body is read, then silence: the wait after it is the stall timeout (0.5 s), not the
+    read timeout (20 s) as on main (a 5 s stall in a loaded run of
+    tests/http/test_openai_faults.py pointed at it)."""
+    from tui.transport.http_io import StallTimeout
+
+    pool = Http1Pool({}, HttpTimeouts(2.0, 20.0, 0.5))
+    try:
+        resp = await pool.post(f"{hostile}/stall-later/v1/chat/completions", b"{}", "text/x")
+        await asyncio.sleep(0.6)  # the event comes 0.2 s after the head: read, not taken
+        got: list[bytes] = []
+        t0 = time.monotonic()
+        with pytest.raises(StallTimeout):
+            await resp.push_body(pool.timeouts, lambda t_ns, data: got.append(data) or False)
+        assert time.monotonic() - t0 < 10.0  # 0.5 s, with room for a busy machine
+        assert got and b"Hello" in got[0]
+        await resp.aclose()
+    finally:
+        pool.close()

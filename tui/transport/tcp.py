@@ -251,6 +251,8 @@ class StampedConn:
         for t, data in parts:
             if sink(t, data):
                 return True
+        if parts:  # bytes came before the pump began: the next wait is a gap between reads
+            first = stall
         if self.closed:
             return False
         self._cancel_timer()
