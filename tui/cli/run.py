@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         if summary is not None:
             from tui.telemetry.summary import format_line
 
-            print(format_line(summary))
+            print(terminal_label(format_line(summary), 4000))  # names from a remote box
     if timeline.error:
         if not args.json:
             print(f"infertop: error: {terminal_label(timeline.error, 2000)}", file=sys.stderr)

@@ -175,7 +175,8 @@ class BenchScreen(Screen):
         except OSError as e:
             self.notify(f"cannot open {md}: {e.strerror or e}", severity="error")
             return
-        self.query_one("#report_md", Markdown).update(text)
+        # a report names the models and errors servers sent: terminal-safe
+        self.query_one("#report_md", Markdown).update(terminal_safe(text))
         self.opened_report = folder
 
     def action_compare(self) -> None:
