@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tui.config_trust import trust_state, untrusted_notice
+from tui.config_trust import trust_state, trusted_local
 from tui.engines.base import EngineSpec
 
 if sys.version_info >= (3, 11):
@@ -165,13 +165,9 @@ def find_config(
         if not p.is_file():
             raise ConfigError(f"{p}: config file not found (from ${ENV_CONFIG})")
         return p
-    local = Path(LOCAL_CONFIG)
-    if local.is_file():
-        state = _local_trust(local)
-        if state == "trusted":
-            return local
-        if notices is not None:
-            notices.append(untrusted_notice(local, state))
+    local = trusted_local(Path(LOCAL_CONFIG), notices)
+    if local is not None:
+        return local
     user = user_config_path()
     return user if user.is_file() else None
 
@@ -180,13 +176,6 @@ def user_config_path() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_config_dir("infertop")) / "config.toml"
-
-
-def _local_trust(path: Path) -> str:
-    try:
-        return trust_state(path, path.read_bytes())
-    except OSError:
-        return "untrusted"
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:

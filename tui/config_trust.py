@@ -69,6 +69,22 @@ def trust_state(path: Path, content: bytes) -> str:
     return "trusted" if known == digest(content) else "changed"
 
 
+def trusted_local(path: Path, notices: list[str] | None) -> Path | None:
+    """``path`` (a config in the current folder) when it exists and is trusted as it is
+    now; else None, and when it exists, why it is skipped goes to ``notices``."""
+    if not path.is_file():
+        return None
+    try:
+        state = trust_state(path, path.read_bytes())
+    except OSError:
+        state = "untrusted"
+    if state == "trusted":
+        return path
+    if notices is not None:
+        notices.append(untrusted_notice(path, state))
+    return None
+
+
 def untrusted_notice(path: Path, state: str) -> str:
     """The one line shown when a config in the current folder is ignored."""
     why = "it changed since you trusted it" if state == "changed" else "it is not trusted yet"
