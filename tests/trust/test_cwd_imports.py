@@ -105,3 +105,30 @@ def test_child_argv_env_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert absolute_if_path("m.gguf") == str(model.resolve())
     assert absolute_if_path("default") == "default"
     assert absolute_if_path("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"  # a model name
+
+
+@pytest.mark.engine
+def test_the_terminal_ui_imports_nothing_from_the_cwd(planted, launcher, clean_env) -> None:
+    """``infertop`` itself, in tmux (a real terminal), until its default engine (the
+    worker process) is ready; then Ctrl+Q."""
+    import os
+    import shlex
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+    from tmux_pane import Tmux
+
+    folder, markers = planted
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in clean_env.items() if k != "TMUX")
+    command = f"cd {shlex.quote(str(folder))} && env -i {env} {shlex.join(launcher)}"
+    tmux = Tmux(f"infertop-trust-{os.getpid()}")
+    tmux("new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", command + "; sleep 30")
+    try:
+        screen = tmux.wait(
+            lambda s: "A ● local" in s and ("ready" in s or "error" in s), 120, "the engine"
+        )
+        tmux("send-keys", "-t", "e2e", "C-q")
+    finally:
+        subprocess.run([*tmux.base, "kill-server"], capture_output=True)
+    assert sorted(p.name for p in markers.iterdir()) == []
+    assert "ready" in screen, screen
