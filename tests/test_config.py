@@ -12,6 +12,7 @@ from tui.config import (
     parse_config,
     save_config,
 )
+from tui.config_trust import set_trust
 
 GOOD = """
 default_engine = "tiny"
@@ -207,6 +208,13 @@ def test_lookup_order(tmp_path, monkeypatch):
     assert find_config(explicit) == explicit
     assert find_config() == env_file
     monkeypatch.delenv("INFERTOP_CONFIG")
+    # ./infertop.toml only once trusted (tests/trust/test_config_trust.py says why)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr("tui.config.user_config_path", lambda: tmp_path / "none.toml")
+    notices: list[str] = []
+    assert find_config(notices=notices) is None
+    assert "infertop trust" in notices[0]
+    set_trust(Path("infertop.toml"), Path("infertop.toml").read_bytes())
     assert find_config() == Path("infertop.toml")
     with pytest.raises(ConfigError, match="config file not found"):
         find_config(tmp_path / "nope.toml")

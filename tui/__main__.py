@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("tui.cli.agent", "print this machine's hardware samples as JSON lines (for SSH)"),
     "fleet": ("tui.cli.fleet", "one row per inference endpoint: load, KV cache, TTFT, tok/s, GPUs"),
     "compare": ("tui.cli.compare", "compare bench reports: B ÷ A ratios with bootstrap intervals"),
+    "trust": ("tui.cli.trust", "use a ./infertop.toml: record it as trusted (path + content hash)"),
 }
 
 
@@ -33,10 +34,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="infertop",
         description="Watch LLM inference happen: tokens stream beside TTFT, ITL and tok/s.",
-        epilog="Run without a subcommand to start the terminal UI.",
+        epilog="Run without a subcommand to start the terminal UI. A ./infertop.toml in the "
+        "current folder is used only after `infertop trust` (it could send API keys or run "
+        "programs); --config PATH and $INFERTOP_CONFIG are always used.",
     )
     parser.add_argument("--version", action="version", version=f"infertop {__version__}")
-    parser.add_argument("--config", metavar="PATH", help="config file (default: lookup order)")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $INFERTOP_CONFIG, a trusted ./infertop.toml, then the "
+        "user config folder)",
+    )
     importlib.import_module("tui.cli.ui").add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():

@@ -1,7 +1,9 @@
 """Configuration: find, load, validate strictly, save.
 
-Lookup order: ``--config PATH``, ``$INFERTOP_CONFIG``, ``./infertop.toml``, then the
-platform config dir (``platformdirs.user_config_dir("infertop")/config.toml``). With no
+Lookup order: ``--config PATH``, ``$INFERTOP_CONFIG``, ``./infertop.toml`` (only once the
+user has trusted that file with ``infertop trust``: see tui/config_trust.py; an untrusted
+one is skipped with a notice in ``Config.notices``), then the platform config dir
+(``platformdirs.user_config_dir("infertop")/config.toml``). With no
 file, built-in defaults apply: one engine, ``local``, llama.cpp on the embedded model.
 Every key is documented in config.example.toml; an unknown key or a wrong type is a
 :class:`ConfigError` naming the file, the key and (where found) the line.
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui.config_trust import trust_state, trusted_local
 from tui.engines.base import EngineSpec
 
 if sys.version_info >= (3, 11):
@@ -27,6 +30,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ENV_CONFIG = "INFERTOP_CONFIG"
+LOCAL_CONFIG = "infertop.toml"  # in the current folder: used only once trusted
 
 
 class ConfigError(Exception):
@@ -80,6 +84,7 @@ class Config:
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     fleet: FleetSettings = field(default_factory=FleetSettings)
     path: Path | None = None  # where it was read from (None: built-in defaults)
+    notices: list[str] = field(default_factory=list)  # for the user (an ignored local file)
 
     def engine(self, name: str) -> EngineSpec:
         try:
@@ -147,8 +152,12 @@ ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
-def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """The config file to use, by the lookup order; None when there is none."""
+def find_config(
+    explicit: str | os.PathLike[str] | None = None, notices: list[str] | None = None
+) -> Path | None:
+    """The config file to use, by the lookup order; None when there is none. A
+    ``./infertop.toml`` the user has not trusted is skipped, and why is appended to
+    ``notices``."""
     if explicit:
         p = Path(explicit).expanduser()
         if not p.is_file():
@@ -160,8 +169,8 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
         if not p.is_file():
             raise ConfigError(f"{p}: config file not found (from ${ENV_CONFIG})")
         return p
-    local = Path("infertop.toml")
-    if local.is_file():
+    local = trusted_local(Path(LOCAL_CONFIG), notices)
+    if local is not None:
         return local
     user = user_config_path()
     return user if user.is_file() else None
@@ -174,15 +183,22 @@ def user_config_path() -> Path:
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
-    """Find and load the config; built-in defaults when no file exists."""
-    path = find_config(explicit)
+    """Find and load the config; built-in defaults when no file exists. What the user
+    should know (a local config skipped as untrusted) is in ``notices``."""
+    notices: list[str] = []
+    path = find_config(explicit, notices)
     if path is None:
-        return Config(engines=builtin_engines())
+        return Config(engines=builtin_engines(), notices=notices)
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config file: {e.strerror or e}") from None
-    return parse_config(raw.decode("utf-8", errors="replace"), path)
+    from_cwd = not explicit and not os.environ.get(ENV_CONFIG) and path == Path(LOCAL_CONFIG)
+    if from_cwd and trust_state(path, raw) != "trusted":
+        raise ConfigError(f"{path}: changed while it was read; check it and trust it again")
+    cfg = parse_config(raw.decode("utf-8", errors="replace"), path)
+    cfg.notices = notices
+    return cfg
 
 
 def parse_config(text: str, path: Path) -> Config:

@@ -23,6 +23,7 @@ import math
 import random
 from typing import Any
 
+import pytest
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
@@ -30,7 +31,7 @@ from tui.core.events import EngineReport, Finished, RequestSent, StreamEvent, Te
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.ollama import StreamProtocolError, StreamServerError, StreamState, read_line
-from tui.transport.sse import NDJSONDecoder
+from tui.transport.sse import EventTooLarge, NDJSONDecoder
 
 SPLITS = 7
 TEXTS: list[Any] = ["", "Hel", "lo", " wörld", "日本", "\n", "\ud800", '"}', 5, None, ["x"], {}]
@@ -219,6 +220,38 @@ def test_random_bytes_are_lines_or_named_protocol_errors() -> None:
         _, error = read_all(lines)
         if isinstance(error, StreamProtocolError):
             assert any(repr(ln[:120]) in str(error) for ln in lines)
+
+    run()
+    assert cases.n >= MIN_CASES
+
+
+def test_the_line_cap_bounds_memory_and_refuses_only_what_passes_it() -> None:
+    """tui/transport/sse.py's EVENT_LIMIT for NDJSON, at a small limit: after every feed
+    at most ``limit`` bytes of an unfinished line are held; lines that fit (the longest
+    one, terminator included) come out as written in any pieces; a line that never ends
+    is refused (EventTooLarge) once it passes the limit."""
+    cases = CaseCount()
+
+    @settings(FUZZ, max_examples=1300)
+    @given(SEEDS)
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        lines = [serialize(ollama_object(rng), rng) for _ in range(rng.randint(1, 6))]
+        stream = b"".join(ln.encode() + rng.choice([b"\n", b"\r\n"]) for ln in lines)
+        fits = max(len(ln.encode()) for ln in lines) + 2
+        for _ in range(SPLITS):
+            parts = pieces(stream, rng)
+            d = NDJSONDecoder(limit=fits)
+            assert [ln for part in parts for ln in d.feed(part)] == lines, parts
+            assert d.close() == ""
+            cases.add()
+        limit = rng.randint(4, 64)
+        d = NDJSONDecoder(limit=limit)
+        with pytest.raises(EventTooLarge):
+            for part in pieces(stream + b"{" * (limit + 1), rng):
+                d.feed(part)
+                assert d.pending <= limit
+        cases.add()
 
     run()
     assert cases.n >= MIN_CASES

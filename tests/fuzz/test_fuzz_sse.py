@@ -19,10 +19,11 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
-from tui.transport.sse import SSEDecoder, SSEEvent
+from tui.transport.sse import EventTooLarge, SSEDecoder, SSEEvent
 
 SPLITS = 9  # random splittings per stream, for each of feed and feed_payloads
 
@@ -122,6 +123,53 @@ def test_random_bytes_decode_as_the_reference_does_in_any_pieces() -> None:
     def run(seed: int) -> None:
         rng = random.Random(seed)
         check(random_stream(rng), rng, cases)
+
+    run()
+    assert cases.n >= MIN_CASES
+
+
+def longest_event(stream: bytes) -> int:
+    """Bytes of the longest run of non-empty lines (terminators counted): what one event,
+    unfinished or not, can make the decoder hold."""
+    best = run = 0
+    for line in re.split(rb"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", stream):
+        if line.strip(b"\r\n"):
+            run += len(line)
+            best = max(best, run)
+        elif line:
+            run = 0
+    return best
+
+
+def test_the_event_cap_bounds_memory_and_refuses_only_what_passes_it() -> None:
+    """tui/transport/sse.py's EVENT_LIMIT, at a small limit: after every feed the decoder
+    holds at most ``limit`` bytes of an unfinished event; a stream whose events all fit
+    (with 2 bytes to spare) decodes as the reference does, in any pieces; an event that
+    never ends is refused (EventTooLarge) once it passes the limit."""
+    cases = CaseCount()
+
+    @settings(FUZZ, max_examples=850)
+    @given(SEEDS)
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        stream = structured_stream(rng) if rng.random() < 0.7 else random_stream(rng)
+        fits = longest_event(stream) + 2
+        want = [ev.data for ev in reference(stream)]
+        for _ in range(4):
+            parts = pieces(stream, rng)
+            d = SSEDecoder(limit=fits)
+            got = [p.decode("utf-8", "replace") for part in parts for p in d.feed_payloads(part)]
+            assert got + [ev.data for ev in d.close()] == want, parts
+            limit = rng.randint(4, 64)
+            endless = stream + b"\n\ndata: " + b"x" * (limit + 1)
+            for feed in ("feed", "feed_payloads"):
+                d = SSEDecoder(limit=limit)
+                with pytest.raises(EventTooLarge):
+                    for part in pieces(endless, rng):
+                        getattr(d, feed)(part)
+                        assert d.pending <= limit
+                cases.add(1)
+            cases.add(1)
 
     run()
     assert cases.n >= MIN_CASES

@@ -8,7 +8,7 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -24,6 +24,7 @@ from tui.config import Config
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
+from tui.core.safe_text import terminal_safe
 from tui.core.session import SessionRecorder, default_session_path, session_record
 from tui.engines.base import GenerationRequest
 from tui.engines.placement import ui_engine_spec
@@ -107,7 +108,8 @@ class InfertopApp(App):
         )
         self.our_themes: list[str] = []
         self._switch_interval = sys.getswitchinterval()
-        self.startup_notes: list[tuple[str, str]] = []
+        # a ./infertop.toml skipped as untrusted says so (and names `infertop trust`)
+        self.startup_notes: list[tuple[str, str]] = [(n, "warning") for n in config.notices]
         self.recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
         self._record_error_shown = False
         self.hosts: dict[str, EngineHost] = {}
@@ -168,6 +170,11 @@ class InfertopApp(App):
             )
         if keys:
             self.set_keymap(keys)
+
+    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Textual's notify, terminal-safe: a notification often quotes a server or a
+        model (an engine's error, a finish reason)."""
+        super().notify(terminal_safe(message), *args, **kwargs)
 
     def on_mount(self) -> None:
         # The engine threads stamp tokens; a thread woken by a token must get the GIL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tui.core.metrics import RequestMetrics
+from tui.core.safe_text import terminal_label
 
 
 def ms(v: float | None) -> str:
@@ -52,7 +53,7 @@ def summary_line(m: RequestMetrics) -> str:
     if m.finish_reason == "cancelled":
         parts.append("CANCELLED")
     elif m.error:
-        parts.append(f"ERROR: {m.error}")
+        parts.append(f"ERROR: {terminal_label(m.error, 2000)}")
     elif m.finish_reason:
-        parts.append(m.finish_reason)
+        parts.append(terminal_label(m.finish_reason, 80))
     return " · ".join(parts)

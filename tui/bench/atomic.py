@@ -12,14 +12,15 @@ from tui.bench.plan import BenchError
 
 def write_atomic(path: Path, text: str | bytes) -> None:
     """Write ``text`` (bytes as they are, text as UTF-8) to a temp file in the same folder,
-    fsync it, then os.replace()."""
+    fsync it, then os.replace(). The file is its owner's only (0600, as mkstemp makes
+    it): reports hold every request's prompt and answer, like session logs."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
+        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -48,14 +49,15 @@ def remove_stale_temps(folder: Path) -> list[Path]:
 
 
 def prepare_out_dir(out: Path) -> Path:
-    """Create ``out`` if needed and prove it is writable; BenchError (one line) if not.
+    """Create ``out`` if needed (0700: its reports hold prompts and answers) and prove it
+    is writable; BenchError (one line) if not.
 
     Temp files left there by a bench that was killed mid-write are removed (the reports
     beside them are whole: each is the old or the new version)."""
     try:
         if out.exists() and not out.is_dir():
             raise BenchError(f"--out {out}: exists and is not a folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as session logs
         remove_stale_temps(out)
         fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test.")
         os.close(fd)

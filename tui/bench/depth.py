@@ -67,7 +67,7 @@ def parse_depths(text: str) -> list[int]:
     """ "0,1024,4096" -> [0, 1024, 4096]; sorted, duplicates removed; BenchError else."""
     levels: list[int] = []
     for part in (p.strip() for p in text.split(",")):
-        if not part.isdigit():
+        if not (part.isascii() and part.isdigit()):
             raise BenchError(
                 f"--depth {text!r} does not parse: expected token counts >= 0 separated "
                 "by commas, e.g. 0,1024,4096"

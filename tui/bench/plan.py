@@ -121,7 +121,7 @@ def parse_concurrency(text: str) -> list[int]:
     parts = [p.strip() for p in text.split(",")]
     levels: list[int] = []
     for p in parts:
-        if not p.isdigit():
+        if not (p.isascii() and p.isdigit()):
             raise BenchError(
                 f"--concurrency {text!r} does not parse: expected positive integers "
                 "separated by commas, e.g. 1,8,16"

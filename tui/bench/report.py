@@ -17,6 +17,7 @@ from tui.bench.aggregate import N_BOOT, summarize_result
 from tui.bench.atomic import write_atomic
 from tui.bench.model_file import model_file
 from tui.bench.records import finite
+from tui.bench.report_check import report_problem
 from tui.bench.report_csv import csv_text
 from tui.bench.report_md import markdown
 from tui.bench.runner import BenchResult
@@ -106,11 +107,16 @@ def load_report(path: Path) -> dict[str, Any]:
     """Read a report.json (or the folder holding one); ValueError with a one-line reason."""
     p = path / "report.json" if path.is_dir() else path
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_bytes())
     except OSError as e:
         raise ValueError(f"{p}: cannot read ({e.strerror or e})") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError(f"{p}: not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # JSONDecodeError, bad UTF-8, an integer of 4300+ digits
+        raise ValueError(f"{p}: not valid JSON ({' '.join(str(e).split())[:120]})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ValueError(f"{p}: not an infertop bench report")
+    why = report_problem(data)
+    if why is not None:
+        raise ValueError(f"{p}: not a readable bench report: {why}")
     return data

@@ -66,10 +66,26 @@ def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...),
+# =cmd|...): "CSV injection". Text cells that do are written with a leading apostrophe,
+# which spreadsheets show as text; numbers are written as numbers.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: Any) -> Any:
+    """A CSV cell: None as empty, a text that a spreadsheet would run as a formula
+    neutralised with a leading ``'``, anything else unchanged."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def csv_text(report: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     for row in rows(report):
-        w.writerow({k: "" if v is None else v for k, v in row.items()})
+        w.writerow({k: cell(v) for k, v in row.items()})
     return buf.getvalue()

@@ -203,11 +203,14 @@ async def run_level_in_workers(
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
     procs, conns = [], []
+    from tui.core.child_python import safe_spawn_environment
+
     for w, job in enumerate(jobs):
         recv, send = ctx.Pipe()
         p = ctx.Process(target=worker_main, args=(job, send), name=f"infertop-bench-{job.worker}")
         p.daemon = True
-        p.start()
+        with safe_spawn_environment():  # its bootstrap must not import from the cwd
+            p.start()
         send.close()
         procs.append(p)
         conns.append(recv)

@@ -19,6 +19,7 @@ from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency
 from tui.bench.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
+from tui.core.safe_text import terminal_label
 
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -70,7 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "exporter URL, or 'off' (default: the engines' common `telemetry`, else local)",
     )
     add_sweep_arguments(p)
-    a("--out", required=True, metavar="DIR", help="report folder (created if needed)")
+    a(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="report folder (created if needed, 0700; the reports are 0600: they hold every "
+        "prompt and answer)",
+    )
     a("--config", metavar="PATH", default=argparse.SUPPRESS, help="config file")
 
 
@@ -117,6 +124,9 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
     from tui.transport.access import redact_url
 
     cfg = load_config(getattr(args, "config", None))
+    from tui.cli.common import show_notices
+
+    show_notices(cfg)
     specs = []
     for name in dict.fromkeys(args.engine or []):
         specs.append(cfg.engine(name))
@@ -156,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
 
         out = prepare_out_dir(Path(args.out).expanduser())
     except (BenchError, ConfigError) as e:
-        print(f"infertop bench: error: {e}", file=sys.stderr)
+        print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
         return EXIT_USAGE
     if plan.n_ctx is not None:
         for spec in specs:
@@ -301,7 +311,7 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
         print(f"PARTIAL REPORT ({reason})")
     for e in summary["engines"]:
         if e["error"]:
-            print(f"{e['name']}: FAILED: {e['error']}")
+            print(f"{e['name']}: FAILED: {terminal_label(e['error'], 2000)}")
             continue
         head = next((lv for lv in e["levels"] if lv["label"] == e["headline"]), None)
         med = head["medians"] if head else {}
@@ -326,7 +336,8 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
                 f"[{alpha['low']:.3f}, {alpha['high']:.3f}] (N = {ns})"
             )
         if e["all_failed"] and e["failures"]:
-            print(f"  every request failed; first error: {e['failures'][0]['message']}")
+            first = terminal_label(e["failures"][0]["message"], 2000)
+            print(f"  every request failed; first error: {first}")
         for w in e["warnings"]:
-            print(f"  warning: {w}")
+            print(f"  warning: {terminal_label(w, 2000)}")
     print(f"report: {path.parent}")

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tui.bench.runner import BenchUpdate
+from tui.core.safe_text import terminal_label
 
 
 def _eta(s: float | None) -> str:
@@ -46,7 +47,7 @@ class PlainDisplay:
             print(f"[{u.done}/{u.total}] {u.engine} {u.stage} {_eta(u.eta_s)}", file=sys.stderr)
 
     def message(self, text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
+        print(terminal_label(text, 2000), file=sys.stderr, flush=True)
 
 
 class RichDisplay:
@@ -67,7 +68,8 @@ class RichDisplay:
         )
 
     def message(self, text: str) -> None:
-        self.progress.console.print(text)
+        # a message may quote a server: terminal-safe, and no rich markup read in it
+        self.progress.console.print(terminal_label(text, 2000), markup=False)
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 
 from tui.config import Config, ConfigError, load_config
+from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
 
 
@@ -19,7 +20,8 @@ class CLIError(Exception):
 
 
 def fail(message: str, code: int = 2) -> int:
-    print(f"infertop: error: {message}", file=sys.stderr)
+    """Print one error line (terminal-safe: it may quote a server) and return ``code``."""
+    print(f"infertop: error: {terminal_label(message, 2000)}", file=sys.stderr)
     return code
 
 
@@ -42,10 +44,20 @@ def add_insecure_argument(p: argparse.ArgumentParser) -> None:
 
 
 def load(args: argparse.Namespace) -> Config:
+    """The config the arguments name (or the lookup order finds); its notices (a
+    ``./infertop.toml`` skipped as untrusted) are printed to stderr."""
     try:
-        return load_config(getattr(args, "config", None))
+        cfg = load_config(getattr(args, "config", None))
     except ConfigError as e:
         raise CLIError(str(e)) from None
+    show_notices(cfg)
+    return cfg
+
+
+def show_notices(cfg: Config) -> None:
+    """Each of the config's notices as one ``infertop: note:`` line on stderr."""
+    for note in cfg.notices:
+        print(f"infertop: note: {terminal_label(note, 2000)}", file=sys.stderr)
 
 
 def engine_spec(args: argparse.Namespace, cfg: Config) -> EngineSpec:

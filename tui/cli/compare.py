@@ -59,7 +59,12 @@ def main(args: argparse.Namespace) -> int:
             return _error(str(e))
     if args.ui:
         return _run_ui(loaded)
-    result = compare_reports(loaded)
+    try:
+        result = compare_reports(loaded)
+    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as e:
+        # load_report checked what compare reads; this is the last net for the rest
+        names = ", ".join(str(p) for p in paths)
+        return _error(f"{names}: a report holds something unexpected ({type(e).__name__}: {e})")
     text = markdown(result)
     if args.out:
         try:
@@ -72,12 +77,16 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=1, ensure_ascii=False))
     else:
-        print(text, end="")
+        from tui.core.safe_text import terminal_safe
+
+        print(terminal_safe(text), end="")  # reports from others name engines and models
     return 0
 
 
 def _error(message: str) -> int:
-    print(f"infertop compare: error: {message}", file=sys.stderr)
+    from tui.core.safe_text import terminal_label
+
+    print(f"infertop compare: error: {terminal_label(message, 2000)}", file=sys.stderr)
     return 2
 
 

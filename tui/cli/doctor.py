@@ -18,6 +18,7 @@ import sys
 
 from tui.cli.common import add_insecure_argument
 from tui.config import Config, ConfigError, find_config, load_config
+from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.probe import ProbeResult, system_info_features
 from tui.transport.access import redact_url
@@ -32,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _line(status: str, what: str, detail: str) -> None:
-    print(f"[{status:>2}] {what:<20} {detail}")
+    """One finding; ``detail`` may quote a server or a probe's stderr: terminal-safe."""
+    print(f"[{status:>2}] {what:<20} {terminal_label(detail, 2000)}")
 
 
 def _version(dist: str) -> str | None:
@@ -121,6 +123,8 @@ def _check_config(args: argparse.Namespace) -> Config | None:
     except ConfigError as e:
         _line(MISSING, "config", f"unusable: {e}")
         return None
+    for note in cfg.notices:  # a ./infertop.toml skipped until trusted
+        _line(INFO, "config", note)
     if path is None:
         _line(INFO, "config", "no file found; built-in defaults (engine 'local', default model)")
     else:

@@ -13,6 +13,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from tui.cli.common import INSECURE_HELP, CLIError, fail, load
+from tui.core.safe_text import terminal_label
 
 if TYPE_CHECKING:
     from tui.config import Config
@@ -196,4 +197,6 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
         lines.append(f"prometheus: {snap.prometheus_error}")
     if not snap.rows:
         lines.append("(no endpoints)")
-    return "\n".join(lines)
+    # errors quote servers and Prometheus: each note one terminal-safe line (the table's
+    # cells already are)
+    return "\n".join([lines[0], *(terminal_label(line, 4000) for line in lines[1:])])

@@ -12,6 +12,7 @@ from typing import Any
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
 from tui.core.events import StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.telemetry.own_cpu import ProcessCpu, ProcessCpuWindow
@@ -35,7 +36,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "energy per output token: 'local', ssh://[user@]host[:port] or an exporter URL "
         "(default: the engine's `telemetry` in config, else none)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead (the model's text raw, escaped by JSON itself)",
+    )
+    p.epilog = RUN_EPILOG
+
+
+RUN_EPILOG = (
+    "Model text is untrusted: written to a terminal, its control characters (ESC, BEL, "
+    "C1, ...) are shown as visible symbols (␛, ␇, �), never obeyed. Piped or redirected "
+    "(`run | cat`, `> file`), the text passes through unchanged. Model names, finish "
+    "reasons and error messages are always filtered."
+)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -62,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e))
     try:
         info, load_ms, timeline, own = asyncio.run(
-            _run(spec, request, echo=not args.json, hardware=hardware)
+            _run(spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
         )
     except EngineError as e:
         return fail(str(e), 1)
@@ -89,11 +103,11 @@ def main(args: argparse.Namespace) -> int:
         if summary is not None:
             from tui.telemetry.summary import format_line
 
-            print(format_line(summary))
+            print(terminal_label(format_line(summary), 4000))  # names from a remote box
             print(energy.describe() if energy is not None else ENERGY_NONE)
     if timeline.error:
         if not args.json:
-            print(f"infertop: error: {timeline.error}", file=sys.stderr)
+            print(f"infertop: error: {terminal_label(timeline.error, 2000)}", file=sys.stderr)
         return 1
     return 0
 
@@ -147,10 +161,23 @@ def _hardware(text: str | None, cfg: Any) -> _Hardware | None:
     return _Hardware(source, source_spec.label, t.interval_s)
 
 
+def _to_terminal() -> bool:
+    """Whether stdout is a terminal (then model text is filtered: see RUN_EPILOG)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 async def _run(
-    spec: Any, request: GenerationRequest, echo: bool, hardware: _Hardware | None = None
+    spec: Any,
+    request: GenerationRequest,
+    echo: bool,
+    hardware: _Hardware | None = None,
+    raw: bool = False,
 ) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
-    """Load, then run the request; infertop's own CPU is measured over the request."""
+    """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
+    infertop's own CPU is measured over the request."""
     from tui.engines.collect import run_request
     from tui.engines.registry import create_engine
 
@@ -158,7 +185,7 @@ async def _run(
 
     def on_event(event: StreamEvent) -> None:
         if echo and isinstance(event, TextChunk) and event.text:
-            sys.stdout.write(event.text)
+            sys.stdout.write(event.text if raw else terminal_safe(event.text))
             sys.stdout.flush()
 
     try:
@@ -218,12 +245,14 @@ def _f(value: float | None, unit: str, digits: int = 1) -> str:
 def format_summary(
     info: EngineInfo, load_ms: float, m: RequestMetrics, stamp_source: str | None = None
 ) -> str:
-    """A few human lines; estimates say so."""
-    quant = f" {info.quantisation}" if info.quantisation else ""
+    """A few human lines; estimates say so. What the engine named (model, finish reason,
+    stamps) is shown terminal-safe."""
+    quant = f" {terminal_label(info.quantisation, 40)}" if info.quantisation else ""
     prefill_note = " (engine)" if m.prefill_tps_source == "engine" else " (estimate)"
     tokens_note = " (estimate: chunk count)" if m.output_tokens_estimated else ""
     lines = [
-        f"── {info.engine} · {info.kind} · {info.model}{quant} ──",
+        f"── {terminal_label(info.engine)} · {terminal_label(info.kind)} · "
+        f"{terminal_label(info.model)}{quant} ──",
         f"TTFT {_f(m.ttft_ms, 'ms')}   TTFR {_f(m.ttfr_ms, 'ms')}   e2e {_f(m.e2e_ms, 'ms')}"
         f"   load {_f(load_ms, 'ms')}",
         f"decode {_f(m.decode_tps, 'tok/s')}   prefill {_f(m.prefill_tps, 'tok/s')}"
@@ -231,7 +260,7 @@ def format_summary(
         f"ITL p50 {_f(m.itl_ms_p50, 'ms', 2)}   p90 {_f(m.itl_ms_p90, 'ms', 2)}"
         f"   TPOT {_f(m.tpot_ms, 'ms', 2)}",
         f"tokens: prompt {m.prompt_tokens if m.prompt_tokens is not None else 'unknown'}, "
-        f"output {m.output_tokens}{tokens_note}   finish: {m.finish_reason}",
+        f"output {m.output_tokens}{tokens_note}   finish: {terminal_label(m.finish_reason, 80)}",
     ]
     if m.engine_prefill_ms is not None or m.engine_decode_tps is not None:
         diff = m.ttft_minus_engine_prefill_ms
@@ -243,5 +272,5 @@ def format_summary(
             f"our decode ÷ engine {'n/a' if ratio is None else f'{ratio:.3f}'}"
         )
     if stamp_source:
-        lines.append(f"stamps: {stamp_source}")
+        lines.append(f"stamps: {terminal_label(stamp_source)}")
     return "\n".join(lines)

@@ -68,6 +68,9 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"infertop: {e}", file=sys.stderr)
         return 2
+    from tui.cli.common import show_notices
+
+    show_notices(config)  # (the app shows them too, once it is up)
     telemetry = getattr(args, "ui_telemetry", None)
     if telemetry is not None:
         try:

@@ -135,7 +135,7 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and value.isascii() and value.strip().lstrip("-").isdigit():
         return int(value)
     return None
 

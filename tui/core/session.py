@@ -18,7 +18,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -124,25 +124,43 @@ def default_session_path(session_dir: str | None) -> Path:
 class SessionReadResult:
     records: list[dict[str, Any]]
     bad_lines: list[int]  # 1-based line numbers that were not valid records
+    reasons: dict[int, str] = field(default_factory=dict)  # line number -> what is wrong
+
+    def describe_bad(self, path: str | os.PathLike[str], most: int = 5) -> str:
+        """One line naming the file and the first ``most`` bad lines, with why."""
+        shown = "; ".join(
+            f"line {n}: {self.reasons.get(n, 'unreadable')}" for n in self.bad_lines[:most]
+        )
+        more = f"; {len(self.bad_lines) - most} more" if len(self.bad_lines) > most else ""
+        return f"{path}: skipped {len(self.bad_lines)} line(s) ({shown}{more})"
 
 
 def read_session(path: str | os.PathLike[str]) -> SessionReadResult:
-    """Read a session file; lines that are not valid JSON records are reported, not fatal."""
+    """Read a session file; a line that is not a usable record (not JSON, nested too
+    deep, a number too long, a field of the wrong type or not finite: see
+    tui/core/session_check.py) is reported with its number and why, never fatal."""
+    from tui.core.session_check import record_problem
+
     records: list[dict[str, Any]] = []
     bad: list[int] = []
+    reasons: dict[int, str] = {}
     for i, line in _lines(Path(path)):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
+        except RecursionError:
+            why: str | None = "JSON nested too deeply"
+        except ValueError as e:  # JSONDecodeError, or an integer of over 4300 digits
+            why = f"not JSON ({' '.join(str(e).split())[:80]})"
+        else:
+            why = record_problem(rec)
+        if why is not None:
             bad.append(i)
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("timeline"), dict):
-            bad.append(i)
+            reasons[i] = why
             continue
         records.append(rec)
-    return SessionReadResult(records, bad)
+    return SessionReadResult(records, bad, reasons)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

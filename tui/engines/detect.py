@@ -25,7 +25,8 @@ import httpx
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.http_common import access_for, base_url, describe_transport_error, request_headers
 from tui.transport.access import HttpAccess
-from tui.transport.http_io import HttpTimeouts
+from tui.transport.http_io import HttpTimeouts, WholeResponse
+from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole, json_body
 
 
 @dataclass
@@ -50,11 +51,11 @@ class Detection:
         return "; ".join(parts) + f" (evidence: {'; '.join(self.evidence)})"
 
 
-def _json(r: httpx.Response | None) -> Any:
+def _json(r: WholeResponse | None) -> Any:
     if r is None or r.status_code != 200:
         return None
     try:
-        return r.json()
+        return json_body(r.content)
     except ValueError:
         return None
 
@@ -62,19 +63,18 @@ def _json(r: httpx.Response | None) -> Any:
 class _Prober:
     def __init__(self, base: str, timeout_s: float, access: HttpAccess) -> None:
         self.base = base
-        self.client = httpx.Client(
-            timeout=timeout_s,
-            headers=access.headers,
-            verify=access.verify_tls,
-            follow_redirects=False,
+        self.client = deadline_client(
+            timeout=timeout_s, headers=access.headers, verify=access.verify_tls
         )
         self.timeout_s = timeout_s
         self.reached = False
         self.notes: list[str] = []
 
-    def get(self, path: str) -> httpx.Response | None:
-        try:
-            r = self.client.get(self.base + path)
+    def get(self, path: str) -> WholeResponse | None:
+        try:  # within the timeout and SCRAPE_LIMIT bytes: a probed server is untrusted
+            r = get_whole(
+                self.client, self.base + path, limit=SCRAPE_LIMIT, deadline_s=self.timeout_s
+            )
         except httpx.HTTPError as e:
             if not self.reached:
                 t = HttpTimeouts(self.timeout_s, self.timeout_s, self.timeout_s)
@@ -133,9 +133,10 @@ def _detect(p: _Prober) -> Detection:
         return Detection(
             p.base, "llama-server", ["/props has total_slots"], models, str(ver) if ver else None
         )
+    listed = models_json.get("data") if isinstance(models_json, dict) else None
     owners = (
-        {str(m.get("owned_by")) for m in (models_json or {}).get("data", []) if isinstance(m, dict)}
-        if isinstance(models_json, dict)
+        {str(m.get("owned_by")) for m in listed if isinstance(m, dict)}
+        if isinstance(listed, list)
         else set()
     )
     evidence = []

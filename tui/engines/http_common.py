@@ -15,7 +15,9 @@ import httpx
 from tui.core.events import Failed
 from tui.engines.base import EngineError, EngineSpec
 from tui.transport.access import USER_AGENT, HeaderError, HttpAccess, check_header
+from tui.transport.http1 import BodyTooLarge
 from tui.transport.http_io import (
+    EventStalled,
     HttpTimeouts,
     ResponseHead,
     StallTimeout,
@@ -119,12 +121,21 @@ def describe_transport_error(exc: BaseException, url: str, timeouts: HttpTimeout
             f"no response from {host} within the read timeout ({timeouts.read:g} s)",
             "timeout",
         )
+    if isinstance(exc, EventStalled):
+        return Failed(
+            now,
+            f"{host} kept one streamed event unfinished for over {timeouts.stall:g} s "
+            "(stall timeout): the server drips bytes without ending the event",
+            "timeout",
+        )
     if isinstance(exc, StallTimeout):
         return Failed(
             now,
             f"{host} stopped sending: no data for {timeouts.stall:g} s (stall timeout)",
             "timeout",
         )
+    if isinstance(exc, BodyTooLarge):
+        return Failed(now, f"{host} sent {exc}: refused", "protocol")
     if isinstance(exc, httpx.RemoteProtocolError):
         return Failed(now, f"{host} closed the connection mid-response ({exc})", "protocol")
     if isinstance(exc, httpx.ReadError | httpx.WriteError):

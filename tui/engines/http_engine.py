@@ -23,7 +23,6 @@ ends (:meth:`finish`).
 from __future__ import annotations
 
 import abc
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -56,6 +55,8 @@ from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
 from tui.transport.http_calls import error_body, fetch_whole, post_json, stamp_source
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts, WholeResponse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
+from tui.transport.sse import EventTooLarge
+from tui.transport.whole import json_body
 
 Response = httpx.Response | Http1Response
 # sending: the transport, or a ValueError for a body JSON cannot hold (NaN)
@@ -130,8 +131,8 @@ class HttpStreamEngine(BatchedEngine):
         if r.status_code >= 400:
             raise EngineError(http_status_failure(r, r.content).message)
         try:
-            return json.loads(r.content)
-        except ValueError:
+            return json_body(r.content)
+        except ValueError:  # not JSON, nested too deep, a number too long
             raise EngineError(f"{self.base}{path} did not return JSON") from None
 
     async def close(self) -> None:
@@ -207,6 +208,9 @@ class HttpStreamEngine(BatchedEngine):
         except StreamProtocolError as e:
             self.emit_partial(state, emit)
             emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
+        except EventTooLarge as e:
+            self.emit_partial(state, emit)
+            emit(Failed(time.perf_counter_ns(), f"{self.base} sent {e}", "protocol"))
         except StreamServerError as e:
             self.emit_partial(state, emit)
             emit(Failed(time.perf_counter_ns(), str(e), "engine"))

@@ -18,7 +18,6 @@ default, is assumed and marked as such.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -31,6 +30,7 @@ from tui.engines.openai_compat import OpenAICompatEngine
 from tui.engines.openai_stream import OpenAIStreamState
 from tui.transport.http_io import TRANSPORT_ERRORS
 from tui.transport.prometheus import Scrape, ScrapeError, parse
+from tui.transport.whole import json_body
 
 
 def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) -> EngineTruth:
@@ -77,7 +77,7 @@ class LlamaServerEngine(OpenAICompatEngine):
         await super()._prepare()
         try:
             r = await self.request_raw("GET", "/props")
-            props = json.loads(r.content) if r.status_code == 200 else None
+            props = json_body(r.content) if r.status_code == 200 else None
             self.props = props if isinstance(props, dict) else {}
         except TRANSPORT_ERRORS:
             self.props = {}

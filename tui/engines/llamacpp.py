@@ -171,7 +171,9 @@ class LlamaCppEngine(BatchedEngine):
         llm = self._llm
         meta: dict[str, str] = dict(getattr(llm, "metadata", {}) or {}) if llm else {}
         ftype = meta.get("general.file_type")
-        quant = FILE_TYPES.get(int(ftype)) if ftype and ftype.isdigit() else None
+        quant = (
+            FILE_TYPES.get(int(ftype)) if ftype and ftype.isascii() and ftype.isdigit() else None
+        )
         is_default = self.spec.model in (None, "", "default")
         name = (
             DEFAULT_MODEL_NAME

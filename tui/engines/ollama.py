@@ -37,6 +37,7 @@ from tui.engines.base import (
 from tui.engines.http_engine import HttpStreamEngine, Response
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_calls import read_stamped
+from tui.transport.http_io import EventDeadline
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import NDJSONDecoder
 
@@ -217,6 +218,7 @@ class OllamaEngine(HttpStreamEngine):
 
     async def read_body(self, resp: Response, state: StreamState, emit: Emit) -> None:
         decoder = NDJSONDecoder()
+        deadline = EventDeadline(self.timeouts.stall)
         first = True
 
         def on_part(t_ns: int, part: bytes) -> bool:
@@ -224,10 +226,12 @@ class OllamaEngine(HttpStreamEngine):
             if first:
                 emit(FirstByte(t_ns))
                 first = False
-            for line in decoder.feed(part):
+            lines = decoder.feed(part)  # EventTooLarge: an endless line
+            for line in lines:
                 read_line(line, t_ns, state, emit)
                 if state.final is not None:
                     return True
+            deadline.check(t_ns, decoder.pending, bool(lines))  # EventStalled: a drip
             return False
 
         await read_stamped(resp, self.timeouts, on_part)

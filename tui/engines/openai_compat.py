@@ -33,6 +33,7 @@ from tui.engines.openai_stream import (
     usage_event,
 )
 from tui.transport.http_calls import read_stamped
+from tui.transport.http_io import EventDeadline
 from tui.transport.reader_loop import Emit
 from tui.transport.sse import SSEDecoder
 
@@ -122,6 +123,7 @@ class OpenAICompatEngine(HttpStreamEngine):
 
     async def read_body(self, resp: Response, state: OpenAIStreamState, emit: Emit) -> None:
         decoder = SSEDecoder()
+        deadline = EventDeadline(self.timeouts.stall)
         first = True
 
         def on_part(t_ns: int, part: bytes) -> bool:
@@ -129,12 +131,14 @@ class OpenAICompatEngine(HttpStreamEngine):
             if first:
                 emit(FirstByte(t_ns))
                 first = False
-            for data in decoder.feed_payloads(part):
+            payloads = decoder.feed_payloads(part)  # EventTooLarge: an endless event
+            for data in payloads:
                 ev = state.on_data(data, t_ns)
                 if ev is not None:
                     emit(ev)
                 if state.done:
                     return True
+            deadline.check(t_ns, decoder.pending, bool(payloads))  # EventStalled: a drip
             return False
 
         await read_stamped(resp, self.timeouts, on_part)

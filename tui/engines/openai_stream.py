@@ -43,7 +43,7 @@ class OpenAIStreamState:
         self.last_t_ns = t_ns
         try:
             obj = json_loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # (json, without orjson: nested too deep)
             if isinstance(data, bytes):  # as text: invalid UTF-8 becomes U+FFFD
                 return self.on_data(data.decode("utf-8", "replace"), t_ns)
             if data.strip() == "[DONE]":

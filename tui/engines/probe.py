@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tui.core.child_python import absolute_if_path, child_env, neutral_cwd, python_argv
 from tui.engines.ggml_build import AMX_CPU_FLAGS, X86_OPTIONS, cpu_flags, cpu_has_amx
 
 PROBE_TIMEOUT_S = 300.0
@@ -61,19 +61,18 @@ class ProbeResult:
 
 def run_probe(model: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Run the probe in a child process (same interpreter) and read what it got to."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    argv = [sys.executable, "-m", "tui.engines.probe", "--child"]
+    argv = python_argv("tui.engines.probe", "--child")
     if model:
-        argv += ["--model", model]
+        argv += ["--model", absolute_if_path(model) or model]
     try:
+        # no code from the user's folder: -P, a neutral cwd, absolute import paths
         done = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout_s,
-            env=env,
+            env=child_env(),
+            cwd=neutral_cwd(),
         )
     except subprocess.TimeoutExpired:
         return ProbeResult(False, error=f"no answer within {timeout_s:.0f} s")

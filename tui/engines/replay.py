@@ -11,6 +11,7 @@ truth, finish reason and errors are the recorded ones.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import AsyncIterator
@@ -53,8 +54,8 @@ class ReplayEngine(Engine):
             self.speed = float(opts.pop("speed", 1.0))
         except (TypeError, ValueError):
             raise EngineError("replay: speed must be a number") from None
-        if self.speed <= 0:
-            raise EngineError("replay: speed must be > 0")
+        if not (self.speed > 0 and math.isfinite(self.speed)):
+            raise EngineError("replay: speed must be a finite number > 0")
         self.records: list[dict[str, Any]] = []
         self.bad_lines: list[int] = []
         self.position = 0

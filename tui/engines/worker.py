@@ -31,14 +31,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from tui.core.child_python import absolute_if_path, child_env, neutral_cwd, python_argv
 from tui.core.events import Failed, Finished, RequestSent, StreamEvent
 from tui.engines.base import (
     BatchedEngine,
@@ -72,17 +71,16 @@ class WorkerProcess:
     def __init__(self, name: str) -> None:
         parent, child = socket.socketpair()
         self.stderr: IO[bytes] = tempfile.TemporaryFile(prefix="infertop-worker-")
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])  # where the tui package lives
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
+            # no code from the user's folder: -P, a neutral cwd, absolute import paths
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tui.engines.worker_main", str(child.fileno())],
+                python_argv("tui.engines.worker_main", str(child.fileno())),
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self.stderr,
-                env=env,
+                env=child_env(),
+                cwd=neutral_cwd(),
             )
         except OSError as e:
             parent.close()
@@ -286,7 +284,12 @@ class WorkerEngine(BatchedEngine):
         if worker is None:
             worker = self._worker = await asyncio.to_thread(WorkerProcess, self.spec.name)
         self._ready = False
-        inner = dataclasses.replace(self.spec, options=_inner_options(self.spec.options))
+        # the worker runs in a neutral folder: a relative model path is made absolute here
+        inner = dataclasses.replace(
+            self.spec,
+            model=absolute_if_path(self.spec.model),
+            options=_inner_options(self.spec.options),
+        )
         ok, payload = await worker.call("load", self.target, inner)
         if not ok:
             await self.close()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.safe_text import terminal_label
 from tui.fleet.rows import EndpointRow
 
 DASH = "–"
@@ -156,7 +157,9 @@ def sort_rows(rows: list[EndpointRow], key: str, reverse: bool = False) -> list[
 
 
 def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    """A cell: one terminal-safe line of at most ``width`` characters (what an endpoint
+    names, a model or an error, comes from a server)."""
+    return terminal_label(text, width)
 
 
 def text_table(rows: list[EndpointRow], width: int) -> str:
@@ -210,4 +213,4 @@ def detail_text(r: EndpointRow) -> str:
         parts.append(r.hardware_error)
     if r.host_cpu_pct is not None or r.host_mem_pct is not None:
         parts.append(f"host CPU {_num(r.host_cpu_pct)}% RAM {_num(r.host_mem_pct)}%")
-    return " · ".join(parts)
+    return terminal_label(" · ".join(parts), 4000)

@@ -17,7 +17,6 @@ the endpoint's own access (headers, API key, TLS setting: ``access_for``).
 
 from __future__ import annotations
 
-import json
 import ssl
 import threading
 import time
@@ -31,7 +30,7 @@ from tui.engines.http_common import access_for, base_url, describe_transport_err
 from tui.fleet.rows import EndpointRow
 from tui.telemetry.ollama_ps import parse_ps
 from tui.transport.access import HttpAccess
-from tui.transport.http_io import HttpTimeouts
+from tui.transport.http_io import HttpTimeouts, WholeResponse
 from tui.transport.prometheus import (
     Scrape,
     ScrapeError,
@@ -40,6 +39,7 @@ from tui.transport.prometheus import (
     histogram_window,
     parse,
 )
+from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole, json_body
 
 TRUSTED_KINDS = ("vllm", "llama-server", "ollama")  # a configured kind that needs no probe
 SCRAPED_KINDS = ("vllm", "llama-server")
@@ -125,7 +125,9 @@ class HttpClients:
         self._clients: dict[tuple[str, bool], httpx.Client] = {}
         self._lock = threading.Lock()
 
-    def get(self, url: str, access: HttpAccess) -> httpx.Response:
+    def get(self, url: str, access: HttpAccess) -> WholeResponse:
+        """GET ``url`` whole: within the timeout (an overall deadline, not only per read)
+        and SCRAPE_LIMIT bytes; httpx's exception types for faults."""
         parts = urlsplit(url)
         key = (f"{parts.scheme}://{parts.netloc}", access.verify_tls)
         with self._lock:
@@ -136,13 +138,14 @@ class HttpClients:
                     tls = self._tls[access.verify_tls] = httpx.create_ssl_context(
                         verify=access.verify_tls
                     )
-                client = self._clients[key] = httpx.Client(
+                client = self._clients[key] = deadline_client(
                     timeout=self.timeout_s,
                     verify=tls,
-                    follow_redirects=False,
                     limits=httpx.Limits(max_connections=2, max_keepalive_connections=1),
                 )
-        return client.get(url, headers=access.headers)
+        return get_whole(
+            client, url, limit=SCRAPE_LIMIT, deadline_s=self.timeout_s, headers=access.headers
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -250,7 +253,7 @@ class DirectEndpoint:
             row.error = f"GET /api/ps: HTTP {r.status_code}"
             return
         try:
-            loaded = parse_ps(json.loads(r.text))
+            loaded = parse_ps(json_body(r.content))
         except (ValueError, ScrapeError) as e:
             row.error = f"GET /api/ps: {e}"
             return
@@ -264,7 +267,7 @@ class DirectEndpoint:
             row.error = f"GET /v1/models: HTTP {r.status_code}"
             return
         try:
-            data = r.json()
+            data = json_body(r.content)
         except ValueError:
             row.error = "GET /v1/models: not JSON"
             return

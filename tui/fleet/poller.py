@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -33,6 +34,7 @@ LOOKBACK_S = 300.0  # a target down for less than this keeps its kind (Prometheu
 ONCE_GAP_S = 1.0  # --once: the time between the two scrapes of each endpoint
 HARDWARE_WAIT_S = 15.0  # --once: longest wait for a remote hardware source's first reading
 PROM_PARALLEL = 4  # Prometheus queries in flight at once (see Fleet.__init__)
+POLL_REQUESTS = 8  # the most requests one poll of an endpoint makes (detect: 6, scrape: 2)
 
 
 def endpoint_from_url(url: str, engines: dict[str, EngineSpec], verify_tls: bool) -> EngineSpec:
@@ -113,6 +115,7 @@ class Fleet:
             except PrometheusError as e:
                 self._api_error = str(e)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="fleet")
+        self._polls: dict[int, Future[EndpointRow]] = {}  # each endpoint's latest poll
         # Prometheus's queries, PROM_PARALLEL at a time (measured: 4 halves the wall time
         # of one at a time on 2 cores; more gains nothing)
         self._prom_pool = ThreadPoolExecutor(PROM_PARALLEL, thread_name_prefix="fleet-prom")
@@ -130,6 +133,7 @@ class Fleet:
     def refresh(self) -> FleetSnapshot:
         """Every row, read now."""
         t0 = time.perf_counter()
+        t0_mono = time.monotonic()
         prom: PromRead | None = None
         requests_before = self.api.requests if self.api is not None else 0
         if self.api is not None:  # first: it says which endpoints need no scrape of ours
@@ -145,11 +149,23 @@ class Fleet:
                 row = covered.pop(netloc)
                 row.name = d.spec.name  # the configured name for a configured endpoint
                 rows.append(row)
-            else:
-                rows.append(EndpointRow(d.spec.name, d.spec.url))
-                futures.append((i, self._pool.submit(d.poll)))
+                continue
+            rows.append(EndpointRow(d.spec.name, d.spec.url))
+            running = self._polls.get(i)
+            if running is not None and not running.done():  # (one poll per endpoint)
+                rows[i] = _late(rows[i], "still waiting for its previous read")
+                continue
+            futures.append((i, self._pool.submit(d.poll)))
+            self._polls[i] = futures[-1][1]
+        # every request of a poll ends by its deadline: a poll can take at most
+        # POLL_REQUESTS of them (detection, then the scrape); a future that is later than
+        # that is shown as down and left to finish on its own
+        wait_until = time.monotonic() + self.clients.timeout_s * POLL_REQUESTS + 1.0
         for i, fut in futures:
-            rows[i] = fut.result()
+            try:
+                rows[i] = fut.result(timeout=max(0.0, wait_until - time.monotonic()))
+            except FutureTimeout:
+                rows[i] = _late(rows[i], f"no answer within {wait_until - t0_mono:.0f} s")
         rows.extend(sorted(covered.values(), key=lambda r: r.name))
         if prom is not None:
             _join_hosts(rows, prom)
@@ -209,6 +225,12 @@ def spec_for_row(
             model = row.model if row.model and "," not in row.model else None
             return replace(d.spec, kind=kind, url=d.base, model=d.spec.model or model)
     return EngineSpec(name=row.name, kind=kind, url=row.url, model=row.model, verify_tls=verify_tls)
+
+
+def _late(row: EndpointRow, why: str) -> EndpointRow:
+    """``row`` as down because its poll has not answered in time."""
+    row.up, row.error = False, why
+    return row
 
 
 def _join_hosts(rows: list[EndpointRow], prom: PromRead) -> None:

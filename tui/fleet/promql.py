@@ -31,6 +31,7 @@ import ipaddress
 import math
 from collections.abc import Iterable
 from concurrent.futures import Executor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -200,7 +201,7 @@ def build_rows(
         if kind is None and (health == "up" or key[0] not in endpoint_jobs):
             continue  # hardware, Prometheus itself, or something that is no endpoint
         row = _row(t, key, kind, c, window_s)
-        out.rows[urlsplit(row.url or "").netloc or key[1]] = row
+        out.rows[(urlsplit(row.url).netloc if row.url else "") or key[1]] = row
     return out
 
 
@@ -208,8 +209,11 @@ def _row(
     target: dict[str, Any], key: tuple[str, str], kind: str | None, c: dict[str, Any], w: float
 ) -> EndpointRow:
     scrape_url = str(target.get("scrapeUrl") or "")
-    parts = urlsplit(scrape_url)
-    url = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    try:
+        parts = urlsplit(scrape_url)
+        url = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    except ValueError:  # "http://[::1": not a URL Prometheus would scrape
+        url = None
     health = target.get("health")
     row = EndpointRow(
         name=key[1],
@@ -257,7 +261,7 @@ def _gpus(out: PromRead, gpus: Iterable[dict[str, Any]]) -> None:
 
 
 def _gpu_order(gpu: str | None) -> tuple[int, str]:
-    return (int(gpu), "") if gpu and gpu.isdigit() else (1 << 30, gpu or "")
+    return (int(gpu), "") if gpu and gpu.isascii() and gpu.isdigit() else (1 << 30, gpu or "")
 
 
 def _hosts(out: PromRead, cols: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -282,7 +286,15 @@ def read_prometheus(
         if pool is None:
             answers = [api.query(q) for q in queries.values()]
         else:
-            answers = list(pool.map(api.query, queries.values()))
+            # each query ends by its own deadline; this bounds the lot all the same
+            wait = api.timeout_s * (len(queries) + 1)
+            answers = list(pool.map(api.query, queries.values(), timeout=wait))
     except PrometheusError as e:
         return PromRead(error=str(e))
-    return build_rows(targets, dict(zip(queries, answers)), window_s)
+    except FutureTimeout:
+        return PromRead(error=f"Prometheus {api.base}: the queries took over {wait:.0f} s")
+    try:
+        return build_rows(targets, dict(zip(queries, answers)), window_s)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        # the API's answers are checked for shape (promapi); this is the last net
+        return PromRead(error=f"Prometheus {api.base}: an answer of unexpected shape ({e})")

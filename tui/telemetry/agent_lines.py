@@ -38,7 +38,7 @@ def sample_from_line(line: str | bytes, source: str, t: float) -> TelemetrySampl
         raise AgentLineError(f"a line of {len(line)} bytes (no agent sends that)")
     try:
         data = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (nested too deep)
         raise AgentLineError(f"not an agent line: {_preview(line)}") from None
     if not isinstance(data, dict) or "v" not in data:
         raise AgentLineError(f"not an agent line: {_preview(line)}")

@@ -34,6 +34,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from tui.core.safe_text import terminal_label
 from tui.telemetry.nvml import ABSENT, OK, GpuSample, NvmlSample
 from tui.telemetry.remote_link import LinkLost, RemoteLink
 from tui.telemetry.sampler import TelemetrySample
@@ -177,7 +178,7 @@ def dcgm_gpus(scrape: Scrape) -> list[GpuSample]:
             key = d.get("gpu") or d.get("UUID") or d.get("device") or "0"
             by_gpu.setdefault(key, {})[metric.removesuffix("_total")] = value
             if d.get("modelName"):
-                names[key] = d["modelName"]
+                names[key] = terminal_label(d["modelName"], 80)  # an exporter label
     out = []
     for position, key in enumerate(sorted(by_gpu, key=_index_key)):
         m = by_gpu[key]
@@ -190,7 +191,7 @@ def dcgm_gpus(scrape: Scrape) -> list[GpuSample]:
         energy_mj = energy_mj if energy_mj is not None and energy_mj >= 0 else None
         out.append(
             GpuSample(
-                index=int(key) if key.isdigit() else position,
+                index=int(key) if key.isascii() and key.isdigit() else position,
                 name=names.get(key, "NVIDIA GPU"),
                 util_percent=_finite(m.get("DCGM_FI_DEV_GPU_UTIL")),
                 mem_used=None if used is None else int(used * MIB),
@@ -228,7 +229,7 @@ def nvitop_gpus(scrape: Scrape) -> list[GpuSample]:
             key = d.get("index") or d.get("uuid") or "0"
             by_gpu.setdefault(key, {})[field] = value
             if d.get("devicename"):
-                names[key] = d["devicename"]
+                names[key] = terminal_label(d["devicename"], 80)
     out = []
     for position, key in enumerate(sorted(by_gpu, key=_index_key)):
         m = by_gpu[key]
@@ -236,7 +237,7 @@ def nvitop_gpus(scrape: Scrape) -> list[GpuSample]:
         power = _finite(m.get("power"))
         out.append(
             GpuSample(
-                index=int(key) if key.isdigit() else position,
+                index=int(key) if key.isascii() and key.isdigit() else position,
                 name=names.get(key, "NVIDIA GPU"),
                 util_percent=_finite(m.get("util")),
                 mem_used=None if used is None else int(used * MIB),
@@ -284,7 +285,7 @@ def _mhz(v: float | None) -> int | None:
 
 
 def _index_key(key: str) -> tuple[int, str]:
-    return (int(key), "") if key.isdigit() else (1 << 30, key)
+    return (int(key), "") if key.isascii() and key.isdigit() else (1 << 30, key)
 
 
 # -- the source --------------------------------------------------------------------------------

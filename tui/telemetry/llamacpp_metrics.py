@@ -15,12 +15,12 @@ between two scrapes:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.transport.access import HttpAccess
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, fetch, get_text
+from tui.transport.whole import json_body
 
 PROMPT_TOKENS = "llamacpp:prompt_tokens_total"
 PROMPT_SECONDS = "llamacpp:prompt_seconds_total"
@@ -70,7 +70,7 @@ def total_slots(
     base_url: str, timeout_s: float = 2.0, access: HttpAccess | None = None
 ) -> int | None:
     """/props total_slots (None when the server does not say)."""
-    props = json.loads(get_text(base_url.rstrip("/") + "/props", timeout_s, access))
+    props = json_body(get_text(base_url.rstrip("/") + "/props", timeout_s, access).encode())
     n = props.get("total_slots") if isinstance(props, dict) else None
     return int(n) if isinstance(n, int) else None
 
@@ -98,7 +98,7 @@ class LlamaServerMetrics:
                 pass
         out.total_slots = self._total_slots
         try:
-            slots = json.loads(get_text(self.base + "/slots", self.timeout_s, self.access))
+            slots = json_body(get_text(self.base + "/slots", self.timeout_s, self.access).encode())
         except (ScrapeError, ValueError):
             slots = None  # /slots can be disabled (--no-slots)
         if isinstance(slots, list):

@@ -6,11 +6,11 @@ has spilled to system RAM and runs on the CPU: spill = 1 − size_vram / size.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from tui.transport.access import HttpAccess
 from tui.transport.prometheus import ScrapeError, get_text
+from tui.transport.whole import json_body
 
 
 @dataclass
@@ -65,6 +65,6 @@ def loaded_models(
     """GET /api/ps now (blocking); ScrapeError with a one-line reason."""
     text = get_text(base_url.rstrip("/") + "/api/ps", timeout_s, access)
     try:
-        return parse_ps(json.loads(text))
+        return parse_ps(json_body(text.encode()))
     except ValueError:
         raise ScrapeError("/api/ps did not return JSON") from None

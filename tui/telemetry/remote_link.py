@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from tui.core.safe_text import terminal_label
 from tui.telemetry.nvml import ABSENT, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 
@@ -141,7 +142,8 @@ class RemoteLink:
             failures += 1
             with self._lock:
                 self._up = False
-                self._reason = " ".join(reason.split())[:200] or "the link ended"
+                # ssh's stderr, an exporter's answer: shown on the panel, so terminal-safe
+                self._reason = terminal_label(" ".join(reason.split()), 200) or "the link ended"
                 self._retry_at = self._clock() + delay
                 self.losses += 1
             if self.wait(delay):

@@ -24,6 +24,7 @@ checks the deadline (no task or timer per read). Faults raise httpx's exception 
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ from tui.transport.http_io import HttpTimeouts, StallTimeout
 from tui.transport.tcp import Stamped, StampedConn, open_socket
 
 HEAD_LIMIT = 64 * 1024
+_STATUS_CODE = re.compile(r"[0-9]{3}")  # ASCII digits only ("²".isdigit() is true)
 
 
 def fast_path_ok(url: str) -> bool:
@@ -52,6 +54,14 @@ def fast_path_ok(url: str) -> bool:
 
 class NoResponse(httpx.RemoteProtocolError):
     """The connection closed before any byte of a response came."""
+
+
+class BodyTooLarge(httpx.RemoteProtocolError):
+    """A body read whole was longer than its limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response body larger than {limit} bytes")
+        self.limit = limit
 
 
 # A body's consumer: called with each read's body bytes and the read's stamp; True = stop
@@ -84,28 +94,38 @@ class Http1Response:
         return self._conn.kernel_stamps
 
     async def _read_head(self, timeout: float) -> None:
-        buf = b""
+        """Read the status line and headers: all of them within ``timeout`` seconds (a
+        head dripped a byte at a time still ends then), at most HEAD_LIMIT bytes, each
+        byte searched once for the head's end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        buf = bytearray()
         t_last = 0
         while True:
+            left = deadline - loop.time()
             try:
-                parts = await self._conn.take(timeout)
+                if left <= 0:
+                    raise TimeoutError
+                parts = await self._conn.take(left)
             except TimeoutError:
                 raise httpx.ReadTimeout("no response within the read timeout") from None
             if not parts:
                 if not buf:
                     raise NoResponse("Server disconnected without sending a response.")
                 raise httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
-            buf += b"".join(data for _, data in parts)
+            seen = max(0, len(buf) - 3)  # the head's end may straddle the old bytes
+            for _, data in parts:
+                buf += data
             t_last = parts[-1][0]  # the read that completed the head
-            end = buf.find(b"\r\n\r\n")
+            end = buf.find(b"\r\n\r\n", seen)
             if end >= 0:
                 break
             if len(buf) > HEAD_LIMIT:
                 raise httpx.RemoteProtocolError("response head too long")
-        lines = buf[:end].decode("latin-1").split("\r\n")
+        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
         version, _, rest = lines[0].partition(" ")
         code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or not code.isdigit():
+        if not version.startswith("HTTP/1.") or not _STATUS_CODE.fullmatch(code):
             raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:80]!r}")
         self.status_code, self.reason_phrase = int(code), reason
         self._http10 = version == "HTTP/1.0"
@@ -114,7 +134,7 @@ class Http1Response:
             if not sep:
                 raise httpx.RemoteProtocolError(f"illegal header line: {line[:80]!r}")
             self.headers[name.strip().lower()] = value.strip()
-        body = buf[end + 4 :]
+        body = bytes(buf[end + 4 :])
         if body:
             self._rest = [(t_last, body)]
         coding = self.headers.get("content-encoding", "identity").lower()
@@ -218,25 +238,35 @@ class Http1Response:
 
     async def read_all(self, timeouts: HttpTimeouts, limit: int) -> bytes:
         """The whole body (a small JSON answer, a metrics page); transport faults raise,
-        and so does a body over ``limit`` bytes (RemoteProtocolError)."""
-        data = b""
+        and so does a body over ``limit`` bytes (BodyTooLarge). The parts are joined
+        once, at the end (appending bytes to bytes made each read copy all before it).
+        The caller bounds the whole read in time (a drip resets no overall deadline)."""
+        parts: list[bytes] = []
+        size = 0
         async for _, part in self.stamped_body(timeouts):
-            data += part
-            if len(data) > limit:
-                raise httpx.RemoteProtocolError(f"response body larger than {limit} bytes")
-        return data
+            parts.append(part)
+            size += len(part)
+            if size > limit:
+                raise BodyTooLarge(limit)
+        return b"".join(parts)
 
-    async def aread(self, limit: int, timeouts: HttpTimeouts) -> bytes:
-        """Up to ``limit`` body bytes (for error pages); transport faults end it quietly."""
-        data = b""
+    async def aread(
+        self, limit: int, timeouts: HttpTimeouts, into: list[bytes] | None = None
+    ) -> bytes:
+        """Up to ``limit`` body bytes (for error pages); transport faults end it quietly.
+        ``into``: a list the parts are appended to as they come (a caller that gives up
+        waiting keeps what came)."""
+        parts: list[bytes] = [] if into is None else into
+        size = 0
         try:
             async for _, part in self.stamped_body(timeouts):
-                data += part
-                if len(data) >= limit:
+                parts.append(part)
+                size += len(part)
+                if size >= limit:
                     break
         except (httpx.HTTPError, StallTimeout):
             pass
-        return data
+        return b"".join(parts)[:limit]
 
     async def aclose(self) -> None:
         """Give the connection back when the body was read to its end, else close it."""
@@ -245,6 +275,7 @@ class Http1Response:
             return
         if self._complete and self._reusable and not conn.closed and not conn.parts:
             conn._cancel_timer()
+            conn.idle = True  # from now on, a byte from the server closes it
             self._pool.put(self._key, conn)
         else:
             conn.close()
@@ -305,6 +336,7 @@ class Http1Pool:
         idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
+            conn.idle = False
             if conn.closed or conn.parts:
                 conn.close()
                 continue

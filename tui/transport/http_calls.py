@@ -5,6 +5,7 @@ credentials in the URL). Same faults (httpx's exception types) and timeouts eith
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -18,6 +19,7 @@ from tui.transport.http_io import (
     read_error_body,
     stamped_body,
 )
+from tui.transport.whole import fetch_whole_async
 
 KERNEL_STAMPS = "kernel receive time (SO_TIMESTAMPNS)"
 READ_STAMPS = "time the read returned (no kernel receive stamps on this socket)"
@@ -81,24 +83,56 @@ async def fetch_whole(
     timeouts: HttpTimeouts,
 ) -> WholeResponse:
     """One request read to its end (``body``: JSON, or None for none), through ``pool``
-    when there is one, else through ``client``. Transport faults raise."""
+    when there is one, else through ``client``: at most WHOLE_BODY_LIMIT bytes, all of
+    it within :attr:`HttpTimeouts.whole` seconds (a server that drips the answer ends
+    as a ReadTimeout). Transport faults raise."""
     payload = None if body is None else json_payload(body)
+    deadline = timeouts.whole
     if pool is not None:
         ctype = "application/json" if payload is not None else ""
-        resp = await pool.request(method, url, payload, ctype)
+
+        async def run() -> WholeResponse:
+            assert pool is not None
+            resp = await pool.request(method, url, payload, ctype)
+            try:
+                content = await resp.read_all(timeouts, WHOLE_BODY_LIMIT)
+            finally:
+                await resp.aclose()
+            return WholeResponse(resp.status_code, resp.reason_phrase, resp.headers, content)
+
         try:
-            content = await resp.read_all(timeouts, WHOLE_BODY_LIMIT)
-        finally:
-            await resp.aclose()
-        return WholeResponse(resp.status_code, resp.reason_phrase, resp.headers, content)
+            return await asyncio.wait_for(run(), deadline)
+        except asyncio.TimeoutError:
+            raise httpx.ReadTimeout(
+                f"the whole response did not come within {deadline:g} s"
+            ) from None
     assert client is not None, "fetch_whole needs a pool or a client"
     headers = {"Content-Type": "application/json"} if payload is not None else None
-    r = await client.request(method, url, content=payload, headers=headers)
-    return WholeResponse(r.status_code, r.reason_phrase, r.headers, r.content)
+    return await fetch_whole_async(
+        client,
+        method,
+        url,
+        content=payload,
+        headers=headers,
+        limit=WHOLE_BODY_LIMIT,
+        deadline_s=deadline,
+    )
 
 
 async def error_body(resp: httpx.Response | Http1Response, timeouts: HttpTimeouts) -> bytes:
-    """The start of an error or unexpected body, from either client."""
-    if isinstance(resp, Http1Response):
-        return await resp.aread(ERROR_BODY_LIMIT, timeouts)
-    return await read_error_body(resp, timeouts.stall)
+    """The start of an error or unexpected body, from either client: at most
+    ERROR_BODY_LIMIT bytes, read for at most :attr:`HttpTimeouts.whole` seconds (what
+    came by then is kept: a dripped error page does not hold the stream up)."""
+    parts: list[bytes] = []
+
+    async def run() -> None:  # the parts collect in ``parts`` as they come
+        if isinstance(resp, Http1Response):
+            await resp.aread(ERROR_BODY_LIMIT, timeouts, into=parts)
+        else:
+            await read_error_body(resp, timeouts.stall, into=parts)
+
+    try:
+        await asyncio.wait_for(run(), timeouts.whole)
+    except asyncio.TimeoutError:
+        pass
+    return b"".join(parts)[:ERROR_BODY_LIMIT]

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import httpx
 
 ERROR_BODY_LIMIT = 64 * 1024
-WHOLE_BODY_LIMIT = 64 * 1024 * 1024  # a response read whole: model lists, metrics pages
+WHOLE_BODY_LIMIT = 16 * 1024 * 1024  # a response read whole: model lists, metrics pages
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,12 @@ class HttpTimeouts:
     read: float
     stall: float
 
+    @property
+    def whole(self) -> float:
+        """Seconds a response read whole (a small JSON answer, an error page) may take
+        from the request to its last byte: connect + read."""
+        return self.connect + self.read
+
     @classmethod
     def from_spec(cls, spec: Any) -> HttpTimeouts:
         """From an engine spec's connect/read/stall timeouts (``stall`` defaults to read)."""
@@ -49,6 +55,35 @@ class HttpTimeouts:
 
 class StallTimeout(Exception):
     """No body bytes for longer than the stall timeout."""
+
+
+class EventStalled(StallTimeout):
+    """Bytes keep coming, but one streamed event (or line) stayed unfinished for longer
+    than the stall timeout: a server dripping an endless event."""
+
+
+class EventDeadline:
+    """The stall timeout, for one event: a streamed event's bytes must all come within
+    ``stall_s`` of its first byte (a real server writes an event at once; a drip of one
+    byte a second would otherwise never stall). Fed with each read's stamp, how many bytes
+    of an unfinished event the decoder holds after it, and whether the read completed
+    an event (then what is held began in this read)."""
+
+    __slots__ = ("limit_ns", "stall_s", "since")
+
+    def __init__(self, stall_s: float) -> None:
+        self.stall_s = stall_s
+        self.limit_ns = int(stall_s * 1e9)
+        self.since: int | None = None  # stamp of the read that began the unfinished event
+
+    def check(self, t_ns: int, pending: int, completed: bool) -> None:
+        """EventStalled when the unfinished event is older than the stall timeout."""
+        if not pending:
+            self.since = None
+        elif completed or self.since is None:
+            self.since = t_ns
+        elif t_ns - self.since > self.limit_ns:
+            raise EventStalled()
 
 
 # What reading from a server can raise when the *transport* fails (either client): an
@@ -68,7 +103,7 @@ def error_message_from_body(body: bytes, content_type: str) -> str:
     if "json" in content_type or text.startswith("{"):
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             obj = None
         msg = _find_message(obj)
         if msg:
@@ -78,30 +113,38 @@ def error_message_from_body(body: bytes, content_type: str) -> str:
     return " ".join(text.split())[:300] or "(empty body)"
 
 
-def _find_message(obj: Any) -> str | None:
+def _find_message(obj: Any, depth: int = 0) -> str | None:
     if isinstance(obj, str):
         return obj
+    if depth > 8:  # {"error": {"error": ...}} 10,000 deep is no server's error
+        return None
     if isinstance(obj, dict):
         for key in ("error", "message", "detail", "msg"):
             if key in obj:
-                found = _find_message(obj[key])
+                found = _find_message(obj[key], depth + 1)
                 if found:
                     return found
     if isinstance(obj, list) and obj:
-        return _find_message(obj[0])
+        return _find_message(obj[0], depth + 1)
     return None
 
 
-async def read_error_body(resp: httpx.Response, stall: float) -> bytes:
-    data = b""
+async def read_error_body(
+    resp: httpx.Response, stall: float, into: list[bytes] | None = None
+) -> bytes:
+    """Up to ERROR_BODY_LIMIT bytes of an error body (httpx); faults end it quietly.
+    ``into``: a list the parts are appended to as they come."""
+    parts: list[bytes] = [] if into is None else into
+    size = 0
     try:
         async for part in _with_stall(resp.aiter_raw(), stall):
-            data += part
-            if len(data) >= ERROR_BODY_LIMIT:
+            parts.append(part)
+            size += len(part)
+            if size >= ERROR_BODY_LIMIT:
                 break
     except (httpx.HTTPError, StallTimeout):
         pass
-    return data
+    return b"".join(parts)
 
 
 @dataclass(frozen=True)
@@ -112,6 +155,10 @@ class WholeResponse:
     reason_phrase: str
     headers: Mapping[str, str]
     content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
 
 
 class ResponseHead(Protocol):

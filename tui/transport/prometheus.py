@@ -176,12 +176,17 @@ def histogram_window(a: Scrape | None, b: Scrape, name: str, **match: str) -> Hi
 
 def get_text(url: str, timeout_s: float = 2.0, access: HttpAccess | None = None) -> str:
     """GET ``url`` (blocking; call from a sampler thread) with the server's access
-    (headers, API key, TLS verification); ScrapeError on any failure."""
+    (headers, API key, TLS verification): the whole answer within ``timeout_s`` seconds
+    and SCRAPE_LIMIT bytes (a dripping or endless endpoint ends then); ScrapeError on
+    any failure."""
     import httpx
+
+    from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole
 
     access = access or HttpAccess()
     try:
-        r = httpx.get(url, timeout=timeout_s, headers=access.headers, verify=access.verify_tls)
+        with deadline_client(headers=access.headers, verify=access.verify_tls) as client:
+            r = get_whole(client, url, limit=SCRAPE_LIMIT, deadline_s=timeout_s)
     except httpx.HTTPError as e:
         raise ScrapeError(f"{url}: {type(e).__name__}: {e}") from None
     if r.status_code != 200:

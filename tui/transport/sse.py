@@ -27,17 +27,45 @@ class SSEEvent:
     id: str | None = None
 
 
+EVENT_LIMIT = 16 * 1024 * 1024
+"""Bytes one SSE event or NDJSON line may hold before the stream is refused.
+
+The largest real events are a final chunk that carries a whole answer with logprobs
+(a 4,000-token answer with 20 top logprobs per token is ~5 MB of JSON) and Ollama's
+last line on ``/api/generate``, whose ``context`` array lists every token id of the
+context (~7 MB for a million tokens); 16 MiB holds either with room. An endless line
+stops there: memory stays bounded, and every byte is copied a bounded number of times
+(the unfinished part is kept in pieces and joined once, when it ends)."""
+
+
+class EventTooLarge(ValueError):
+    """An SSE event or NDJSON line grew past its limit without ending."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an event (or line) longer than {limit} bytes, still unfinished")
+        self.limit = limit
+
+
 class _LineSplitter:
     """Bytes in, complete text lines out (CRLF, LF or CR end a line).
 
     Works on bytes (``bytes.split``, no per-character loop); a complete line is decoded
     as UTF-8 on its own (a line ending never falls inside a multi-byte character), bad
-    bytes become U+FFFD.
+    bytes become U+FFFD. An unfinished line is held in pieces and joined once, when its
+    end comes (so a line that arrives in many reads costs linear time); one longer than
+    ``limit`` bytes raises :class:`EventTooLarge`.
     """
 
-    def __init__(self) -> None:
-        self._buf = b""
+    def __init__(self, limit: int = EVENT_LIMIT) -> None:
+        self.limit = limit
+        self._held: list[bytes] = []  # the unfinished line, in pieces
+        self.held_len = 0
         self._pending_cr = False  # the last read ended in CR: a leading LF belongs to it
+
+    @property
+    def holding(self) -> bool:
+        """Bytes of an unfinished line, or a CR whose LF may follow, are held."""
+        return bool(self._held) or self._pending_cr
 
     def feed(self, data: bytes) -> list[str]:
         if not data:  # nothing new: a pending CR still waits for the LF that may follow it
@@ -50,16 +78,26 @@ class _LineSplitter:
             self._pending_cr = data[-1:] == b"\r"
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if b"\n" not in data:
-            self._buf += data
+            self._hold(data)
             return []
-        parts = (self._buf + data).split(b"\n")
-        self._buf = parts.pop()
+        if self._held:
+            data = b"".join(self._held) + data
+            self._held, self.held_len = [], 0
+        parts = data.split(b"\n")
+        self._hold(parts.pop())
         return [p.decode("utf-8", "replace") for p in parts]
+
+    def _hold(self, data: bytes) -> None:
+        if data:
+            self._held.append(data)
+            self.held_len += len(data)
+            if self.held_len > self.limit:
+                raise EventTooLarge(self.limit)
 
     @property
     def remainder(self) -> str:
         """Text after the last line ending (an unfinished line)."""
-        return self._buf.decode("utf-8", "replace")
+        return b"".join(self._held).decode("utf-8", "replace")
 
 
 # One event of the usual shape; its payload has no line end (8 = the bytes around it)
@@ -67,25 +105,37 @@ _DATA_EVENT = re.compile(rb"data: ([^\n]*)\n\n")
 
 
 class SSEDecoder:
-    """Feed bytes, get the events completed by them."""
+    """Feed bytes, get the events completed by them. An event that grows past
+    ``limit`` bytes without ending raises :class:`EventTooLarge`."""
 
-    def __init__(self) -> None:
-        self._lines = _LineSplitter()
+    def __init__(self, limit: int = EVENT_LIMIT) -> None:
+        self.limit = limit
+        self._lines = _LineSplitter(limit)
         self._data: list[str] = []
+        self._data_len = 0
         self._event = ""
         self._id: str | None = None
-        # feed_payloads' fast path: the raw bytes of an unfinished event, or None while
-        # the line-by-line rules hold state (a split line, a CR, an event's fields)
-        self._raw: bytes | None = b""
+        # feed_payloads' fast path: the raw bytes of an unfinished event, in pieces
+        # (joined once, when the event can end); by_lines while the line-by-line rules
+        # hold state (a split line, a CR, an event's fields)
+        self._held: list[bytes] = []
+        self._held_len = 0
+        self._by_lines = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes held of an unfinished event (0: none)."""
+        return self._held_len + self._lines.held_len + self._data_len
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         out: list[SSEEvent] = []
-        if self._raw:  # bytes held by feed_payloads' fast path
-            data, self._raw = self._raw + data, b""
+        if self._held:  # bytes held by feed_payloads' fast path
+            data = self._take_held() + data
         for line in self._lines.feed(data):
             ev = self._line(line)
             if ev is not None:
                 out.append(ev)
+        self._check()
         return out
 
     def feed_payloads(self, data: bytes) -> list[bytes]:
@@ -96,47 +146,85 @@ class SSEDecoder:
         such event, one regex ``findall`` when the buffer holds nothing else, else
         ``bytes.split``; no per-line decoding). Anything else
         (CR line ends, comments, other fields, multi-line data) goes through the full
-        rules, and the fast path resumes once they hold no state.
+        rules, and the fast path resumes once they hold no state. Bytes that cannot end
+        the unfinished event are only held (no copy of what came before).
         """
-        raw = self._raw
         if (
-            raw == b""
+            not self._held
+            and not self._by_lines
             and data.startswith(b"data: ")
             and data.endswith(b"\n\n")
             and data.find(b"\n") == len(data) - 2
             and data.find(b"\r") < 0  # (faster than "in": no TypeError made and dropped)
         ):
             return [data[6:-2]]  # exactly one whole event: one token per read
-        if raw is None or data.find(b"\r") >= 0:
-            if raw:
-                data = raw + data
+        if self._by_lines or data.find(b"\r") >= 0:
+            if self._held:
+                data = self._take_held() + data
             out = [d.encode() for d in self._feed_lines(data)]
-            lines = self._lines
-            clean = not (lines._buf or lines._pending_cr or self._data or self._event)
-            self._raw = b"" if clean else None
+            self._by_lines = bool(self._lines.holding or self._data or self._event)
+            self._check()
             return out
-        buf = raw + data if raw else data
+        if self._held:
+            # the held bytes end with no blank line: only a blank line in this read, or
+            # a line end here that completes one the held bytes began, can end the event
+            if data.find(b"\n\n") < 0 and not (data[:1] == b"\n" and self._held[-1][-1:] == b"\n"):
+                self._hold(data)
+                self._check()
+                return []
+            buf = self._take_held() + data
+        else:
+            buf = data
         cut = buf.rfind(b"\n\n") + 2  # the end of the last complete event
         if cut > 1:
             whole = buf[:cut] if cut < len(buf) else buf
             found: list[bytes] = _DATA_EVENT.findall(whole)
             if len(whole) == 8 * len(found) + sum(map(len, found)):
                 # the events tile the buffer: every one is "data: <payload>\n\n"
-                self._raw = buf[cut:]
+                self._hold(buf[cut:])
+                self._check()
                 return found
         events = buf.split(b"\n\n")
-        self._raw = events.pop()  # after the last blank line: an unfinished event
+        self._hold(events.pop())  # after the last blank line: an unfinished event
         out = []
         for ev in events:
             if ev[:6] == b"data: " and b"\n" not in ev:
                 out.append(ev[6:])
             else:  # this event, and the blank line that ended it, by the full rules
                 out.extend(d.encode() for d in self._feed_lines(ev + b"\n\n"))
+        self._check()
         return out
+
+    def _hold(self, data: bytes) -> None:
+        if data:
+            self._held.append(data)
+            self._held_len += len(data)
+
+    def _check(self) -> None:
+        """EventTooLarge when the unfinished event holds more than the limit."""
+        if self._held_len + self._lines.held_len + self._data_len > self.limit:
+            raise EventTooLarge(self.limit)
+
+    def _take_held(self) -> bytes:
+        held = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        self._held, self._held_len = [], 0
+        return held
 
     def feed_data(self, data: bytes) -> list[str]:
         """Like :meth:`feed_payloads`, as text."""
         return [d.decode("utf-8", "replace") for d in self.feed_payloads(data)]
+
+    def _add_data(self, value: str) -> None:
+        self._data.append(value)
+        self._data_len += len(value) + 1
+        if self._data_len > self.limit:  # (one read of many lines: before they all add up)
+            raise EventTooLarge(self.limit)
+
+    def _dispatched(self) -> str:
+        data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
+        self._data, self._data_len = [], 0
+        self._event = ""
+        return data
 
     def _feed_lines(self, data: bytes) -> list[str]:
         """Each event's data by the line rules (a ``data:`` line and a blank line per event
@@ -144,13 +232,11 @@ class SSEDecoder:
         out: list[str] = []
         for line in self._lines.feed(data):
             if line.startswith("data: "):
-                self._data.append(line[6:])
+                self._add_data(line[6:])
             elif line or not self._data:
                 self._line(line)
             else:  # a blank line ends an event that has data
-                out.append(self._data[0] if len(self._data) == 1 else "\n".join(self._data))
-                self._data = []
-                self._event = ""
+                out.append(self._dispatched())
         return out
 
     def _line(self, line: str) -> SSEEvent | None:
@@ -158,17 +244,15 @@ class SSEDecoder:
             if not self._data:
                 self._event = ""
                 return None
-            ev = SSEEvent("\n".join(self._data), self._event or "message", self._id)
-            self._data = []
-            self._event = ""
-            return ev
+            event = self._event or "message"
+            return SSEEvent(self._dispatched(), event, self._id)
         if line.startswith(":"):
             return None
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
             value = value[1:]
         if name == "data":
-            self._data.append(value)
+            self._add_data(value)
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
@@ -183,8 +267,8 @@ class SSEDecoder:
         here and the caller decides what it means.
         """
         out: list[SSEEvent] = []
-        if self._raw:  # an unfinished event held by feed_payloads' fast path
-            raw, self._raw = self._raw, b""
+        if self._held:  # an unfinished event held by feed_payloads' fast path
+            raw = self._take_held()
             out += [SSEEvent(d, "message", self._id) for d in self._feed_lines(raw)]
         rest = self._lines.remainder
         if rest:
@@ -192,16 +276,22 @@ class SSEDecoder:
             if ev is not None:
                 out.append(ev)
         if self._data:
-            out.append(SSEEvent("\n".join(self._data), self._event or "message", self._id))
-            self._data = []
+            event = self._event or "message"
+            out.append(SSEEvent(self._dispatched(), event, self._id))
         return out
 
 
 class NDJSONDecoder:
-    """Feed bytes, get complete JSON lines (as text; blank lines skipped)."""
+    """Feed bytes, get complete JSON lines (as text; blank lines skipped). A line that
+    grows past ``limit`` bytes without ending raises :class:`EventTooLarge`."""
 
-    def __init__(self) -> None:
-        self._lines = _LineSplitter()
+    def __init__(self, limit: int = EVENT_LIMIT) -> None:
+        self._lines = _LineSplitter(limit)
+
+    @property
+    def pending(self) -> int:
+        """Bytes held of an unfinished line (0: none)."""
+        return self._lines.held_len
 
     def feed(self, data: bytes) -> list[str]:
         return [ln for ln in self._lines.feed(data) if ln.strip()]

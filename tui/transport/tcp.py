@@ -30,6 +30,9 @@ READ_SIZE = 256 * 1024
 # and sharing one stamp misplaces no event by more than FRESH_NS.
 SMALL_READ = 1024
 FRESH_NS = 1_000_000
+# Bytes one read callback takes before it lets the loop run: a reader that takes parts
+# (take()) runs between callbacks, so what it has not taken stays this small.
+DRAIN_LIMIT = 4 * READ_SIZE
 Stamped = tuple[int, bytes]
 # pump()'s consumer: called with each read from the read callback; True = it has had enough
 Sink = Callable[[int, bytes], bool]
@@ -120,6 +123,9 @@ class StampedConn:
                 pass
         self.parts: list[Stamped] = []
         self.closed = False
+        # kept alive in a pool between responses: the server has nothing to say then, so
+        # a byte (or the end) that comes closes the connection instead of being kept
+        self.idle = False
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -136,10 +142,15 @@ class StampedConn:
         await self.loop.sock_sendall(self.sock, data)
 
     def _on_readable(self) -> None:
-        """Read everything the socket holds; each read, with its own stamp, goes to the
-        pump's sink (:meth:`pump`) or into ``parts`` (:meth:`take`)."""
+        """Read what the socket holds, up to DRAIN_LIMIT bytes (then the loop gets a turn,
+        and the level-triggered selector calls again): each read, with its own stamp,
+        goes to the pump's sink (:meth:`pump`) or into ``parts`` (:meth:`take`). Reading
+        stops at once when the sink has had enough or raised: a server that sends
+        without pause must not be read on after that, nor faster than its reader
+        takes the bytes."""
         size = SMALL_READ
         sock = self.sock
+        budget = DRAIN_LIMIT
         while not self.closed:
             asked = size if self.kernel_stamps else READ_SIZE
             try:
@@ -172,6 +183,9 @@ class StampedConn:
             if not data:  # EOF: close our side too
                 self.connection_lost(None)
                 return
+            if self.idle:  # bytes after the response, with none asked for: not kept
+                self.connection_lost(None)
+                return
             self._read_ns = now
             sink = self._sink
             if sink is None:
@@ -183,10 +197,15 @@ class StampedConn:
                         self._sink_end = True
                         self._sink = None
                         self._wake()
+                        return
                 except Exception as e:  # noqa: BLE001 - raised again in pump(), on its task
                     self._sink_end = e
                     self._sink = None
                     self._wake()
+                    return
+            budget -= len(data)
+            if budget <= 0:
+                return
             if len(data) < asked:
                 # a short read emptied the socket: no second read to learn that from
                 # EAGAIN (a syscall and an exception per wake-up); the selector is
@@ -232,6 +251,8 @@ class StampedConn:
         for t, data in parts:
             if sink(t, data):
                 return True
+        if parts:  # bytes came before the pump began: the next wait is a gap between reads
+            first = stall
         if self.closed:
             return False
         self._cancel_timer()

@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
@@ -34,6 +35,7 @@ from textual.widgets import (
 from tui.bench.plan import BenchError, BenchPlan, parse_concurrency
 from tui.bench.runner import BenchResult, BenchRunner, BenchUpdate
 from tui.config import Config, ConfigError
+from tui.core.safe_text import terminal_label, terminal_safe
 
 SPARK_POINTS = 120
 
@@ -173,7 +175,8 @@ class BenchScreen(Screen):
         except OSError as e:
             self.notify(f"cannot open {md}: {e.strerror or e}", severity="error")
             return
-        self.query_one("#report_md", Markdown).update(text)
+        # a report names the models and errors servers sent: terminal-safe
+        self.query_one("#report_md", Markdown).update(terminal_safe(text))
         self.opened_report = folder
 
     def action_compare(self) -> None:
@@ -202,7 +205,7 @@ class BenchScreen(Screen):
 
         def integer(widget_id: str, what: str) -> int:
             raw = self.query_one(f"#{widget_id}", Input).value.strip()
-            if not raw.lstrip("-").isdigit():
+            if not (raw.isascii() and raw.lstrip("-").isdigit()):
                 raise BenchError(f"{what}: {raw!r} is not a whole number")
             return int(raw)
 
@@ -318,7 +321,8 @@ class BenchScreen(Screen):
             text += f"\nlast request failed: {r.error}"
         if u.message:
             text += f"\n{u.message}"
-        self.query_one("#status", Static).update(text)
+        # errors quote servers: terminal-safe, and no markup read in them
+        self.query_one("#status", Static).update(escape(terminal_safe(text)))
 
     def on_bench_done(self, message: BenchDone) -> None:
         self.runner = None
@@ -327,13 +331,14 @@ class BenchScreen(Screen):
         self.query_one("#stop", Button).disabled = True
         status = self.query_one("#status", Static)
         if message.error:
-            status.update(f"[b]bench failed:[/b] {message.error}")
+            status.update(f"[b]bench failed:[/b] {escape(terminal_label(message.error, 2000))}")
             self.notify(message.error, severity="error")
             return
         table = self.query_one("#levels", DataTable)
         for e in (message.summary or {}).get("engines", []):
             if e["error"]:
-                table.add_row(e["name"], "—", "0", "—", "—", "—", "—", e["error"][:40])
+                why = terminal_label(e["error"], 40)
+                table.add_row(e["name"], "—", "0", "—", "—", "—", "—", why)
             for lv in e["levels"]:
                 med = lv["medians"]
                 table.add_row(

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 from tui.bench.compare import compare_reports
 from tui.bench.compare_md import HEAD, row_cells
 from tui.bench.report_md import markdown as report_markdown
+from tui.core.safe_text import terminal_label, terminal_safe
 
 
 class ComparisonReady(Message):
@@ -60,12 +61,12 @@ class CompareScreen(Screen):
                 side_a.border_title = (
                     f"A: {pa.name if pa.name != 'report.json' else pa.parent.name}"
                 )
-                yield Markdown(report_markdown(self.a[1]), id="report-a")
+                yield Markdown(terminal_safe(report_markdown(self.a[1])), id="report-a")
             with VerticalScroll(classes="compare-side", id="side-b") as side_b:
                 side_b.border_title = (
                     f"B: {pb.name if pb.name != 'report.json' else pb.parent.name}"
                 )
-                yield Markdown(report_markdown(self.b[1]), id="report-b")
+                yield Markdown(terminal_safe(report_markdown(self.b[1])), id="report-b")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -87,7 +88,7 @@ class CompareScreen(Screen):
         comp = message.result["comparisons"][0]
         table = self.query_one("#compare-table", DataTable)
         for row in comp["rows"]:
-            table.add_row(*row_cells(row))
+            table.add_row(*(terminal_label(cell) for cell in row_cells(row)))
         diffs = comp["environment_differences"]
         if diffs:
             lines = [
@@ -98,7 +99,8 @@ class CompareScreen(Screen):
         else:
             lines = ["Environments match: same machine, versions, model file and settings."]
         lines += [f"  note: {n}" for n in comp["notes"]]
-        self.query_one("#compare-warnings", Static).update("\n".join(lines))
+        # a report from someone else names engines and models: terminal-safe
+        self.query_one("#compare-warnings", Static).update(terminal_safe("\n".join(lines)))
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

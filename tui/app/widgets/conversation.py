@@ -37,6 +37,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, box_height, scroll_step
+from tui.core.safe_text import terminal_safe
 
 COMMIT_S = 1.0  # at most this long between Markdown appends while the user scrolls back
 COMMIT_FOLLOWING_S = math.inf  # the same while the pane follows the stream: never
@@ -154,7 +155,8 @@ class Turn(Vertical):
 
     def compose(self) -> ComposeResult:
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
-        yield Static(f"› {shown}", classes="prompt", markup=False)
+        # a replayed prompt comes from a session file: terminal-safe like the answer
+        yield Static(f"› {terminal_safe(shown)}", classes="prompt", markup=False)
         yield AnswerSegment("", classes="answer")
         yield TailText(classes="tail")
         yield Static(
@@ -172,8 +174,12 @@ class Turn(Vertical):
         return "".join(segment.source for segment in self.query(".answer").results(Markdown))
 
     async def append(self, fragment: str) -> None:
+        """Show more of the answer. The model's text is untrusted: it is made
+        terminal-safe here, before either path (the plain tail, the Markdown commits)
+        sees it; the session log and the next turn's messages keep the raw text."""
         if not fragment:
             return
+        fragment = terminal_safe(fragment)
         if not self._streaming:
             self._streaming = True
             self._committed_at = time.monotonic()
@@ -257,14 +263,14 @@ class Turn(Vertical):
         self.finished = True
         self.summary = f"{self.engine} · {summary}"
         line = self.query_one(".summary", Static)
-        line.update(self.summary)
+        line.update(terminal_safe(self.summary))
         if state:
             line.add_class(f"-{state}")
 
     def add_to_summary(self, text: str) -> None:
         """Append to the summary line (what is known only later: the answer's energy)."""
         self.summary = f"{self.summary} · {text}"
-        self.query_one(".summary", Static).update(self.summary)
+        self.query_one(".summary", Static).update(terminal_safe(self.summary))
 
 
 class Conversation(VerticalScroll):

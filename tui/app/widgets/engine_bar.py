@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.core.safe_text import terminal_label
+
 STATE_STYLE = {
     "idle": "dim",
     "loading": "bold yellow",
@@ -85,9 +87,11 @@ def slot_text(slot: str, view: SlotView, ab: bool, width: int = 0) -> Text:
     last the engine's name is clipped."""
     state_style = STATE_STYLE.get(view.state, "")
     detail = view.detail if view.detail and (view.state == "error" or not ab) else ""
-    model = view.model
-    kind = view.kind
-    engine = view.engine
+    # the model's name and an error's reason come from a server: terminal-safe
+    detail = terminal_label(detail, 500)
+    model = terminal_label(view.model)
+    kind = terminal_label(view.kind)
+    engine = terminal_label(view.engine)
 
     def build() -> Text:
         t = Text()

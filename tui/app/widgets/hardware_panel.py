@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from tui.app.format import gib, mib
+from tui.core.safe_text import terminal_label
 from tui.telemetry.nvml import ABSENT, ERROR, GpuSample
 from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
 
@@ -95,7 +96,7 @@ def gpu_memory(gpu: GpuSample) -> str:
 def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
     t = Text()
     if sample.link:
-        t.append(sample.link + "\n", style="bold yellow")
+        t.append(terminal_label(sample.link, 500) + "\n", style="bold yellow")
     s = sample.system
     if s is not None:
         cores = f"  cores {core_bars(s.per_core)}" if s.per_core else ""
@@ -117,15 +118,16 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
     elif sample.source != THIS_MACHINE and sample.gpu.gpus:
         t.append("CPU, RAM: not in this source's metrics\n", style="dim")
     if sample.error:
-        t.append(sample.error + "\n", style="red")
+        t.append(terminal_label(sample.error, 500) + "\n", style="red")
     g = sample.gpu
     if g.status == ABSENT:
-        t.append(g.message or "no GPU", style="dim")
+        t.append(terminal_label(g.message or "no GPU", 500), style="dim")
     elif g.status == ERROR:
-        t.append(g.message, style="bold red")
+        t.append(terminal_label(g.message, 500), style="bold red")
     for gpu in g.gpus:
         util = "–" if gpu.util_percent is None else f"{gpu.util_percent:.0f}%"
-        t.append(f"GPU{gpu.index} {gpu.name}: util {util} {gpu_memory(gpu)}")
+        name = terminal_label(gpu.name, 80)  # an exporter's or agent's label
+        t.append(f"GPU{gpu.index} {name}: util {util} {gpu_memory(gpu)}")
         if gpu.power_w is not None:
             t.append(f" {gpu.power_w:.0f} W")
         if gpu.temp_c is not None:
@@ -137,7 +139,7 @@ def hardware_text(sample: TelemetrySample, roofline: str | None) -> Text:
         top = max(gpu.processes, key=lambda p: p.bytes or 0, default=None)
         if top is not None and top.bytes:
             more = f" +{len(gpu.processes) - 1}" if len(gpu.processes) > 1 else ""
-            t.append(f" · {top.name or 'pid'} {top.pid} {gib(top.bytes)}{more}")
+            t.append(f" · {terminal_label(top.name or 'pid', 40)} {top.pid} {gib(top.bytes)}{more}")
         t.append("\n")
         if gpu.note:
             t.append(f"  {gpu.note}\n", style="dim")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from textual.markup import escape
 from textual.widgets import Static
+
+from tui.core.safe_text import terminal_safe
 
 
 class ServerPanel(Static):
@@ -14,10 +17,11 @@ class ServerPanel(Static):
         self.border_title = "server"
 
     def show_lines(self, lines: list[str] | None) -> None:
-        """``None`` hides the panel (the engine has no server-side metrics)."""
+        """``None`` hides the panel (the engine has no server-side metrics). The lines
+        quote the server (model names, scrape errors): terminal-safe, no markup read."""
         self.display = lines is not None
         if lines is not None:
-            self.update("\n".join(lines))
+            self.update(escape(terminal_safe("\n".join(lines))))
 
     @property
     def text(self) -> str:

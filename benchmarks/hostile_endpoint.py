@@ -1,0 +1,173 @@
+"""What a hostile endpoint can cost infertop: wall time and peak memory, per attack.
+
+The hostile test server (tests/support/hostile_server.py) runs in a process of its own;
+each case runs in a fresh child process that imports infertop, notes its RSS, performs
+the one read the case names against the server, and reports the wall time of that read,
+how it ended, and its peak RSS (``ru_maxrss``) above the RSS before it. Every case must
+end by its bound (the deadline or the size cap) and the memory stays bounded by the cap.
+
+Cases (the bound in brackets):
+
+- stream-endless: an SSE stream whose one event never ends [16 MiB event cap]
+- stream-drip:    an SSE event dripped a byte every 50 ms [stall timeout: 5 s here]
+- whole-huge:     /v1/models answering 1 GiB, lean client [16 MiB body cap]
+- whole-drip:     /v1/models dripped [connect + read timeout: 1 + 4 s here]
+- scrape-huge:    a /metrics scrape answering 1 GiB [8 MiB scrape cap]
+- scrape-drip:    a /metrics scrape dripped, head or body [its 2 s timeout]
+- fleet-drip:     ``infertop fleet --once`` on a dripped body, a dripped head and an
+                  endless body [--timeout 2]
+
+    python benchmarks/hostile_endpoint.py [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "tests" / "support" / "hostile_server.py"
+CASES = (
+    "stream-endless",
+    "stream-drip",
+    "whole-huge",
+    "whole-drip",
+    "scrape-huge",
+    "scrape-drip",
+    "scrape-drip-head",
+    "fleet-drip",
+)
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _case(name: str, base: str) -> dict[str, object]:
+    """In the child: one read against ``base`` (the hostile server)."""
+    import asyncio
+
+    from tui.engines.base import EngineError, EngineSpec, GenerationRequest
+    from tui.engines.openai_compat import OpenAICompatEngine
+    from tui.transport.prometheus import ScrapeError, get_text
+
+    def engine(mode: str, **kw: object) -> OpenAICompatEngine:
+        spec = EngineSpec(name="h", kind="openai", url=f"{base}/{mode}", model="m", **kw)  # type: ignore[arg-type]
+        return OpenAICompatEngine(spec)
+
+    async def stream(e: OpenAICompatEngine) -> str:
+        req = GenerationRequest.from_prompt("hi", max_tokens=8)
+        last = None
+        try:
+            async for ev in e.stream(req):
+                last = ev
+        finally:
+            await e.close()
+        return str(getattr(last, "message", last))
+
+    async def load(e: OpenAICompatEngine) -> str:
+        try:
+            await e.load()
+        except EngineError as err:
+            return str(err)
+        finally:
+            await e.close()
+        return "loaded (!)"
+
+    before = _rss_kib()
+    t0 = time.perf_counter()
+    if name == "stream-endless":
+        ended = asyncio.run(stream(engine("endless-stream")))
+    elif name == "stream-drip":
+        ended = asyncio.run(stream(engine("drip-stream", stall_timeout_s=5.0)))
+    elif name == "whole-huge":
+        ended = asyncio.run(load(engine("huge")))
+    elif name == "whole-drip":
+        ended = asyncio.run(load(engine("drip", connect_timeout_s=1.0, read_timeout_s=4.0)))
+    elif name.startswith("scrape-"):
+        mode = {"scrape-huge": "huge", "scrape-drip": "drip", "scrape-drip-head": "drip-head"}
+        try:
+            get_text(f"{base}/{mode[name]}/metrics", 2.0)
+            ended = "scraped (!)"
+        except ScrapeError as err:
+            ended = str(err)
+    else:
+        raise SystemExit(f"unknown case {name}")
+    took = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"case": name, "wall_s": took, "rss_before_mib": before / 1024,
+            "peak_over_mib": max(0, peak - before) / 1024, "ended": ended[:160]}  # fmt: skip
+
+
+def _fleet(base: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "INFERTOP_CONFIG": ""}
+    argv = [sys.executable, "-m", "tui", "fleet", "--once", "--timeout", "2", "--gap", "0.1"]
+    for mode in ("drip", "drip-head", "endless"):
+        argv += ["--url", f"{base}/{mode}"]
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    took = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    downs = sum(" down " in ln for ln in p.stdout.splitlines())
+    return {"case": "fleet-drip", "wall_s": took, "rss_before_mib": None,
+            "peak_over_mib": None, "peak_process_mib": peak / 1024,
+            "ended": f"exit {p.returncode}, {downs} rows down"}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--base", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:  # the child
+        sys.path.insert(0, str(ROOT))
+        print(json.dumps(_case(args.case, args.base)))
+        return 0
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert server.stdout is not None
+        base = f"http://127.0.0.1:{server.stdout.readline().strip()}"
+        results = []
+        for case in CASES:
+            if case == "fleet-drip":
+                results.append(_fleet(base))
+                continue
+            child = subprocess.run(
+                [sys.executable, __file__, "--case", case, "--base", base],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if child.returncode != 0:
+                print(child.stderr, file=sys.stderr)
+                return 1
+            results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    finally:
+        server.terminate()
+        server.wait(10)
+    print(f"{'case':<18} {'wall s':>7} {'peak RSS over start MiB':>24}  how it ended")
+    for r in results:
+        over = r["peak_over_mib"]
+        shown = (
+            f"{over:.1f}" if isinstance(over, float) else f"(process {r['peak_process_mib']:.0f})"
+        )
+        print(f"{r['case']:<18} {r['wall_s']:>7.2f} {shown:>24}  {r['ended']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

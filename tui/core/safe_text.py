@@ -1,0 +1,54 @@
+"""The one filter every untrusted text passes before it reaches a terminal.
+
+Model output, model names, finish reasons, server error bodies, ssh stderr, exporter
+labels, replayed text and fleet cells come from programs infertop does not control. Raw,
+a terminal obeys the control sequences in them: OSC 52 writes the clipboard, OSC 0 sets
+the window title, CSI clears the screen or moves the cursor over earlier lines, and C1
+bytes (U+0080..U+009F) are the same introducers in one character. So before such text is
+shown:
+
+- C0 controls other than newline and tab, and DEL, become their visible Unicode control
+  pictures (ESC is ``␛``, BEL ``␇``, DEL ``␡``): the sequence is shown, never obeyed;
+- a CR before LF is dropped (CRLF is a line end); any other CR becomes ``␍`` (a bare CR
+  would move the cursor back over what the line already printed);
+- C1 controls become U+FFFD (``�``).
+
+Everything else passes unchanged, in one ``str.translate`` (linear in the text's length;
+each character is judged on its own, so a sequence split across stream chunks is made
+safe piece by piece). :func:`terminal_label` also folds newlines and tabs to spaces and
+cuts the text short, for one-line places (names, reasons, table cells).
+
+The session log and ``run --json`` keep the raw text: a record says what was sent, and
+JSON escapes control characters itself.
+"""
+
+from __future__ import annotations
+
+_PICTURES = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)}
+_PICTURES[0x7F] = 0x2421  # ␡
+_C1 = dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+_TABLE: dict[int, int] = {**_PICTURES, **_C1}
+_LABEL_TABLE: dict[int, int] = {**_TABLE, 0x09: 0x20, 0x0A: 0x20}
+_UNSAFE = frozenset(chr(c) for c in _TABLE)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every terminal control character made visible (see the module
+    docstring); newlines and tabs kept."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text.translate(_TABLE)
+
+
+def terminal_label(text: object, limit: int = 200) -> str:
+    """A one-line, terminal-safe form of ``text`` (any object: its ``str``), at most
+    ``limit`` characters (an ellipsis marks a cut)."""
+    s = text if isinstance(text, str) else str(text)
+    if len(s) > limit:
+        s = s[: max(0, limit - 1)] + "…"
+    return s.replace("\r\n", " ").translate(_LABEL_TABLE)
+
+
+def is_terminal_safe(text: str) -> bool:
+    """True when :func:`terminal_safe` would change nothing but CRLF line ends."""
+    return _UNSAFE.isdisjoint(text.replace("\r\n", "\n"))
