@@ -5,13 +5,19 @@ One run, four parts (``--parts``, default all), on this machine:
 tui   The embedded SmolLM2 (in-process llama.cpp, its worker process) answers the same
       prompt, greedy, ``--tokens`` tokens, (a) headless — ``infertop run --json`` — and
       (b) in the real TUI in a real terminal (tmux) at 80×24 and 120×40, the conversation
-      cleared between answers (each answer starts from the same context). Rounds are
-      interleaved (headless, 80×24, 120×40, rotated each round). The figure is the
-      engine's own decode rate (llama.cpp's perf clock: t_eval over n_eval, in the
-      session log's engine truth and in run's JSON), so it is the engine that slowed, not
-      our stamps: watched ÷ headless, median of rounds. Beside it, while the TUI
-      streams (prompt sent → answer recorded): the app process's CPU (its main thread =
-      the UI; the whole process) and the terminal's (the tmux server's: a terminal
+      cleared between answers (each answer starts from the same context), and (c) in the
+      same TUI with the app SIGSTOPped from its first drawn token until the engine's
+      worker goes idle: the same worker and context, nothing of the UI running while it
+      decodes — the tightest control, back to back with (b) (order alternating). A
+      headless run is a new process with a fresh model load each time, and its rate
+      wanders more (here 87 to 135 tok/s between rounds). Both apps stay open,
+      SIGSTOPped while other arms run (an idle app then costs nothing); arms rotate.
+      The figure is the engine's own decode rate (llama.cpp's perf clock: t_eval over
+      n_eval, in the session log's engine truth and in run's JSON), so it is the engine
+      that slowed, not our stamps: watched ÷ frozen and watched ÷ headless, per round,
+      then the median. Beside it, while the TUI streams (first to last token, on the
+      answer's own stamps; CPU read every 50 ms): the app process's CPU (its main thread
+      = the UI; the whole process) and the terminal's (the tmux server's: a terminal
       costs CPU too, on this machine when local).
 ui    The UI alone at a fixed pace: the synthetic engine at 100 tok/s (its clock is a
       sleeping thread), 15 s of streaming at each size: the app's main thread and
@@ -24,14 +30,16 @@ ab    A/B on one machine: A = the embedded llama.cpp (worker process), B = llama
 bench The bench's own requests: ``infertop bench`` against a llama-server at c = 1 and 4:
       the requests it made that were not measured, per level, as its report lists them.
 
-    .venv/bin/python benchmarks/watch_cost.py [--rounds 3] [--tokens 192] [--parts tui,ui]
+    .venv/bin/python benchmarks/watch_cost.py [--rounds 8] [--tokens 256] [--parts tui,ui]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +54,7 @@ from ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SIZES = ((80, 24), (120, 40))
+REST_S = 2.0  # idle before every measured answer: each starts on a machine at rest
 
 
 def load() -> str:
@@ -53,7 +62,8 @@ def load() -> str:
 
 
 def med(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
+    xs = [x for x in xs if not math.isnan(x)]
+    return statistics.median(xs) if xs else math.nan
 
 
 def env_for(tmp: Path) -> dict[str, str]:
@@ -97,14 +107,11 @@ class Watched:
         return out
 
     def turn(self, prompt: str, expect: int) -> dict[str, float]:
-        """Type ``prompt``, wait for ``expect`` more records; CPU over the turn."""
+        """Type ``prompt``, wait for ``expect`` more records; CPU shares over the decode
+        window (first to last content chunk of the first record, on its own stamps:
+        CLOCK_MONOTONIC, as time.monotonic_ns here), from readings every 50 ms."""
         n0 = len(self.records())
-        ui0, app0, term0 = (
-            thread_cpu(self.app.pid)["main"],
-            cpu_seconds(self.app.pid),
-            (cpu_seconds(self.server_pid)),
-        )
-        t0 = time.monotonic()
+        readings = [self._reading()]
         self.app.keys(prompt, literal=True)
         self.app.keys("Enter")
         deadline = time.monotonic() + 300
@@ -112,17 +119,66 @@ class Watched:
             if time.monotonic() > deadline:
                 raise TimeoutError(self.app.screen())
             time.sleep(0.05)
-        dt = time.monotonic() - t0
-        ui1, app1 = thread_cpu(self.app.pid)["main"], cpu_seconds(self.app.pid)
-        term1 = cpu_seconds(self.server_pid)
+            readings.append(self._reading())
+        rec = self.records()[n0]
+        chunks = [c for c in rec["timeline"]["chunks"] if c[1]]
+        t0 = rec["t_sent_ns"] + chunks[0][0]
+        t1 = rec["t_sent_ns"] + chunks[-1][0]
+        a = max((r for r in readings if r[0] <= t0), key=lambda r: r[0], default=readings[0])
+        b = min((r for r in readings if r[0] >= t1), key=lambda r: r[0], default=readings[-1])
+        dt = (b[0] - a[0]) / 1e9
         time.sleep(0.3)
         self.app.keys("C-l")  # a fresh context for the next answer
         time.sleep(0.3)
-        return {
-            "ui": 100 * (ui1 - ui0) / dt,
-            "app": 100 * (app1 - app0) / dt,
-            "term": 100 * (term1 - term0) / dt,
-        }
+        return {k: 100 * (b[i] - a[i]) / dt for i, k in ((1, "ui"), (2, "app"), (3, "term"))}
+
+    def _reading(self) -> tuple[int, float, float, float]:
+        return (
+            time.monotonic_ns(),
+            thread_cpu(self.app.pid)["main"],
+            cpu_seconds(self.app.pid),
+            cpu_seconds(self.server_pid),
+        )
+
+    def frozen_turn(self, prompt: str) -> None:
+        """The control: the same app and engine worker, the app SIGSTOPped from its first
+        drawn token until the worker goes idle (decode over), so nothing of the UI runs
+        while the engine decodes; then it wakes, draws and records the answer."""
+        n0 = len(self.records())
+        worker = self.worker()
+        self.app.keys(prompt, literal=True)
+        self.app.keys("Enter")
+        self.app.wait(lambda s: "streaming" in s, 60, poll=0.01)
+        self.pause()
+        try:
+            last, still = cpu_seconds(worker), 0
+            while still < 3:  # 0.3 s without CPU: the answer is done
+                time.sleep(0.1)
+                now = cpu_seconds(worker)
+                still, last = (still + 1 if now - last < 0.005 else 0), now
+        finally:
+            self.resume()
+        while len(self.records()) <= n0:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        self.app.keys("C-l")
+        time.sleep(0.3)
+
+    def worker(self) -> int:
+        """The PID of the app's engine worker process (its child)."""
+        import psutil
+
+        kids = psutil.Process(self.app.pid).children()
+        return next(k.pid for k in kids if "worker_main" in " ".join(k.cmdline()))
+
+    def pause(self) -> None:
+        """SIGSTOP the app: while another arm is measured it costs nothing, not even
+        its idle timers."""
+        os.kill(self.app.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.app.pid, signal.SIGCONT)
+        time.sleep(0.3)  # let it catch up on its timers before the next prompt
 
     def keys(self, *keys: str) -> None:
         self.app.keys(*keys)
@@ -155,42 +211,66 @@ def headless(cfg: Path, tmp: Path, tokens: int) -> float | None:
     return truth.get("decode_tps")
 
 
-def part_tui(tmp: Path, rounds: int, tokens: int, turns: int, threads: int | None) -> None:
-    print(f"\n== tui: engine decode watched ÷ headless (embedded SmolLM2, {tokens} tokens) ==")
+def part_tui(
+    tmp: Path, rounds: int, tokens: int, turns: int, threads: int | None, ui: str = ""
+) -> None:
+    print(f"\n== tui: engine decode watched ÷ not watched (embedded SmolLM2, {tokens} tokens) ==")
     engine = LOCAL + (f"n_threads = {threads}\n" if threads else "")
-    cfg = config(tmp, tokens, engine, "local")
-    arms = ["headless", *(f"{w}x{h}" for w, h in SIZES)]
-    got: dict[str, list[float]] = {a: [] for a in arms}
-    cpu: dict[str, list[dict[str, float]]] = {a: [] for a in arms[1:]}
-    for r in range(rounds):
-        for k in range(len(arms)):
-            arm = arms[(r + k) % len(arms)]
-            if arm == "headless":
-                vals = [headless(cfg, tmp, tokens) for _ in range(turns)]
-                got[arm] += [v for v in vals if v]
-            else:
-                w, h = (int(x) for x in arm.split("x"))
-                app = Watched(cfg, (w, h), tmp)
-                try:
-                    for _ in range(turns):
+    headless_cfg = config(tmp, tokens, LOCAL, "local")  # run's own choice: every core
+    sizes = [f"{w}x{h}" for w, h in SIZES]
+    apps: dict[str, Watched] = {}
+    for (w, h), name in zip(SIZES, sizes, strict=True):  # open throughout, stopped when idle
+        own = tmp / f"tui-{name}"
+        own.mkdir()
+        cfg = config(own, tokens, engine, "local", ui)  # --threads, --ui: the TUI's only
+        apps[name] = Watched(cfg, (w, h), own)
+        apps[name].pause()
+    got: dict[str, list[float]] = {k: [] for k in ["headless"] + sizes}
+    frozen: dict[str, list[float]] = {k: [] for k in sizes}
+    cpu: dict[str, list[dict[str, float]]] = {k: [] for k in sizes}
+    try:
+        for r in range(rounds):
+            for k, arm in enumerate(
+                (["headless"] + sizes)[r % 3 :] + (["headless"] + sizes)[: r % 3]
+            ):
+                time.sleep(REST_S)
+                if arm == "headless":
+                    got[arm].append(headless(headless_cfg, tmp, tokens) or math.nan)
+                    continue
+                app = apps[arm]
+                app.resume()
+                for n, watched in enumerate((True, False) if (r + k) % 2 == 0 else (False, True)):
+                    time.sleep(REST_S if n else 0.0)
+                    if watched:
                         cpu[arm].append(app.turn(PROMPT, 1))
-                    recs = app.records()
-                finally:
-                    app.close()
-                got[arm] += [v for v in map(truth_decode, recs) if v]
-        print(
-            f"round {r + 1}: "
-            + "  ".join(f"{a} {med(got[a][-turns:]):.1f}" for a in arms)
-            + f" tok/s (engine's clock)   {load()}"
-        )
-    base = med(got["headless"])
-    for arm in arms[1:]:
+                        got[arm].append(truth_decode(app.records()[-1]) or math.nan)
+                    else:
+                        app.frozen_turn(PROMPT)
+                        frozen[arm].append(truth_decode(app.records()[-1]) or math.nan)
+                app.pause()
+            print(
+                f"round {r + 1}: headless {got['headless'][-1]:.1f}  "
+                + "  ".join(f"{a} {got[a][-1]:.1f} (frozen {frozen[a][-1]:.1f})" for a in sizes)
+                + f" tok/s (engine's clock)   {load()}"
+            )
+    finally:
+        for app in apps.values():
+            app.resume()
+            app.close()
+    for arm in sizes:
         c = cpu[arm]
+        vs_frozen = [a / b for a, b in zip(got[arm], frozen[arm], strict=True)]
+        vs_headless = [a / b for a, b in zip(got[arm], got["headless"], strict=True)]
         print(
-            f"{arm:>8}: engine decode {med(got[arm]):.1f} tok/s vs headless {base:.1f}: "
-            f"ratio {med(got[arm]) / base:.3f}   while streaming: UI (main thread) "
-            f"{med([x['ui'] for x in c]):.1f}%, app process {med([x['app'] for x in c]):.1f}%, "
-            f"terminal (tmux) {med([x['term'] for x in c]):.1f}% of a core"
+            f"{arm:>8}: engine decode watched {med(got[arm]):.1f} tok/s, the app frozen "
+            f"{med(frozen[arm]):.1f}, headless run {med(got['headless']):.1f}\n"
+            f"          watched ÷ frozen (same worker, back to back): median "
+            f"{med(vs_frozen):.3f} (rounds {' '.join(f'{x:.2f}' for x in vs_frozen)})\n"
+            f"          watched ÷ headless run (same round): median {med(vs_headless):.3f} "
+            f"(rounds {' '.join(f'{x:.2f}' for x in vs_headless)})\n"
+            f"          while streaming: UI (main thread) {med([x['ui'] for x in c]):.1f}%, "
+            f"app process {med([x['app'] for x in c]):.1f}%, terminal (tmux) "
+            f"{med([x['term'] for x in c]):.1f}% of a core"
         )
 
 
@@ -311,18 +391,19 @@ def part_bench(tmp: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--tokens", type=int, default=192)
-    ap.add_argument("--turns", type=int, default=2, help="answers per app start")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--turns", type=int, default=1, help="answers per arm per round")
     ap.add_argument("--threads", type=int, help="llama.cpp threads under the TUI")
     ap.add_argument("--seconds", type=float, default=15.0, help="part ui: streaming window")
     ap.add_argument("--parts", default="tui,ui,ab,bench")
+    ap.add_argument("--ui", default="", help='part tui: [ui] settings, e.g. "refresh_hz = 2"')
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="infertop-watch-"))
     print(f"{os.cpu_count()} cores, {load()}, cwd for children: {tmp}")
     parts = a.parts.split(",")
     if "tui" in parts:
-        part_tui(tmp, a.rounds, a.tokens, a.turns, a.threads)
+        part_tui(tmp, a.rounds, a.tokens, a.turns, a.threads, a.ui.replace(";", "\n"))
     if "ui" in parts:
         part_ui(tmp, a.seconds)
     if "ab" in parts:

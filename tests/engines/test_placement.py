@@ -86,3 +86,14 @@ def test_turn_order_alternates():
         ["A", "B"],
         ["B", "A"],
     ]
+
+
+def test_the_tui_gives_llamacpp_every_core_on_small_machines_and_leaves_one_on_big():
+    from tui.engines.placement import ui_engine_spec
+
+    local = EngineSpec(name="l", kind="llamacpp")
+    assert [ui_engine_spec(local, n).n_threads for n in (1, 2, 4, 8, 16)] == [1, 2, 4, 7, 15]
+    pinned = EngineSpec(name="l", kind="llamacpp", n_threads=3)
+    assert ui_engine_spec(pinned, 16).n_threads == 3  # configured: kept
+    server = EngineSpec(name="s", kind="openai", url="http://127.0.0.1:1")
+    assert ui_engine_spec(server, 2) is server

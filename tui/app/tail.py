@@ -13,12 +13,13 @@ from collections import deque
 
 from rich.cells import cell_len, chop_cells
 
-# The box grows in steps of a quarter of its largest height (at least 1 line). Each change
-# of its height lays out the whole screen twice (the box, then the scroll sizes it
-# changed): ~25 ms a time at 120×40 here. Growing one line at a time cost ~9 layouts a
-# second at 40 tok/s, a quarter of a core (benchmarks/watch_cost.py); in quarters, a
-# full-pane answer costs four. The price: up to a quarter of the box blank under the text.
-HEIGHT_STEPS = 4
+# The box grows in steps of half its largest height (at least 1 line). Each change of
+# its height lays out the whole screen twice (the box, then the scroll sizes it
+# changed): 20-40 ms a time at 120×40 here. Growing one line at a time cost ~9 layouts a
+# second at 40 tok/s, a quarter of a core (benchmarks/watch_cost.py); in halves, a
+# full-pane answer costs two. The price: up to half the box blank under the text while
+# it fills (the pane still follows the last line).
+HEIGHT_STEPS = 2
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # never reaches the terminal raw

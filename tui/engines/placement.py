@@ -32,6 +32,7 @@ SEQUENTIAL = "sequential"
 CONCURRENT = "concurrent"
 AUTO = "auto"
 AB_SCHEDULES = (AUTO, SEQUENTIAL, CONCURRENT)
+ALL_CORES_UP_TO = 4  # under the TUI, llama.cpp uses every core up to this many (ui_threads)
 
 
 def engine_host(spec: EngineSpec) -> str:
@@ -109,11 +110,15 @@ def turn_order(turn: int, slots: tuple[str, ...] = ("A", "B")) -> list[str]:
 def ui_threads(cores: int) -> int:
     """llama.cpp threads for an in-process engine under the TUI, on ``cores`` cores.
 
-    llama.cpp's threads spin at barriers, so a decode step waits for the slowest thread:
-    a thread that shares its core with the UI stalls every step the UI draws in. Under the
-    TUI the engine therefore leaves one core to the UI (all cores but one, at least 1).
+    llama.cpp's threads spin at barriers, so a decode step waits for its slowest thread,
+    and a thread that shares its core with the UI stalls the steps the UI draws in. With
+    the UI costing ~10 % of a core while an answer streams (benchmarks/watch_cost.py),
+    measured on 2 cores: all cores give the engine 85-92 tok/s under the TUI (0.89-0.96
+    of headless), one thread 55. So up to :data:`ALL_CORES_UP_TO` cores the engine gets
+    them all; above that one core is left to the UI (a core is then at most a fifth of
+    the compute, and the UI stays off the barrier; not measured here: no such machine).
     """
-    return max(1, cores - 1)
+    return cores if cores <= ALL_CORES_UP_TO else cores - 1
 
 
 def ui_engine_spec(spec: EngineSpec, cores: int | None = None) -> EngineSpec:

@@ -61,7 +61,7 @@ from tui.telemetry.sampler import TelemetrySample
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
-NUMBERS_EVERY = 2  # live numbers and hardware are drawn every this many frames (5 Hz)
+NUMBERS_EVERY = 5  # live numbers and hardware are drawn every this many frames (2 Hz)
 HISTORY_MESSAGES = 8  # multi-turn context kept per pane (user + assistant messages)
 
 

@@ -90,7 +90,8 @@ class TailText(Widget):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lines: list[str] = []
-        self._style: Style | None = None  # rich_style walks the ancestors: once a paint
+        self._style: Style | None = None  # rich_style walks the ancestors: once
+        self._strips: dict[str, Strip] = {}  # a line's strip, kept while it scrolls up
 
     def show(self, lines: list[str]) -> None:
         """Draw ``lines``, repainting only the lines that changed (a stream mostly grows
@@ -104,7 +105,6 @@ class TailText(Widget):
         ]
         if not changed:
             return
-        self._style = None
         width = self.size.width
         if len(changed) > 2 or not width:
             self.refresh()
@@ -113,6 +113,7 @@ class TailText(Widget):
 
     def notify_style_update(self) -> None:
         self._style = None  # a theme or class change
+        self._strips.clear()
         super().notify_style_update()
 
     @property
@@ -123,9 +124,14 @@ class TailText(Widget):
         if self._style is None:
             self._style = self.rich_style
         width, style = self.size.width, self._style
-        if y >= len(self.lines):
-            return Strip.blank(width, style)
-        return Strip([Segment(self.lines[y], style)]).crop_extend(0, width, style)
+        line = self.lines[y] if y < len(self.lines) else ""
+        strip = self._strips.get(line)
+        if strip is None or strip.cell_length != width:
+            if len(self._strips) > 4 * len(self.lines) + 16:
+                self._strips.clear()  # kept bounded: the lines shown, and a few scrolled by
+            strip = Strip([Segment(line, style)]).crop_extend(0, width, style)
+            self._strips[line] = strip
+        return strip
 
 
 class Turn(Vertical):
