@@ -6,14 +6,15 @@ Engine coroutines run on each engine's own thread (EngineHost); their events acc
 in a LiveRequest, stamped where they happen.
 
 While a turn runs, the screen draws in frames: one timer at ``ui.refresh_hz`` (default
-10 Hz) takes the text that arrived since the last frame into each pane; every second
-frame (5 Hz) it also copies the live numbers and draws the newest hardware sample. Each
+10 Hz) takes the text that arrived since the last frame into each pane; every fifth
+frame (2 Hz) it also copies the live numbers and draws the newest hardware sample. Each
 frame is one paint: updates made at unrelated moments each cost a paint of their own, and
 every paint renders every widget inside the box around all of its changes (Textual crops
 a paint to that box), so drawing text at 20 Hz and numbers at 10 Hz apart made ~19 paints
 a second, most of them of the whole screen. The rates are what the eye needs: text read
-at 4–5 words a second flows smoothly at ten updates, and numbers that change more than a
-few times a second cannot be read. The measured cost is in benchmarks/watch_cost.py.
+at 4–5 words a second flows smoothly at ten updates, and numbers are read at a glance, as
+top and nvtop redraw theirs once or twice a second (a frame with numbers repaints most of
+the screen). The measured cost is in benchmarks/watch_cost.py.
 """
 
 from __future__ import annotations
