@@ -153,7 +153,13 @@ def test_apple_silicon_memory_is_labelled_unified(monkeypatch):
     assert apple.memory_label() == "RAM" and apple.gpu_note() is None
 
 
-async def test_in_process_llamacpp_leaves_a_core_for_the_ui(make_config, build_app, wait_for):
+async def test_in_process_llamacpp_gets_the_threads_chosen_for_the_ui(
+    make_config, build_app, wait_for
+):
+    """Under the TUI an in-process llama.cpp without n_threads gets ui_threads(cores)
+    (tui/engines/placement.py: every core up to 4, measured); a configured one is kept."""
+    from tui.engines.placement import ui_threads
+
     cfg = make_config(
         gen(5)
         + '[engines.local]\nkind = "llamacpp"\nmodel = "default"\n'
@@ -163,6 +169,6 @@ async def test_in_process_llamacpp_leaves_a_core_for_the_ui(make_config, build_a
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
         info = app.host("local").info()
-        assert info.parameters["n_threads"] == max(1, (os.cpu_count() or 2) - 1)
+        assert info.parameters["n_threads"] == ui_threads(os.cpu_count() or 1)
         assert app.host("pinned").spec.n_threads == 1
         assert cfg.engines["local"].n_threads is None  # the config itself is unchanged

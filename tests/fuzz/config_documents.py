@@ -12,6 +12,7 @@ from tui.config import ENGINE_KEYS, GENERATION_KEYS, TELEMETRY_KEYS, UI_KEYS
 from tui.engines.registry import ENGINE_KINDS, KIND_OPTIONS
 
 PATH = Path("f.toml")
+AB_KEYS = ("ab_schedule", "ab_concurrent")
 KeyPath = tuple[str, ...]
 ENGINE_NAMES = ["local", "a", "b.c", "a b", "é", "x-y", "7"]
 STRINGS = ["", "x", "a b", 'q"uote', "back\\slash", "tab\there", "日本", "C:\\models\\m.gguf"]
@@ -83,6 +84,9 @@ def value(path: KeyPath, types: tuple[type, ...], rng: random.Random) -> tuple[s
     if leaf == "telemetry":
         t = rng.choice(["local", "ssh://gpu-box", "ssh://a@10.0.0.5:2222", "http://h:9400"])
         return toml_str(t, rng), t
+    if leaf == "ab_schedule":
+        s = rng.choice(["auto", "sequential", "concurrent"])
+        return toml_str(s, rng), s
     if types == (str,):
         s = rng.choice(STRINGS)
         return toml_str(s, rng), s
@@ -150,6 +154,8 @@ def valid_doc(rng: random.Random) -> Doc:
         for k in rng.sample(list(schema_of((table,))), rng.randint(0, 3)):
             if (table, k) == ("ui", "keys") and rng.random() < 0.5:
                 continue  # written below as a table of its own
+            if k in AB_KEYS and any((table, other) in doc.where for other in AB_KEYS):
+                continue  # one of the two forms of the A/B schedule, never both
             doc.key((table, k), *value((table, k), schema_of((table,))[k][0], rng))
         if table == "ui" and ("ui", "keys") not in doc.where and rng.random() < 0.3:
             doc.header(("ui", "keys"))

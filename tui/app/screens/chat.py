@@ -273,6 +273,7 @@ class ChatScreen(EngineSlots):
         a, b = results.get("A"), results.get("B")
         if a is not None and b is not None and plan is not None:
             self.query_one(ABTable).add_turn(turn, a, b, plan)
+            self._show_ratios({})  # the turn's B/A, whatever frame drew last
 
     def _show_waiting(
         self, slot: str, request: GenerationRequest, first: str, plan: ABPlan | None
