@@ -93,7 +93,7 @@ def inside(cfg_path: str, session_path: str, requests: int, prompt: str = "reque
 
 
 async def headless(cfg_path: Path, requests: int) -> tuple[list[float], list[list]]:
-    from tui.app.engine_host import EngineHost
+    from tui.chat.host import EngineHost
     from tui.config import load_config
     from tui.core.live import LiveRequest
     from tui.core.metrics import compute_metrics

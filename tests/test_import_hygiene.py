@@ -18,7 +18,18 @@ HEADLESS = [
     "tui.bench",
     "tui.fleet",
     "tui.fleet.poller",
+    "tui.fleet.build",
     "tui.config",
+    "tui.config_trust",
+    "tui.chat",
+    "tui.chat.core",
+    "tui.chat.hardware",
+    # the headless commands (`infertop run`, `bench`, `fleet --once`, `doctor`, `agent`)
+    "tui.cli.run",
+    "tui.cli.bench",
+    "tui.cli.fleet",
+    "tui.cli.doctor",
+    "tui.cli.agent",
 ]
 
 
@@ -42,7 +53,7 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet'):\n"
+        "            'tui.fleet', 'tui.chat'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -61,15 +72,37 @@ def test_every_headless_module_file_is_checked():
 
 # Which packages each may import (besides itself): the layers, bottom up. core is the
 # measurement model; transport moves bytes; engines and telemetry sit side by side on
-# both and never import each other; fleet reads through both; bench, cli and app are on
-# top.
+# both and never import each other; config reads engines' and telemetry's names; fleet,
+# chat and bench build on all of those and never on each other; app (Textual) draws on
+# top; cli, at the very top, may use anything. Every package of tui/ is listed (a test
+# below checks it), and tui.config_trust is config's.
+BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
 LAYERS = {
     "tui.core": set(),
     "tui.transport": {"tui.core"},
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
-    "tui.fleet": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
+    "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
+    "tui.fleet": BASE,
+    "tui.chat": BASE,
+    "tui.bench": BASE,
+    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench"},
+    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.app"},
 }
+
+
+def layer_of(module: str) -> str:
+    top = ".".join(module.split(".")[:2])
+    return "tui.config" if top == "tui.config_trust" else top
+
+
+def test_every_package_has_a_layer():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "tui"
+    tops = {f"tui.{p.stem}" for p in root.iterdir() if p.suffix == ".py" or p.is_dir()}
+    tops -= {"tui.__init__", "tui.__main__", "tui.__pycache__"}
+    assert {layer_of(t) for t in tops} <= set(LAYERS), sorted(tops)
 
 
 def test_layers_import_only_what_is_below_them():
@@ -79,7 +112,11 @@ def test_layers_import_only_what_is_below_them():
     root = Path(__file__).resolve().parents[1]
     bad = []
     for package, allowed in LAYERS.items():
-        for path in (root / package.replace(".", "/")).rglob("*.py"):
+        here = root / package.replace(".", "/")
+        paths = here.rglob("*.py") if here.is_dir() else [here.with_suffix(".py")]
+        if package == "tui.config":
+            paths = [here.with_suffix(".py"), root / "tui" / "config_trust.py"]
+        for path in paths:
             tree = ast.parse(path.read_text(), str(path))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom) and node.module:
@@ -91,7 +128,7 @@ def test_layers_import_only_what_is_below_them():
                 for name in names:
                     if not name.startswith("tui."):
                         continue
-                    top = ".".join(name.split(".")[:2])
+                    top = layer_of(name)
                     if top != package and top not in allowed and name != "tui":
                         bad.append(f"{path.relative_to(root)}: imports {name}")
     assert bad == [], "\n".join(bad)

@@ -170,8 +170,8 @@ async def test_enter_opens_the_chat_on_that_endpoint(
             await wait_for(pilot, lambda: not app.chat.busy, 30)
             conv = app.chat.query_one("#conv-A", Conversation)
             assert "tok0 tok1" in conv.turns[-1].source
-            await wait_for(pilot, lambda: app.chat.last_metrics["A"] is not None, 10)
-            m = app.chat.last_metrics["A"]
+            await wait_for(pilot, lambda: app.core.last_metrics["A"] is not None, 10)
+            m = app.core.last_metrics["A"]
             assert m is not None and m.ttft_ms is not None and m.output_tokens == 8
             panel = app.chat.query_one(ServerPanel)  # the server's own numbers beside ours
             await wait_for(pilot, lambda: "KV cache" in panel.text, 30)

@@ -237,7 +237,7 @@ async def test_narrow_layout_sparklines_with_the_answer_and_panels_key(
         assert block.row("ttft").values_text.strip() != "–"  # the running request's TTFT
         await wait_for(pilot, lambda: turns(app)[0].finished, 60)
         await pilot.pause(0.2)
-        m = app.chat.last_metrics["A"]
+        m = app.core.last_metrics["A"]
         assert m is not None and m.ttft_ms is not None and m.decode_tps is not None
         assert block.row("ttft").values_text.split("p50")[0].strip() == ms(m.ttft_ms)
         assert block.row("decode").values_text.split("p50")[0].strip() == tps(m.decode_tps)
@@ -292,7 +292,7 @@ async def test_engine_process_killed_mid_answer_keeps_app_and_answer(
     app = build_app(make_config(gen(400) + LOCAL))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
-        pid = app.hosts["local"].info().pid
+        pid = app.core.hosts["local"].info().pid
         assert pid is not None and pid != os.getpid()
         await submit(pilot, "Write a long story about a lighthouse keeper.")
         await wait_for(pilot, lambda: turns(app) and len(turns(app)[0].text) > 20)
@@ -308,7 +308,7 @@ async def test_engine_process_killed_mid_answer_keeps_app_and_answer(
         await submit(pilot, "Say hello.")  # a fresh worker answers
         await wait_for(pilot, lambda: len(turns(app)) == 2 and turns(app)[1].finished)
         assert "ERROR" not in summary(turns(app)[1]) and turns(app)[1].text.strip()
-        new_pid = app.hosts["local"].info().pid
+        new_pid = app.core.hosts["local"].info().pid
         assert new_pid not in (None, pid)
     recs = [json.loads(x) for x in (tmp_path / "session.jsonl").read_text().splitlines()]
     assert sig in recs[0]["metrics"]["error"]

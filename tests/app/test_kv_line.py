@@ -37,7 +37,7 @@ async def test_kv_line_grows_across_three_turns(make_config, build_app, wait_for
         for i, q in enumerate(["Name a colour.", "Name a fruit.", "Name a city."]):
             await submit(pilot, q)
             await wait_for(pilot, lambda i=i: len(conv.turns) > i and conv.turns[i].finished)
-            live = app.chat.live["A"]
+            live = app.core.live["A"]
             assert live is not None and live.done and live.context_fill is not None
             final = live.context_fill  # the engine's last count of this turn
             await wait_for(pilot, lambda f=final: kv.state is not None and kv.state.t_ns == f.t_ns)

@@ -133,7 +133,7 @@ async def test_nvml_failing_mid_run_is_shown_in_the_app(make_config, build_app, 
             raise RuntimeError("NVML: Unknown Error (GPU fell off the bus)")
 
     app = build_app(make_config("[telemetry]\ninterval_s = 0.2\n" + gen(5) + LOCAL), telemetry=True)
-    app.sampler.source._gpus._nvml = NvmlProbe(Flaky())
+    app.hardware.sampler.source._gpus._nvml = NvmlProbe(Flaky())
     async with app.run_test(size=SIZE) as pilot:
         panel = app.chat.query_one(HardwarePanel)
         await wait_for(pilot, lambda: "NVML error" in panel.text, 10)
@@ -168,7 +168,7 @@ async def test_in_process_llamacpp_gets_the_threads_chosen_for_the_ui(
     app = build_app(cfg)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
-        info = app.host("local").info()
+        info = app.core.host("local").info()
         assert info.parameters["n_threads"] == ui_threads(os.cpu_count() or 1)
-        assert app.host("pinned").spec.n_threads == 1
+        assert app.core.host("pinned").spec.n_threads == 1
         assert cfg.engines["local"].n_threads is None  # the config itself is unchanged

@@ -117,27 +117,29 @@ def test_roofline_uses_the_remote_gpus_peak_only_where_one_is_reported(
 ):
     """The agent's NVML gives the remote GPU's peak; DCGM/nvitop give none: then config's
     peak_bandwidth_gbs, or no percentage — never an invented peak."""
-    import tui.app.app as app_module
+    import tui.chat.hardware as hardware
 
-    monkeypatch.setattr(app_module, "_model_bytes", lambda host, spec: 10 * 10**9)
+    monkeypatch.setattr(hardware, "model_bytes", lambda info, spec: 10 * 10**9)
     cfg = make_config(
         '[engines.box]\nkind = "vllm"\nurl = "http://box:8000"\ntelemetry = "ssh://box"\n'
         '[engines.local]\nkind = "llamacpp"\nmodel = "default"\n'
     )
-    app = build_app(cfg)
     m = RequestMetrics(ttft_ms=1.0, ttfr_ms=1.0, e2e_ms=10.0, decode_tps=100.0)
+
+    def roofline_text(engine: str, m: RequestMetrics, s: TelemetrySample) -> str | None:
+        return hardware.roofline_text(cfg, cfg.engines[engine], None, m, s)
 
     def sample(peak: float | None, source: str) -> TelemetrySample:
         gpu = GpuSample(0, "H200", peak_bandwidth_bps=peak)
         return TelemetrySample(0.0, None, NvmlSample("ok", "", [gpu]), source=source)
 
-    agent = app.roofline_text("box", m, sample(4.8e12, "box via ssh"))
+    agent = roofline_text("box", m, sample(4.8e12, "box via ssh"))
     assert agent is not None and "of 4800 GB/s peak (nvml)" in agent
-    dcgm = app.roofline_text("box", m, sample(None, "dcgm http://box:9400/metrics"))
+    dcgm = roofline_text("box", m, sample(None, "dcgm http://box:9400/metrics"))
     assert dcgm is not None and "peak unknown" in dcgm
     # an in-process engine runs here, not on the remote GPU being shown
-    local = app.roofline_text("local", m, sample(4.8e12, "box via ssh"))
+    local = roofline_text("local", m, sample(4.8e12, "box via ssh"))
     assert local is not None and "peak unknown" in local
-    app.config.telemetry.peak_bandwidth_gbs = 3350
-    dcgm = app.roofline_text("box", m, sample(None, "dcgm http://box:9400/metrics"))
+    cfg.telemetry.peak_bandwidth_gbs = 3350
+    dcgm = roofline_text("box", m, sample(None, "dcgm http://box:9400/metrics"))
     assert dcgm is not None and "of 3350 GB/s peak (config)" in dcgm

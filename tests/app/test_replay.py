@@ -34,7 +34,7 @@ async def test_record_then_replay_at_recorded_pace(make_config, build_app, wait_
         assert [t.prompt for t in turns] == ["Say hi.", "Name a fruit."]
         assert [t.text for t in turns] == [r["text"] for r in recs]
         assert "replay" in replay.chat.query_one("EngineBar").plain()
-        replayed = replay.chat.last_metrics["A"]
+        replayed = replay.core.last_metrics["A"]
     # the last replayed request took as long as the recorded one (within jitter)
     assert replayed is not None
     rec_e2e = recs[1]["metrics"]["e2e_ms"]

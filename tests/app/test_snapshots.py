@@ -89,14 +89,14 @@ async def _settle(pilot, *, answer: bool = True, slots=("A",)) -> None:  # type:
             )
             await turn.append(ANSWER)
             await turn.finish(summary_line(FIXED))
-            chat._push_history(slot, FIXED)
+            app.core.push_history(slot, FIXED)
     if answer:
         for slot in slots:
-            chat._show_history(slot)
+            chat.panels.show_history(slot)
         if len(slots) == 2:
-            chat._show_ratios({})
+            chat.panels.show_ratios({})
             chat.query_one(ABTable).add_turn(1, FIXED, FIXED, ABPlan(SEQUENTIAL, "shared machine"))
-    app.sampler.cpu.extend([20.0, 40.0, 63.0])
+    app.hardware.sampler.cpu.extend([20.0, 40.0, 63.0])
     chat.post_message(TelemetrySampled(SAMPLE))
     if answer:  # slot A's KV cache as in-process llama.cpp reports it (SmolLM2's layout)
         chat.post_message(KvUpdated(chat.slot_engine["A"], state_from_fill(98, 2048, SMOLLM2)))

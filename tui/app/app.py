@@ -3,34 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
 
-from tui.app.engine_host import EngineHost
+from tui.app.commands import EngineCommands
 from tui.app.messages import TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
 from tui.app.themes import DEFAULT_THEME, builtin_theme_dir, load_theme_dirs, user_theme_dir
+from tui.chat.core import ChatCore
+from tui.chat.hardware import HardwareWatch
 from tui.config import Config
-from tui.core.live import LiveRequest
-from tui.core.metrics import RequestMetrics
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.safe_text import terminal_safe
-from tui.core.session import SessionRecorder, default_session_path, session_record
-from tui.engines.base import GenerationRequest
+from tui.core.session import SessionRecorder, default_session_path
 from tui.engines.placement import ui_engine_spec
-from tui.telemetry.roofline import peak_source_label, roofline
-from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
-from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
+from tui.fleet.build import NoFleet, adopt_endpoint, build_fleet
+from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
     from tui.fleet.rows import EndpointRow
@@ -48,26 +43,6 @@ BINDING_IDS = (
     "help",
     "quit",
 )
-
-
-class EngineCommands(Provider):
-    """Command palette: pick the engine for slot A or B, toggle A/B."""
-
-    async def search(self, query: str) -> Hits:
-        app = self.app
-        assert isinstance(app, InfertopApp)
-        matcher = self.matcher(query)
-        for name, spec in app.config.engines.items():
-            for slot in ("A", "B"):
-                text = f"Engine {slot}: {name} ({spec.kind})"
-                score = matcher.match(text)
-                if score > 0:
-                    yield Hit(
-                        score, matcher.highlight(text), partial(app.chat.use_engine, slot, name)
-                    )
-        text = "Toggle A/B mode"
-        if matcher.match(text) > 0:
-            yield Hit(matcher.match(text), matcher.highlight(text), app.chat.action_toggle_ab)
 
 
 class InfertopApp(App):
@@ -98,8 +73,6 @@ class InfertopApp(App):
         engine: str | None = None,
     ) -> None:
         super().__init__()
-        self.record_session = record_session
-        self.autoplay = list(autoplay or [])
         self.config = config
         self.state_path = state_path
         self.state = load_state(state_path)
@@ -110,33 +83,36 @@ class InfertopApp(App):
         self._switch_interval = sys.getswitchinterval()
         # a ./infertop.toml skipped as untrusted says so (and names `infertop trust`)
         self.startup_notes: list[tuple[str, str]] = [(n, "warning") for n in config.notices]
-        self.recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
-        self._record_error_shown = False
-        self.hosts: dict[str, EngineHost] = {}
+        recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
         self.telemetry_enabled = telemetry
         remembered = self.state.engine
         if engine is not None and engine in config.engines:  # infertop --url: that one
-            self.initial_engine = engine
+            initial = engine
         else:
-            self.initial_engine = (
-                remembered if remembered in config.engines else config.default_engine
-            )
-        # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
-        self.telemetry_source = telemetry_source
-        self.hardware_key = self.hardware_for(self.initial_engine)
-        self.sampler = TelemetrySampler(
-            interval_s=config.telemetry.interval_s,
-            gpu=config.telemetry.gpu,
-            on_sample=self._on_sample,
-            source=self._open_hardware(self.hardware_key),
+            initial = remembered if remembered in config.engines else config.default_engine
+        self.core = ChatCore(
+            config,
+            lambda event: self.chat.post_core_event(event),
+            initial=initial,
+            recorder=recorder if record_session else None,
+            host_spec=ui_engine_spec,
         )
-        self.chat = ChatScreen()
+        # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
+        notes: list[str] = []
+        self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
+        self.startup_notes += [(n, "warning") for n in notes]
+        self.chat = ChatScreen(
+            self.core,
+            self.hardware,
+            telemetry=telemetry,
+            load_on_start=fleet is None,
+            autoplay=autoplay,
+        )
         # `infertop fleet` starts on the fleet screen; the chat loads an engine only when
         # one is picked there (or the chat is shown)
         self.fleet_source = fleet
         self.fleet_interval_s = fleet_interval_s or config.fleet.interval_s
         self.start_on_fleet = fleet is not None
-        self.load_on_start = fleet is None
         self._own_fleet = False
         self._load_themes()
         self._apply_keys()
@@ -191,7 +167,7 @@ class InfertopApp(App):
 
     def _start_sampler(self) -> None:
         self.run_worker(
-            self.sampler.run,
+            self.hardware.sampler.run,
             thread=True,
             group="telemetry",
             exclusive=True,
@@ -201,120 +177,19 @@ class InfertopApp(App):
 
     async def on_unmount(self) -> None:
         sys.setswitchinterval(self._switch_interval)
-        await asyncio.to_thread(self.sampler.stop)  # a remote link closes its ssh
+        await asyncio.to_thread(self.hardware.sampler.stop)  # a remote link closes its ssh
         if self._own_fleet and self.fleet_source is not None:
             close = getattr(self.fleet_source, "close", None)
             if close is not None:
                 await asyncio.to_thread(close)
-        await asyncio.gather(*(asyncio.to_thread(h.close) for h in self.hosts.values()))
+        await self.core.close()
 
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""
         self.chat.post_message(TelemetrySampled(sample))
 
-    # -- whose hardware ----------------------------------------------------------------
-    def hardware_for(self, engine: str | None) -> str:
-        """The hardware source shown with ``engine`` in slot A (a source name)."""
-        spec = self.config.engines.get(engine) if engine else None
-        if spec is not None and spec.telemetry:
-            return spec.telemetry
-        return self.telemetry_source or LOCAL
-
-    def _open_hardware(self, name: str) -> HardwareSource | None:
-        """None (this machine, the sampler's default) for local; nothing connects yet."""
-        try:
-            spec = parse_source(name)
-        except SourceError as e:  # config and --telemetry were checked: only by hand
-            self.startup_notes.append((f"{e} — showing this machine", "warning"))
-            return None
-        if spec.kind == LOCAL:
-            return None
-        t = self.config.telemetry
-        return open_source(spec, t.interval_s, t.gpu)
-
-    def follow_engine(self, engine: str) -> None:
-        """Slot A now uses ``engine``: show its hardware source if that is another."""
-        key = self.hardware_for(engine)
-        if key == self.hardware_key:
-            return
-        self.hardware_key = key
-        t = self.config.telemetry
-        source = self._open_hardware(key) or LocalSource(t.gpu)
-        self.sampler.switch_source(source)
-
-    # -- engines ---------------------------------------------------------------------
-    def host(self, name: str) -> EngineHost:
-        if name not in self.hosts:
-            self.hosts[name] = EngineHost(ui_engine_spec(self.config.engines[name]))
-        return self.hosts[name]
-
-    def release_host(self, name: str) -> None:
-        """Close an engine no slot uses any more (in a thread: closing may block)."""
-        host = self.hosts.pop(name, None)
-        if host is not None:
-            self.run_worker(
-                host.close,
-                thread=True,
-                group=f"close-{name}",
-                exit_on_error=False,
-                description=f"close engine {name}",
-            )
-
-    def watch_pid(self, pid: int | None) -> None:
-        self.sampler.pid = pid
-
-    async def record(
-        self,
-        slot: str,
-        name: str,
-        request: GenerationRequest,
-        live: LiveRequest,
-        metrics: RequestMetrics,
-    ) -> None:
-        if not self.record_session:
-            return
-        host = self.hosts.get(name)
-        info = host.info() if host else None
-        rec = session_record(
-            engine=name,
-            kind=self.config.engines[name].kind,
-            model=info.model if info else str(self.config.engines[name].model),
-            messages=request.messages,
-            params=request.params(),
-            timeline=live.timeline,
-            metrics=metrics,
-            request_id=request.request_id,
-            slot=slot,
-        )
-        try:
-            await asyncio.to_thread(self.recorder.append, rec)
-        except OSError as e:
-            if not self._record_error_shown:
-                self._record_error_shown = True
-                self.notify(
-                    f"session log not written ({self.recorder.path}): {e.strerror}",
-                    severity="error",
-                )
-
-    def roofline_text(
-        self, name: str | None, m: RequestMetrics | None, sample: TelemetrySample
-    ) -> str | None:
-        if name is None or m is None or m.decode_tps is None:
-            return None
-        spec = self.config.engines[name]
-        size = _model_bytes(self.hosts.get(name), spec)
-        nvml_peak, peak_source = None, "nvml"
-        # the sampled GPU runs this engine: a local llama.cpp offloading layers, or a
-        # server on the remote host whose hardware is shown (its NVML peak, from the
-        # agent; DCGM and nvitop report none: then config's, or no percentage)
-        remote = sample.source != THIS_MACHINE
-        on_gpu = spec.url is not None if remote else spec.n_gpu_layers != 0
-        if on_gpu and sample.gpu.gpus:
-            nvml_peak = sample.gpu.gpus[0].peak_bandwidth_bps
-            peak_source = peak_source_label(sample.gpu.gpus[0])
-        config_peak = self.config.telemetry.peak_bandwidth_gbs
-        roof = roofline(size, m.decode_tps, nvml_peak, config_peak, peak_source)
-        return None if roof is None else roof.describe()
+    def on_chat_screen_engine_chosen(self, msg: ChatScreen.EngineChosen) -> None:
+        self.remember(engine=msg.engine)
 
     # -- themes, state, bench ----------------------------------------------------------
     def remember(self, engine: str | None = None, theme: str | None = None) -> None:
@@ -362,14 +237,20 @@ class InfertopApp(App):
             return
         if self.fleet_source is None:
             try:
-                self.fleet_source = fleet_from_config(self.config)
-            except ValueError as e:
+                self.fleet_source = build_fleet(self.config)
+            except NoFleet as e:
                 self.notify(str(e), severity="warning", timeout=8)
                 return
             self._own_fleet = True
         if not self.is_screen_installed("fleet"):
             self.install_screen(FleetScreen(self.fleet_source, self.fleet_interval_s), "fleet")
         self.push_screen("fleet")
+
+    def on_fleet_screen_endpoint_chosen(self, msg: FleetScreen.EndpointChosen) -> None:
+        self.open_endpoint(msg.row)
+
+    def on_fleet_screen_back_to_chat(self, msg: FleetScreen.BackToChat) -> None:
+        self.show_chat()
 
     def show_chat(self) -> None:
         """Back from the fleet to the chat (its engine loads now if it has not)."""
@@ -386,58 +267,15 @@ class InfertopApp(App):
         if self.chat.busy:
             self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
             return
-        from tui.fleet.poller import spec_for_row  # httpx: not on the start-up path
-
-        spec_for = getattr(self.fleet_source, "engine_spec_for", None)
-        spec = spec_for(row) if spec_for is not None else spec_for_row(row)
-        existing = self.config.engines.get(spec.name)
-        if existing is not None and existing.url != spec.url:  # the name is another's
-            spec = dataclasses.replace(spec, name=f"{spec.name} (fleet)")
-            existing = self.config.engines.get(spec.name)
-        if existing is None:
-            self.config.engines[spec.name] = spec
-        name = spec.name
+        name = adopt_endpoint(self.config, self.fleet_source, row).name
         if isinstance(self.screen, FleetScreen):
             self.pop_screen()
         if self.chat.slot_engine["A"] == name:
             self.chat.ensure_loaded("A")  # already this slot's engine (not loaded: fleet mode)
         else:
             self.chat.use_engine("A", name)
-        self.notify(f"chat on {name} ({spec.kind}) — F3 returns to the fleet", timeout=5)
-
-
-def fleet_from_config(config: Config) -> FleetSource:
-    """The fleet the config describes (F3 in the plain TUI); ValueError when none."""
-    from tui.fleet.poller import Fleet, fleet_endpoints
-
-    endpoints = fleet_endpoints(config.fleet.urls, config.engines)
-    if not endpoints and not config.fleet.prometheus:
-        raise ValueError(
-            "no fleet to show: add [fleet] urls or prometheus to config, give engines a "
-            "url, or run `infertop fleet --url URL`"
-        )
-    return Fleet(
-        endpoints,
-        config.fleet.prometheus,
-        window_s=config.fleet.window_s,
-        timeout_s=config.fleet.timeout_s,
-    )
-
-
-def _model_bytes(host: EngineHost | None, spec) -> int | None:  # type: ignore[no-untyped-def]
-    info = host.info() if host else None
-    if info is not None:
-        size = info.parameters.get("model_bytes")
-        if isinstance(size, int):
-            return size
-    if spec.kind == "llamacpp":
-        from tui.engines.default_model import resolve_model_path
-
-        try:
-            return resolve_model_path(spec.model).stat().st_size
-        except Exception:
-            return None
-    return None
+        kind = self.config.engines[name].kind
+        self.notify(f"chat on {name} ({kind}) — F3 returns to the fleet", timeout=5)
 
 
 def create_app(

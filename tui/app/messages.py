@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from tui.chat.events import ChatEvent
 from tui.core.kv import KvState
 from tui.telemetry.sampler import TelemetrySample
-
-
-class EngineStateChanged(Message):
-    """An engine in a slot (A or B) changed state: loading, ready, generating, error."""
-
-    def __init__(self, slot: str, engine: str, state: str, detail: str = "") -> None:
-        super().__init__()
-        self.slot, self.engine, self.state, self.detail = slot, engine, state, detail
 
 
 class TelemetrySampled(Message):
@@ -39,3 +32,11 @@ class KvUpdated(Message):
     def __init__(self, engine: str, state: KvState | None) -> None:
         super().__init__()
         self.engine, self.state = engine, state
+
+
+class CoreEvent(Message):
+    """Something the chat core reports (tui/chat/events.py), on its way to the screen."""
+
+    def __init__(self, event: ChatEvent) -> None:
+        super().__init__()
+        self.event = event

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tui.bench.loads import RequestDriver, prompt_counter, run_concurrency
-from tui.bench.plan import BenchError, BenchPlan
+from tui.bench.plan import BenchError, BenchPlan, check_fits  # noqa: F401 - depth's rule
 from tui.bench.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
 from tui.bench.records import LevelRun
 from tui.core.pauses import settle_heap, streaming
@@ -74,24 +74,6 @@ def parse_depths(text: str) -> list[int]:
             )
         levels.append(int(part))
     return sorted(set(levels))
-
-
-def check_fits(
-    depths: list[int], prompt_tokens: int, max_tokens: int, n_ctx: int, who: str
-) -> None:
-    """BenchError naming n_ctx when the deepest depth + prompt + output exceeds it."""
-    if not depths:
-        return
-    deepest = max(depths)
-    need = deepest + prompt_tokens + max_tokens
-    if need > n_ctx:
-        room = n_ctx - prompt_tokens - max_tokens
-        most = f"the deepest that fits is {room}" if room >= 0 else "no depth fits"
-        raise BenchError(
-            f"--depth {deepest} does not fit {who}'s context (n_ctx {n_ctx}): depth + "
-            f"prompt tokens + max tokens = {deepest} + {prompt_tokens} + {max_tokens} = "
-            f"{need} > {n_ctx}; {most}"
-        )
 
 
 def check_spec_contexts(plan: BenchPlan, specs: list[EngineSpec]) -> None:

@@ -80,8 +80,6 @@ class BenchPlan:
         if any(d < 0 for d in self.depths):
             raise BenchError(f"--depth levels must be 0 or more (got {self.depths})")
         if self.n_ctx is not None and self.depths:
-            from tui.bench.depth import check_fits  # it builds on this module
-
             check_fits(self.depths, self.prompt_tokens, self.max_tokens, self.n_ctx, "the preset")
         if not self.engines:
             raise BenchError("no engine to bench")
@@ -151,3 +149,21 @@ def parse_slo(text: str) -> dict[str, float]:
             raise BenchError(f"--slo {key}: must be a positive number of ms")
         out[key] = ms
     return out
+
+
+def check_fits(
+    depths: list[int], prompt_tokens: int, max_tokens: int, n_ctx: int, who: str
+) -> None:
+    """BenchError naming n_ctx when the deepest depth + prompt + output exceeds it."""
+    if not depths:
+        return
+    deepest = max(depths)
+    need = deepest + prompt_tokens + max_tokens
+    if need > n_ctx:
+        room = n_ctx - prompt_tokens - max_tokens
+        most = f"the deepest that fits is {room}" if room >= 0 else "no depth fits"
+        raise BenchError(
+            f"--depth {deepest} does not fit {who}'s context (n_ctx {n_ctx}): depth + "
+            f"prompt tokens + max tokens = {deepest} + {prompt_tokens} + {max_tokens} = "
+            f"{need} > {n_ctx}; {most}"
+        )

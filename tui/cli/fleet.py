@@ -106,40 +106,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_fleet(args: argparse.Namespace) -> tuple[Fleet, float, Config]:
-    """(Fleet, refresh interval) from the arguments and config; CLIError when there is
-    nothing to show."""
-    from tui.fleet.poller import Fleet, fleet_endpoints
+    """(Fleet, refresh interval, config) from the arguments and config (the same builder
+    as F3's, tui/fleet/build.py); CLIError when there is nothing to show."""
+    from tui.fleet.build import NoFleet
+    from tui.fleet.build import build_fleet as build
 
     cfg = load(args)
-    settings = cfg.fleet
-    prometheus = args.prometheus or settings.prometheus
-    verify = not args.insecure
-    endpoints = fleet_endpoints(args.url or settings.urls, cfg.engines, verify)
-    if not endpoints and not prometheus:
-        raise CLIError(
-            "no endpoints: pass --url URL (repeatable) or --prometheus URL, or set [fleet] "
-            "urls / prometheus in config (or give engines a url)"
-        )
-    hardware = None
-    if args.telemetry is not None or any(e.telemetry for e in endpoints):
-        from tui.fleet.hardware import FleetHardware
+    if args.telemetry is not None:
         from tui.telemetry.sources import SourceError, parse_source
 
-        if args.telemetry is not None:
-            try:
-                parse_source(args.telemetry)
-            except SourceError as e:
-                raise CLIError(f"--telemetry: {e}") from None
-        hardware = FleetHardware(args.telemetry, cfg.telemetry.interval_s)
-    fleet = Fleet(
-        endpoints,
-        prometheus,
-        window_s=args.window or settings.window_s,
-        timeout_s=args.timeout or settings.timeout_s,
-        verify_tls=verify,
-        hardware=hardware,
-    )
-    return fleet, args.interval or settings.interval_s, cfg
+        try:
+            parse_source(args.telemetry)
+        except SourceError as e:
+            raise CLIError(f"--telemetry: {e}") from None
+    try:
+        fleet = build(
+            cfg,
+            urls=args.url,
+            prometheus=args.prometheus,
+            telemetry=args.telemetry,
+            window_s=args.window,
+            timeout_s=args.timeout,
+            verify_tls=not args.insecure,
+        )
+    except NoFleet as e:
+        raise CLIError(str(e)) from None
+    return fleet, args.interval or cfg.fleet.interval_s, cfg
 
 
 def main(args: argparse.Namespace) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.config import Config
 from tui.core.events import StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.safe_text import terminal_label, terminal_safe
@@ -76,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e))
     try:
         info, load_ms, timeline, own = asyncio.run(
-            _run(spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
+            _run(cfg, spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
         )
     except EngineError as e:
         return fail(str(e), 1)
@@ -170,6 +172,7 @@ def _to_terminal() -> bool:
 
 
 async def _run(
+    cfg: Config,
     spec: Any,
     request: GenerationRequest,
     echo: bool,
@@ -177,30 +180,33 @@ async def _run(
     raw: bool = False,
 ) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
-    infertop's own CPU is measured over the request."""
-    from tui.engines.collect import run_request
-    from tui.engines.registry import create_engine
+    infertop's own CPU is measured over the request. The turn runs through the chat core,
+    as the TUI's do (tui/chat/core.py)."""
+    from tui.chat.core import ChatCore
 
-    engine = create_engine(spec)
-
-    def on_event(event: StreamEvent) -> None:
+    def tap(slot: str, event: StreamEvent) -> None:  # the engine's thread, in order
         if echo and isinstance(event, TextChunk) and event.text:
             sys.stdout.write(event.text if raw else terminal_safe(event.text))
             sys.stdout.flush()
 
+    config = dataclasses.replace(cfg, engines={spec.name: spec}, default_engine=spec.name)
+    core = ChatCore(config, lambda event: None, initial=spec.name, tap=tap)
+    host = core.host(spec.name)
     try:
-        load_ms = await engine.load()
+        load_ms = await host.load()
         if hardware is not None:
             await asyncio.to_thread(hardware.begin)
         window = ProcessCpuWindow()
-        timeline = await run_request(engine, request, on_event)
-        info = engine.info()
+        prompt = request.messages[-1].get("content", "")
+        await core.run_turn(core.start_turn(prompt, {"A": request}))
+        info = host.info()
+        assert info is not None and core.live["A"] is not None
         own = window.end(engine_inside=info.pid == os.getpid())
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
-        return info, load_ms, timeline, own
+        return info, load_ms, core.live["A"].timeline, own
     finally:
-        await engine.close()
+        await core.close()
 
 
 def result_dict(

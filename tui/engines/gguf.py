@@ -110,11 +110,31 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
         raise EngineError(f"cannot read model file {path}: {e.strerror}") from None
 
 
+# llama.cpp's names for general.file_type (llama_ftype)
+FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    32: "BF16",
+}
+
+
 def gguf_file_type(path: Path) -> str | None:
     """llama.cpp's name for the file's ``general.file_type`` (e.g. "Q4_K_M"), or None
     when the file has none or is not a readable GGUF."""
-    from tui.engines.llamacpp import FILE_TYPES
-
     try:
         ftype = read_gguf_metadata(path).get("general.file_type")
     except EngineError:

@@ -48,7 +48,7 @@ from tui.engines.base import (
 )
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.ggml_build import cpu_flags, cpu_has_amx
-from tui.engines.gguf import check_gguf
+from tui.engines.gguf import FILE_TYPES, check_gguf
 from tui.engines.stderr_capture import captured_stderr
 from tui.transport.handoff import Handoff
 
@@ -57,25 +57,6 @@ UNQUANTISED = frozenset({"f32", "f16", "bf16"})
 KV_FILL_EVERY = 8  # decode tokens between ContextFill events (plus prefill end and the end)
 
 # llama.cpp's general.file_type enum -> name (the common ones)
-FILE_TYPES = {
-    0: "F32",
-    1: "F16",
-    2: "Q4_0",
-    3: "Q4_1",
-    7: "Q8_0",
-    8: "Q5_0",
-    9: "Q5_1",
-    10: "Q2_K",
-    11: "Q3_K_S",
-    12: "Q3_K_M",
-    13: "Q3_K_L",
-    14: "Q4_K_S",
-    15: "Q4_K_M",
-    16: "Q5_K_S",
-    17: "Q5_K_M",
-    18: "Q6_K",
-    32: "BF16",
-}
 
 
 class LlamaCppEngine(BatchedEngine):

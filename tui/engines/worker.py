@@ -310,7 +310,7 @@ class WorkerEngine(BatchedEngine):
 
     def request_controls(self, request: GenerationRequest) -> dict[str, str]:
         """The hosted engine's own (its class says; nothing needs the worker)."""
-        from tui.engines.registry import engine_class
+        from tui.engines.kinds import engine_class
 
         fixed = engine_class(self.kind).fixed_controls(request)
         return fixed if fixed is not None else super().request_controls(request)

@@ -65,10 +65,13 @@ class LoopThread:
         return await asyncio.wrap_future(self.submit(coro))
 
     def stop(self) -> None:
+        """Stop the loop and its thread (bounded wait), then close the loop."""
         if self._thread is None:
             return  # the caller's loop: the caller stops it
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
+        if not self._thread.is_alive() and not self.loop.is_closed():
+            self.loop.close()
 
     def post(self, loop: asyncio.AbstractEventLoop, box: Outbox) -> None:
         """This loop only: send ``box``'s events to ``loop`` at the end of this turn."""

@@ -200,16 +200,21 @@ class FleetScreen(Screen):
         else:
             self._sort_by(msg.column, reverse=BY_KEY[msg.column].numeric)
 
+    class EndpointChosen(Message):
+        """Enter on a row: the chat should talk to this endpoint."""
+
+        def __init__(self, row: EndpointRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class BackToChat(Message):
+        """Esc: back to the chat (the app decides what that means)."""
+
     def action_open(self) -> None:
         """Enter: the chat, talking to the highlighted endpoint."""
         row = self.highlighted_row()
-        opener = getattr(self.app, "open_endpoint", None)
-        if row is not None and opener is not None:
-            opener(row)
+        if row is not None:
+            self.post_message(self.EndpointChosen(row))
 
     def action_back(self) -> None:
-        back = getattr(self.app, "show_chat", None)
-        if back is not None:
-            back()
-        else:
-            self.dismiss()
+        self.post_message(self.BackToChat())

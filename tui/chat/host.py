@@ -1,16 +1,17 @@
-"""EngineHost: one engine on its own thread and asyncio loop, off the UI's event loop.
+"""EngineHost: one engine on its own thread and asyncio loop, off the caller's event loop.
 
-Stream events are stamped where they happen (engine thread / where bytes arrive). Running
-the engine's coroutines on a separate loop keeps HTTP read stamps free of UI render
-stalls on the app's loop. Textual workers await these coroutines through
-``asyncio.wrap_future``; the engine loop never touches a widget.
+Stream events are stamped where they happen (the engine's thread, where bytes arrive).
+Running the engine's coroutines on a loop of their own keeps HTTP read stamps free of a
+front end's stalls (the TUI's render on its loop); callers await these coroutines through
+``asyncio.wrap_future``, and the engine's loop never touches a caller's objects except
+the ``sink`` it is given. The loop runs in a :class:`~tui.transport.reader_loop.LoopThread`,
+the one loop-thread primitive of the project.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from tui.core.events import Failed, StreamEvent
 from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, EngineSpec
 from tui.engines.registry import create_engine
+from tui.transport.reader_loop import LoopThread
 
 IDLE, LOADING, READY, GENERATING, ERROR = "idle", "loading", "ready", "generating", "error"
 
@@ -31,31 +33,13 @@ class EngineHost:
         self.state = IDLE
         self.error: str | None = None
         self.load_ms: float | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: LoopThread | None = None
 
     # -- plumbing -------------------------------------------------------------------
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
-
-            def run() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
-                loop.run_forever()
-                loop.close()
-
-            self._thread = threading.Thread(
-                target=run, name=f"engine-{self.spec.name}", daemon=True
-            )
-            self._thread.start()
-            ready.wait(5)
-            self._loop = loop
-        return self._loop
-
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
+        if self._thread is None:
+            self._thread = LoopThread(f"engine-{self.spec.name}")
+        return asyncio.run_coroutine_threadsafe(coro, self._thread.loop)
 
     # -- lifecycle ------------------------------------------------------------------
     async def load(self) -> float:
@@ -127,18 +111,16 @@ class EngineHost:
 
     def close(self) -> None:
         """Close the engine and stop its thread (blocking, bounded)."""
-        loop = self._loop
-        if loop is None:
+        thread = self._thread
+        if thread is None:
             return
         if self.engine is not None:
             try:
                 self._submit(self.engine.close()).result(timeout=10)
             except Exception:
                 pass
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(5)
-        self._loop = self._thread = None
+        thread.stop()
+        self._thread = None
         self.engine = None
         self.state = IDLE
 

@@ -1,0 +1,131 @@
+"""ChatPanels: what the chat screen draws beside the conversation, from the chat core.
+
+The engine bar, each slot's metrics panel (history sparklines, the live "ITL now" row),
+the narrow screens' compact sparklines and strip, the B/A ratios, the KV line and the
+hardware panel. It holds only what it last drew (to skip unchanged draws); the
+conversation's state is the core's (tui/chat/core.py).
+"""
+
+from __future__ import annotations
+
+from textual.screen import Screen
+from textual.widgets import Static
+
+from tui.app.widgets.ab_table import ab_ratio_text
+from tui.app.widgets.compact_metrics import CompactMetrics
+from tui.app.widgets.engine_bar import EngineBar, SlotView
+from tui.app.widgets.hardware_panel import HardwarePanel
+from tui.app.widgets.kv_line import KvLine, kv_short
+from tui.app.widgets.metrics_panel import MetricsPanel
+from tui.app.widgets.strip import strip_text
+from tui.chat.core import ChatCore
+from tui.chat.hardware import HardwareWatch, roofline_text
+from tui.core.events import ContextFill
+from tui.core.kv import KvState
+from tui.core.live import LiveSnapshot
+from tui.engines.placement import SEQUENTIAL
+from tui.telemetry.sampler import TelemetrySample
+
+
+class ChatPanels:
+    def __init__(self, screen: Screen, core: ChatCore, hardware: HardwareWatch) -> None:
+        self.screen, self.core, self.hardware = screen, core, hardware
+        self.last_sample: TelemetrySample | None = None
+        self.ratios = ""  # B/A, live while both stream (A/B mode)
+        self.kv_short = ""  # slot A's KV cache, for the narrow strip
+        self._kv_fill_shown: dict[str, ContextFill] = {}
+
+    def _narrow(self) -> bool:
+        return self.screen.has_class("-narrow")
+
+    def metrics_panel(self, slot: str) -> MetricsPanel:
+        return self.screen.query_one("#metrics" if slot == "A" else "#metrics-B", MetricsPanel)
+
+    def show_slot(self, slot: str) -> None:
+        """The engine bar's slot, and the metrics panels' titles (A/B says whose)."""
+        name = self.core.slot_engine[slot]
+        if name is None:
+            return
+        spec = self.core.config.engines[name]
+        host = self.core.host(name)
+        info = host.info()
+        model = info.model if info else (spec.model or spec.url or "")
+        view = SlotView(name, spec.kind, short_model(model), host.state, host.error or "")
+        self.screen.query_one(EngineBar).set_slot(slot, view)
+        for s in ("A", "B"):
+            engine = self.core.slot_engine[s]
+            title = f"metrics · {s}: {engine}" if self.core.ab and engine else "metrics"
+            self.metrics_panel(s).border_title = title
+
+    def show_history(self, slot: str) -> None:
+        """The slot's history windows (one value per answer) into its panels."""
+        hist = {k: w.snapshot() for k, w in self.core.history[slot].items()}
+        last = self.core.last_metrics[slot]
+        self.metrics_panel(slot).show_history(hist, last)
+        self.screen.query_one(CompactMetrics).slot(slot).show_history(hist, last)
+        self.update_strip()
+
+    def refresh_live(self) -> None:
+        """The running answers' live numbers into the panels that are shown."""
+        snaps: dict[str, LiveSnapshot] = {}
+        narrow = self._narrow()
+        for slot in self.core.slots():
+            live = self.core.live[slot]
+            if live is not None and not live.done:
+                snap = snaps[slot] = live.snapshot()
+                if not narrow or self.screen.has_class("-show-panels"):
+                    self.metrics_panel(slot).show_live(snap)
+                if narrow:
+                    self.screen.query_one(CompactMetrics).slot(slot).show_live(snap)
+                self.show_context_fill(slot, snap.context_fill)
+        if self.core.ab:
+            self.show_ratios(snaps)
+        self.update_strip()
+
+    def show_ratios(self, snaps: dict[str, LiveSnapshot]) -> None:
+        """B/A while both stream (live values), else of the last finished turn."""
+        how = "seq" if self.core.ab_plan().schedule == SEQUENTIAL else "conc"
+        text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.core.last_metrics, how)
+        self.screen.query_one("#ratios", Static).update(text, layout=False)
+        self.ratios = text
+
+    def update_strip(self) -> None:
+        if not self._narrow():
+            return
+        ratios = self.ratios if self.core.ab else ""
+        text = strip_text(ratios, self.kv_short, self.last_sample, self.screen.size.width - 2)
+        self.screen.query_one("#strip", Static).update(text, layout=False)
+
+    def show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
+        """The engine's own token count (ContextFill) with its model's KV layout."""
+        if fill is None or fill is self._kv_fill_shown.get(slot):
+            return
+        self._kv_fill_shown[slot] = fill
+        self.show_kv(self.core.engine_of(slot), self.core.kv_state(slot, fill))
+
+    def show_kv(self, engine: str, state: KvState | None) -> None:
+        """Slot A's engine's KV cache (None: it has none to show)."""
+        if engine != self.core.slot_engine["A"]:
+            return
+        self.screen.query_one(KvLine).show(state)
+        self.kv_short = kv_short(state) if state is not None else ""
+        self.update_strip()
+
+    def show_hardware(self) -> None:
+        sample = self.last_sample
+        if sample is None:
+            return
+        name = self.core.slot_engine["A"]
+        roof = None
+        if name is not None:
+            spec = self.core.config.engines[name]
+            m = self.core.last_metrics["A"]
+            roof = roofline_text(self.core.config, spec, self.core.info(name), m, sample)
+        history = self.hardware.sampler.cpu.snapshot()
+        self.screen.query_one(HardwarePanel).show(sample, history, roof)
+
+
+def short_model(model: str, width: int = 40) -> str:
+    if model.endswith(".gguf") or model.startswith(("/", "~", ".")):
+        model = model.replace("\\", "/").rsplit("/", 1)[-1]
+    return model if len(model) <= width else model[: width - 1] + "…"
