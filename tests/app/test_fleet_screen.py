@@ -181,3 +181,32 @@ async def test_enter_opens_the_chat_on_that_endpoint(
             await wait_for(pilot, lambda: len(app.screen.apply_ms) > before, 30)
     finally:
         fleet.close()
+
+
+async def test_f3_joins_each_engines_own_hardware(endpoints, make_config, build_app, wait_for):
+    """F3 is built from config by the same builder as ``infertop fleet``: an engine whose
+    config names a ``telemetry`` source shows that source's GPUs on its row (a DCGM
+    exporter page written from its documented names, served over HTTP)."""
+    from exporter_fixtures import MetricsServer, dcgm_page
+
+    dcgm = MetricsServer(dcgm_page()).start()
+    url = endpoints.urls[0]
+    cfg = make_config(
+        'default_engine = "synth"\n'
+        + gen(8)
+        + SYNTH
+        + f'[engines.box]\nkind = "vllm"\nurl = "{url}"\ntelemetry = "{dcgm.url}"\n'
+        + "[fleet]\ninterval_s = 0.5\n"
+    )
+    app = build_app(cfg)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("f3")
+            await _shown(pilot, wait_for)
+            screen = app.screen
+            assert isinstance(screen, FleetScreen) and _names(app) == ["box"]
+            detail = screen.query_one("#fleet-detail", Static)
+            await wait_for(pilot, lambda: "2 GPUs on dcgm" in str(detail.render()), 30)
+            assert "NVIDIA H100 80GB HBM3" in str(detail.render())
+    finally:
+        dcgm.stop()
