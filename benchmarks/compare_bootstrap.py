@@ -4,9 +4,9 @@ Builds one level of --requests requests from a real report's requests (its decod
 TTFT, token counts and durations, cycled; each request given --gaps per-token ITL values
 drawn around its own median gap, seeded), then times, in one run:
 
-- vectorised: tui.bench.compare_boot.resampled_statistics for --resamples resamples;
+- vectorised: tui.bench.compare.boot.resampled_statistics for --resamples resamples;
 - plain: the same resamples (the same indices) with the plain statistics of
-  tui.bench.compare (pooled lists sorted per resample), on the first --plain resamples
+  tui.bench.compare.ratios (pooled lists sorted per resample), on the first --plain resamples
   only, scaled up to --resamples.
 
 Prints both, their ratio, and checks that the two give the same values on the resamples
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tui.bench.compare import METRICS, RequestSample, level_samples, statistic
-from tui.bench.compare_boot import resampled_statistics
-from tui.bench.report import load_report
+from tui.bench.compare.boot import resampled_statistics
+from tui.bench.compare.ratios import METRICS, RequestSample, level_samples, statistic
+from tui.bench.report.files import load_report
 
 DEFAULT_REPORT = Path(__file__).resolve().parents[1] / "tests" / "app" / "compare_reports" / "b"
 

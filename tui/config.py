@@ -290,7 +290,7 @@ def _num(x: float) -> str:
 
 
 def _check_values(cfg: Config, v: _Validator) -> None:
-    from tui.engines.registry import ENGINE_KINDS
+    from tui.engines.kinds import ENGINE_KINDS
 
     sections = {
         "generation": cfg.generation,
@@ -335,7 +335,7 @@ def _check_telemetry(v: _Validator, name: str, text: str) -> None:
 
 
 def _check_options(v: _Validator, name: str, kind: str, options: dict[str, Any]) -> None:
-    from tui.engines.registry import KIND_OPTIONS
+    from tui.engines.kinds import KIND_OPTIONS
 
     accepted = KIND_OPTIONS.get(kind, {})
     for key, value in options.items():

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 
 from tui.app.screens.bench import BenchScreen
 from tui.app.screens.compare import CompareApp, CompareScreen
-from tui.bench.report import load_report
+from tui.bench.report.files import load_report
 from tui.config import Config
 from tui.engines.base import EngineSpec
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.bench.records import LevelRun, RequestRecord
+from tui.bench.run.records import LevelRun, RequestRecord
 from tui.core.events import Finished, RequestSent, TextChunk, Usage
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline

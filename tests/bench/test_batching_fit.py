@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from tui.bench.batching import fit_alpha, fit_batching, fit_with_interval, model_t_total
-from tui.bench.records import LevelRun
+from tui.bench.run.records import LevelRun
+from tui.bench.stats.batching import fit_alpha, fit_batching, fit_with_interval, model_t_total
 
 LEVELS = [2, 4, 8, 16]
 

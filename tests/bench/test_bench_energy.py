@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.bench.synthetic import level, record
-from tui.bench.energy import BenchEnergy, choose_source, level_energy
-from tui.bench.plan import BenchPlan
-from tui.bench.report import write_report
-from tui.bench.report_sweep import sweep_rows
-from tui.bench.runner import BenchRunner
+from tui.bench.report.files import write_report
+from tui.bench.report.sweep import sweep_rows
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
+from tui.bench.stats.energy import BenchEnergy, choose_source, level_energy
 from tui.engines.base import EngineSpec
 from tui.telemetry.energy_track import EnergyTrack, monotonic_from_perf_ns
 from tui.telemetry.nvml import GpuSample, NvmlSample
@@ -142,7 +142,7 @@ def test_sweep_table_has_j_per_token_per_quant() -> None:
 
 def test_environment_lists_amd_gpus(tmp_path: Path) -> None:
     from tests.support.hw_fixtures import amd_sysfs_tree
-    from tui.bench.environment import gpus
+    from tui.bench.run.environment import gpus
 
     got = [g for g in gpus(str(amd_sysfs_tree(tmp_path))) if g.get("vendor") == "amd"]
     assert got == [

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tui.bench.compare import METRICS, RequestSample, compare_reports, verdict
-from tui.bench.compare_md import markdown
-from tui.bench.environment import environment
-from tui.bench.plan import BenchPlan
-from tui.bench.report import load_report, write_report
-from tui.bench.runner import BenchRunner
+from tui.bench.compare.markdown import markdown
+from tui.bench.compare.ratios import METRICS, RequestSample, compare_reports, verdict
+from tui.bench.report.files import load_report, write_report
+from tui.bench.run.environment import environment
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
 from tui.engines.base import EngineSpec
 
 pytestmark = pytest.mark.engine
@@ -79,7 +79,7 @@ def test_ratios_are_the_ratios_of_the_reports_own_figures(reports):
     assert any("paired by position" in n for n in comp["notes"])
 
     # independently: medians over the records with the statistics module, and the
-    # figures tui.bench.aggregate wrote into each report's summary
+    # figures tui.bench.stats.aggregate wrote into each report's summary
     def record_median(report: dict, key: str) -> float:
         recs = [r for r in report["engines"][0]["records"] if r["phase"] == "warm"]
         return statistics.median(r["metrics"][key] for r in recs if r["status"] == "ok")
@@ -221,8 +221,8 @@ class RecordingRng:
 def test_resampled_statistics_equal_the_statistics_of_each_resample(monkeypatch):
     """The vectorised bootstrap (pooled-ITL percentiles from running counts included)
     gives, for each resample, what the plain definitions give on the resampled requests."""
-    import tui.bench.compare_boot as boot
-    from tui.bench.compare import level_samples, statistic
+    import tui.bench.compare.boot as boot
+    from tui.bench.compare.ratios import level_samples, statistic
 
     level = level_samples(load_report(FROZEN / "b"))[("ls", "c=1")]
     # 12 requests of the real report's 3 (repeated, gap lists varied) and 5 rows a chunk

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tui.bench.plan import BenchPlan
-from tui.bench.report import build_report
-from tui.bench.runner import BenchRunner
+from tui.bench.report.files import build_report
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
 from tui.engines.base import EngineSpec
 
 pytestmark = pytest.mark.engine

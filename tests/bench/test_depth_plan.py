@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from tui.bench.depth import check_fits, context_text, parse_depths, with_context
-from tui.bench.plan import BenchError, BenchPlan
+from tui.bench.run.depth import check_fits, context_text, parse_depths, with_context
+from tui.bench.run.plan import BenchError, BenchPlan
 from tui.engines.base import GenerationRequest
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tui.bench import environment
+from tui.bench.run import environment
 
 
 def test_memory_total_matches_psutil():
@@ -23,7 +23,7 @@ def test_gpus_without_the_nvidia_device_ask_nothing():
     if os.path.exists(environment.NVIDIA_CONTROL_DEVICE):
         pytest.skip("this machine has the NVIDIA driver's device")
     code = (
-        "import sys; from tui.bench import environment as e; "
+        "import sys; from tui.bench.run import environment as e; "
         "print(e.gpus(), 'pynvml' in sys.modules, 'psutil' in sys.modules, "
         "e.memory_total_bytes() > 0)"
     )

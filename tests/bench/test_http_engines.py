@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from tui.bench.aggregate import summarize_result
-from tui.bench.plan import BenchPlan
-from tui.bench.runner import BenchRunner
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
+from tui.bench.stats.aggregate import summarize_result
 from tui.engines.base import EngineSpec
 
 INTERVAL_MS = 20.0

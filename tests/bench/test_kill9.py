@@ -21,8 +21,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tui.bench.atomic import STALE_TEMP
-from tui.bench.report import FILES
+from tui.bench.report.atomic import STALE_TEMP
+from tui.bench.report.files import FILES
 
 KILLS = 8
 

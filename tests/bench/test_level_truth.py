@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tui.bench.level_truth import (
+from tui.bench.run.level_truth import (
     LevelTruth,
     llama_server_level_truth,
     pause_between,

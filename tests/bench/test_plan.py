@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.bench.plan import BenchError, BenchPlan, parse_concurrency, parse_slo, preset_values
+from tui.bench.run.plan import BenchError, BenchPlan, parse_concurrency, parse_slo, preset_values
 
 
 def test_concurrency_parses_sorts_and_dedupes():

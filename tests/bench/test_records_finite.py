@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from tui.bench.records import finite
+from tui.bench.run.records import finite
 
 
 def test_nan_and_inf_become_none_everywhere_and_nothing_else_changes() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tui.bench.atomic import prepare_out_dir, write_atomic
-from tui.bench.plan import BenchError, BenchPlan
-from tui.bench.records import RequestRecord
-from tui.bench.report import load_report, write_report
-from tui.bench.report_md import ci
-from tui.bench.runner import BenchRunner
+from tui.bench.report.atomic import prepare_out_dir, write_atomic
+from tui.bench.report.files import load_report, write_report
+from tui.bench.report.format import ci
+from tui.bench.run.plan import BenchError, BenchPlan
+from tui.bench.run.records import RequestRecord
+from tui.bench.run.runner import BenchRunner
 from tui.engines.base import EngineSpec
 
 
@@ -95,7 +95,7 @@ def test_svgs_parse_and_plot_each_engine(report_dir):
         root = ET.parse(report_dir / name).getroot()
         lines = root.findall("{http://www.w3.org/2000/svg}polyline")
         assert len(lines) == 2, name
-        from tui.bench.svg import BOTTOM, LEFT, RIGHT, TOP, H, W
+        from tui.bench.report.svg import BOTTOM, LEFT, RIGHT, TOP, H, W
 
         for line in lines:  # every point inside the axes
             for xy in line.get("points").split():
@@ -176,7 +176,7 @@ def test_load_report_rejects_other_files(tmp_path):
 
 
 def test_ecdf_is_exact_for_short_and_thinned_for_long_samples():
-    from tui.bench.svg import ECDF_POINTS, ecdf_points
+    from tui.bench.report.svg import ECDF_POINTS, ecdf_points
 
     assert ecdf_points([3.0, 1.0, 2.0]) == [(1.0, 0.0), (1.0, 1 / 3), (2.0, 2 / 3), (3.0, 1.0)]
     long = [float(i) for i in range(10_000)]
@@ -188,7 +188,7 @@ def test_ecdf_is_exact_for_short_and_thinned_for_long_samples():
 
 @pytest.mark.parametrize("lo, hi", [(0.0, 676.4), (0.0, 1.0), (0.0, 0.37), (3.0, 3.0), (0, 12345)])
 def test_axis_ticks_cover_the_data(lo, hi):
-    from tui.bench.svg import nice_ticks
+    from tui.bench.report.svg import nice_ticks
 
     ticks = nice_ticks(lo, hi)
     assert ticks[0] <= lo and ticks[-1] >= hi

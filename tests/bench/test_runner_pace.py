@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from tui.bench.aggregate import summarize_result
-from tui.bench.plan import BenchPlan
-from tui.bench.runner import BenchRunner
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
+from tui.bench.stats.aggregate import summarize_result
 from tui.engines.base import EngineSpec
 
 TOKEN_MS = 20.0
@@ -184,7 +184,7 @@ async def test_prompt_lengths_that_cannot_match_across_engines_are_flagged():
 
 
 async def test_checkpoints_inside_a_level_include_its_requests(monkeypatch):
-    import tui.bench.runner as runner_module
+    import tui.bench.run.runner as runner_module
 
     monkeypatch.setattr(runner_module, "CHECKPOINT_EVERY_S", 0.0)
     seen: list[tuple[str, int, bool]] = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from synthetic import level, record
 
-from tui.bench.aggregate import interval_dict, summarize_level
+from tui.bench.stats.aggregate import summarize_level
+from tui.bench.stats.samples import interval_dict
 from tui.core.stats import ratio_ci, summarize
 
 

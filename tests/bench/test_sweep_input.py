@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tui.__main__ import main
-from tui.bench.perplexity import default_text, windows
-from tui.bench.plan import BenchError
-from tui.bench.sweep import parse_sweep
+from tui.bench.run.plan import BenchError
+from tui.bench.sweep.perplexity import default_text, windows
+from tui.bench.sweep.study import parse_sweep
 
 CONFIG = """
 [engines.local]
@@ -107,7 +107,7 @@ def test_n_gpu_layers_points_carry_the_value_to_each_engine(model_path):
     in-process spec), without starting anything."""
     import sys
 
-    from tui.bench.sweep import plan_points
+    from tui.bench.sweep.study import plan_points
     from tui.engines.base import EngineSpec
     from tui.engines.llama_server_launch import LaunchedLlamaServerEngine
 

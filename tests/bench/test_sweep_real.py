@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tui.bench.perplexity import measure_perplexity
-from tui.bench.quantize import make_variants
+from tui.bench.sweep.perplexity import measure_perplexity
+from tui.bench.sweep.quantize import make_variants
 from tui.engines.gguf import gguf_file_type
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"

@@ -9,9 +9,9 @@ import time
 import pytest
 from clock_child import send_stamp
 
-from tui.bench.plan import BenchPlan
-from tui.bench.runner import BenchRunner
-from tui.bench.workers import default_workers, max_workers, split_streams
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
+from tui.bench.run.workers import default_workers, max_workers, split_streams
 from tui.engines.base import EngineSpec
 
 

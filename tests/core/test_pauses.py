@@ -65,8 +65,8 @@ async def test_the_bench_defers_full_collections_while_requests_stream():
     """The headless bench keeps the TUI's discipline: every measured request streams with
     CPython's automatic full collections deferred, and none starts meanwhile (they run
     between levels, in settle_heap)."""
-    from tui.bench.plan import BenchPlan
-    from tui.bench.runner import BenchRunner
+    from tui.bench.run.plan import BenchPlan
+    from tui.bench.run.runner import BenchRunner
     from tui.core import pauses
     from tui.engines.base import EngineSpec
 
@@ -136,7 +136,7 @@ def test_short_gil_switches_while_measuring_and_restored_after():
 def test_the_bench_command_measures_with_short_gil_switches(monkeypatch, tmp_path):
     import sys
 
-    from tui.bench import runner as runner_module
+    from tui.bench.run import runner as runner_module
     from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 
     seen: list[float] = []
@@ -172,7 +172,7 @@ def test_the_bench_command_builds_its_report_with_the_collector_paused(monkeypat
     """The report makes an object per chunk stamp; the collections those allocations set
     off would rescan every record (tui/core/pauses.py)."""
 
-    from tui.bench import report as report_module
+    from tui.bench.report import files as report_module
 
     seen: list[bool] = []
     real_build = report_module.build_report

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.bench.plan import BenchPlan
-from tui.bench.runner import BenchRunner
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.runner import BenchRunner
 from tui.engines.base import EngineSpec
 
 pytestmark = pytest.mark.engine

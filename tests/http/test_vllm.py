@@ -140,8 +140,8 @@ def test_cli_run_json(vllm_server, tmp_path) -> None:
 async def test_context_size_from_models_and_a_depth_beyond_it_is_refused(vllm_server) -> None:
     """vLLM lists max_model_len in /v1/models (the server runs with --max-model-len 1024):
     the engine reports it, and --depth beyond it is refused before any request."""
-    from tui.bench.plan import BenchPlan
-    from tui.bench.runner import BenchRunner
+    from tui.bench.run.plan import BenchPlan
+    from tui.bench.run.runner import BenchRunner
 
     e = engine(vllm_server.url)
     await e.load()

@@ -2,7 +2,7 @@
 
 Shared by ``benchmarks/soak.py`` (256 streams × 60 s, figures printed) and
 ``tests/bench/test_soak.py`` (a small one, asserted). What is soaked is our client: the
-bench's :class:`~tui.bench.loads.RequestDriver` and :func:`~tui.bench.loads.run_concurrency`
+bench's :class:`~tui.bench.run.loads.RequestDriver` and :func:`~tui.bench.run.loads.run_concurrency`
 driving the "openai" engine kind, in this process, under the bench's own GC and GIL rules
 (:func:`~tui.core.pauses.streaming`, :func:`~tui.core.pauses.short_gil_switches`). The
 server is the pace server (tests/support/pace_server.py) in its own process, with as many
@@ -277,8 +277,8 @@ class ItlCheck:
 
 async def run_soak(cfg: SoakConfig) -> SoakResult:
     """Run the soak on the running event loop (see the module docstring)."""
-    from tui.bench.loads import RequestDriver, run_concurrency
-    from tui.bench.records import LevelRun, RequestRecord
+    from tui.bench.run.loads import RequestDriver, run_concurrency
+    from tui.bench.run.records import LevelRun, RequestRecord
     from tui.core.pauses import settle_heap, short_gil_switches, streaming
     from tui.engines.base import EngineSpec, GenerationRequest
     from tui.engines.registry import create_engine

@@ -187,7 +187,7 @@ def test_bench_reports_are_private_and_csv_cells_are_not_formulas(
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert rows and all(r["error"] == "'" + hs.FORMULA for r in rows), rows[0]["error"]
-    from tui.bench.report_csv import cell
+    from tui.bench.report.csv import cell
 
     assert cell(-3.5) == -3.5 and cell("@SUM(A1)") == "'@SUM(A1)" and cell(None) == ""
     shutil.rmtree(out)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.bench.depth import parse_depths
-from tui.bench.plan import BenchError, parse_concurrency
+from tui.bench.run.depth import parse_depths
+from tui.bench.run.plan import BenchError, parse_concurrency
 from tui.core.kv import _int
 from tui.fleet.promql import _gpu_order
 from tui.telemetry.exporters import dcgm_gpus

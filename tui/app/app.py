@@ -45,7 +45,7 @@ BINDING_IDS = (
 )
 
 
-class InfertopApp(App):
+class InfertopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
     COMMANDS = App.COMMANDS | {EngineCommands}
@@ -147,7 +147,7 @@ class InfertopApp(App):
         if keys:
             self.set_keymap(keys)
 
-    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
         """Textual's notify, terminal-safe: a notification often quotes a server or a
         model (an engine's error, a finish reason)."""
         super().notify(terminal_safe(message), *args, **kwargs)
@@ -161,7 +161,7 @@ class InfertopApp(App):
         if self.start_on_fleet:
             self.action_fleet()
         for text, severity in self.startup_notes:
-            self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
+            self.notify(text, severity=severity, timeout=8)
         if self.telemetry_enabled:
             self.call_after_refresh(self._start_sampler)
 

@@ -35,6 +35,7 @@ from tui.chat.events import (
 )
 from tui.chat.host import ERROR, GENERATING, READY, EngineHost
 from tui.config import Config
+from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
 from tui.core.live import LiveRequest
@@ -42,7 +43,7 @@ from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
 from tui.core.window import RollingWindow
-from tui.engines.base import CancelToken, EngineError, EngineInfo, EngineSpec, GenerationRequest
+from tui.engines.base import EngineError, EngineInfo, EngineSpec, GenerationRequest
 from tui.engines.placement import CONCURRENT, ABPlan, ab_plan, turn_order
 
 SLOTS = ("A", "B")

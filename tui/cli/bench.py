@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tui.bench.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
-from tui.bench.workers import STREAMS_PER_WORKER, max_workers
+from tui.bench.run.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
+from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
 from tui.core.safe_text import terminal_label
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
     """Command line over preset over defaults; BenchError on bad values."""
-    from tui.bench.plan import preset_values
+    from tui.bench.run.plan import preset_values
 
     values: dict[str, Any] = preset_values(args.preset) if args.preset else {}
     explicit = {
@@ -101,7 +101,7 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
     if args.slo is not None:
         explicit["slo"] = parse_slo(args.slo)
     if getattr(args, "depth", None) is not None:
-        from tui.bench.depth import parse_depths
+        from tui.bench.run.depth import parse_depths
 
         explicit["depths"] = parse_depths(args.depth)
     values.update({k: v for k, v in explicit.items() if v is not None})
@@ -120,7 +120,7 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
     from tui.config import load_config
     from tui.engines.base import EngineError
     from tui.engines.detect import spec_from_url
-    from tui.engines.registry import ENGINE_KINDS
+    from tui.engines.kinds import ENGINE_KINDS
     from tui.transport.access import redact_url
 
     cfg = load_config(getattr(args, "config", None))
@@ -159,10 +159,10 @@ def main(args: argparse.Namespace) -> int:
             specs = study.specs()
             plan.engines = [s.name for s in specs]
         if plan.depths:
-            from tui.bench.depth import check_spec_contexts
+            from tui.bench.run.depth import check_spec_contexts
 
             check_spec_contexts(plan, specs)
-        from tui.bench.atomic import prepare_out_dir
+        from tui.bench.report.atomic import prepare_out_dir
 
         out = prepare_out_dir(Path(args.out).expanduser())
     except (BenchError, ConfigError) as e:
@@ -181,7 +181,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _energy(asked: str | None, specs: list[Any]) -> Any:
     """The sampler of the bench's energy figures (tui/bench/energy.py), or None: off."""
-    from tui.bench.energy import BenchEnergy, choose_source
+    from tui.bench.stats.energy import BenchEnergy, choose_source
 
     source = choose_source(asked, [getattr(s, "telemetry", None) for s in specs])
     return None if source is None else BenchEnergy(source)
@@ -190,10 +190,15 @@ def _energy(asked: str | None, specs: list[Any]) -> Any:
 def _run(
     plan: BenchPlan, specs: list[Any], out: Path, study: Any = None, energy: Any = None
 ) -> int:
-    from tui.bench import event_loop
-    from tui.bench.environment import environment
-    from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
-    from tui.bench.runner import BenchRunner
+    from tui.bench.report.files import (
+        CHECKPOINT_BOOT,
+        build_report,
+        write_report,
+        write_report_dict,
+    )
+    from tui.bench.run import event_loop
+    from tui.bench.run.environment import environment
+    from tui.bench.run.runner import BenchRunner
     from tui.cli.bench_progress import progress_display
     from tui.core.pauses import collector_paused, settle_heap, short_gil_switches
 

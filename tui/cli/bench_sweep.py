@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tui.bench.plan import BenchError
+from tui.bench.run.plan import BenchError
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
 
 def perplexity_text(arg: str) -> tuple[str, str]:
     """(text, where it came from) for --perplexity; BenchError when unreadable."""
-    from tui.bench.perplexity import DEFAULT_TEXT_SOURCE, default_text
+    from tui.bench.sweep.perplexity import DEFAULT_TEXT_SOURCE, default_text
 
     if arg == "default":
         return default_text(), DEFAULT_TEXT_SOURCE
@@ -63,7 +63,7 @@ def build_study(args: argparse.Namespace, specs: list[Any]) -> Any:
     """The SweepStudy for these arguments, or None when neither option was given."""
     if not args.sweep and args.perplexity is None:
         return None
-    from tui.bench.sweep import SweepStudy, parse_sweep, plan_points
+    from tui.bench.sweep.study import SweepStudy, parse_sweep, plan_points
 
     sweep = parse_sweep(args.sweep) if args.sweep else None
     text = None
@@ -93,7 +93,7 @@ def finish_study(study: Any, result: Any, report: dict[str, Any]) -> None:
 
 
 def print_sweep(report: dict[str, Any]) -> None:
-    from tui.bench.report_sweep import sweep_rows
+    from tui.bench.report.sweep import sweep_rows
 
     sweep = report.get("sweep")
     if not sweep:

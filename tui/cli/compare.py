@@ -40,9 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tui.bench.compare import compare_reports
-    from tui.bench.compare_md import markdown
-    from tui.bench.report import load_report
+    from tui.bench.compare.markdown import markdown
+    from tui.bench.compare.ratios import compare_reports
+    from tui.bench.report.files import load_report
 
     paths = [Path(p).expanduser() for p in args.reports]
     if len(paths) < 2:
@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     text = markdown(result)
     if args.out:
         try:
-            from tui.bench.atomic import write_atomic
+            from tui.bench.report.atomic import write_atomic
 
             write_atomic(Path(args.out).expanduser(), text)
         except OSError as e:

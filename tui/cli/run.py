@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
             cache_prompt=not args.no_cache_prompt,
         )
         request.validate()
-        from tui.engines.registry import engine_class
+        from tui.engines.kinds import engine_class
 
         engine_class(spec.kind)  # unknown kinds fail before any loading
         hardware = _hardware(args.telemetry or spec.telemetry, cfg)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tui.core.cancel import CancelToken
 from tui.core.events import StreamEvent
 from tui.core.timeline import RequestTimeline
-from tui.engines.base import CancelToken, Engine, GenerationRequest
+from tui.engines.base import Engine, GenerationRequest
 
 
 async def run_request(

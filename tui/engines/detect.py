@@ -171,7 +171,7 @@ def spec_from_url(
     """An EngineSpec for a server given only its URL (kind detected unless given).
     Credentials in the URL become its Authorization header; ``verify_tls=False`` accepts
     a certificate that cannot be verified (``--insecure``)."""
-    from tui.engines.registry import ENGINE_KINDS
+    from tui.engines.kinds import ENGINE_KINDS
 
     probe = EngineSpec(name="url", kind=kind or "?", url=url, verify_tls=verify_tls)
     base = base_url(probe)

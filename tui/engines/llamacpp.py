@@ -21,6 +21,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Protocol
 
+from tui.core.cancel import CancelToken
 from tui.core.events import (
     ContextFill,
     EngineReport,
@@ -39,13 +40,7 @@ from tui.core.kv import (
     UnsupportedLayout,
     layout_from_metadata,
 )
-from tui.engines.base import (
-    BatchedEngine,
-    CancelToken,
-    EngineError,
-    EngineInfo,
-    GenerationRequest,
-)
+from tui.engines.base import BatchedEngine, EngineError, EngineInfo, GenerationRequest
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import FILE_TYPES, check_gguf

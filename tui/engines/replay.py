@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from tui.core.cancel import CancelToken
 from tui.core.events import (
     EngineReport,
     EngineTruth,
@@ -29,7 +30,7 @@ from tui.core.events import (
     Usage,
 )
 from tui.core.session import read_session
-from tui.engines.base import CancelToken, Engine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest
 
 _TRUTH_FIELDS = (
     "prompt_tokens",

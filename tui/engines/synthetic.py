@@ -27,6 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
+from tui.core.cancel import CancelToken
 from tui.core.events import (
     EngineReport,
     EngineTruth,
@@ -38,14 +39,7 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import (
-    CancelToken,
-    Engine,
-    EngineError,
-    EngineInfo,
-    GenerationRequest,
-    refused,
-)
+from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, refused
 from tui.transport.handoff import Handoff
 
 PASSAGE = (

@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
+from tui.core.cancel import CancelToken
 from tui.core.events import (
     EngineReport,
     EngineTruth,
@@ -31,15 +32,7 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import (
-    CancelToken,
-    Engine,
-    EngineError,
-    EngineInfo,
-    EngineSpec,
-    GenerationRequest,
-    refused,
-)
+from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec, GenerationRequest, refused
 from tui.transport.reader_loop import Emit, LoopThread, relay
 
 

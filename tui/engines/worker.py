@@ -37,16 +37,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import IO, Any, ClassVar
 
+from tui.core.cancel import CancelToken
 from tui.core.child_python import absolute_if_path, child_env, neutral_cwd, python_argv
 from tui.core.events import Failed, Finished, RequestSent, StreamEvent
-from tui.engines.base import (
-    BatchedEngine,
-    CancelToken,
-    EngineError,
-    EngineInfo,
-    EngineSpec,
-    GenerationRequest,
-)
+from tui.engines.base import BatchedEngine, EngineError, EngineInfo, EngineSpec, GenerationRequest
 from tui.engines.worker_wire import FrameBuffer, send_frame
 from tui.transport.handoff import Handoff
 
@@ -407,7 +401,7 @@ def describe_exit(returncode: int, stderr_tail: str = "") -> str:
         except ValueError:
             sig, name, text = None, f"signal {-returncode}", ""
         line = f"engine process died: {name}" + (f" ({text})" if text else "")
-        hint = SIGNAL_HINTS.get(sig) if sig is not None else None  # type: ignore[call-overload]
+        hint = SIGNAL_HINTS.get(sig) if sig is not None else None
         if hint:
             line += f" — {hint}"
     else:
@@ -453,4 +447,4 @@ def worker_class(kind: str, target: str) -> type[WorkerEngine]:
     """The WorkerEngine class that hosts engine kind ``kind`` (``target`` = module:Class)."""
     name = "".join(part.capitalize() for part in kind.replace("-", "_").split("_")) + "Worker"
     cls = type(name, (WorkerEngine,), {"kind": kind, "target": target, "__module__": __name__})
-    return cls  # type: ignore[return-value]
+    return cls

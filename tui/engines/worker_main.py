@@ -25,8 +25,9 @@ import threading
 import time
 from typing import Any
 
+from tui.core.cancel import CancelToken
 from tui.core.events import Failed, RequestSent, StampSource
-from tui.engines.base import CancelToken, Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.worker_wire import FrameReader, WireClosed, send_frame
 
 

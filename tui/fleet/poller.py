@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.http_common import base_url
-from tui.engines.registry import ENGINE_KINDS
+from tui.engines.kinds import ENGINE_KINDS
 from tui.fleet.direct import DirectEndpoint, HttpClients
 from tui.fleet.hardware import FleetHardware
 from tui.fleet.promapi import PrometheusAPI, PrometheusError

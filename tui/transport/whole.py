@@ -65,7 +65,7 @@ def _bounded(timeout: float | None, overdue: type[Exception]) -> float | None:
     end = getattr(_deadline, "end", None)
     if end is None:
         return timeout
-    left = end - time.monotonic()
+    left: float = end - time.monotonic()
     if left <= 0:
         raise overdue("the deadline of the whole response passed")
     return left if timeout is None else min(timeout, left)

@@ -32,8 +32,8 @@ from textual.widgets import (
     Static,
 )
 
-from tui.bench.plan import BenchError, BenchPlan, parse_concurrency
-from tui.bench.runner import BenchResult, BenchRunner, BenchUpdate
+from tui.bench.run.plan import BenchError, BenchPlan, parse_concurrency
+from tui.bench.run.runner import BenchResult, BenchRunner, BenchUpdate
 from tui.config import Config, ConfigError
 from tui.core.safe_text import terminal_label, terminal_safe
 
@@ -64,7 +64,7 @@ class BenchDone(Message):
         self.summary, self.out, self.partial, self.error = summary, out, partial, error
 
 
-class BenchScreen(Screen):
+class BenchScreen(Screen[None]):
     DEFAULT_CSS = """
     BenchScreen { layout: vertical; }
     BenchScreen #form { height: auto; }
@@ -156,7 +156,7 @@ class BenchScreen(Screen):
         for path in found:
             status = "ok"
             try:
-                from tui.bench.report import load_report
+                from tui.bench.report.files import load_report
 
                 status = "partial" if load_report(path)["partial"] else "complete"
             except ValueError:
@@ -182,7 +182,7 @@ class BenchScreen(Screen):
     def action_compare(self) -> None:
         """The opened past report (A) beside the highlighted one (B): CompareScreen."""
         from tui.app.screens.compare import CompareScreen
-        from tui.bench.report import load_report
+        from tui.bench.report.files import load_report
 
         past = self.query_one("#past", DataTable)
         a = self.opened_report
@@ -226,7 +226,7 @@ class BenchScreen(Screen):
             return
         try:
             plan, specs = self.build_plan()
-            from tui.bench.atomic import prepare_out_dir
+            from tui.bench.report.atomic import prepare_out_dir
 
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
             out = prepare_out_dir(self.reports_root() / stamp)
@@ -234,7 +234,7 @@ class BenchScreen(Screen):
             self.query_one("#status", Static).update(f"[b]error:[/b] {e}")
             self.notify(str(e), severity="error")
             return
-        from tui.bench.environment import environment
+        from tui.bench.run.environment import environment
 
         self.ttfts.clear()
         self.rates.clear()
@@ -260,8 +260,13 @@ class BenchScreen(Screen):
 
     def _bench_thread(self, runner: BenchRunner, out: Path) -> None:
         """In the worker thread: its own event loop; results come back as messages."""
-        from tui.bench.report import CHECKPOINT_BOOT, build_report, write_report, write_report_dict
-        from tui.bench.runner import run_bench
+        from tui.bench.report.files import (
+            CHECKPOINT_BOOT,
+            build_report,
+            write_report,
+            write_report_dict,
+        )
+        from tui.bench.run.runner import run_bench
 
         def checkpoint(result: BenchResult) -> None:
             try:

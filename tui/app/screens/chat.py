@@ -65,7 +65,7 @@ SHORT_HEIGHT = 30
 NUMBERS_EVERY = 5  # live numbers and hardware are drawn every this many frames (2 Hz)
 
 
-class ChatScreen(Screen):
+class ChatScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="cancel", priority=True),
         Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),

@@ -28,7 +28,7 @@ from tui.telemetry.sampler import TelemetrySample
 
 
 class ChatPanels:
-    def __init__(self, screen: Screen, core: ChatCore, hardware: HardwareWatch) -> None:
+    def __init__(self, screen: Screen[None], core: ChatCore, hardware: HardwareWatch) -> None:
         self.screen, self.core, self.hardware = screen, core, hardware
         self.last_sample: TelemetrySample | None = None
         self.ratios = ""  # B/A, live while both stream (A/B mode)

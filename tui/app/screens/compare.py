@@ -18,9 +18,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Markdown, Static
 
-from tui.bench.compare import compare_reports
-from tui.bench.compare_md import HEAD, row_cells
-from tui.bench.report_md import markdown as report_markdown
+from tui.bench.compare.markdown import HEAD, row_cells
+from tui.bench.compare.ratios import compare_reports
+from tui.bench.report.markdown import markdown as report_markdown
 from tui.core.safe_text import terminal_label, terminal_safe
 
 
@@ -32,7 +32,7 @@ class ComparisonReady(Message):
         self.result = result
 
 
-class CompareScreen(Screen):
+class CompareScreen(Screen[None]):
     DEFAULT_CSS = """
     CompareScreen { layout: vertical; }
     CompareScreen #compare-title { height: auto; padding: 0 1; background: $panel; }
@@ -109,7 +109,7 @@ class CompareScreen(Screen):
             self.app.exit()
 
 
-class CompareApp(App):
+class CompareApp(App[None]):
     """``infertop compare A B --ui``: the compare screen on its own."""
 
     def __init__(

@@ -44,7 +44,7 @@ class FleetUpdated(Message):
         self.snapshot = snapshot
 
 
-class FleetScreen(Screen):
+class FleetScreen(Screen[None]):
     DEFAULT_CSS = """
     FleetScreen { layout: vertical; }
     FleetScreen #fleet-status { height: 1; padding: 0 1; background: $panel; }

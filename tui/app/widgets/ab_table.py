@@ -18,7 +18,7 @@ from tui.core.stats import percentile
 from tui.engines.placement import SEQUENTIAL, ABPlan
 
 
-class ABTable(DataTable):
+class ABTable(DataTable[str]):
     DEFAULT_CSS = """
     ABTable { height: 7; }
     """

@@ -82,7 +82,7 @@ def worker_main(job: WorkerJob, conn: Any) -> None:
     that dies never leaves a shared lock or condition held."""
     import signal
 
-    from tui.bench import event_loop
+    from tui.bench.run import event_loop
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the bench process decides
     try:
@@ -98,8 +98,8 @@ async def _work(job: WorkerJob, conn: Any) -> None:
     import threading
     import time
 
-    from tui.bench.loads import RequestDriver, run_concurrency
-    from tui.bench.records import LevelRun
+    from tui.bench.run.loads import RequestDriver, run_concurrency
+    from tui.bench.run.records import LevelRun
     from tui.core.pauses import streaming
     from tui.engines.base import EngineError, GenerationRequest
     from tui.engines.registry import create_engine

@@ -1,7 +1,7 @@
 """Bench reports in a folder: report.json, report.csv, report.md and SVG plots.
 
 report.json holds everything: the plan, the environment, each engine's spec and info,
-every request's timeline and metrics, and the summary (tui.bench.aggregate). The other
+every request's timeline and metrics, and the summary (tui.bench.stats.aggregate). The other
 files are derived from that same dictionary, so they agree with it. Every file is
 written atomically; a bench that was stopped writes ``"partial": true`` and says so at
 the top of report.md.
@@ -13,15 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tui.bench.aggregate import N_BOOT, summarize_result
-from tui.bench.atomic import write_atomic
-from tui.bench.model_file import model_file
-from tui.bench.records import finite
-from tui.bench.report_check import report_problem
-from tui.bench.report_csv import csv_text
-from tui.bench.report_md import markdown
-from tui.bench.runner import BenchResult
-from tui.bench.svg import plots
+from tui.bench.report.atomic import write_atomic
+from tui.bench.report.check import report_problem
+from tui.bench.report.csv import csv_text
+from tui.bench.report.markdown import markdown
+from tui.bench.report.model_file import model_file
+from tui.bench.report.plots import plots
+from tui.bench.run.records import finite
+from tui.bench.run.runner import BenchResult
+from tui.bench.stats.aggregate import summarize_result
+from tui.bench.stats.samples import N_BOOT
 
 SCHEMA = "infertop.bench/1"
 FILES = ("report.json", "report.csv", "report.md")

@@ -2,7 +2,7 @@
 
 One level's ok requests are resampled with replacement ``n_boot`` times; each resample
 gives every compared statistic at once (so the five metrics of a level share the same
-resamples), computed exactly as tui.bench.compare defines it for the whole level:
+resamples), computed exactly as tui.bench.compare.ratios defines it for the whole level:
 
 - decode tok/s, TTFT: median over the resample's requests that have the value.
 - ITL p50 / p90: the type-7 percentile (tui.core.stats.percentile) of the per-token gaps
@@ -24,7 +24,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tui.bench.compare import LevelSample
+    from tui.bench.compare.ratios import LevelSample
 
 MAX_CELLS = 2_000_000  # resample indices held at once (rows × requests)
 

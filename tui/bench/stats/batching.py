@@ -17,7 +17,7 @@ Exact definitions (per engine, over the "concurrency" levels of a bench):
   α = 0: no gain from concurrency (N requests take N times as long); perfect batching
   (N requests take as long as one) gives α = (N − 1)/N at each N, i.e. approaches 1.
 - speedup(N) = N·T_single / T_total(N) (the model says 1 + α·N); η beside it is the
-  token-throughput ratio of tui.bench.aggregate (equal to the speedup when every answer
+  token-throughput ratio of tui.bench.stats.aggregate (equal to the speedup when every answer
   has the same length and the level is long).
 - residual(N) = T_total(N) − fitted(N), in ms and as % of the measurement.
 - the 95 % interval of α: percentile bootstrap; each resample redraws every level's
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tui.core.stats import percentile
 
 if TYPE_CHECKING:
-    from tui.bench.records import LevelRun, RequestRecord
+    from tui.bench.run.records import LevelRun, RequestRecord
 
 ALPHA_MAX = 50.0  # far beyond any real engine (perfect batching stays below 1)
 GRID = 64
@@ -150,7 +150,9 @@ def client_latency_ms(record: RequestRecord) -> float | None:
     return e2e + (record.pre_send_wait_ms or 0.0)
 
 
-def fit_batching(levels: list[LevelRun], etas: dict[int, float | None], n_boot: int) -> dict:
+def fit_batching(
+    levels: list[LevelRun], etas: dict[int, float | None], n_boot: int
+) -> dict[str, Any]:
     """The batching section of an engine's summary: the fit, or why there is none.
 
     ``levels``: the engine's load levels (only complete "concurrency" ones are used);

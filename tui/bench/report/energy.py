@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.report_md import DASH, num, table
+from tui.bench.report.format import DASH, num, table
 
 
 def jpt_cell(level: dict[str, Any] | None) -> str:

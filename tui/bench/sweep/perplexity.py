@@ -38,7 +38,7 @@ DEFAULT_WINDOW = 512
 
 def default_text() -> str:
     """The public-domain text shipped in the package (tui/bench/data)."""
-    return resources.files("tui.bench").joinpath("data", DEFAULT_TEXT_NAME).read_text("utf-8")
+    return resources.files("tui.bench.sweep").joinpath("data", DEFAULT_TEXT_NAME).read_text("utf-8")
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.bench.footprint import Footprint, footprint
-from tui.bench.perplexity import Perplexity
-from tui.bench.plan import BenchError
+from tui.bench.run.footprint import Footprint, footprint
+from tui.bench.run.plan import BenchError
+from tui.bench.sweep.perplexity import Perplexity
 from tui.engines.base import Engine, EngineError, EngineSpec
 
 SWEEP_KEYS: dict[str, str] = {
@@ -125,7 +125,7 @@ class SweepPoint:
 
 def model_value(spec: EngineSpec, value: str) -> tuple[str | None, Path | None, str | None]:
     """A ``model`` sweep value → (path or None, quantization name or None, error or None)."""
-    from tui.bench.quantize import QUANT_TYPES
+    from tui.bench.sweep.quantize import QUANT_TYPES
     from tui.engines.default_model import resolve_model_path
 
     if value.upper() in QUANT_TYPES and not Path(value).expanduser().exists():
@@ -188,7 +188,7 @@ def plan_points(
 def _variant(
     base: Path, quant: str, n_threads: int | None, say: Callable[[str], None]
 ) -> tuple[Path, str]:
-    from tui.bench.quantize import make_variants
+    from tui.bench.sweep.quantize import make_variants
 
     say(f"model variant {quant} of {base.name} (llama.cpp quantizer; cached)")
     try:
@@ -233,7 +233,7 @@ class SweepStudy:
         """Perplexity of each distinct model file (once each), in this process."""
         if self.perplexity_text is None:
             return
-        from tui.bench.perplexity import measure_perplexity
+        from tui.bench.sweep.perplexity import measure_perplexity
 
         text, source = self.perplexity_text
         for point in self.points:

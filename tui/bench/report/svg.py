@@ -3,8 +3,8 @@
 - ttft.svg / itl.svg: empirical CDF per engine (x: ms; y: fraction of requests — or of
   tokens for ITL — at or below x), headline level, warm ok requests.
 - throughput.svg: total output tok/s against concurrency level, one line per engine.
-- depth_tps.svg / depth_ttft.svg, batching.svg: see tui.bench.depth_report and
-  tui.bench.batching_report (written when the bench measured depths / a sweep).
+- depth_tps.svg / depth_ttft.svg, batching.svg: see tui.bench.report.depth and
+  tui.bench.report.batching (written when the bench measured depths / a sweep).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class Plot:
         return "\n".join(out)
 
 
-def _headline_records(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def headline_records(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     heads = {e["name"]: e["headline"] for e in report["summary"]["engines"]}
     return {
         e["name"]: [
@@ -181,29 +181,3 @@ def throughput_plot(report: dict[str, Any]) -> str:
     for i, (name, pts) in enumerate(series.items()):
         p.line([(pos[c], y) for c, y in pts], COLORS[i % len(COLORS)], name, markers=True)
     return p.render({pos[c]: str(c) for c in levels})
-
-
-def plots(report: dict[str, Any]) -> dict[str, str]:
-    recs = _headline_records(report)
-    ttft = {
-        n: [r["metrics"]["ttft_ms"] for r in rs if r["metrics"]["ttft_ms"] is not None]
-        for n, rs in recs.items()
-    }
-    itl = {n: [x for r in rs for x in r["metrics"]["itl_token_ms"]] for n, rs in recs.items()}
-    # depth and batching plots (imported here: they draw with this module's Plot)
-    from tui.bench.batching_report import batching_plot
-    from tui.bench.depth_report import depth_plots
-
-    extra = depth_plots(report)
-    fit = batching_plot(report)
-    if fit is not None:
-        extra["batching.svg"] = fit
-    return extra | {
-        "ttft.svg": ecdf_plot(
-            "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft
-        ),
-        "itl.svg": ecdf_plot(
-            "ITL distribution (warm, per token)", "ITL ms", "fraction of tokens ≤ x", itl
-        ),
-        "throughput.svg": throughput_plot(report),
-    }

@@ -9,7 +9,7 @@ label: "c=1", "c=8", "rate=2", "cold"), five ratios B ÷ A:
 - ITL p50 / ITL p90: the 50th / 90th percentile of the level's per-token ITL values,
   pooled over its ok requests (the figures report.md shows as "ITL p50 / p90").
 - total tok/s: Σ output tokens of ok requests / the level's wall time (first request sent
-  → last request ended), as in tui.bench.aggregate.
+  → last request ended), as in tui.bench.stats.aggregate.
 
 Intervals are percentile-bootstrap 95 % intervals of the ratio, ``N_BOOT`` resamples with
 a fixed seed (the same inputs give the same output; tui/bench/compare_boot.py). The unit
@@ -35,8 +35,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from tui.bench.compare_boot import percentile_interval, resampled_statistics
-from tui.bench.compare_env import environment_differences
+from tui.bench.compare.boot import percentile_interval, resampled_statistics
+from tui.bench.compare.env import environment_differences
 from tui.core.stats import median, percentile
 
 SCHEMA = "infertop.compare/1"
@@ -170,7 +170,7 @@ def compare_levels(
     """One row per metric: A's and B's values, B ÷ A, its interval and the verdict.
 
     Point values come from the statistic over all requests (tui.core.stats); the
-    interval from the resampled ratios (tui.bench.compare_boot), each side resampled on
+    interval from the resampled ratios (tui.bench.compare.boot), each side resampled on
     its own from one generator seeded with ``seed``."""
     import numpy as np
 

@@ -41,7 +41,7 @@ class BenchPlan:
     seed: int = 0
     # client processes for concurrency levels (tui/bench/workers.py); None: the default
     workers: int | None = None
-    depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.depth)
+    depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.run.depth)
 
     @property
     def cold_runs(self) -> int:
@@ -50,7 +50,7 @@ class BenchPlan:
     def requests_per_engine(self) -> int:
         """Measured requests per engine (warm-up and cold starts included)."""
         n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
-        # depth 0 is the c=1 level when there is one (tui.bench.depth)
+        # depth 0 is the c=1 level when there is one (tui.bench.run.depth)
         depth_levels = len(self.depths) - (0 in self.depths and 1 in self.concurrency)
         return n + (self.runs if self.rate else 0) + depth_levels * self.runs
 

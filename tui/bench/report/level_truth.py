@@ -102,7 +102,8 @@ def extra_requests_markdown(report: dict[str, Any], table: Any) -> list[str]:
     if not rows:
         return []
     lines = ["## Requests the bench made that were not measured", ""]
-    return lines + table(["engine", "when", "requests"], rows)
+    made: list[str] = table(["engine", "when", "requests"], rows)
+    return lines + made
 
 
 def _helpers(own: dict[str, Any]) -> str:

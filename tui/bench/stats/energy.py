@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.records import LevelRun
+from tui.bench.run.records import LevelRun
 from tui.core.energy import EnergyUse
 from tui.core.stats import median
 

@@ -18,13 +18,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from tui.bench import hooks
-from tui.bench.prompts import Counter
-from tui.bench.records import LevelRun, RequestRecord, classify
+from tui.bench.run import hooks
+from tui.bench.run.prompts import Counter
+from tui.bench.run.records import LevelRun, RequestRecord, classify
+from tui.core.cancel import CancelToken
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.base import CancelToken, Engine, GenerationRequest
+from tui.engines.base import Engine, GenerationRequest
 
 MakeRequest = Callable[[int], GenerationRequest]
 STOP_POLL_S = 0.05

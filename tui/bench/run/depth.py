@@ -3,7 +3,7 @@
 *Prior context* is one earlier exchange in the same chat request, before the question:
 a user turn of numbered filler notes (``"Context 000123. Notes to keep in mind: ..."``,
 distinct per request from its first words, so no prefix cache can serve it) and a fixed
-assistant reply ("Noted."). The question is the bench prompt itself (tui.bench.prompts).
+assistant reply ("Noted."). The question is the bench prompt itself (tui.bench.run.prompts).
 
 *Depth* D is counted by the engine, as prompt length is: D = the engine's prompt tokens
 for the whole request − its prompt tokens for the question alone (the calibrated bench
@@ -27,15 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tui.bench.loads import RequestDriver, prompt_counter, run_concurrency
-from tui.bench.plan import BenchError, BenchPlan, check_fits  # noqa: F401 - depth's rule
-from tui.bench.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
-from tui.bench.records import LevelRun
+from tui.bench.run.loads import RequestDriver, prompt_counter, run_concurrency
+from tui.bench.run.plan import BenchError, BenchPlan, check_fits  # noqa: F401 - depth's rule
+from tui.bench.run.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
+from tui.bench.run.records import LevelRun
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
 
 if TYPE_CHECKING:
-    from tui.bench.runner import EngineRun
+    from tui.bench.run.runner import EngineRun
 
 ASSISTANT_REPLY = "Noted."
 CONTEXT_COUNTS = 8  # calibration counts per depth (tokenizer or 1-token probes)

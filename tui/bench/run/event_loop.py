@@ -24,7 +24,7 @@ def loop_name() -> str:
         import uvloop
     except ImportError:
         return "asyncio"
-    return f"uvloop {uvloop.__version__}"
+    return f"uvloop {getattr(uvloop, '__version__', '?')}"
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -1,4 +1,4 @@
-"""BenchRunner: runs a :class:`~tui.bench.plan.BenchPlan` against engines, one at a time.
+"""BenchRunner: runs a :class:`~tui.bench.run.plan.BenchPlan` against engines, one at a time.
 
 Per engine: build and load it (timed), check fairness (parallel capacity, prompt length),
 cold starts when asked, warm-up, then every load level. Engines run one after another so
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from tui.bench import hooks
-from tui.bench.depth import DepthContext, DepthSweep, check_fits
-from tui.bench.level_truth import LevelTruth, pause_between
-from tui.bench.loads import (
+from tui.bench.run import hooks
+from tui.bench.run.depth import DepthContext, DepthSweep
+from tui.bench.run.level_truth import LevelTruth, pause_between
+from tui.bench.run.loads import (
     TOKENIZER,
     RequestDriver,
     prompt_counter,
@@ -31,10 +31,10 @@ from tui.bench.loads import (
     run_poisson,
     run_sequential,
 )
-from tui.bench.plan import BenchError, BenchPlan
-from tui.bench.prompts import PromptShape, calibrate
-from tui.bench.records import LevelRun, RequestRecord
-from tui.bench.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
+from tui.bench.run.plan import BenchError, BenchPlan, check_fits
+from tui.bench.run.prompts import PromptShape, calibrate
+from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http_engine import HttpStreamEngine
@@ -77,7 +77,7 @@ class EngineRun:
     error: str | None = None  # the engine could not be built or loaded
     # how the engine applied the bench's cache_prompt=false / ignore_eos=true (its words)
     controls: dict[str, str] = field(default_factory=dict)
-    depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.depth
+    depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.run.depth
     depth_contexts: list[DepthContext] = field(default_factory=list)
     # requests made outside the levels that were not measured: the engine's small calls
     # ("GET /props": 1) and the generation requests of calibration and warm-up

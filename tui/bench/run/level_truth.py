@@ -164,7 +164,7 @@ class LevelTruth:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE_S
         while True:
-            after = await self._scrape()
+            after: Scrape | None = await self._scrape()
             if after is None or getattr(self.engine, "kind", "") != "vllm":
                 return after
             counted = counter_delta(self._before, after, VLLM_E2E + "_count")
@@ -179,4 +179,4 @@ def pause_between(records: list[Any]) -> float:
     (per-request truth scrapes, and its own turnaround), which the level's wall time
     leaves out at c = 1 when the engine made such scrapes."""
     rs = sorted((r for r in records if r.status != "cancelled"), key=lambda r: r.t_start_s)
-    return sum(max(0.0, b.t_start_s - a.t_end_s) for a, b in zip(rs, rs[1:]))
+    return float(sum(max(0.0, b.t_start_s - a.t_end_s) for a, b in zip(rs, rs[1:])))

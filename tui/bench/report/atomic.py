@@ -7,7 +7,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from tui.bench.plan import BenchError
+from tui.bench.run.plan import BenchError
 
 
 def write_atomic(path: Path, text: str | bytes) -> None:

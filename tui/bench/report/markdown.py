@@ -4,44 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.level_truth_report import truth_markdown
-
-DASH = "—"
-METRIC_WORDS = {
-    "decode_tps": "decode tok/s",
-    "prefill_tps": "prompt tok/s",
-    "ttft_ms": "TTFT",
-    "e2e_ms": "e2e latency",
-}
-
-
-def num(x: float | int | None, digits: int = 1) -> str:
-    if x is None:
-        return DASH
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:,.{digits}f}"
-
-
-def ci(iv: dict[str, Any] | None, digits: int = 1) -> str:
-    """ "95.1 [93.0, 96.2]" — a median and its 95 % bootstrap interval."""
-    if not iv:
-        return DASH
-    if iv.get("low") is None:
-        return f"{num(iv['estimate'], digits)} (n=1)"
-    return f"{num(iv['estimate'], digits)} [{num(iv['low'], digits)}, {num(iv['high'], digits)}]"
-
-
-def pcts(p: dict[str, Any], digits: int = 1) -> str:
-    if not p or not p.get("n"):
-        return DASH
-    return " / ".join(num(p[k], digits) for k in ("p50", "p90", "p95", "p99"))
-
-
-def table(head: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out + [""]
+from tui.bench.report.batching import batching_markdown
+from tui.bench.report.depth import depth_markdown
+from tui.bench.report.energy import energy_markdown, jpt_cell
+from tui.bench.report.format import DASH, METRIC_WORDS, ci, num, pcts, table
+from tui.bench.report.level_truth import truth_markdown
+from tui.bench.report.sweep import sweep_markdown
 
 
 def _level(engine: dict[str, Any], label: str | None) -> dict[str, Any] | None:
@@ -117,7 +85,6 @@ def markdown(report: dict[str, Any]) -> str:
     ]
 
     lines += ["## Engines (warm; median [95% CI])", ""]
-    from tui.bench.report_energy import energy_markdown, jpt_cell  # imports this module
 
     rows = []
     for e in engines:
@@ -162,7 +129,6 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"- **{e['name']} did not run**: {e['error']}"]
     if any(e["error"] for e in engines):
         lines.append("")
-    from tui.bench.report_sweep import sweep_markdown  # imports this module: imported here
 
     lines += sweep_markdown(report)
 
@@ -268,8 +234,6 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
 
     # context depth and the batching model (imported here: they use this module's helpers)
-    from tui.bench.batching_report import batching_markdown
-    from tui.bench.depth_report import depth_markdown
 
     lines += depth_markdown(report) + batching_markdown(report)
 

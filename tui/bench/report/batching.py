@@ -1,6 +1,6 @@
 """The batching-model part of a report: Markdown table and a measured-vs-fitted plot.
 
-The fit and its exact definitions are in tui.bench.batching; this renders the
+The fit and its exact definitions are in tui.bench.stats.batching; this renders the
 ``batching`` entry of each engine's summary.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.report_md import DASH, num, table
-from tui.bench.svg import COLORS, Plot
+from tui.bench.report.format import DASH, num, table
+from tui.bench.report.svg import COLORS, Plot
 
 
 def _alpha(a: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.report_md import DASH, num, table
+from tui.bench.report.format import DASH, num, table
 
 HEAD = ["engine", "level", "metric", "A", "B", "B ÷ A", "95 % interval", "change", "n (A, B)"]
 

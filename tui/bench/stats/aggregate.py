@@ -18,52 +18,29 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
   itl_ms: the request's p90 per-token ITL) per second of wall time, and their output tok/s.
 - comparisons: for each engine after the first, ratio of medians to the first engine's
   at the headline level, with a bootstrap interval of the ratio.
-- depth: per --depth level, medians and ratios to depth 0 (tui.bench.depth_report).
+- depth: per --depth level, medians and ratios to depth 0 (tui.bench.report.depth).
 - batching: α of T_total(N) = N·T_single / (1 + α·N) over the concurrency levels, with
-  its bootstrap interval and residuals per level (tui.bench.batching).
+  its bootstrap interval and residuals per level (tui.bench.stats.batching).
 - energy: per level, J/token over the level's window; per request where it ran alone
-  (tui.bench.energy; the definitions are tui.core.energy's).
+  (tui.bench.stats.energy; the definitions are tui.core.energy's).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.batching import fit_batching
-from tui.bench.records import LevelRun, RequestRecord
-from tui.bench.runner import BenchResult, EngineRun
-from tui.core.stats import Interval, bootstrap_ci, median, ratio_ci, summarize
+from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.runner import BenchResult, EngineRun
+from tui.bench.stats.batching import fit_batching
+from tui.bench.stats.depth import summarize_depth
+from tui.bench.stats.samples import N_BOOT, interval_dict, metric_values
+from tui.core.stats import median, ratio_ci, summarize
 
-N_BOOT = 2000
 CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 PERCENTILE_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 COMPARED = ("decode_tps", "prefill_tps", "ttft_ms", "e2e_ms")
 PROMPT_MISMATCH = 0.02  # prompt token counts differing by more than 2 % are flagged
 PRE_SEND_WAIT_NOTE_MS = 5.0  # an engine-side queue longer than this is pointed out
-
-
-def metric_values(records: list[RequestRecord], name: str) -> list[float]:
-    """Per-request values of one metric over ok requests (None skipped)."""
-    out: list[float] = []
-    for r in records:
-        if not r.ok:
-            continue
-        m = r.metrics
-        v = m.itl_ms_p50 if name == "itl_ms" else getattr(m, name)
-        if v is not None:
-            out.append(float(v))
-    return out
-
-
-def interval_dict(
-    values: list[float], seed: int = 0, n_boot: int = N_BOOT
-) -> dict[str, Any] | None:
-    if not values:
-        return None
-    if len(values) < 2:
-        return {"estimate": values[0], "low": None, "high": None, "n": 1}
-    iv: Interval = bootstrap_ci(values, median, n_boot=n_boot, seed=seed)
-    return {"estimate": iv.estimate, "low": iv.low, "high": iv.high, "n": len(values)}
 
 
 def meets_slo(record: RequestRecord, slo: dict[str, float]) -> bool:
@@ -177,7 +154,7 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
     levels = [summarize_level(lv, single, plan.slo, plan.max_tokens, n_boot) for lv in run.levels]
     cold = summarize_level(run.cold, None, {}, plan.max_tokens, n_boot) if run.cold else None
     if result.energy is not None:
-        from tui.bench.energy import level_energy
+        from tui.bench.stats.energy import level_energy
 
         for lv_dict, lv in zip(levels, run.levels):
             lv_dict["energy"] = level_energy(lv, result.energy)
@@ -221,8 +198,6 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
     out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
     # context depth and the batching-model fit (imported here: depth_report builds on
     # this module's helpers)
-    from tui.bench.depth_report import summarize_depth
-
     out["depth"] = summarize_depth(run, n_boot)
     etas = {lv["concurrency"]: lv["eta"] for lv in levels if lv["kind"] == "concurrency"}
     out["batching"] = fit_batching(run.levels, etas, n_boot)

@@ -1,0 +1,2 @@
+"""``infertop compare``: two reports side by side, as ratios with bootstrap
+intervals, and where they were measured."""

@@ -1,0 +1,42 @@
+"""The cells and tables of report.md and the terminal: numbers, intervals, percentiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DASH = "—"
+METRIC_WORDS = {
+    "decode_tps": "decode tok/s",
+    "prefill_tps": "prompt tok/s",
+    "ttft_ms": "TTFT",
+    "e2e_ms": "e2e latency",
+}
+
+
+def num(x: float | int | None, digits: int = 1) -> str:
+    if x is None:
+        return DASH
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:,.{digits}f}"
+
+
+def ci(iv: dict[str, Any] | None, digits: int = 1) -> str:
+    """ "95.1 [93.0, 96.2]" — a median and its 95 % bootstrap interval."""
+    if not iv:
+        return DASH
+    if iv.get("low") is None:
+        return f"{num(iv['estimate'], digits)} (n=1)"
+    return f"{num(iv['estimate'], digits)} [{num(iv['low'], digits)}, {num(iv['high'], digits)}]"
+
+
+def pcts(p: dict[str, Any], digits: int = 1) -> str:
+    if not p or not p.get("n"):
+        return DASH
+    return " / ".join(num(p[k], digits) for k in ("p50", "p90", "p95", "p99"))
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out + [""]

@@ -1,0 +1,31 @@
+"""Every plot of a report, by file name (each drawn by tui/bench/report/svg.py's Plot)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.bench.report.batching import batching_plot
+from tui.bench.report.depth import depth_plots
+from tui.bench.report.svg import ecdf_plot, headline_records, throughput_plot
+
+
+def plots(report: dict[str, Any]) -> dict[str, str]:
+    recs = headline_records(report)
+    ttft = {
+        n: [r["metrics"]["ttft_ms"] for r in rs if r["metrics"]["ttft_ms"] is not None]
+        for n, rs in recs.items()
+    }
+    itl = {n: [x for r in rs for x in r["metrics"]["itl_token_ms"]] for n, rs in recs.items()}
+    extra = depth_plots(report)
+    fit = batching_plot(report)
+    if fit is not None:
+        extra["batching.svg"] = fit
+    return extra | {
+        "ttft.svg": ecdf_plot(
+            "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft
+        ),
+        "itl.svg": ecdf_plot(
+            "ITL distribution (warm, per token)", "ITL ms", "fraction of tokens ≤ x", itl
+        ),
+        "throughput.svg": throughput_plot(report),
+    }

@@ -1,0 +1,2 @@
+"""Studies over an engine's own options (--sweep): quantization variants, thread
+counts, perplexity."""
