@@ -92,9 +92,9 @@ async def _settle(pilot, *, answer: bool = True, slots=("A",)) -> None:  # type:
             app.core.push_history(slot, FIXED)
     if answer:
         for slot in slots:
-            chat.panels.show_history(slot)
+            chat.view.show_history(slot)
         if len(slots) == 2:
-            chat.panels.show_ratios({})
+            chat.view.show_ratios({})
             chat.query_one(ABTable).add_turn(1, FIXED, FIXED, ABPlan(SEQUENTIAL, "shared machine"))
     app.hardware.sampler.cpu.extend([20.0, 40.0, 63.0])
     chat.post_message(TelemetrySampled(SAMPLE))

@@ -12,11 +12,13 @@ from textual.app import App
 from textual.binding import Binding
 
 from tui.app.commands import EngineCommands
+from tui.app.keys import checked_keymap
 from tui.app.messages import TelemetrySampled
 from tui.app.screens.chat import ChatScreen
+from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
-from tui.app.themes import DEFAULT_THEME, builtin_theme_dir, load_theme_dirs, user_theme_dir
+from tui.app.themes import builtin_theme_dir, load_themes, user_theme_dir
 from tui.chat.core import ChatCore
 from tui.chat.hardware import HardwareWatch
 from tui.config import Config
@@ -29,20 +31,6 @@ from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
     from tui.fleet.rows import EndpointRow
-
-# binding ids a user may remap in [ui.keys] (id -> key)
-BINDING_IDS = (
-    "cancel",
-    "next_engine",
-    "ab",
-    "panels",
-    "clear",
-    "theme",
-    "bench",
-    "fleet",
-    "help",
-    "quit",
-)
 
 
 class InfertopApp(App[None]):
@@ -114,39 +102,14 @@ class InfertopApp(App[None]):
         self.fleet_interval_s = fleet_interval_s or config.fleet.interval_s
         self.start_on_fleet = fleet is not None
         self._own_fleet = False
-        self._load_themes()
-        self._apply_keys()
+        registered, notes = load_themes(self, self.theme_dirs, self.state.theme or config.ui.theme)
+        self.our_themes += registered
+        keymap, key_notes = checked_keymap(config.ui.keys)
+        self.startup_notes += [(n, "warning") for n in notes + key_notes]
+        if keymap:
+            self.set_keymap(keymap)
 
     # -- start / stop ----------------------------------------------------------------
-    def _load_themes(self) -> None:
-        loaded = load_theme_dirs(self.theme_dirs)
-        for theme in loaded.themes:
-            self.register_theme(theme)
-            self.our_themes.append(theme.name)
-        for err in loaded.errors:
-            self.startup_notes.append((f"{err} — using the default theme instead", "warning"))
-        wanted = self.state.theme or self.config.ui.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            fallback = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-            if wanted:
-                self.startup_notes.append(
-                    (f"theme {wanted!r} not found — using {fallback}", "warning")
-                )
-            self.theme = fallback
-
-    def _apply_keys(self) -> None:
-        keys = dict(self.config.ui.keys)
-        unknown = sorted(k for k in keys if k not in BINDING_IDS)
-        for k in unknown:
-            keys.pop(k)
-            self.startup_notes.append(
-                (f"ui.keys: unknown binding id {k!r} (known: {', '.join(BINDING_IDS)})", "warning")
-            )
-        if keys:
-            self.set_keymap(keys)
-
     def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
         """Textual's notify, terminal-safe: a notification often quotes a server or a
         model (an engine's error, a finish reason)."""
@@ -188,7 +151,7 @@ class InfertopApp(App[None]):
         """Called in the sampler thread: only posts a message."""
         self.chat.post_message(TelemetrySampled(sample))
 
-    def on_chat_screen_engine_chosen(self, msg: ChatScreen.EngineChosen) -> None:
+    def on_engine_chosen(self, msg: EngineChosen) -> None:
         self.remember(engine=msg.engine)
 
     # -- themes, state, bench ----------------------------------------------------------
@@ -278,41 +241,17 @@ class InfertopApp(App[None]):
         self.notify(f"chat on {name} ({kind}) — F3 returns to the fleet", timeout=5)
 
 
-def create_app(
-    config: Config,
-    *,
-    session_path: Path | None = None,
-    state_path: Path | None = None,
-    theme_dirs: list[Path] | None = None,
-    telemetry: bool = True,
-    record_session: bool = True,
-    autoplay: list[str] | None = None,
-    telemetry_source: str | None = None,
-    fleet: FleetSource | None = None,
-    fleet_interval_s: float | None = None,
-    engine: str | None = None,
-) -> InfertopApp:
+def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
-    ``state_path`` defaults to the platform state dir when the CLI passes it; tests pass
-    a temporary file (or None to remember nothing). ``telemetry_source``: the
-    ``--telemetry`` source, shown for engines that name none in config. ``fleet``:
-    start on the fleet screen reading it (``infertop fleet``). ``engine``: start on that
-    configured engine (``infertop --url``), not the remembered one.
+    Keywords are InfertopApp's: ``session_path``, ``state_path`` (the CLI passes the
+    platform state file; tests a temporary one, or None to remember nothing),
+    ``theme_dirs``, ``telemetry``, ``record_session``, ``autoplay``,
+    ``telemetry_source`` (``--telemetry``: shown for engines that name none),
+    ``fleet`` (start on the fleet screen reading it: ``infertop fleet``),
+    ``fleet_interval_s`` and ``engine`` (start on that engine: ``infertop --url``).
     """
-    return InfertopApp(
-        config,
-        session_path=session_path,
-        state_path=state_path,
-        theme_dirs=theme_dirs,
-        telemetry=telemetry,
-        record_session=record_session,
-        autoplay=autoplay,
-        telemetry_source=telemetry_source,
-        fleet=fleet,
-        fleet_interval_s=fleet_interval_s,
-        engine=engine,
-    )
+    return InfertopApp(config, **kwargs)
 
 
 def default_state_file() -> Path:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -112,3 +113,25 @@ def load_theme_dirs(dirs: list[Path]) -> ThemeLoad:
                 continue
             found[theme.name] = theme
     return ThemeLoad(list(found.values()), errors)
+
+
+def load_themes(
+    app: App[None], dirs: list[Path], wanted: str | None
+) -> tuple[list[str], list[str]]:
+    """Register the themes in ``dirs`` with ``app`` and set ``wanted`` (else the default);
+    returns (the names registered, notes for the user: broken theme files, a theme
+    that was not found)."""
+    loaded = load_theme_dirs(dirs)
+    names: list[str] = []
+    for theme in loaded.themes:
+        app.register_theme(theme)
+        names.append(theme.name)
+    notes = [f"{err} — using the default theme instead" for err in loaded.errors]
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        fallback = DEFAULT_THEME if DEFAULT_THEME in app.available_themes else "textual-dark"
+        if wanted:
+            notes.append(f"theme {wanted!r} not found — using {fallback}")
+        app.theme = fallback
+    return names, notes

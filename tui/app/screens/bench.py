@@ -65,20 +65,7 @@ class BenchDone(Message):
 
 
 class BenchScreen(Screen[None]):
-    DEFAULT_CSS = """
-    BenchScreen { layout: vertical; }
-    BenchScreen #form { height: auto; }
-    BenchScreen #form Input { width: 16; }
-    BenchScreen #form #engines { width: 30; }
-    BenchScreen .lbl { padding: 1 1 0 1; }
-    BenchScreen #buttons { height: auto; }
-    BenchScreen #status { height: 2; padding: 0 1; }
-    BenchScreen Sparkline { height: 3; margin: 0 1; }
-    BenchScreen #levels { height: 8; }
-    BenchScreen #bottom { height: 1fr; }
-    BenchScreen #past { width: 40; }
-    BenchScreen #viewer { width: 1fr; }
-    """
+    CSS_PATH = "bench.tcss"
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="bench_close"),

@@ -1,44 +1,30 @@
 """ChatScreen: prompt, streaming output pane(s), metrics and hardware panels, engine bar.
 
-The screen draws a conversation that the chat core (tui/chat/core.py) holds and runs:
-it asks the core for a turn, runs the turn in a Textual worker, and draws what the core
-reports (its events arrive as :class:`~tui.app.messages.CoreEvent` messages) and what it
-reads from the core on its frame timer. The side panels are drawn by
-:class:`~tui.app.screens.chat_panels.ChatPanels`.
+The screen lays out and routes: it asks the chat core (tui/chat/core.py) for a turn, runs
+it in a Textual worker, and passes what the core reports (CoreEvent messages) and reads
+(on its frame timer) to the ChatView, which draws (tui/app/screens/chat_view.py).
 
-While a turn runs, the screen draws in frames: one timer at ``ui.refresh_hz`` (default
-10 Hz) takes the text that arrived since the last frame into each pane; every fifth
-frame (2 Hz) it also copies the live numbers and draws the newest hardware sample. Each
-frame is one paint: updates made at unrelated moments each cost a paint of their own, and
-every paint renders every widget inside the box around all of its changes (Textual crops
-a paint to that box), so drawing text at 20 Hz and numbers at 10 Hz apart made ~19 paints
-a second, most of them of the whole screen. The rates are what the eye needs: text read
-at 4–5 words a second flows smoothly at ten updates, and numbers are read at a glance, as
-top and nvtop redraw theirs once or twice a second (a frame with numbers repaints most of
-the screen). The measured cost is in benchmarks/watch_cost.py.
+While a turn runs the screen draws in frames: text at ``ui.refresh_hz`` (10 Hz), live
+numbers and hardware every fifth frame (2 Hz), each frame one paint — docs/tui.md says
+why those rates, benchmarks/watch_cost.py what they cost.
 """
 
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import get_current_worker
 
-from tui.app.answer_energy import AnswerEnergy
-from tui.app.format import summary_line
 from tui.app.messages import CoreEvent, KvUpdated, ServerSampled, TelemetrySampled
-from tui.app.screens.chat_panels import ChatPanels
+from tui.app.screens.chat_engines import ChatEngines
+from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
-from tui.app.widgets.conversation import Conversation, Turn
+from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.kv_line import KvLine
@@ -55,8 +41,7 @@ from tui.chat.events import (
     TurnEnded,
 )
 from tui.chat.hardware import HardwareWatch
-from tui.chat.host import IDLE, EngineHost
-from tui.chat.server_watch import watch_server
+from tui.chat.host import EngineHost
 from tui.core.pauses import settle_heap
 from tui.engines.placement import ABPlan
 
@@ -65,7 +50,7 @@ SHORT_HEIGHT = 30
 NUMBERS_EVERY = 5  # live numbers and hardware are drawn every this many frames (2 Hz)
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(ChatEngines):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="cancel", priority=True),
         Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),
@@ -73,13 +58,6 @@ class ChatScreen(Screen[None]):
         Binding("f2", "toggle_panels", "Panels", id="panels", priority=True),
         Binding("ctrl+l", "clear", "Clear", id="clear", priority=True, show=False),
     ]
-
-    class EngineChosen(Message):
-        """Slot A now uses ``engine`` (the app remembers it for the next start)."""
-
-        def __init__(self, engine: str) -> None:
-            super().__init__()
-            self.engine = engine
 
     def __init__(
         self,
@@ -93,11 +71,9 @@ class ChatScreen(Screen[None]):
         """``telemetry``: the hardware is sampled (and servers' own metrics read)."""
         super().__init__(id="chat")
         self.core, self.hardware, self.telemetry = core, hardware, telemetry
-        self.panels = ChatPanels(self, core, hardware)
+        self.view = ChatView(self, core, hardware, telemetry)
         self.load_on_start = load_on_start
         self.autoplay_prompts = list(autoplay or [])
-        self.turns: dict[tuple[str, str], Turn] = {}
-        self._energy = AnswerEnergy()  # answers waiting for their J/token
         self._ends_drawing = 0  # AnswerEnded messages posted, not yet drawn
         self._sample_due = False  # a hardware sample waits for the next frame
         self._frames = 0
@@ -121,9 +97,6 @@ class ChatScreen(Screen[None]):
     def ab_plan(self) -> ABPlan:
         return self.core.ab_plan()
 
-    def metrics_panel(self, slot: str) -> MetricsPanel:
-        return self.panels.metrics_panel(slot)
-
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield EngineBar(id="engine-bar")
@@ -146,7 +119,7 @@ class ChatScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.panels.show_slot("A")
+        self.view.show_slot("A")
         self.query_one("#prompt", PromptInput).focus()
         self._layout_for(self.size.width, self.size.height)
         hz = max(1.0, self.core.config.ui.refresh_hz)
@@ -171,7 +144,7 @@ class ChatScreen(Screen[None]):
         self.set_class(narrow, "-narrow")
         if not narrow:
             self.remove_class("-show-panels")
-        self.panels.update_strip()
+        self.view.update_strip()
 
     def action_toggle_panels(self) -> None:
         if not self.has_class("-narrow"):
@@ -190,83 +163,13 @@ class ChatScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         self.focus_prompt()
 
-    # -- engines ----------------------------------------------------------------------
-    def _start_load(self, slot: str) -> None:
-        self.run_worker(
-            self.core.ensure_loaded(slot),
-            group=f"load-{slot}",
-            exclusive=True,
-            exit_on_error=False,
-            description=f"load engine for slot {slot}",
-        )
-
-    def ensure_loaded(self, slot: str) -> None:
-        """Start loading the slot's engine unless it is loaded, loading or failed."""
-        if self.core.slot_engine.get(slot) is None or self.core.slot_host(slot).state != IDLE:
-            return
-        if any(w.group == f"load-{slot}" and not w.is_finished for w in self.workers):
-            return  # a load is about to start
-        self._start_load(slot)
-
-    def use_engine(self, slot: str, name: str) -> None:
-        """Point a slot at a configured engine (engine switch, command palette)."""
-        try:
-            old = self.core.use_engine(slot, name)
-        except Refused as e:
-            self.notify(str(e), severity="warning")
-            return
-        if old == name:
-            return  # unchanged
-        if slot == "A":
-            self.query_one(ServerPanel).show_lines(None)
-            self.panels.show_kv(name, None)
-            self.post_message(self.EngineChosen(name))
-            self.hardware.follow(name)
-        self.panels.show_slot(slot)
-        if slot == "A" or self.core.ab:
-            self._start_load(slot)
-        released = self.core.release(old) if old is not None else None
-        if released is not None:
-            self.run_worker(
-                released.close,
-                thread=True,
-                group=f"close-{old}",
-                exit_on_error=False,
-                description=f"close engine {old}",
-            )
-
-    def action_next_engine(self) -> None:
-        try:
-            self.use_engine("A", self.core.next_engine())
-        except Refused as e:
-            self.notify(str(e))
-        self.focus_prompt()
-
-    def action_toggle_ab(self) -> None:
-        try:
-            on_now = self.core.toggle_ab()
-        except Refused as e:
-            self.notify(str(e))
-            return
-        self.set_class(on_now, "-ab")
-        if on_now:
-            self.panels.show_slot("B")
-            self._start_load("B")
-        self.query_one(EngineBar).set_ab(on_now)
-        self.panels.show_slot("A")  # titles say which slot is which
-        self.focus_prompt()
-        how = f" ({self.core.ab_plan().label})" if on_now else ""
-        self.notify(f"A/B mode {'on' if on_now else 'off'}{how}")
-
     # -- a turn ---------------------------------------------------------------------
     async def action_clear(self) -> None:
         if self.busy:
             self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
             return
         self.core.clear()
-        for slot in ("A", "B"):
-            await self.query_one(f"#conv-{slot}", Conversation).clear()
-        self.turns.clear()
+        await self.view.clear()
 
     def action_cancel(self) -> None:
         if self.core.cancel():
@@ -288,9 +191,7 @@ class ChatScreen(Screen[None]):
             self.notify(str(e), severity="warning")
             return False
         for slot, req in requests.items():
-            conv = self.query_one(f"#conv-{slot}", Conversation)
-            name = self.core.engine_of(slot)
-            self.turns[(slot, req.request_id)] = await conv.add_turn(text, name, req.request_id)
+            await self.view.add_turn(slot, text, req.request_id)
         names = " vs ".join(self.core.engine_of(s) for s in requests)
         self._frame_timer.resume()
         self.run_worker(
@@ -317,21 +218,14 @@ class ChatScreen(Screen[None]):
 
     async def _frame(self) -> None:
         """Timer, while a turn runs: one frame (see the module docstring)."""
-        for slot in self.core.slots():
-            live = self.core.live[slot]
-            if live is None or live.done:
-                continue
-            turn = self.turns.get((slot, live.request_id))
-            text = live.drain()
-            if turn is not None and text and not turn.finished:
-                await turn.append(text)
+        await self.view.draw_text()
         self._frames += 1
         if self._frames % NUMBERS_EVERY != 1 % NUMBERS_EVERY:
             return  # a frame of text alone: Textual paints only the panes' changed lines
-        self.panels.refresh_live()
+        self.view.refresh_live()
         if self._sample_due:
             self._sample_due = False
-            self.panels.show_hardware()
+            self.view.show_hardware()
 
     # -- what the core reports ----------------------------------------------------------
     def post_core_event(self, event: ChatEvent) -> None:
@@ -346,65 +240,18 @@ class ChatScreen(Screen[None]):
         if isinstance(event, EngineStateChanged):
             self._engine_state(event)
         elif isinstance(event, AnswerWaiting):
-            turn = self.turns.get((event.slot, event.request_id))
-            if turn is not None:
-                turn.waiting(f"waits for {event.first} to finish: {event.plan.label}")
+            self.view.answer_waiting(event)
         elif isinstance(event, AnswerEnded):
             try:
-                await self._answer_ended(event)
+                await self.view.answer_ended(event)
             finally:
                 self._ends_drawing -= 1
         elif isinstance(event, TurnEnded):
-            self._turn_ended(event)
+            self._frame_timer.pause()
+            self.call_after_refresh(self._settle_heap)  # after the final answer is painted
+            self.view.turn_ended(event)
         elif isinstance(event, Notice):
             self.notify(event.text, severity=event.severity, timeout=8)  # type: ignore[arg-type]
-
-    def _engine_state(self, msg: EngineStateChanged) -> None:
-        if self.core.slot_engine.get(msg.slot) != msg.engine:
-            return  # about an engine this slot no longer uses
-        self.panels.show_slot(msg.slot)
-        self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
-        if msg.state == "error":
-            self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
-        if msg.state == "ready":
-            self.call_after_refresh(self._settle_heap)  # loading made many objects
-        if msg.slot == "A" and msg.state == "ready" and self.telemetry:
-            info = self.core.info(msg.engine)
-            self.hardware.sampler.pid = info.pid if info else None
-            self.run_worker(
-                partial(self._server_metrics, msg.engine),
-                thread=True,
-                group="server-telemetry",
-                exclusive=True,
-                exit_on_error=False,
-                description=f"server metrics of {msg.engine}",
-            )
-
-    async def _answer_ended(self, event: AnswerEnded) -> None:
-        """An answer ended: its pane, the panels and the history show the end."""
-        slot, live, m = event.slot, event.live, event.metrics
-        turn = self.turns.get((slot, live.request_id))
-        if turn is not None and turn.is_attached:
-            await turn.append(live.drain())
-            state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
-            await turn.finish(summary_line(m), state)
-            if not state and self.telemetry and self.hardware.shows(turn.engine):
-                self._energy.expect(turn, live.timeline, m.output_tokens)
-            if m.error:
-                self.notify(f"{turn.engine}: {m.error}", severity="error", timeout=8)
-        self.panels.show_history(slot)
-        self.metrics_panel(slot).show_live(live.snapshot())
-        self.panels.show_context_fill(slot, live.snapshot().context_fill)
-        if slot == "A":
-            self.panels.show_hardware()
-
-    def _turn_ended(self, event: TurnEnded) -> None:
-        self._frame_timer.pause()
-        self.call_after_refresh(self._settle_heap)  # after the final answer is painted
-        a, b = event.results.get("A"), event.results.get("B")
-        if a is not None and b is not None and event.plan is not None:
-            self.query_one(ABTable).add_turn(event.turn, a, b, event.plan)
-            self.panels.show_ratios({})  # the turn's B/A, whatever frame drew last
 
     def _settle_heap(self) -> None:
         """Full GC between requests, never during one (see tui/core/pauses.py)."""
@@ -414,7 +261,7 @@ class ChatScreen(Screen[None]):
     # -- telemetry ------------------------------------------------------------------
     @on(KvUpdated)
     def _kv_updated(self, msg: KvUpdated) -> None:
-        self.panels.show_kv(msg.engine, msg.state)
+        self.view.show_kv(msg.engine, msg.state)
 
     @on(ServerSampled)
     def _server_sampled(self, msg: ServerSampled) -> None:
@@ -423,23 +270,5 @@ class ChatScreen(Screen[None]):
 
     @on(TelemetrySampled)
     def _telemetry(self, msg: TelemetrySampled) -> None:
-        self.panels.last_sample = msg.sample
-        if self.busy:  # drawn with the next frame, in the same paint as the text
-            self._sample_due = True
-            return
-        self.panels.show_hardware()
-        self.panels.update_strip()
-        if self._energy.waiting:
-            self._energy.settle(self.hardware.sampler.energy)
-
-    def _server_metrics(self, name: str) -> None:
-        """Thread worker: the engine's server-side metrics at the telemetry interval."""
-        worker = get_current_worker()
-        watch_server(
-            self.core.config.engines[name],
-            self.core.kv_layout(name),
-            self.core.config.telemetry.interval_s,
-            lambda: worker.is_cancelled,
-            lambda lines: self.post_message(ServerSampled(name, lines)),
-            lambda state: self.post_message(KvUpdated(name, state)),
-        )
+        self.view.sampled(msg.sample, self.busy)
+        self._sample_due = self.busy  # drawn with the next frame, with the text

@@ -33,15 +33,7 @@ class ComparisonReady(Message):
 
 
 class CompareScreen(Screen[None]):
-    DEFAULT_CSS = """
-    CompareScreen { layout: vertical; }
-    CompareScreen #compare-title { height: auto; padding: 0 1; background: $panel; }
-    CompareScreen #compare-env { height: auto; max-height: 8; }
-    CompareScreen #compare-warnings { height: auto; padding: 0 1; }
-    CompareScreen #compare-table { height: auto; max-height: 14; }
-    CompareScreen #compare-sides { height: 1fr; }
-    CompareScreen .compare-side { width: 1fr; border: round $primary; }
-    """
+    CSS_PATH = "compare.tcss"
 
     BINDINGS = [Binding("escape", "back", "Back", id="compare_back")]
 

@@ -45,12 +45,7 @@ class FleetUpdated(Message):
 
 
 class FleetScreen(Screen[None]):
-    DEFAULT_CSS = """
-    FleetScreen { layout: vertical; }
-    FleetScreen #fleet-status { height: 1; padding: 0 1; background: $panel; }
-    FleetScreen #fleet-table { height: 1fr; }
-    FleetScreen #fleet-detail { height: 2; padding: 0 1; color: $text-muted; }
-    """
+    CSS_PATH = "fleet.tcss"
 
     BINDINGS = [
         Binding("enter", "open", "Chat on it", id="fleet_open", priority=True),

@@ -111,14 +111,7 @@ def editing_keys(bindings: Iterable[Binding]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: 90%; border: round $primary;
-        background: $surface; padding: 0 1;
-    }
-    HelpScreen .title { text-style: bold; margin-top: 1; }
-    """
+    CSS_PATH = "help.tcss"
     BINDINGS = [
         Binding("escape", "close", "Close", show=False),
         Binding("f1", "close", "Close", show=False),

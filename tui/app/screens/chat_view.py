@@ -1,9 +1,11 @@
-"""ChatPanels: what the chat screen draws beside the conversation, from the chat core.
+"""ChatView: what the chat screen draws, from the chat core.
 
-The engine bar, each slot's metrics panel (history sparklines, the live "ITL now" row),
-the narrow screens' compact sparklines and strip, the B/A ratios, the KV line and the
-hardware panel. It holds only what it last drew (to skip unchanged draws); the
-conversation's state is the core's (tui/chat/core.py).
+The answers in the panes (each turn's widget, an answer's end, its energy once a later
+hardware reading closes its window), the engine bar, each slot's metrics panel (history
+sparklines, the live "ITL now" row), the narrow screens' compact sparklines and strip,
+the B/A ratios, the KV line and the hardware panel. It holds only what it drew (the
+turn widgets, to find them again, and what it last showed); the conversation's state is
+the core's (tui/chat/core.py).
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui.app.widgets.ab_table import ab_ratio_text
+from tui.app.answer_energy import AnswerEnergy
+from tui.app.format import summary_line
+from tui.app.widgets.ab_table import ABTable, ab_ratio_text
 from tui.app.widgets.compact_metrics import CompactMetrics
+from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar, SlotView
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.strip import strip_text
 from tui.chat.core import ChatCore
+from tui.chat.events import AnswerEnded, AnswerWaiting, TurnEnded
 from tui.chat.hardware import HardwareWatch, roofline_text
 from tui.core.events import ContextFill
 from tui.core.kv import KvState
@@ -27,14 +33,81 @@ from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
 
-class ChatPanels:
-    def __init__(self, screen: Screen[None], core: ChatCore, hardware: HardwareWatch) -> None:
-        self.screen, self.core, self.hardware = screen, core, hardware
+class ChatView:
+    def __init__(
+        self, screen: Screen[None], core: ChatCore, hardware: HardwareWatch, telemetry: bool
+    ) -> None:
+        self.screen, self.core, self.hardware, self.telemetry = screen, core, hardware, telemetry
+        self.turns: dict[tuple[str, str], Turn] = {}  # (slot, request id) -> its widget
+        self._energy = AnswerEnergy()  # answers waiting for their J/token
         self.last_sample: TelemetrySample | None = None
         self.ratios = ""  # B/A, live while both stream (A/B mode)
         self.kv_short = ""  # slot A's KV cache, for the narrow strip
         self._kv_fill_shown: dict[str, ContextFill] = {}
 
+    # -- answers -------------------------------------------------------------------------
+    async def add_turn(self, slot: str, prompt: str, request_id: str) -> None:
+        conv = self.screen.query_one(f"#conv-{slot}", Conversation)
+        name = self.core.engine_of(slot)
+        self.turns[(slot, request_id)] = await conv.add_turn(prompt, name, request_id)
+
+    async def draw_text(self) -> None:
+        """Each streaming pane gets the text that arrived since the last frame."""
+        for slot in self.core.slots():
+            live = self.core.live[slot]
+            if live is None or live.done:
+                continue
+            turn = self.turns.get((slot, live.request_id))
+            text = live.drain()
+            if turn is not None and text and not turn.finished:
+                await turn.append(text)
+
+    def answer_waiting(self, event: AnswerWaiting) -> None:
+        turn = self.turns.get((event.slot, event.request_id))
+        if turn is not None:
+            turn.waiting(f"waits for {event.first} to finish: {event.plan.label}")
+
+    async def answer_ended(self, event: AnswerEnded) -> None:
+        """An answer ended: its pane, the panels and the history show the end."""
+        slot, live, m = event.slot, event.live, event.metrics
+        turn = self.turns.get((slot, live.request_id))
+        if turn is not None and turn.is_attached:
+            await turn.append(live.drain())
+            state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
+            await turn.finish(summary_line(m), state)
+            if not state and self.telemetry and self.hardware.shows(turn.engine):
+                self._energy.expect(turn, live.timeline, m.output_tokens)
+            if m.error:
+                self.screen.notify(f"{turn.engine}: {m.error}", severity="error", timeout=8)
+        self.show_history(slot)
+        self.metrics_panel(slot).show_live(live.snapshot())
+        self.show_context_fill(slot, live.snapshot().context_fill)
+        if slot == "A":
+            self.show_hardware()
+
+    def turn_ended(self, event: TurnEnded) -> None:
+        a, b = event.results.get("A"), event.results.get("B")
+        if a is not None and b is not None and event.plan is not None:
+            self.screen.query_one(ABTable).add_turn(event.turn, a, b, event.plan)
+            self.show_ratios({})  # the turn's B/A, whatever frame drew last
+
+    async def clear(self) -> None:
+        for slot in ("A", "B"):
+            await self.screen.query_one(f"#conv-{slot}", Conversation).clear()
+        self.turns.clear()
+
+    def sampled(self, sample: TelemetrySample, busy: bool) -> None:
+        """A hardware reading: drawn now when idle (while busy, by the next frame), and
+        answers waiting for their energy get it once a reading closes their window."""
+        self.last_sample = sample
+        if busy:
+            return
+        self.show_hardware()
+        self.update_strip()
+        if self._energy.waiting:
+            self._energy.settle(self.hardware.sampler.energy)
+
+    # -- panels ----------------------------------------------------------------------
     def _narrow(self) -> bool:
         return self.screen.has_class("-narrow")
 

@@ -1,0 +1,145 @@
+"""ChatEngines: the chat screen's engine slots — loading, switching (Ctrl+N, the palette),
+A/B on and off — and what follows an engine's state (its hardware, its server's metrics).
+
+A mixin of :class:`~tui.app.screens.chat.ChatScreen`: the slots themselves are the chat
+core's (tui/chat/core.py); this only starts the workers and asks the view to draw.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from tui.app.messages import KvUpdated, ServerSampled
+from tui.app.screens.chat_view import ChatView
+from tui.app.widgets.engine_bar import EngineBar
+from tui.app.widgets.server_panel import ServerPanel
+from tui.chat.core import ChatCore, Refused
+from tui.chat.events import EngineStateChanged
+from tui.chat.hardware import HardwareWatch
+from tui.chat.host import IDLE
+from tui.chat.server_watch import watch_server
+
+
+class EngineChosen(Message):
+    """Slot A now uses ``engine`` (the app remembers it for the next start)."""
+
+    def __init__(self, engine: str) -> None:
+        super().__init__()
+        self.engine = engine
+
+
+class ChatEngines(Screen[None]):
+    core: ChatCore
+    view: ChatView
+    hardware: HardwareWatch
+    telemetry: bool
+
+    def focus_prompt(self) -> None:
+        """Give the prompt the keyboard (the chat screen does)."""
+
+    def _settle_heap(self) -> None:
+        """Full GC between requests (the chat screen does)."""
+
+    def _start_load(self, slot: str) -> None:
+        self.run_worker(
+            self.core.ensure_loaded(slot),
+            group=f"load-{slot}",
+            exclusive=True,
+            exit_on_error=False,
+            description=f"load engine for slot {slot}",
+        )
+
+    def ensure_loaded(self, slot: str) -> None:
+        """Start loading the slot's engine unless it is loaded, loading or failed."""
+        if self.core.slot_engine.get(slot) is None or self.core.slot_host(slot).state != IDLE:
+            return
+        if any(w.group == f"load-{slot}" and not w.is_finished for w in self.workers):
+            return  # a load is about to start
+        self._start_load(slot)
+
+    def use_engine(self, slot: str, name: str) -> None:
+        """Point a slot at a configured engine (engine switch, command palette)."""
+        try:
+            old = self.core.use_engine(slot, name)
+        except Refused as e:
+            self.notify(str(e), severity="warning")
+            return
+        if old == name:
+            return  # unchanged
+        if slot == "A":
+            self.query_one(ServerPanel).show_lines(None)
+            self.view.show_kv(name, None)
+            self.post_message(EngineChosen(name))
+            self.hardware.follow(name)
+        self.view.show_slot(slot)
+        if slot == "A" or self.core.ab:
+            self._start_load(slot)
+        released = self.core.release(old) if old is not None else None
+        if released is not None:
+            self.run_worker(
+                released.close,
+                thread=True,
+                group=f"close-{old}",
+                exit_on_error=False,
+                description=f"close engine {old}",
+            )
+
+    def action_next_engine(self) -> None:
+        try:
+            self.use_engine("A", self.core.next_engine())
+        except Refused as e:
+            self.notify(str(e))
+        self.focus_prompt()
+
+    def action_toggle_ab(self) -> None:
+        try:
+            on_now = self.core.toggle_ab()
+        except Refused as e:
+            self.notify(str(e))
+            return
+        self.set_class(on_now, "-ab")
+        if on_now:
+            self.view.show_slot("B")
+            self._start_load("B")
+        self.query_one(EngineBar).set_ab(on_now)
+        self.view.show_slot("A")  # titles say which slot is which
+        self.focus_prompt()
+        how = f" ({self.core.ab_plan().label})" if on_now else ""
+        self.notify(f"A/B mode {'on' if on_now else 'off'}{how}")
+
+    def _engine_state(self, msg: EngineStateChanged) -> None:
+        if self.core.slot_engine.get(msg.slot) != msg.engine:
+            return  # about an engine this slot no longer uses
+        self.view.show_slot(msg.slot)
+        self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
+        if msg.state == "error":
+            self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
+        if msg.state == "ready":
+            self.call_after_refresh(self._settle_heap)  # loading made many objects
+        if msg.slot == "A" and msg.state == "ready" and self.telemetry:
+            info = self.core.info(msg.engine)
+            self.hardware.sampler.pid = info.pid if info else None
+            self.run_worker(
+                partial(self._server_metrics, msg.engine),
+                thread=True,
+                group="server-telemetry",
+                exclusive=True,
+                exit_on_error=False,
+                description=f"server metrics of {msg.engine}",
+            )
+
+    def _server_metrics(self, name: str) -> None:
+        """Thread worker: the engine's server-side metrics at the telemetry interval."""
+        worker = get_current_worker()
+        watch_server(
+            self.core.config.engines[name],
+            self.core.kv_layout(name),
+            self.core.config.telemetry.interval_s,
+            lambda: worker.is_cancelled,
+            lambda lines: self.post_message(ServerSampled(name, lines)),
+            lambda state: self.post_message(KvUpdated(name, state)),
+        )
