@@ -15,8 +15,10 @@ worker's stamps and this process's stamps are on the same time line
 (tests/engines/test_worker.py proves it). RequestSent is stamped here, when the request
 is written to the worker, so the hand-over counts inside TTFT as a server's queue would.
 
-A reader thread takes the worker's frames and hands each batch of events to the stream's
-consumer loop (:class:`~tui.transport.handoff.Handoff`): one wake-up per batch.
+The event loop that drives the engine (the chat core's engine-host thread, the bench's
+own loop) reads the worker's socket itself (``add_reader``) and hands each batch of
+events to the stream's consumer loop (:class:`~tui.transport.handoff.Handoff`): one
+wake-up per batch.
 """
 
 from __future__ import annotations

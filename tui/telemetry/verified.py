@@ -1,6 +1,6 @@
 """Which hardware sources were checked on real hardware, and which only against fixtures.
 
-``infertop doctor`` prints this table and the README repeats it: a reader tested only
+``infertop doctor`` prints this table and docs/hardware.md repeats it: a reader tested only
 against fixtures written from documentation can still be wrong about a real device, and
 the user should know which numbers stand on what. Update an entry when a source is run on
 the real thing (and say where the record of that run is).
