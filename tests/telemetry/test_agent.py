@@ -74,7 +74,12 @@ def test_agent_modules_are_self_contained_python36():
                 mods = [a.name for a in node.names] if is_import else [node.module]
                 for m in mods:
                     assert (m or "").split(".")[0] in sys.stdlib_module_names, m
-            if isinstance(node, ast.If) and "__main__" not in ast.unparse(node.test):
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "False":
+                # names for the type comments (mypy reads them; this block never runs)
+                for sub in node.body:
+                    assert isinstance(sub, ast.ImportFrom)
+                    assert sub.module in ("typing", "collections.abc"), sub.module
+            elif isinstance(node, ast.If) and "__main__" not in ast.unparse(node.test):
                 # the one guarded import of the sibling readers
                 assert ast.unparse(node.test) == "'_INFERTOP_AGENT_BUNDLE' not in globals()"
                 for sub in node.body:
@@ -93,6 +98,26 @@ def test_agent_modules_are_self_contained_python36():
     bundle = agent_source()
     ast.parse(bundle, feature_version=(3, 6))
     assert bundle.count(b'\nif __name__ == "__main__":') == 1
+
+
+def test_agent_bundle_is_python36_source_with_type_comments():
+    """The bundle's types are PEP 484 type comments (mypy --strict checks them; Python
+    ignores them): each is where the 3.6 grammar allows one, every function has one, and
+    ``typing`` is imported at module level only under ``if False:`` (never at run time).
+    The next test runs the bundle on a real 3.6 where this machine has one."""
+    for name in AGENT_MODULES:
+        src = (AGENT_FILE.parent / f"{name}.py").read_text()
+        tree = ast.parse(src, feature_version=(3, 6), type_comments=True)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.type_comment, f"{name}.py: {node.name}() has no type comment"
+                assert "->" in node.type_comment, (name, node.name, node.type_comment)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                assert "typing" not in [a.name for a in node.names], name
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "typing", name
+    ast.parse(agent_source(), feature_version=(3, 6), type_comments=True)
 
 
 def _old_python() -> str | None:

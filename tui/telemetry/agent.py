@@ -7,6 +7,10 @@ tui/telemetry/remote_ssh.py ``agent_source()``). So these modules are self-conta
 purpose: the standard library only at module level (psutil, pynvml and amdsmi are used
 when importable), no ``tui`` imports but the readers' (skipped inside the bundle), and
 Python 3.6 syntax (no walrus, no ``match``, no ``X | Y`` types, no ``from __future__``).
+Types are PEP 484 type comments (``def f(x):  # type: (str) -> int | None``), which mypy
+checks and Python ignores, so 3.6 never sees an annotation; their names come from
+``typing`` under ``if False:`` (never imported at run time), and they may use 3.10+ type
+syntax (``list[int]``, ``X | None``): only mypy reads them.
 
 CPU and RAM come from psutil when it is importable, else from /proc (/proc/stat per-core
 deltas, /proc/meminfo); NVIDIA GPUs from NVML (pynvml, from nvidia-ml-py); AMD GPUs from
@@ -63,11 +67,14 @@ if "_INFERTOP_AGENT_BUNDLE" not in globals():  # installed; the bundle defines t
     from tui.telemetry.host_stats import CpuReader, is_apple_silicon, read_memory
     from tui.telemetry.rapl import read_rapl
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from typing import Any, TextIO  # noqa: F401
+
 FORMAT_VERSION = 1
 UNIFIED_LABEL = "unified memory (RAM)"
 
 
-def _import(name):
+def _import(name):  # type: (str) -> Any
     try:
         return __import__(name)
     except Exception:  # ImportError, or a broken install raising anything at import
@@ -84,27 +91,28 @@ class Agent:
 
     def __init__(
         self,
-        interval_s=0.5,
-        gpu=True,
-        use_psutil=True,
-        nvml=None,
-        amd=None,
-        apple=None,
-        root="/",
+        interval_s=0.5,  # type: float
+        gpu=True,  # type: bool
+        use_psutil=True,  # type: bool
+        nvml=None,  # type: Any
+        amd=None,  # type: Any
+        apple=None,  # type: Any
+        root="/",  # type: str
     ):
+        # type: (...) -> None
         self.interval_s = interval_s
-        self.errors = []
+        self.errors = []  # type: list[str]
         self.root = root
         psutil_module = _import("psutil") if use_psutil else None
         self._psutil = psutil_module
         try:
-            self.cpu = CpuReader(psutil_module)
+            self.cpu = CpuReader(psutil_module)  # type: CpuReader | None
         except Exception as e:
             self.cpu = None
             self.errors.append("cpu: " + nvml_text(e))
         self.label = UNIFIED_LABEL if is_apple_silicon() else "RAM"
         self.gpus = Gpus(gpu, nvml)
-        self.others = []
+        self.others = []  # type: list[Any]  # AmdGpus, AppleGpu or a stand-in: read(), close()
         if gpu:
             self.others.append(amd if amd is not None else AmdGpus(root))
             if apple is None and is_apple_silicon():
@@ -119,17 +127,17 @@ class Agent:
         self.platform = f"{platform.system()} {platform.machine()}"
 
     @property
-    def via(self):
+    def via(self):  # type: () -> str
         return self.cpu.via if self.cpu is not None else "none"
 
-    def read_gpus(self):
+    def read_gpus(self):  # type: () -> tuple[dict[str, Any], list[dict[str, Any]]]
         """NVML's reading with the other vendors' GPUs after NVIDIA's (indices go on), and
         the CPU energy readings that came with them (macmon's CPU power)."""
         out = self.gpus.read()
         devices = list(out["devices"])
         found = [out["message"]] if devices else []
         missing = [] if devices or not self.others else ["NVIDIA: " + out["message"]]
-        cpu_energy = []
+        cpu_energy = []  # type: list[dict[str, Any]]
         for reader in self.others:
             try:
                 got = reader.read()
@@ -151,7 +159,7 @@ class Agent:
             out["message"] = "no GPU (" + "; ".join(missing) + ")"
         return out, cpu_energy
 
-    def sample(self):
+    def sample(self):  # type: () -> dict[str, Any]
         errors = list(self.errors)
         cpu = mem = None
         if self.cpu is not None:
@@ -187,7 +195,7 @@ class Agent:
             "errors": errors,
         }
 
-    def close(self):
+    def close(self):  # type: () -> None
         self.gpus.close()
         for reader in self.others:
             close = getattr(reader, "close", None)
@@ -198,11 +206,12 @@ class Agent:
                     pass
 
 
-def dumps(sample):
+def dumps(sample):  # type: (dict[str, Any]) -> str
     return json.dumps(sample, separators=(",", ":"), allow_nan=False)
 
 
 def run(interval_s=0.5, once=False, gpu=True, out=None):
+    # type: (float, bool, bool, TextIO | None) -> int
     """Print samples to ``out`` (stdout) every ``interval_s`` until the reader goes away.
     The first sample comes one interval after start (CPU use is a difference)."""
     out = out if out is not None else sys.stdout
@@ -229,14 +238,14 @@ def run(interval_s=0.5, once=False, gpu=True, out=None):
         agent.close()
 
 
-def parse_interval(text):
+def parse_interval(text):  # type: (str) -> float
     value = float(text)
     if not (0 < value <= 3600):  # also refuses NaN
         raise ValueError("the interval must be > 0 and <= 3600 seconds")
     return value
 
 
-def main(argv=None):
+def main(argv=None):  # type: (list[str] | None) -> int
     import argparse
 
     p = argparse.ArgumentParser(

@@ -1,8 +1,9 @@
 """NVIDIA GPUs for the agent: NVML, opened once (the agent's own reader: the bundle fed to
 a remote ``python3`` cannot import tui/telemetry/nvml.py, which is typed for this side).
 
-Stdlib only, Python 3.6 syntax, no annotations: bundled into the agent fed to a remote
-``python3`` (tui/telemetry/agent.py); every top-level name is unique across the bundle.
+Stdlib only, Python 3.6 syntax, no annotations (types are PEP 484 type comments): bundled
+into the agent fed to a remote ``python3`` (tui/telemetry/agent.py); every top-level name
+is unique across the bundle.
 The device dict's fields are documented in tui/telemetry/agent.py.
 """
 
@@ -11,11 +12,15 @@ import sys
 if "_INFERTOP_AGENT_BUNDLE" not in globals():  # installed; the bundle defines it above
     from tui.telemetry.host_stats import is_apple_silicon
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from collections.abc import Callable  # noqa: F401
+    from typing import Any  # noqa: F401
+
 NVML_ENERGY_SOURCE = "NVML total-energy counter"
 NVML_ON_APPLE = "no NVIDIA GPU (Apple Silicon)"
 
 
-def nvml_import():
+def nvml_import():  # type: () -> Any
     """pynvml, or None where it is not importable (or broken: anything raised)."""
     try:
         import pynvml
@@ -25,25 +30,25 @@ def nvml_import():
         return None
 
 
-def nvml_text(e):
+def nvml_text(e):  # type: (BaseException) -> str
     text = str(e).strip()
     return text or type(e).__name__
 
 
-def nvml_str(value):
+def nvml_str(value):  # type: (object) -> str
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class Gpus:
     """NVML, opened once. ``read()`` never raises."""
 
-    def __init__(self, enabled=True, nvml=None):
-        self.nv = None
-        self.handles = []
-        self.static = []
+    def __init__(self, enabled=True, nvml=None):  # type: (bool, Any) -> None
+        self.nv = None  # type: Any
+        self.handles = []  # type: list[Any]
+        self.static = []  # type: list[dict[str, Any]]
         self.status = "absent"
         self.unified = False
-        self._names = {}
+        self._names = {}  # type: dict[int, str | None]
         if not enabled:
             self.message = "GPU sampling off"
             return
@@ -87,7 +92,7 @@ class Gpus:
         self.status, self.message = "ok", f"{count} NVIDIA GPU(s)"
 
     @staticmethod
-    def _get(fn, *args):
+    def _get(fn, *args):  # type: (Callable[..., Any], *Any) -> Any
         """A field the device may not support: None on NotSupported-style errors."""
         try:
             return fn(*args)
@@ -96,7 +101,7 @@ class Gpus:
                 return None
             raise
 
-    def read(self):
+    def read(self):  # type: () -> dict[str, Any]
         out = {
             "status": self.status,
             "message": self.message,
@@ -106,7 +111,7 @@ class Gpus:
         nv = self.nv
         if nv is None or not self.handles:
             return out
-        devices = []
+        devices = []  # type: list[dict[str, Any]]
         try:
             for i, h in enumerate(self.handles):
                 mem = nv.nvmlDeviceGetMemoryInfo(h)
@@ -143,9 +148,9 @@ class Gpus:
         out["devices"] = devices
         return out
 
-    def _processes(self, handle):
+    def _processes(self, handle):  # type: (Any) -> list[dict[str, Any]]
         nv = self.nv
-        found = {}
+        found = {}  # type: dict[int, int | None]
         for fn_name in (
             "nvmlDeviceGetComputeRunningProcesses",
             "nvmlDeviceGetGraphicsRunningProcesses",
@@ -163,8 +168,9 @@ class Gpus:
                     continue
                 used = getattr(p, "usedGpuMemory", None)
                 used = int(used) if isinstance(used, int) else None
-                if pid in found and found[pid] is not None and used is not None:
-                    used = max(used, found[pid])
+                known = found.get(pid)  # None: not listed yet, or listed with no bytes
+                if known is not None and used is not None:
+                    used = max(used, known)
                 elif pid in found and used is None:
                     used = found[pid]
                 found[pid] = used
@@ -173,7 +179,7 @@ class Gpus:
             for pid, used in sorted(found.items())
         ]
 
-    def _name(self, pid):
+    def _name(self, pid):  # type: (int) -> str | None
         if pid not in self._names:
             name = None
             try:
@@ -192,13 +198,13 @@ class Gpus:
         return self._names[pid]
 
     @staticmethod
-    def _shutdown(nv):
+    def _shutdown(nv):  # type: (Any) -> None
         try:
             nv.nvmlShutdown()
         except Exception:
             pass
 
-    def close(self):
+    def close(self):  # type: () -> None
         if self.nv is not None:
             self._shutdown(self.nv)
             self.nv = None

@@ -1,8 +1,8 @@
 """AMD GPUs: the amdgpu driver's sysfs files (no library), or amdsmi when it imports.
 
-Stdlib only, Python 3.6 syntax, no annotations: this file is bundled into the agent that
-is fed to a remote ``python3`` (tui/telemetry/agent.py), so every top-level name here is
-unique across the bundle.
+Stdlib only, Python 3.6 syntax, no annotations (types are PEP 484 type comments): this
+file is bundled into the agent that is fed to a remote ``python3`` (tui/telemetry/agent.py),
+so every top-level name here is unique across the bundle.
 
 sysfs, as the kernel documents it (Documentation/gpu/amdgpu/thermal.rst, "GPU
 Power/Thermal Controls and Monitoring", and amdgpu's "Memory information" files), under
@@ -31,12 +31,16 @@ number in range is unknown (None), never a traceback. Devices are the agent's GP
 
 import os
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from collections.abc import Callable  # noqa: F401
+    from typing import Any  # noqa: F401
+
 AMD_VENDOR = "0x1002"
 AMD_READ_LIMIT = 4096  # bytes: no sysfs value we read is longer
 AMD_MAX_CARDS = 64
 
 
-def amd_read_text(path, limit=AMD_READ_LIMIT):
+def amd_read_text(path, limit=AMD_READ_LIMIT):  # type: (str, int) -> str | None
     """The file's text, stripped; None when it is missing, unreadable, too long or not
     ASCII text."""
     try:
@@ -53,7 +57,7 @@ def amd_read_text(path, limit=AMD_READ_LIMIT):
     return text if all(c.isprintable() for c in text) else None
 
 
-def amd_read_int(path, low=0, high=1 << 63):
+def amd_read_int(path, low=0, high=1 << 63):  # type: (str, int, int) -> int | None
     """A non-negative decimal integer file in [low, high], else None."""
     text = amd_read_text(path, 64)
     if text is None or not text.isdigit() or len(text) > 20:
@@ -62,7 +66,7 @@ def amd_read_int(path, low=0, high=1 << 63):
     return value if low <= value <= high else None
 
 
-def amd_card_dirs(root="/"):
+def amd_card_dirs(root="/"):  # type: (str) -> list[str]
     """The ``cardN`` directories of AMD GPUs, in card order (connectors like
     ``card0-DP-1`` are not cards)."""
     base = os.path.join(root, "sys", "class", "drm")
@@ -81,7 +85,7 @@ def amd_card_dirs(root="/"):
     return out
 
 
-def amd_hwmon_dir(device_dir):
+def amd_hwmon_dir(device_dir):  # type: (str) -> str | None
     """The card's hwmon directory (``device/hwmon/hwmonM``), or None."""
     base = os.path.join(device_dir, "hwmon")
     try:
@@ -91,7 +95,7 @@ def amd_hwmon_dir(device_dir):
     return os.path.join(base, names[0]) if names else None
 
 
-def amd_sysfs_device(index, card_dir):
+def amd_sysfs_device(index, card_dir):  # type: (int, str) -> dict[str, Any]
     """One AMD GPU's reading from its sysfs files (see the module docstring)."""
     dev = os.path.join(card_dir, "device")
     name = amd_read_text(os.path.join(dev, "product_name"), 200)
@@ -137,7 +141,7 @@ def amd_sysfs_device(index, card_dir):
     return out
 
 
-def _amd_number(value):
+def _amd_number(value):  # type: (object) -> float | None
     """A finite number from an amdsmi field ("N/A" and the like are None)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -145,20 +149,20 @@ def _amd_number(value):
     return value if value == value and abs(value) != float("inf") else None
 
 
-def _amd_call(fn, *args):
+def _amd_call(fn, *args):  # type: (Callable[..., Any], *Any) -> Any
     try:
         return fn(*args)
     except Exception:  # AmdSmiLibraryException: not supported on this device, ...
         return None
 
 
-def _amd_dict(fn, *args):
+def _amd_dict(fn, *args):  # type: (Callable[..., Any], *Any) -> dict[Any, Any]
     """An amdsmi call's dict answer ({} when it failed or answered something else)."""
     got = _amd_call(fn, *args)
     return got if isinstance(got, dict) else {}
 
 
-def amdsmi_device(smi, index, handle):
+def amdsmi_device(smi, index, handle):  # type: (Any, int, Any) -> dict[str, Any]
     """One AMD GPU's reading through the amdsmi module ``smi``."""
     name = _amd_dict(smi.amdsmi_get_gpu_asic_info, handle).get("market_name")
     activity = _amd_dict(smi.amdsmi_get_gpu_activity, handle)
@@ -221,14 +225,16 @@ class AmdGpus:
     sysfs shows an AMD card, or when ``smi`` is given), else sysfs. ``read()`` never
     raises: it gives (devices, message)."""
 
-    def __init__(self, root="/", smi=None, use_amdsmi=True):
+    def __init__(self, root="/", smi=None, use_amdsmi=True):  # type: (str, Any, bool) -> None
         self.root = root
-        self.smi = None
-        self.handles = []
+        self.smi = None  # type: Any
+        self.handles = []  # type: list[Any]
         self.via = "sysfs"
         if use_amdsmi and smi is None and amd_card_dirs(root):
             try:
-                import amdsmi as smi  # optional: ROCm's binding
+                import amdsmi  # optional: ROCm's binding
+
+                smi = amdsmi
             except Exception:  # not installed, or its library missing
                 smi = None
         if use_amdsmi and smi is not None:
@@ -241,8 +247,8 @@ class AmdGpus:
                 self.smi = None
                 self.handles = []
 
-    def read(self):
-        devices = []
+    def read(self):  # type: () -> tuple[list[dict[str, Any]], str]
+        devices = []  # type: list[dict[str, Any]]
         if self.smi is not None and self.handles:
             for i, h in enumerate(self.handles):
                 devices.append(amdsmi_device(self.smi, i, h))
@@ -253,7 +259,7 @@ class AmdGpus:
             return [], "no AMD GPU (no amdgpu card in /sys/class/drm)"
         return devices, f"{len(devices)} AMD GPU(s) (amdgpu sysfs)"
 
-    def close(self):
+    def close(self):  # type: () -> None
         if self.smi is not None:
             try:
                 self.smi.amdsmi_shut_down()

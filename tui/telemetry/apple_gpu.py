@@ -1,8 +1,9 @@
 """Apple Silicon's GPU without sudo: IORegistry statistics, the working-set budget, and
 power from ``macmon`` when it is installed.
 
-Stdlib only, Python 3.6 syntax, no annotations: bundled into the agent fed to a remote
-``python3`` (tui/telemetry/agent.py); every top-level name is unique across the bundle.
+Stdlib only, Python 3.6 syntax, no annotations (types are PEP 484 type comments): bundled
+into the agent fed to a remote ``python3`` (tui/telemetry/agent.py); every top-level name
+is unique across the bundle.
 
 - Utilisation and memory: ``ioreg -r -d 1 -w 0 -c IOAccelerator -a`` prints the GPU's
   registry entry (class ``AGXAccelerator…``) as an XML plist: an array of dicts with
@@ -29,6 +30,10 @@ import subprocess
 import threading
 import time
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from collections.abc import Callable, Iterable  # noqa: F401
+    from typing import Any  # noqa: F401
+
 APPLE_IOREG = ("ioreg", "-r", "-d", "1", "-w", "0", "-c", "IOAccelerator", "-a")
 APPLE_MAX_OUTPUT = 4 << 20  # bytes of command output read at most
 APPLE_MACMON_LINE = 1 << 16  # a longer macmon line is not macmon's
@@ -37,7 +42,7 @@ APPLE_IN_USE_KEY = "In use system memory"
 APPLE_POWER_NEEDS = "power: needs macmon (brew install macmon; reads IOReport without sudo)"
 
 
-def apple_run(argv, timeout=2.0):
+def apple_run(argv, timeout=2.0):  # type: (Iterable[str], float) -> bytes | None
     """A command's stdout (at most APPLE_MAX_OUTPUT bytes), None when it fails."""
     try:
         proc = subprocess.run(
@@ -54,13 +59,13 @@ def apple_run(argv, timeout=2.0):
     return proc.stdout
 
 
-def _apple_int(value, low=0, high=1 << 62):
+def _apple_int(value, low=0, high=1 << 62):  # type: (object, int, int) -> int | None
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if low <= value <= high else None
 
 
-def parse_ioreg_accelerators(data):
+def parse_ioreg_accelerators(data):  # type: (object) -> list[dict[str, Any]]
     """The GPUs in ``ioreg -r -d 1 -w 0 -c IOAccelerator -a`` output: a list of dicts
     (model, gpu_cores, util_percent, mem_used). Raises ValueError, with what was wrong,
     for output that is not such a plist."""
@@ -71,7 +76,7 @@ def parse_ioreg_accelerators(data):
     except Exception as e:  # InvalidFileException, ExpatError, ...
         raise ValueError(f"ioreg output is not a plist ({type(e).__name__})") from None
     entries = root if isinstance(root, list) else [root]
-    out = []
+    out = []  # type: list[dict[str, Any]]
     for entry in entries[:16]:
         if not isinstance(entry, dict):
             continue
@@ -93,7 +98,7 @@ def parse_ioreg_accelerators(data):
     return out
 
 
-def parse_sysctl_int(data):
+def parse_sysctl_int(data):  # type: (object) -> int | None
     """``sysctl -n NAME`` output as a non-negative integer, else None."""
     if not isinstance(data, bytes) or len(data) > 64:
         return None
@@ -101,7 +106,7 @@ def parse_sysctl_int(data):
     return int(text) if text.isdigit() and len(text) < 19 else None
 
 
-def parse_macmon_line(line):
+def parse_macmon_line(line):  # type: (str | bytes) -> dict[str, Any] | None
     """One ``macmon pipe`` JSON line → {gpu_w, cpu_w, gpu_temp_c, gpu_mhz}; None when the
     line is not one (each field None when missing or not a plausible number)."""
     if len(line) > APPLE_MACMON_LINE:
@@ -113,7 +118,7 @@ def parse_macmon_line(line):
     if not isinstance(data, dict):
         return None
 
-    def watts(v):
+    def watts(v):  # type: (object) -> float | None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return None
         v = float(v)
@@ -130,7 +135,7 @@ def parse_macmon_line(line):
         "cpu_w": watts(data.get("cpu_power")),
         "gpu_temp_c": gpu_temp if gpu_temp is None or gpu_temp < 200 else None,
         "gpu_mhz": mhz,
-    }
+    }  # type: dict[str, Any]
     return out if out["gpu_w"] is not None or out["cpu_w"] is not None else None
 
 
@@ -138,19 +143,26 @@ class MacmonPower:
     """``macmon pipe`` kept running; a thread keeps its latest reading. ``latest()`` gives
     it while it is fresh (three intervals), else None with ``self.message`` saying why."""
 
-    def __init__(self, interval_s=0.5, command=None, popen=None, clock=time.monotonic):
+    def __init__(
+        self,
+        interval_s=0.5,  # type: float
+        command=None,  # type: Iterable[str] | None
+        popen=None,  # type: Callable[..., subprocess.Popen[bytes]] | None
+        clock=time.monotonic,  # type: Callable[[], float]
+    ):
+        # type: (...) -> None
         ms = max(100, int(interval_s * 1000))
         self.interval_s = ms / 1000.0
         self.command = list(command) if command else ["macmon", "pipe", "-i", str(ms)]
         self._popen = popen or subprocess.Popen
         self._clock = clock
-        self._proc = None
-        self._thread = None
+        self._proc = None  # type: subprocess.Popen[bytes] | None
+        self._thread = None  # type: threading.Thread | None
         self._lock = threading.Lock()
-        self._latest = None  # (t, reading)
+        self._latest = None  # type: tuple[float, dict[str, Any]] | None  # (t, reading)
         self.message = "not started"
 
-    def start(self):
+    def start(self):  # type: () -> bool
         try:
             self._proc = self._popen(
                 self.command,
@@ -166,7 +178,7 @@ class MacmonPower:
         self._thread.start()
         return True
 
-    def _read(self):
+    def _read(self):  # type: () -> None
         out = self._proc.stdout if self._proc is not None else None
         if out is None:
             return
@@ -186,7 +198,7 @@ class MacmonPower:
         with self._lock:
             self.message = "macmon exited"
 
-    def latest(self):
+    def latest(self):  # type: () -> dict[str, Any] | None
         with self._lock:
             got = self._latest
         if got is None:
@@ -195,7 +207,7 @@ class MacmonPower:
             return None
         return got[1]
 
-    def close(self):
+    def close(self):  # type: () -> None
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
@@ -211,7 +223,7 @@ class MacmonPower:
             self._thread = None
 
 
-def apple_metal_working_set():
+def apple_metal_working_set():  # type: () -> int | None
     """Metal's recommendedMaxWorkingSetSize (bytes) where PyObjC's Metal imports, else
     None."""
     try:
@@ -230,29 +242,30 @@ class AppleGpu:
 
     def __init__(
         self,
-        run=None,
-        macmon=None,
-        working_set=None,
-        interval_s=0.5,
-        ioreg_every_s=1.0,
-        clock=time.monotonic,
+        run=None,  # type: Callable[..., bytes | None] | None
+        macmon=None,  # type: MacmonPower | None
+        working_set=None,  # type: Callable[[], int | None] | None
+        interval_s=0.5,  # type: float
+        ioreg_every_s=1.0,  # type: float
+        clock=time.monotonic,  # type: Callable[[], float]
     ):
+        # type: (...) -> None
         """``ioreg_every_s``: each ioreg reading is a process started, so one is reused for
         this long (utilisation moves slower than the panel's 2 Hz)."""
         self._run = run or apple_run
         self._ioreg_every_s = ioreg_every_s
         self._clock = clock
-        self._ioreg_at = None
-        self._ioreg = None
+        self._ioreg_at = None  # type: float | None
+        self._ioreg = None  # type: bytes | None
         self.macmon = macmon
         self._working_set_fn = working_set or apple_metal_working_set
         self.interval_s = interval_s
-        self.working_set = None
-        self.working_set_source = None
-        self.chip = None
-        self.power_note = None
+        self.working_set = None  # type: int | None
+        self.working_set_source = None  # type: str | None
+        self.chip = None  # type: str | None
+        self.power_note = None  # type: str | None
 
-    def start(self):
+    def start(self):  # type: () -> None
         limit = parse_sysctl_int(self._run(["sysctl", "-n", "iogpu.wired_limit_mb"]))
         if limit:
             self.working_set = limit * 2**20
@@ -274,7 +287,7 @@ class AppleGpu:
         if self.macmon is not None and not self.macmon.start():
             self.power_note = "power: " + self.macmon.message
 
-    def read(self):
+    def read(self):  # type: () -> tuple[list[dict[str, Any]], str, list[dict[str, Any]]]
         now = self._clock()
         if self._ioreg_at is None or now - self._ioreg_at >= self._ioreg_every_s:
             self._ioreg, self._ioreg_at = self._run(APPLE_IOREG), now
@@ -289,7 +302,7 @@ class AppleGpu:
         note = self.power_note
         if self.macmon is not None and power is None and note is None:
             note = "power: " + self.macmon.message
-        devices = []
+        devices = []  # type: list[dict[str, Any]]
         for i, entry in enumerate(entries):
             name = entry["model"] or self.chip or "Apple GPU"
             devices.append(
@@ -314,7 +327,7 @@ class AppleGpu:
                     "processes": [],
                 }
             )
-        cpu = []
+        cpu = []  # type: list[dict[str, Any]]
         if power is not None and power["cpu_w"] is not None:
             cpu.append(
                 {
@@ -325,6 +338,6 @@ class AppleGpu:
             )
         return devices, "Apple GPU (IORegistry, no sudo)", cpu
 
-    def close(self):
+    def close(self):  # type: () -> None
         if self.macmon is not None:
             self.macmon.close()

@@ -1,26 +1,30 @@
 """CPU and memory of the host the agent runs on, with or without psutil.
 
-Stdlib only, Python 3.6 syntax, no annotations: bundled into the agent fed to a remote
-``python3`` (tui/telemetry/agent.py); every top-level name is unique across the bundle.
+Stdlib only, Python 3.6 syntax, no annotations (types are PEP 484 type comments): bundled
+into the agent fed to a remote ``python3`` (tui/telemetry/agent.py); every top-level name
+is unique across the bundle.
 Without psutil, CPU use comes from /proc/stat deltas and memory from /proc/meminfo.
 """
 
 import os
 import platform
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from typing import Any  # noqa: F401
 
-def is_apple_silicon():
+
+def is_apple_silicon():  # type: () -> bool
     return platform.system() == "Darwin" and platform.machine() in ("arm64", "aarch64")
 
 
 # -- CPU ----------------------------------------------------------------------------------
-def read_proc_stat(path="/proc/stat"):
+def read_proc_stat(path="/proc/stat"):  # type: (str) -> list[tuple[int, int]]
     """[(busy, total)] jiffies: the all-CPU line first, then cpu0, cpu1, ...
 
     total = user + nice + system + idle + iowait + irq + softirq + steal (guest time is
     already inside user and nice); busy = total − idle − iowait.
     """
-    rows = []
+    rows = []  # type: list[tuple[int, int]]
     with open(path) as f:
         for line in f:
             if not line.startswith("cpu"):
@@ -34,8 +38,9 @@ def read_proc_stat(path="/proc/stat"):
 
 
 def cpu_percent_between(before, after):
+    # type: (list[tuple[int, int]], list[tuple[int, int]]) -> tuple[float | None, list[float]]
     """(total %, [per core %]) from two read_proc_stat() readings."""
-    out = []
+    out = []  # type: list[float]
     for (b0, t0), (b1, t1) in zip(before, after):
         dt = t1 - t0
         out.append(0.0 if dt <= 0 else max(0.0, min(100.0, 100.0 * (b1 - b0) / dt)))
@@ -45,9 +50,9 @@ def cpu_percent_between(before, after):
 
 
 class CpuReader:
-    def __init__(self, psutil_module):
+    def __init__(self, psutil_module):  # type: (Any) -> None
         self._psutil = psutil_module
-        self._prev = None
+        self._prev = []  # type: list[tuple[int, int]]  # the last /proc/stat reading
         self.via = "none"
         if psutil_module is not None:
             psutil_module.cpu_percent(interval=None)
@@ -57,7 +62,7 @@ class CpuReader:
             self._prev = read_proc_stat()
             self.via = "proc"
 
-    def read(self):
+    def read(self):  # type: () -> dict[str, Any] | None
         if self.via == "psutil":
             total = self._psutil.cpu_percent(interval=None)
             per_core = self._psutil.cpu_percent(interval=None, percpu=True)
@@ -73,9 +78,9 @@ class CpuReader:
 
 
 # -- memory ---------------------------------------------------------------------------------
-def read_meminfo(path="/proc/meminfo"):
+def read_meminfo(path="/proc/meminfo"):  # type: (str) -> tuple[int, int]
     """(used, total) bytes from /proc/meminfo: used = MemTotal − MemAvailable."""
-    fields = {}
+    fields = {}  # type: dict[str, int]
     with open(path) as f:
         for line in f:
             name, _, rest = line.partition(":")
@@ -89,7 +94,7 @@ def read_meminfo(path="/proc/meminfo"):
     return total - available, total
 
 
-def read_memory(psutil_module, label):
+def read_memory(psutil_module, label):  # type: (Any, str) -> dict[str, Any] | None
     if psutil_module is not None:
         vm = psutil_module.virtual_memory()
         return {"used": int(vm.total - vm.available), "total": int(vm.total), "label": label}

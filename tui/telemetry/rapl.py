@@ -1,7 +1,8 @@
 """The CPU package's energy counter on Linux: powercap's RAPL zones.
 
-Stdlib only, Python 3.6 syntax, no annotations: bundled into the agent fed to a remote
-``python3`` (tui/telemetry/agent.py); every top-level name is unique across the bundle.
+Stdlib only, Python 3.6 syntax, no annotations (types are PEP 484 type comments): bundled
+into the agent fed to a remote ``python3`` (tui/telemetry/agent.py); every top-level name
+is unique across the bundle.
 
 The kernel's powercap framework (Documentation/power/powercap/powercap.rst) exposes one
 zone per CPU package under ``ROOT/sys/class/powercap/intel-rapl:N`` (AMD's Zen packages
@@ -17,11 +18,14 @@ another user the zone is found but unreadable, and the reader says so.
 
 import os
 
+if False:  # typing only (never runs): names for the type comments, read by mypy alone
+    from typing import Any  # noqa: F401
+
 RAPL_LIMIT = 64  # bytes: a counter file is a number and a newline
 RAPL_SOURCE = "RAPL energy_uj (powercap)"
 
 
-def _rapl_text(path):
+def _rapl_text(path):  # type: (str) -> tuple[str | None, str | None]
     """(text, None) or (None, why)."""
     try:
         with open(path, "rb") as f:
@@ -35,7 +39,7 @@ def _rapl_text(path):
     return data.decode("ascii", "replace").strip(), None
 
 
-def _rapl_uint(path):
+def _rapl_uint(path):  # type: (str) -> tuple[int | None, str | None]
     text, why = _rapl_text(path)
     if text is None:
         return None, why
@@ -44,14 +48,14 @@ def _rapl_uint(path):
     return int(text), None
 
 
-def rapl_package_zones(root="/"):
+def rapl_package_zones(root="/"):  # type: (str) -> list[tuple[str, str]]
     """[(package name, zone dir)] of the top-level package zones, in zone order."""
     base = os.path.join(root, "sys", "class", "powercap")
     try:
         names = os.listdir(base)
     except OSError:
         return []
-    zones = []
+    zones = []  # type: list[tuple[int, str, str]]
     for name in names:
         head, _, number = name.partition(":")
         if head != "intel-rapl" or not number.isdigit():
@@ -62,13 +66,13 @@ def rapl_package_zones(root="/"):
     return [(label, path) for _n, label, path in sorted(zones)][:64]
 
 
-def read_rapl(root="/"):
+def read_rapl(root="/"):  # type: (str) -> tuple[list[dict[str, Any]], str | None]
     """(readings, problem): one energy dict per package (``domain``, ``joules``,
     ``wrap_j``, ``counter_source``), and why none could be read (None when fine or when
     there is no RAPL here at all)."""
     zones = rapl_package_zones(root)
-    out = []
-    problem = None
+    out = []  # type: list[dict[str, Any]]
+    problem = None  # type: str | None
     for label, path in zones:
         uj, why = _rapl_uint(os.path.join(path, "energy_uj"))
         if uj is None:
