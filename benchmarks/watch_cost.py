@@ -407,7 +407,7 @@ def main() -> int:
     if "ui" in parts:
         part_ui(tmp, a.seconds)
     if "ab" in parts:
-        part_ab(tmp, a.rounds, min(a.tokens, 128))
+        part_ab(tmp, min(a.rounds, 3), 64)
     if "bench" in parts:
         part_bench(tmp)
     print(f"\n{load()} at the end")

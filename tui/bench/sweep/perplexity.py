@@ -125,7 +125,7 @@ def measure_perplexity(
         plan = windows(len(tokens), window, stride)
         total_nll = 0.0
         for w in plan:
-            llm.reset()
+            llm.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python: untyped
             llm.eval(tokens[w.begin : w.end])
             # logits row j predicts the token at position begin + j + 1
             rows = np.asarray(llm.scores[w.first - w.begin - 1 : w.end - w.begin - 1], "f8")
