@@ -106,14 +106,21 @@ async def test_escape_leaves_the_screen(tmp_path):
         assert app.screen is not screen
 
 
-async def test_without_a_config_the_screen_uses_the_apps(tmp_path):
-    screen = BenchScreen(reports_dir=tmp_path)
-    app = Host(screen)
-    app.config = config()  # type: ignore[attr-defined]
+async def test_the_app_gives_the_screen_its_config(tmp_path):
+    """b on the chat opens the bench screen on the app's own config (passed down, not
+    read from the app by name)."""
+    from tui.app.app import InfertopApp
+
+    cfg = config()
+    app = InfertopApp(
+        cfg, state_path=None, telemetry=False, record_session=False, session_path=tmp_path / "s"
+    )
     async with app.run_test(size=SIZE) as pilot:
+        app.action_bench()
         await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, BenchScreen) and screen.config is cfg
         assert screen.query_one("#engines", Input).value == "p"
-        assert screen.config is app.config  # type: ignore[attr-defined]
 
 
 @pytest.mark.engine

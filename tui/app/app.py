@@ -191,7 +191,7 @@ class InfertopApp(App[None]):
         except ImportError:
             self.notify("bench screen not available", severity="warning")
             return
-        self.push_screen(BenchScreen())
+        self.push_screen(BenchScreen(self.config))
 
     # -- the fleet ---------------------------------------------------------------------
     def action_fleet(self) -> None:

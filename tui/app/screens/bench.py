@@ -75,6 +75,8 @@ class BenchScreen(Screen[None]):
     ]
 
     def __init__(self, config: Config | None = None, reports_dir: Path | None = None) -> None:
+        """``config``: the engines it offers (the app passes its own; None: the config
+        file infertop would load)."""
         super().__init__(id="bench")
         self._config = config
         self.reports_dir = reports_dir
@@ -86,8 +88,6 @@ class BenchScreen(Screen[None]):
 
     @property
     def config(self) -> Config:
-        if self._config is None:
-            self._config = getattr(self.app, "config", None)
         if self._config is None:
             from tui.config import load_config
 
