@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from synthetic import level, record
 
-from tui.bench.aggregate import interval_dict, summarize_level
+from tui.bench.aggregate import interval_dict, meets_slo, summarize_level
 from tui.core.stats import ratio_ci, summarize
 
 
@@ -87,6 +89,21 @@ def test_goodput_against_slos():
     assert g["tokens_per_s"] == pytest.approx(11 / 1.4)
     s = summarize_level(lv, None, {"tpot_ms": 9.0}, 11)  # TPOT is 10 ms: none pass
     assert s["goodput"]["good"] == 0
+
+
+@pytest.mark.parametrize(
+    "key, limit", [("ttft_ms", 100.0), ("tpot_ms", 10.0), ("e2e_ms", 200.0), ("itl_ms", 10.0)]
+)
+def test_a_request_exactly_at_an_slo_limit_meets_it(key: str, limit: float) -> None:
+    """An SLO is a limit not to exceed: a request exactly on it is good; just over is not."""
+    lv = level([record(0, 100, 11, 10)], 1)  # TTFT 100 ms, TPOT 10 ms, e2e 200 ms, ITL 10 ms
+    m = lv.records[0].metrics
+    assert (m.ttft_ms, m.tpot_ms, m.e2e_ms, m.itl_ms_p90) == (100.0, 10.0, 200.0, 10.0)
+    assert meets_slo(lv.records[0], {key: limit})
+    assert summarize_level(lv, None, {key: limit}, 11)["goodput"]["good"] == 1
+    below = math.nextafter(limit, 0.0)  # the value is one float step over this limit
+    assert not meets_slo(lv.records[0], {key: below})
+    assert summarize_level(lv, None, {key: below}, 11)["goodput"]["good"] == 0
 
 
 def test_short_outputs_are_counted():

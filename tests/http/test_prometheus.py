@@ -7,6 +7,7 @@ import pytest
 from tui.telemetry.vllm_metrics import summarize
 from tui.transport.prometheus import (
     ScrapeError,
+    counter_delta,
     counter_rate,
     histogram_window,
     parse,
@@ -64,6 +65,17 @@ def test_restart_counts_from_zero() -> None:
     w = histogram_window(a, b, "vllm:time_to_first_token_seconds")
     assert w.count == 10
     assert counter_rate(a, b, "vllm:generation_tokens_total") is None
+
+
+def test_a_counter_that_did_not_move_is_zero_not_unknown() -> None:
+    """An idle window: unchanged counters are a difference of 0 and a rate of 0 (only a
+    counter that went down, or a window of no time, has none)."""
+    a, b = parse(A, t=1.0), parse(A, t=3.0)
+    name = "vllm:generation_tokens_total"
+    assert counter_delta(a, b, name) == 0.0 and counter_rate(a, b, name) == 0.0
+    assert counter_delta(a, parse(B, t=3.0), name) == 1000.0
+    assert counter_rate(a, parse(A, t=1.0), name) is None  # no time passed
+    assert counter_delta(a, b, "vllm:no_such_total") is None  # absent: unknown
 
 
 def test_vllm_summary() -> None:
