@@ -15,7 +15,7 @@ from tui.fleet.columns import BY_KEY, detail_text, fit_columns, sort_rows, text_
 from tui.fleet.direct import fill_llamacpp, fill_vllm
 from tui.fleet.poller import fleet_endpoints, spec_for_row
 from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
-from tui.fleet.rows import EndpointRow
+from tui.fleet.rows import EndpointRow, GpuRow
 from tui.telemetry.vllm_metrics import summarize
 from tui.transport.prometheus import Scrape, parse
 
@@ -87,6 +87,20 @@ def test_a_data_parallel_vllm_averages_kv_and_sums_the_rest() -> None:
     assert (s.running, s.waiting) == (3.0, 1.0)
     assert s.generation_tps == pytest.approx(want["gen_per_scrape"])
     assert s.percentiles_ms("ttft")["p50"] == pytest.approx(want["ttft_p50_ms"])
+
+
+def test_a_hosts_gpus_add_up_except_utilisation_which_is_their_mean() -> None:
+    """The row's GPU columns over its host's GPUs (tui/fleet/rows.py): utilisation is the
+    mean of the GPUs that report it, memory and power are sums."""
+    gpus = [
+        GpuRow("h", "0", util_pct=10.0, mem_used_mib=1000.0, mem_free_mib=3000.0, power_w=100.0),
+        GpuRow("h", "1", util_pct=30.0, mem_used_mib=2000.0, mem_free_mib=2000.0, power_w=50.0),
+        GpuRow("h", "2", mem_used_mib=500.0, mem_free_mib=3500.0),  # no util, no power
+    ]
+    row = EndpointRow("e", "http://h:1", gpus=gpus)
+    assert row.gpu_util_pct == 20.0
+    assert (row.gpu_mem_used_mib, row.gpu_mem_total_mib) == (3500.0, 12000.0)
+    assert row.gpu_power_w == 150.0
 
 
 def _grow(scrape: Scrape, name: str, by: float, t: float) -> Scrape:
