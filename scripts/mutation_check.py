@@ -365,6 +365,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "after a stall the sampler fires every missed tick at once",
     ),
     Mutation(
+        "bench-level-runs-one-at-a-time",
+        "tui/bench/loads.py",
+        "await asyncio.gather(*(worker() for _ in range(c)))",
+        "for _ in range(c):\n        await worker()",
+        ("tests/bench/test_runner_pace.py",),
+        "a concurrency level's c workers run one after another",
+    ),
+    Mutation(
+        "bench-poisson-arrivals-doubled",
+        "tui/bench/loads.py",
+        "due += rng.expovariate(rate)",
+        "due += 2 * rng.expovariate(rate)",
+        ("tests/bench/test_runner_pace.py",),
+        "Poisson arrivals at half the rate asked for",
+    ),
+    Mutation(
         "handoff-rests-on-a-slow-stream",
         "tui/transport/handoff.py",
         "fast, last = now - last < FAST_GAP_S, now",
