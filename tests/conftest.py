@@ -1,4 +1,5 @@
-"""Shared fixtures: the embedded default model and a loaded in-process engine."""
+"""Shared fixtures (the embedded default model, a clean CLI environment), tests/support on
+the import path, and the hypothesis settings every property test starts from."""
 
 from __future__ import annotations
 
