@@ -1,4 +1,5 @@
-"""Shared fixtures: the embedded default model and a loaded in-process engine."""
+"""Shared fixtures (the embedded default model, a clean CLI environment), tests/support on
+the import path, and the hypothesis settings every property test starts from."""
 
 from __future__ import annotations
 
@@ -7,10 +8,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tui.engines.default_model import default_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
+SUPPORT = ROOT / "tests" / "support"  # the test servers and helpers, importable by name
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+# Property tests judge answers, never speed: no per-example deadline and no "too slow"
+# health check, whose wall-clock limits a busy machine can break (tests that set their own
+# settings inherit these).
+settings.register_profile("infertop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("infertop")
 
 
 @pytest.fixture(scope="session")

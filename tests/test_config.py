@@ -177,7 +177,9 @@ def test_the_options_each_kind_accepts_load(tmp_path):
         '[engines.o]\nkind = "ollama"\nurl = "http://x"\noptions = { keep_alive = "5m" }\n'
     )
     cfg = load_config(write(tmp_path, text))
-    assert cfg.engines["l"].options["use_extra_bufts"] == "auto"
+    assert cfg.engines["s"].options == {"tokens_per_s": 50, "isolate": True}
+    assert cfg.engines["l"].options == {"use_extra_bufts": "auto", "seed": 1}
+    assert cfg.engines["o"].options == {"keep_alive": "5m"}
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 from exporter_fixtures import MetricsServer, dcgm_page  # noqa: E402
+from off_cpu import run_delay_s  # noqa: E402
 from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -42,19 +43,31 @@ def sshd(tmp_path):  # type: ignore[no-untyped-def]
 
 
 class Heartbeat:
-    """A UI timer's ticks: the longest gap says whether the event loop ever froze."""
+    """A UI timer's ticks: the longest gap says whether the event loop ever froze.
+
+    A gap is the wall time between two ticks less the time the UI thread waited for a
+    CPU meanwhile (tests/support/off_cpu.py): on a busy machine the operating system runs
+    other processes before ours, which is no freeze of ours; a blocking call, or our own
+    work holding the loop (or the GIL), is still all there."""
 
     def __init__(self) -> None:
-        self.ticks: list[float] = []
+        self.ticks: list[tuple[float, float]] = []
 
     def __call__(self) -> None:
-        self.ticks.append(time.monotonic())
+        self.ticks.append((time.monotonic(), run_delay_s()))
 
     def longest_gap(self, since: float) -> float:
-        t = [x for x in self.ticks if x >= since]
-        return max((b - a for a, b in zip(t, t[1:], strict=False)), default=0.0)
+        t = [x for x in self.ticks if x[0] >= since]
+        return max(
+            ((b[0] - a[0]) - (b[1] - a[1]) for a, b in zip(t, t[1:], strict=False)),
+            default=0.0,
+        )
 
 
+# wall clock: the UI must never freeze for 1 s while a link is lost (Heartbeat, less the
+# time the OS gave our CPU to others); a blocking connect or retry in the UI thread takes
+# seconds, a frame a few ms of CPU
+@pytest.mark.timing
 async def test_panel_names_the_remote_source_and_shows_a_lost_link(
     make_config, build_app, wait_for, sshd, monkeypatch
 ):

@@ -43,3 +43,17 @@ def pace_server_url():
     yield start
     for stop in stops:
         stop()
+
+
+@pytest.fixture
+def one_thread_config(tmp_path) -> Path:
+    """A config file whose default engine is the embedded model in process, as with no
+    config, but on one thread: asked for every core of a small machine, llama.cpp's
+    threads spin at barriers and it collapses (to a few tok/s) whenever anything else
+    runs; on one thread it slows in proportion to the load."""
+    path = tmp_path / "one-thread.toml"
+    path.write_text(
+        'default_engine = "local"\n'
+        '[engines.local]\nkind = "llamacpp"\nmodel = "default"\nn_threads = 1\n'
+    )
+    return path

@@ -159,14 +159,27 @@ def test_pace_bench_through_cli_with_preset_overrides(cli_env, tmp_path):
     assert all(lv["goodput"]["good"] == lv["ok"] == lv["requests"] for lv in levels)
 
 
+def _finished_warm(report: Path) -> bool:
+    """The checkpoint at ``report`` has a measured request that answered."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):  # not written yet, or caught mid-write
+        return False
+    records = data["engines"][0]["records"] if data.get("engines") else []
+    return any(r["phase"] == "warm" and r["status"] == "ok" for r in records)
+
+
 @pytest.mark.engine
-def test_ctrl_c_mid_run_writes_a_partial_report(infertop_cmd, cli_env, tmp_path):
+def test_ctrl_c_mid_run_writes_a_partial_report(infertop_cmd, cli_env, tmp_path, one_thread_config):
     """SIGINT to a real `python -m tui bench` on the real in-process llama.cpp engine."""
     out = tmp_path / "o"
+    cli_env["INFERTOP_BENCH_CHECKPOINT_S"] = "0"
     proc = subprocess.Popen(
         [
             *infertop_cmd,
             "bench",
+            "--config",
+            str(one_thread_config),
             "--runs",
             "50",
             "--warmup",
@@ -184,12 +197,12 @@ def test_ctrl_c_mid_run_writes_a_partial_report(infertop_cmd, cli_env, tmp_path)
         text=True,
     )
     try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + 120
-        for line in proc.stderr:  # plain progress lines (stderr is not a terminal)
-            if "c=1" in line or time.monotonic() > deadline:
-                break
-        time.sleep(3.0)  # let a few requests finish
+        # a checkpoint after every request (INFERTOP_BENCH_CHECKPOINT_S=0): wait until one
+        # says a measured request finished, not for as long as that ought to take
+        deadline = time.monotonic() + 240
+        while not _finished_warm(out / "report.json") and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

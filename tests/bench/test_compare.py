@@ -48,7 +48,7 @@ def reports(tmp_path_factory, model_path):
     a1 = bench(local, root / "a1", max_tokens=8)
     a2 = bench(local, root / "a2", max_tokens=8)
     try:
-        sp = servers.start_llama_server(model_path, root, ["-t", str(THREADS)])
+        sp = servers.start_llama_server(model_path, root, threads=THREADS)
     except servers.ServerStartError as e:
         servers.unavailable("llama-server", str(e))
     try:

@@ -60,7 +60,9 @@ def check_depth(report: dict) -> dict:  # type: ignore[type-arg]
 
 
 async def test_depth_and_batching_in_process(model_path):
-    spec = EngineSpec("local", "llamacpp", model=str(model_path))
+    # one thread: with every core asked for, llama.cpp collapses when anything else runs
+    # (its threads spin at barriers), and α would measure the machine, not the queue
+    spec = EngineSpec("local", "llamacpp", model=str(model_path), n_threads=1)
     res = await BenchRunner(plan(), [spec]).run()
     report = build_report(res, n_boot=500)
     e = check_depth(report)

@@ -11,12 +11,14 @@ import pytest
 pytestmark = pytest.mark.engine
 
 
-def test_bench_llamacpp_end_to_end(infertop_cmd, cli_env, tmp_path, model_path):
+def test_bench_llamacpp_end_to_end(infertop_cmd, cli_env, tmp_path, model_path, one_thread_config):
     out = tmp_path / "report"
     p = subprocess.run(
         [
             *infertop_cmd,
             "bench",
+            "--config",
+            str(one_thread_config),
             "--runs",
             "3",
             "--warmup",

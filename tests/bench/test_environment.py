@@ -12,7 +12,8 @@ from tui.bench.run import environment
 
 
 def test_memory_total_matches_psutil():
-    psutil = pytest.importorskip("psutil")
+    import psutil  # a hard dependency: missing is a failure, not a skip
+
     assert environment.memory_total_bytes() == psutil.virtual_memory().total
 
 

@@ -1,6 +1,12 @@
 """The runner against the pace engine (known per-request speed): η, queueing, Poisson,
 cold starts, stopping, failures. Until the issue-3 pace *server* lands this uses the
-in-process pace engine of tests/bench/pace_engine.py."""
+in-process pace engine of tests/bench/pace_engine.py.
+
+The tests of timing arithmetic (η, decode tok/s, queueing, arrival times, load time) run
+on virtual time (tests/support/virtual_time.py): the runner, its load patterns and the
+pace engine read a clock that moves only when something sleeps, so the answers are exact
+and the same on an idle or a busy machine. Who waits for whom is still real: a runner
+that sent the c requests of a level one after another would give η = 1 there too."""
 
 from __future__ import annotations
 
@@ -8,8 +14,13 @@ import asyncio
 import random
 import threading
 
+import pace_engine
 import pytest
+from virtual_time import VirtualClock, run_virtual
 
+import tui.bench.run.hooks as hooks_module
+import tui.bench.run.loads as loads_module
+import tui.bench.run.runner as runner_module
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.stats.aggregate import summarize_result
@@ -36,32 +47,52 @@ async def run(p: BenchPlan, specs: list[EngineSpec]):
     return runner, await runner.run()
 
 
-async def test_eta_matches_known_parallelism():
-    # 8 slots: c=4 runs 4 requests truly in parallel, so η ≈ 4 and per-request speed holds
-    _, res = await run(plan(concurrency=[1, 4]), [pace(slots=8)])
+@pytest.fixture
+def clock(monkeypatch) -> VirtualClock:
+    """Virtual time for the runner, the load patterns, the cold-start hook and the pace
+    engine (every clock they read, and the pace engine's sleeps)."""
+    c = VirtualClock()
+    for module in (runner_module, loads_module, hooks_module, pace_engine):
+        monkeypatch.setattr(module, "time", c.time)
+    return c
+
+
+def bench(clock: VirtualClock, p: BenchPlan, specs: list[EngineSpec]):  # type: ignore[no-untyped-def]
+    """The result of running ``p`` on virtual time."""
+    return run_virtual(lambda: BenchRunner(p, specs).run(), clock)
+
+
+def test_eta_matches_known_parallelism(clock):
+    # 8 slots: c=4 runs 4 requests truly in parallel, so η = 4 and per-request speed holds
+    res = bench(clock, plan(concurrency=[1, 4]), [pace(slots=8)])
     e = summarize_result(res)["engines"][0]
     c1, c4 = e["levels"]
     assert c1["eta"] == pytest.approx(1.0)
-    assert c4["eta"] == pytest.approx(4.0, rel=0.15)
+    assert c4["eta"] == pytest.approx(4.0)
+    # each request: 20 ms to the first token, then 9 gaps of 20 ms
+    assert c1["wall_s"] == pytest.approx(3 * 0.2) and c4["wall_s"] == pytest.approx(3 * 0.2)
     for lv in (c1, c4):
-        assert lv["medians"]["decode_tps"]["estimate"] == pytest.approx(1000 / TOKEN_MS, rel=0.1)
+        assert lv["medians"]["decode_tps"]["estimate"] == pytest.approx(1000 / TOKEN_MS)
+        assert lv["medians"]["ttft_ms"]["estimate"] == pytest.approx(20.0)
         assert lv["ok"] == 3 * lv["concurrency"]
     assert not e["warnings"]
 
 
-async def test_eta_saturates_at_capacity_and_warns():
-    _, res = await run(plan(concurrency=[1, 4]), [pace(slots=2)])
+def test_eta_saturates_at_capacity_and_warns(clock):
+    res = bench(clock, plan(concurrency=[1, 4]), [pace(slots=2)])
     e = summarize_result(res)["engines"][0]
     assert e["capacity"] == 2
-    assert e["levels"][1]["eta"] == pytest.approx(2.0, rel=0.15)
+    assert e["levels"][1]["eta"] == pytest.approx(2.0)
     assert any("exceeds p's parallel capacity (2)" in w for w in e["warnings"])
-    # queued requests wait: TTFT p90 at c=4 is well above one TTFT
-    assert e["levels"][1]["percentiles"]["ttft_ms"]["p90"] > 100
+    # queued requests wait: half of c=4's requests wait one whole request (200 ms) for a
+    # slot, and RequestSent is stamped before the wait, so it is in their TTFT
+    ttft = e["levels"][1]["percentiles"]["ttft_ms"]
+    assert ttft["p90"] == pytest.approx(220.0) and ttft["p50"] <= 220.0
 
 
-async def test_poisson_arrivals_follow_the_seeded_schedule():
+def test_poisson_arrivals_follow_the_seeded_schedule(clock):
     rate = 20.0
-    _, res = await run(plan(concurrency=[1], rate=rate, seed=7), [pace()])
+    res = bench(clock, plan(concurrency=[1], rate=rate, seed=7), [pace()])
     lv = res.engines[0].levels[-1]
     assert lv.label == "rate=20" and lv.kind == "poisson" and len(lv.records) == 3
     rng = random.Random(7)
@@ -72,7 +103,7 @@ async def test_poisson_arrivals_follow_the_seeded_schedule():
     starts = sorted(r.t_start_s for r in lv.records)
     got = [s - starts[0] for s in starts]
     want = [x - expected[0] for x in expected]
-    assert got == pytest.approx(want, abs=0.02)
+    assert got == pytest.approx(want, abs=1e-6)  # nanosecond stamps, exact schedule
 
 
 async def test_prompt_length_is_calibrated_with_the_engine_tokenizer():
@@ -90,12 +121,12 @@ async def test_prompt_length_by_usage_probe_without_tokenizer():
     assert all(r.phase == "calibrate" for r in run_.calibration)
 
 
-async def test_cold_starts_are_timed_and_reported_apart():
-    _, res = await run(plan(cold=True), [pace(reload_ms=50.0)])
+def test_cold_starts_are_timed_and_reported_apart(clock):
+    res = bench(clock, plan(cold=True), [pace(reload_ms=50.0)])
     e = summarize_result(res)["engines"][0]
     assert e["cold_method"] == "pace engine: sleep reload_ms"
     assert e["cold"]["ok"] == 3
-    assert e["cold"]["load_ms"]["estimate"] == pytest.approx(50.0, abs=15)
+    assert e["cold"]["load_ms"]["estimate"] == pytest.approx(50.0)
     assert all(r.phase == "cold" for r in res.engines[0].cold.records)
 
 
@@ -157,16 +188,16 @@ async def test_progress_updates_count_to_the_total():
     assert done[-1].eta_s == pytest.approx(0.0)
 
 
-async def test_engine_side_queue_before_request_sent_is_pointed_out():
+def test_engine_side_queue_before_request_sent_is_pointed_out(clock):
     # one slot, 3 in flight, RequestSent stamped only when a slot frees: the wait is not
     # in TTFT, so the report must say where it went
-    _, res = await run(plan(concurrency=[3]), [pace(slots=1, late_sent=True)])
+    res = bench(clock, plan(concurrency=[3]), [pace(slots=1, late_sent=True)])
     s = summarize_result(res)
     lv = s["engines"][0]["levels"][0]
-    assert lv["pre_send_wait_ms"]["p90"] > 100
-    assert lv["percentiles"]["ttft_ms"]["p90"] < 60  # TTFT itself stays ~20 ms
+    assert lv["pre_send_wait_ms"]["p90"] >= 200.0  # a whole request (200 ms) or more
+    assert lv["percentiles"]["ttft_ms"]["p90"] == pytest.approx(20.0)  # TTFT itself
     assert any("inside the engine before it stamped them sent" in n for n in s["fairness"])
-    _, res = await run(plan(concurrency=[3]), [pace(slots=1)])
+    res = bench(clock, plan(concurrency=[3]), [pace(slots=1)])
     assert not any("stamped them sent" in n for n in summarize_result(res)["fairness"])
 
 

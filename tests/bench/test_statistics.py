@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 from synthetic import level, record
 
-from tui.bench.stats.aggregate import summarize_level
+from tui.bench.stats.aggregate import meets_slo, summarize_level
 from tui.bench.stats.samples import interval_dict
 from tui.core.stats import ratio_ci, summarize
 
@@ -88,6 +91,40 @@ def test_goodput_against_slos():
     assert g["tokens_per_s"] == pytest.approx(11 / 1.4)
     s = summarize_level(lv, None, {"tpot_ms": 9.0}, 11)  # TPOT is 10 ms: none pass
     assert s["goodput"]["good"] == 0
+
+
+@pytest.mark.parametrize(
+    "key, limit", [("ttft_ms", 100.0), ("tpot_ms", 10.0), ("e2e_ms", 200.0), ("itl_ms", 10.0)]
+)
+def test_a_request_exactly_at_an_slo_limit_meets_it(key: str, limit: float) -> None:
+    """An SLO is a limit not to exceed: a request exactly on it is good; just over is not."""
+    lv = level([record(0, 100, 11, 10)], 1)  # TTFT 100 ms, TPOT 10 ms, e2e 200 ms, ITL 10 ms
+    m = lv.records[0].metrics
+    assert (m.ttft_ms, m.tpot_ms, m.e2e_ms, m.itl_ms_p90) == (100.0, 10.0, 200.0, 10.0)
+    assert meets_slo(lv.records[0], {key: limit})
+    assert summarize_level(lv, None, {key: limit}, 11)["goodput"]["good"] == 1
+    below = math.nextafter(limit, 0.0)  # the value is one float step over this limit
+    assert not meets_slo(lv.records[0], {key: below})
+    assert summarize_level(lv, None, {key: below}, 11)["goodput"]["good"] == 0
+
+
+def test_a_request_without_the_metric_does_not_meet_its_slo() -> None:
+    """A one-token answer has no TPOT and no ITL: it cannot be shown to meet a limit on
+    them, so it does not (its TTFT still meets a TTFT limit)."""
+    one = record(0, 100, 1, 10)
+    assert one.ok and one.metrics.tpot_ms is None and one.metrics.itl_ms_p90 is None
+    assert meets_slo(one, {"ttft_ms": 150})
+    assert not meets_slo(one, {"tpot_ms": 1000}) and not meets_slo(one, {"itl_ms": 1000})
+
+
+def test_goodput_fraction_counts_failed_requests_in_the_whole() -> None:
+    """Goodput's fraction is of the requests sent: a failed one is not good, and it stays
+    in the denominator."""
+    good = record(0, 100, 11, 10, index=0)
+    failed = dataclasses.replace(record(1000, 100, 11, 10, index=1), status="failed")
+    s = summarize_level(level([good, failed], 1), None, {"ttft_ms": 150}, 11)
+    assert (s["ok"], s["failed"]) == (1, 1)
+    assert s["goodput"]["good"] == 1 and s["goodput"]["fraction"] == 0.5
 
 
 def test_short_outputs_are_counted():

@@ -47,6 +47,7 @@ def dcgm():  # type: ignore[no-untyped-def]
     server.stop()
 
 
+@pytest.mark.timing
 def test_run_prints_j_per_token_from_the_counter(infertop_cmd, cli_env, tmp_path, dcgm):
     cfg = tmp_path / "c.toml"
     cfg.write_text(CONFIG)
@@ -75,11 +76,14 @@ def test_run_prints_j_per_token_from_the_counter(infertop_cmd, cli_env, tmp_path
     assert busy["source"] == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
     assert by["GPU1 NVIDIA H100 80GB HBM3"]["joules"] == 0.0
     # the window is the request's e2e (~2 s): 300 W × e2e ÷ output tokens, give or take
-    # the exporter's answer time at the two readings around each end of the window
+    # the exporter's answer time at the readings around each end of the window (each is
+    # stamped when its answer is read, its counter taken when it was asked): a few ms on
+    # an idle machine, up to a couple of hundred on a loaded one, so 25 %; the slips this
+    # guards against (mJ for J, per request for per token, the wrong window) are far more
     e2e_s = out["e2e_ms"] / 1000
     assert energy["window_s"] == pytest.approx(e2e_s, rel=1e-6)
     want = WATTS * e2e_s / out["output_tokens"]
-    assert energy["j_per_token"] == pytest.approx(want, rel=0.1)
+    assert energy["j_per_token"] == pytest.approx(want, rel=0.25)
     assert energy["tokens_per_j"] == pytest.approx(1 / energy["j_per_token"])
     text = subprocess.run(args, env=cli_env, capture_output=True, text=True, timeout=120)
     assert text.returncode == 0, text.stderr

@@ -54,7 +54,8 @@ def test_smollm2_layout_from_its_own_metadata(smollm2_meta):
 
 def test_reader_agrees_with_llama_cpp_python_on_every_key(model_path, smollm2_meta):
     """Our pure-Python GGUF reader against llama.cpp's own loader (Llama.metadata)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp  # a hard dependency: missing is a failure, not a skip
+
     llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=64, vocab_only=True, verbose=False)
     theirs = dict(llm.metadata)
     llm.close()
@@ -74,7 +75,6 @@ def test_reader_agrees_with_llama_cpp_python_on_every_key(model_path, smollm2_me
 @pytest.mark.parametrize("cache_type", ["f16", "q8_0"])
 def test_formula_equals_the_cache_llama_cpp_allocates(model_path, smollm2_meta, cache_type):
     """n_ctx × bytes_per_token is the size llama.cpp prints for the cache it allocates."""
-    pytest.importorskip("llama_cpp")
     n_ctx = 512
     code = (
         "import sys, llama_cpp\n"

@@ -6,8 +6,13 @@ import asyncio
 import random
 import threading
 import time
+from types import SimpleNamespace
 
-from tui.transport.handoff import Handoff
+import pytest
+from virtual_time import VirtualClock, run_virtual
+
+import tui.transport.handoff as handoff_module
+from tui.transport.handoff import REST_S, Handoff
 
 END = object()
 
@@ -62,11 +67,67 @@ async def test_a_fast_producer_is_seen_in_batches_not_per_item():
     assert len(sizes) < 2000 / 2  # at least two items per wake-up on average
 
 
+# wall clock, across threads (the exact schedule is checked on virtual time below): a
+# token put by another thread wakes the parked consumer; the median wait is a wake-up
+# (well under 1 ms idle, a few ms on a loaded machine), under the 10 ms between tokens
+@pytest.mark.timing
 async def test_a_slow_producer_is_seen_promptly():
     items, sizes, lags = await run(20, 0.01)
     assert items == list(range(20))
     assert max(sizes) <= 2  # a token every 10 ms: seen one by one
     assert sorted(lags)[len(lags) // 2] < 0.01  # seen within rest_s (2 ms) + a wake-up
+
+
+def _paced_on_virtual_time(gap_s: float, n: int) -> tuple[list[int], list[float], int]:
+    """``n`` items put ``gap_s`` apart by timers on the consumer's own loop, on virtual
+    time (tests/support/virtual_time.py): (batch sizes, each item's wait from put to
+    seen, how many times the consumer rested). Exact on any machine."""
+    clock = VirtualClock()
+    rests: list[float] = []
+
+    async def main() -> tuple[list[int], list[float]]:
+        loop = asyncio.get_running_loop()
+        handoff = Handoff(loop)
+        for i in range(n):
+            loop.call_later(gap_s * (i + 1), lambda i=i: handoff.put((i, loop.time())))
+        loop.call_later(gap_s * (n + 1), handoff.close)
+        sizes: list[int] = []
+        lags: list[float] = []
+        async for batch in handoff.batches_until_close():
+            sizes.append(len(batch))
+            lags += [loop.time() - t for _, t in batch]
+        return sizes, lags
+
+    async def rest(seconds: float) -> None:
+        rests.append(seconds)
+        await real_sleep(seconds)
+
+    real_sleep = asyncio.sleep
+    stand_in = SimpleNamespace(**{k: getattr(asyncio, k) for k in dir(asyncio)})
+    stand_in.sleep = rest
+    handoff_module.asyncio = stand_in  # type: ignore[assignment]
+    try:
+        sizes, lags = run_virtual(main, clock)
+    finally:
+        handoff_module.asyncio = asyncio
+    assert all(r == REST_S for r in rests)
+    return sizes, lags, len(rests)
+
+
+def test_a_slow_stream_is_seen_at_once_without_rests():
+    """A token every 10 ms: each is seen the moment it is put (the parked consumer is
+    woken), one per batch, and the consumer never rests (a rest would only add a timer
+    wake-up per token)."""
+    sizes, lags, rests = _paced_on_virtual_time(0.010, 20)
+    assert sizes == [1] * 20 and max(lags) == 0.0 and rests == 0
+
+
+def test_a_fast_stream_is_seen_in_batches_within_a_rest():
+    """A token every 0.5 ms: batches of about REST_S's worth, and no token waits longer
+    than one rest to be seen."""
+    sizes, lags, rests = _paced_on_virtual_time(0.0005, 200)
+    assert sum(sizes) == 200 and len(sizes) < 200 / 3  # about 4 a batch
+    assert max(lags) <= REST_S + 1e-9 and rests >= len(sizes) - 2
 
 
 async def test_items_are_everything_put_before_close():

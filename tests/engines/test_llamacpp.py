@@ -16,9 +16,16 @@ from tui.engines.llamacpp import LlamaCppEngine
 pytestmark = pytest.mark.engine
 
 
+# One thread: on a few cores shared with other work, llama.cpp's threads spin at barriers
+# and a decode step waits for its slowest one, so with every core asked for, a busy
+# machine makes it collapse (to a few tok/s); one thread slows in proportion instead.
+THREADS = 1
+
+
 @pytest.fixture(scope="module")
 def engine():
-    eng = LlamaCppEngine(EngineSpec(name="local", kind="llamacpp", model="default", n_threads=2))
+    spec = EngineSpec(name="local", kind="llamacpp", model="default", n_threads=THREADS)
+    eng = LlamaCppEngine(spec)
     loop = asyncio.new_event_loop()
     load_ms = loop.run_until_complete(eng.load())
     eng._test_load_ms = load_ms
@@ -114,6 +121,9 @@ def test_cancel_stops_within_one_token(engine):
     assert isinstance(seen[-1], Finished) and seen[-1].reason == "cancelled"
 
 
+# wall clock: stopping at the next token takes milliseconds (tens on a loaded machine);
+# not stopping means 199 more tokens, seconds at this model's speed on one thread
+@pytest.mark.timing
 def test_closing_the_stream_early_stops_generation(engine):
     request = GenerationRequest.from_prompt("Count to fifty.", max_tokens=200, ignore_eos=True)
 
@@ -245,7 +255,9 @@ def test_extra_buffer_types_off_only_where_amx_code_meets_an_amx_cpu():
 
 def test_loading_without_extra_buffer_types_still_answers():
     """The escape hatch for a native build on an AMX CPU: no repacking, same answer."""
-    spec = EngineSpec(name="x", kind="llamacpp", n_threads=2, options={"use_extra_bufts": False})
+    spec = EngineSpec(
+        name="x", kind="llamacpp", n_threads=THREADS, options={"use_extra_bufts": False}
+    )
     eng = LlamaCppEngine(spec)
 
     async def go():

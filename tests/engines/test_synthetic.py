@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from virtual_time import VirtualClock
 
+import tui.engines.synthetic as synthetic_module
 from tui.core.events import Failed, Finished, RequestSent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
@@ -24,7 +26,12 @@ async def run(e, max_tokens=20, cancel=None):  # type: ignore[no-untyped-def]
     return tl, events
 
 
-async def test_pace_ttft_and_token_counts():
+async def test_pace_ttft_and_token_counts(monkeypatch):
+    """Token i is due at sent + TTFT + i / rate (an absolute schedule), stamped in the
+    generating thread. On virtual time (tests/support/virtual_time.py: the engine's clock
+    moves only by its own sleeps) the stamps are exactly that schedule on any machine."""
+    clock = VirtualClock()
+    monkeypatch.setattr(synthetic_module, "time", clock.time)
     e = engine(tokens_per_s=500, ttft_ms=30)
     await e.load()
     tl, events = await run(e, 100)
@@ -32,9 +39,26 @@ async def test_pace_ttft_and_token_counts():
     assert isinstance(events[0], RequestSent) and isinstance(events[-1], Finished)
     assert m.output_tokens == 100 and m.output_tokens_source == "usage"
     assert m.prompt_tokens == 3
-    assert 29.5 <= m.ttft_ms < 45
-    assert m.decode_tps == pytest.approx(500, rel=0.05)
-    assert m.itl_ms_p50 == pytest.approx(2.0, abs=0.3)
+    assert tl.chunk_ns == [tl.t_sent_ns + 30_000_000 + i * 2_000_000 for i in range(100)]
+    assert m.ttft_ms == pytest.approx(30.0)
+    assert m.decode_tps == pytest.approx(500)
+    assert m.itl_ms_p50 == pytest.approx(2.0)
+    assert tl.truth is not None and tl.truth.decode_ms == pytest.approx(99 * 2.0)
+
+
+async def test_no_token_is_stamped_before_it_is_due():
+    """On the real clock, at any load: the thread sleeps to each token's due time, so a
+    token can be late (a busy machine) but never early, and the engine's own decode time
+    is the span of the stamps the client got."""
+    e = engine(tokens_per_s=1000, ttft_ms=5)
+    await e.load()
+    tl, _ = await run(e, 40)
+    due = [tl.t_sent_ns + 5_000_000 + i * 1_000_000 for i in range(40)]
+    assert len(tl.chunk_ns) == 40
+    assert all(t >= d for t, d in zip(tl.chunk_ns, due, strict=True))
+    assert tl.chunk_ns == sorted(tl.chunk_ns)
+    assert tl.truth is not None
+    assert tl.truth.decode_ms == (tl.chunk_ns[-1] - tl.chunk_ns[0]) / 1e6
 
 
 async def test_cancel_and_fault_and_bad_options():

@@ -16,6 +16,10 @@ def _by_url(rows):  # type: ignore[no-untyped-def]
     return {r.url: r for r in rows}
 
 
+# wall clock, with a margin: the whole call (a 0.3 s gap and two refreshes of five
+# loopback endpoints: 0.4 s idle, about 2 s with both cores busy) within 10 s; a poll that
+# hung would be waited for up to its deadline (8 requests × the 2 s timeout, + 1 s)
+@pytest.mark.timing
 def test_once_scrapes_twice_and_fills_every_column(fixture_fleet) -> None:
     down = f"http://127.0.0.1:{free_port()}"
     fleet = Fleet(fleet_endpoints(fixture_fleet.urls[:4] + [down], {}))
@@ -41,8 +45,8 @@ def test_once_scrapes_twice_and_fills_every_column(fixture_fleet) -> None:
         assert r.running == want["running"] and r.kv_cache_pct == pytest.approx(
             want["kv_cache_pct"]
         )
-        # one scrape's step over the measured gap (>= 0.3 s, plus the scrape itself)
-        assert r.window_s is not None and 0.3 <= r.window_s < 1.5
+        # one scrape's step over the measured gap (>= 0.3 s, inside the call)
+        assert r.window_s is not None and 0.3 <= r.window_s < took
         assert r.gen_tps == pytest.approx(want["gen_per_scrape"] / r.window_s)
         assert r.gpus is None  # no hardware source for this host: null, not zeros
     llama = rows[fixture_fleet.urls[3]]
@@ -51,12 +55,15 @@ def test_once_scrapes_twice_and_fills_every_column(fixture_fleet) -> None:
     gone = rows[down]
     assert not gone.up and gone.kind is None and "connection refused" in gone.error
     assert all(gone.to_json()[k] is None for k in ("running", "gen_tps", "ttft_p50_ms"))
-    assert took < 3.0, took
+    assert took < 10.0, took
 
 
+# wall clock, with a margin: each refresh (0.2 s idle, the first one 1.4 s seen with both
+# cores busy) within the 5 s timeout, which a refresh that waited on the down one would take
+@pytest.mark.timing
 def test_a_down_endpoint_leaves_the_rest_updating(fixture_fleet) -> None:
     down = f"http://127.0.0.1:{free_port()}"
-    fleet = Fleet(fleet_endpoints([down, *fixture_fleet.urls[:2]], {}), timeout_s=1.0)
+    fleet = Fleet(fleet_endpoints([down, *fixture_fleet.urls[:2]], {}), timeout_s=5.0)
     try:
         snaps = [fleet.refresh() for _ in range(3)]
     finally:
@@ -65,7 +72,7 @@ def test_a_down_endpoint_leaves_the_rest_updating(fixture_fleet) -> None:
         rows = _by_url(snap.rows)
         assert not rows[down].up and "connection refused" in rows[down].error
         assert all(rows[u].up for u in fixture_fleet.urls[:2])
-        assert snap.took_s < 1.0 and snap.scrapes == 3
+        assert snap.took_s < 5.0 and snap.scrapes == 3
     assert snaps[0].rows[1].gen_tps is None  # the first refresh has no window yet
     assert all(s.rows[1].gen_tps and s.rows[2].gen_tps for s in snaps[1:])
 

@@ -11,12 +11,13 @@ import pytest
 
 from tui.config import ConfigError, parse_config
 from tui.engines.base import EngineSpec
-from tui.fleet.columns import detail_text, fit_columns, sort_rows, text_table
+from tui.fleet.columns import BY_KEY, detail_text, fit_columns, sort_rows, text_table
 from tui.fleet.direct import fill_llamacpp, fill_vllm
 from tui.fleet.poller import fleet_endpoints, spec_for_row
 from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
-from tui.fleet.rows import EndpointRow
-from tui.transport.prometheus import parse
+from tui.fleet.rows import EndpointRow, GpuRow
+from tui.telemetry.vllm_metrics import summarize
+from tui.transport.prometheus import Scrape, parse
 
 
 def test_vllm_row_from_two_scrapes_matches_the_definitions() -> None:
@@ -58,6 +59,80 @@ def test_restarted_server_gives_no_negative_rate() -> None:
     row = EndpointRow("e", "http://h:1")
     fill_vllm(row, parse(ff.vllm_metrics(p, 9), t=0.0), parse(ff.vllm_metrics(p, 1), t=1.0))
     assert row.gen_tps is None and row.prefix_cache_hit_pct is None
+
+
+def test_a_data_parallel_vllm_averages_kv_and_sums_the_rest() -> None:
+    """vLLM with two engines (``--data-parallel-size 2``) labels every series by engine:
+    KV % is each engine's share of its own cache, so the row shows their mean; requests
+    running and waiting, token rates and histogram observations add up."""
+    p = ff.Profile("vllm", 1, engines=2)
+    prev, cur = parse(ff.vllm_metrics(p, 4), t=10.0), parse(ff.vllm_metrics(p, 7), t=13.0)
+    per_engine = cur.samples["vllm:kv_cache_usage_perc"]
+    assert len(per_engine) == 2 and len(set(per_engine.values())) == 2  # two, and unequal
+    running = sorted(cur.samples["vllm:num_requests_running"].values())
+    assert running == [1.0, 2.0]  # neither engine alone has the total
+    row = EndpointRow("e", "http://h:1")
+    fill_vllm(row, prev, cur)
+    want = ff.expected_vllm(1)
+    assert row.kv_cache_pct == pytest.approx(want["kv_cache_pct"])
+    assert row.kv_cache_pct == pytest.approx(50 * sum(per_engine.values()))  # the mean
+    assert (row.running, row.waiting) == (want["running"], want["waiting"]) == (3.0, 1.0)
+    assert row.gen_tps == pytest.approx(3 * want["gen_per_scrape"] / 3.0)  # both engines'
+    for key in ("ttft_p50_ms", "ttft_p90_ms", "itl_p50_ms", "prefix_cache_hit_pct"):
+        assert getattr(row, key) == pytest.approx(want[key]), key  # buckets summed
+    assert row.itl_mean_ms == pytest.approx(0.7 / 40 * 1000)
+    # the server panel reads the same page the same way (tui/telemetry/vllm_metrics.py)
+    s = summarize(prev, cur)
+    assert s.kv_cache_usage == pytest.approx(want["kv_cache_pct"] / 100)
+    assert (s.running, s.waiting) == (3.0, 1.0)
+    assert s.generation_tps == pytest.approx(want["gen_per_scrape"])
+    assert s.percentiles_ms("ttft")["p50"] == pytest.approx(want["ttft_p50_ms"])
+
+
+def test_a_hosts_gpus_add_up_except_utilisation_which_is_their_mean() -> None:
+    """The row's GPU columns over its host's GPUs (tui/fleet/rows.py): utilisation is the
+    mean of the GPUs that report it, memory and power are sums."""
+    gpus = [
+        GpuRow("h", "0", util_pct=10.0, mem_used_mib=1000.0, mem_free_mib=3000.0, power_w=100.0),
+        GpuRow("h", "1", util_pct=30.0, mem_used_mib=2000.0, mem_free_mib=2000.0, power_w=50.0),
+        GpuRow("h", "2", mem_used_mib=500.0, mem_free_mib=3500.0),  # no util, no power
+    ]
+    row = EndpointRow("e", "http://h:1", gpus=gpus)
+    assert row.gpu_util_pct == 20.0
+    assert (row.gpu_mem_used_mib, row.gpu_mem_total_mib) == (3500.0, 12000.0)
+    assert row.gpu_power_w == 150.0
+
+
+def _grow(scrape: Scrape, name: str, by: float, t: float) -> Scrape:
+    """``scrape`` read again ``t`` later with counter ``name`` grown by ``by`` (only)."""
+    samples = {k: dict(v) for k, v in scrape.samples.items()}
+    samples[name] = {labels: v + by for labels, v in samples[name].items()}
+    return Scrape(samples, scrape.t + t)
+
+
+def test_an_idle_window_is_zero_not_unknown() -> None:
+    """Counters that did not move over a window are a rate of 0 and, where prefix-cache
+    queries happened without a hit, 0 % hits: numbers, shown as 0, never "–"."""
+    prev = parse(ff.vllm_metrics(ff.Profile("vllm", 2), 5), t=20.0)
+    row = EndpointRow("e", "http://h:1", kind="vllm", up=True)
+    fill_vllm(row, prev, _grow(prev, "vllm:prefix_cache_queries_total", 100, 2.0))
+    assert row.window_s == pytest.approx(2.0)
+    assert row.gen_tps == 0.0 and row.prefix_cache_hit_pct == 0.0
+    assert (BY_KEY["gen_tps"].text(row), BY_KEY["prefix_cache_hit_pct"].text(row)) == ("0.0", "0")
+    # nothing asked at all: no hit ratio exists (that one is "–"); the rate is still 0
+    fill_vllm(row, prev, _grow(prev, "vllm:prefix_cache_queries_total", 0, 2.0))
+    assert row.gen_tps == 0.0 and row.prefix_cache_hit_pct is None
+    # llama-server: fresh prompt tokens, none from the cache, none generated
+    p = ff.Profile("llama-server", 0)
+    prev = parse(ff.llamacpp_metrics(p, 2), t=0.0)
+    row = EndpointRow("l", "http://h:2", kind="llama-server", up=True)
+    fill_llamacpp(row, prev, _grow(prev, "llamacpp:prompt_tokens_total", 64, 1.0))
+    assert row.gen_tps == 0.0 and row.prefix_cache_hit_pct == 0.0
+    assert row.itl_mean_ms is None  # no token generated: no gap to average
+    # the server panel's reading of an idle vLLM: 0 tok/s both ways
+    v = parse(ff.vllm_metrics(ff.Profile("vllm", 2), 5), t=0.0)
+    s = summarize(v, _grow(v, "vllm:prefix_cache_queries_total", 0, 1.0))
+    assert s.generation_tps == 0.0 and s.prompt_tps == 0.0
 
 
 def _answers(*samples: tuple[str, str, dict[str, str]]) -> dict[str, list[dict]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 
 import fleet_fixture as ff
@@ -22,15 +21,14 @@ WINDOW_S = 10.0
 def prom(fixture_fleet, tmp_path_factory) -> Iterator[tuple[ps.Process, list[str]]]:
     """Prometheus scraping every second: three vLLM fixtures (one shown as instance
     "gpu-box-1:8000", the DCGM fixture's Hostname), a llama-server fixture, a port where
-    nothing listens, the DCGM fixture and node_exporter."""
-    if ps.prometheus_binary() is None or ps.node_exporter_binary() is None:
-        pytest.skip("prometheus / prometheus-node-exporter not installed (scripts/setup-e2e.sh)")
+    nothing listens, a data-parallel vLLM fixture, the DCGM fixture and node_exporter."""
+    ps.require_binaries()
     work = tmp_path_factory.mktemp("prom")
     node = ps.start_node_exporter(work)
     addrs = [u.removeprefix("http://") for u in fixture_fleet.urls]
     down = f"127.0.0.1:{ps.free_port()}"
-    llm = [addrs[0], addrs[1], addrs[2], addrs[3], down]
-    labels = [{"instance": "gpu-box-1:8000"}] + [{}] * 4
+    llm = [addrs[0], addrs[1], addrs[2], addrs[3], down, addrs[5]]
+    labels = [{"instance": "gpu-box-1:8000"}] + [{}] * 5
     jobs = [
         ps.Job("llm", llm, labels),
         ps.Job("dcgm", [addrs[4]]),
@@ -38,8 +36,11 @@ def prom(fixture_fleet, tmp_path_factory) -> Iterator[tuple[ps.Process, list[str
     ]
     p = ps.start_prometheus(jobs, work)
     try:
-        ps.wait_targets_up(p.url, 6)
-        time.sleep(2.2)  # two more scrapes of each: the window has rates
+        ps.wait_targets_up(p.url, 7)
+        # five scrapes of every target inside the window, however busy the machine: a
+        # rate from a few samples is as coarse as one scrape more or less (J/token below
+        # divides one target's increase by another's)
+        ps.wait_scrapes(p.url, 5, WINDOW_S)
         yield p, [f"http://{a}" for a in llm]
     finally:
         p.stop()
@@ -67,6 +68,17 @@ def test_every_target_becomes_a_row_in_a_fixed_number_of_requests(prom) -> None:
         assert 0 < r.gen_tps <= 1.3 * want["gen_per_scrape"]
         assert r.window_s == WINDOW_S
     assert rows[urls[0]].name == "gpu-box-1:8000" and rows[urls[0]].host == "gpu-box-1"
+    # a data-parallel vLLM (series per engine label): PromQL averages KV %, sums the rest
+    two, one, want = rows[urls[5]], rows[urls[1]], ff.expected_vllm(1)  # fixture 1's totals
+    assert two.kind == "vllm" and two.up
+    assert two.kv_cache_pct == pytest.approx(want["kv_cache_pct"])
+    assert (two.running, two.waiting) == (want["running"], want["waiting"]) == (3.0, 1.0)
+    for key in ("ttft_p50_ms", "ttft_p90_ms", "itl_p50_ms", "prefix_cache_hit_pct"):
+        assert getattr(two, key) == pytest.approx(want[key], rel=1e-6), key
+    assert two.itl_mean_ms == pytest.approx(one.itl_mean_ms, rel=1e-6)
+    # both engines' tokens: the same rate as fixture 1 alone (one engine's would be 2/3 or
+    # 1/3 of it, their mean 1/2), within the jitter of two targets' scrape times
+    assert two.gen_tps == pytest.approx(one.gen_tps, rel=0.2)
     llama = rows[urls[3]]
     assert llama.kind == "llama-server" and llama.up and llama.gen_tps > 0
     assert llama.prefix_cache_hit_pct == pytest.approx(100 * 30 / 130, rel=1e-6)
@@ -123,7 +135,7 @@ def test_cli_reads_prometheus_once(prom, infertop_cmd, cli_env) -> None:
     out = json.loads(proc.stdout)
     assert out["prometheus"] == {"url": p.url, "error": None}
     kinds = sorted(str(r["kind"]) for r in out["endpoints"])
-    assert kinds == ["None", "llama-server", "vllm", "vllm", "vllm"]
+    assert kinds == ["None", "llama-server", "vllm", "vllm", "vllm", "vllm"]
     assert all(r["gpus"] for r in out["endpoints"])
 
 

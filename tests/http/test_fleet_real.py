@@ -10,7 +10,7 @@ needs an NVIDIA GPU.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import fleet_fixture as ff
 import httpx
@@ -18,6 +18,7 @@ import prometheus_server as ps
 import pytest
 
 from tui.fleet.poller import Fleet, fleet_endpoints
+from tui.transport.prometheus import parse
 
 pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
 
@@ -29,6 +30,21 @@ def _ask(url: str, model: str | None = None) -> None:
         body["model"] = model
     r = httpx.post(url + "/v1/chat/completions", json=body, timeout=120)
     assert r.status_code == 200, r.text
+
+
+def _vllm_finished(url: str) -> float:
+    """Requests vLLM counts as finished (its e2e latency histogram's count)."""
+    text = httpx.get(url + "/metrics", timeout=10).text
+    scrape = parse(text)
+    return scrape.total("vllm:e2e_request_latency_seconds_count") or 0.0
+
+
+def _wait(ok: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ok():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout_s} s for {what}")
+        time.sleep(0.05)
 
 
 def _rows(snap):  # type: ignore[no-untyped-def]
@@ -58,8 +74,10 @@ def test_direct_scrapes_of_llama_server_and_vllm(llama_server, vllm_server, smol
         first = _rows(fleet.refresh())
         assert set(first) == {"llama-server", "vllm"} and first["vllm"].gen_tps is None
         _ask(llama_server.url)
+        before = _vllm_finished(vllm_server.url)
         _ask(vllm_server.url, "smollm2")
-        time.sleep(0.5)  # vLLM records a finished request just after its last chunk
+        # vLLM records a finished request just after its last chunk: wait until it has
+        _wait(lambda: _vllm_finished(vllm_server.url) > before, "vLLM to count the answer")
         rows = _rows(fleet.refresh())
     finally:
         fleet.close()
@@ -86,8 +104,7 @@ def test_ollama_and_generic_openai_rows(ollama_emu, pace) -> None:
 
 @pytest.fixture(scope="module")
 def prom_on_real(llama_server, vllm_server, tmp_path_factory) -> Iterator[ps.Process]:
-    if ps.prometheus_binary() is None:
-        pytest.skip("prometheus not installed (scripts/setup-e2e.sh)")
+    ps.require_binaries(node_exporter=False)
     dcgm = ff.FixtureFleet([ff.Profile("dcgm", 0, host="fixture-gpu-host", gpus=1)]).start()
     addr = [s.url.removeprefix("http://") for s in (llama_server, vllm_server)]
     jobs = [ps.Job("llm", addr), ps.Job("dcgm", [dcgm.urls[0].removeprefix("http://")])]
@@ -105,7 +122,15 @@ def test_prometheus_reads_the_real_servers_back(
 ) -> None:
     _ask(llama_server.url)
     _ask(vllm_server.url, "smollm2")
-    time.sleep(2.5)  # Prometheus scrapes every second: the answers are in its window
+    # Prometheus scrapes every second: wait until a scrape has both answers (their tokens
+    # in the window) and both servers idle again, not for as long as that ought to take
+    ps.wait_until(
+        prom_on_real.url,
+        "sum(increase(llamacpp:tokens_predicted_total[30s])) > 0"
+        " and sum(increase(vllm:generation_tokens_total[30s])) > 0"
+        " and sum(vllm:num_requests_running) == 0"
+        " and sum(llamacpp:requests_processing) == 0",
+    )
     fleet = Fleet([], prom_on_real.url, window_s=30)
     try:
         snap = fleet.refresh()

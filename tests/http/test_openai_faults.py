@@ -29,6 +29,7 @@ async def test_control_case_is_fine(faults: str) -> None:
     assert r.metrics.output_tokens == 2 and r.metrics.output_tokens_source == "usage"
 
 
+@pytest.mark.timing  # refused is at once: 5 s is far below any connect timeout it could wait
 async def test_connection_refused(closed_port_url: str) -> None:
     t0 = time.monotonic()
     r = await collect(engine(closed_port_url), REQ)
@@ -78,6 +79,9 @@ async def test_server_closing_mid_stream(faults: str, mode: str) -> None:
     assert r.metrics.content_chunks == 2
 
 
+# the stall timeout (0.5 s) fires, not the read timeout (5 s): the window between is wide
+# enough for a loaded machine, and a load can only lengthen it, never fire it early
+@pytest.mark.timing
 async def test_stall_after_first_chunk_hits_the_stall_timeout(faults: str) -> None:
     e = engine(f"{faults}/stall", read_timeout_s=5.0, stall_timeout_s=0.5)
     t0 = time.monotonic()
@@ -89,6 +93,7 @@ async def test_stall_after_first_chunk_hits_the_stall_timeout(faults: str) -> No
     assert 0.4 < elapsed < 3
 
 
+@pytest.mark.timing  # the 0.7 s read timeout, not a wait for more (3 s: room for a load)
 async def test_no_response_at_all_hits_the_read_timeout(faults: str) -> None:
     t0 = time.monotonic()
     r = await collect(engine(f"{faults}/stall-headers", read_timeout_s=0.7), REQ)

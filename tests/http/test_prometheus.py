@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tui.telemetry.vllm_metrics import summarize
 from tui.transport.prometheus import (
+    HistogramWindow,
     ScrapeError,
+    counter_delta,
     counter_rate,
     histogram_window,
     parse,
@@ -64,6 +68,47 @@ def test_restart_counts_from_zero() -> None:
     w = histogram_window(a, b, "vllm:time_to_first_token_seconds")
     assert w.count == 10
     assert counter_rate(a, b, "vllm:generation_tokens_total") is None
+
+
+def test_a_counter_that_did_not_move_is_zero_not_unknown() -> None:
+    """An idle window: unchanged counters are a difference of 0 and a rate of 0 (only a
+    counter that went down, or a window of no time, has none)."""
+    a, b = parse(A, t=1.0), parse(A, t=3.0)
+    name = "vllm:generation_tokens_total"
+    assert counter_delta(a, b, name) == 0.0 and counter_rate(a, b, name) == 0.0
+    assert counter_delta(a, parse(B, t=3.0), name) == 1000.0
+    assert counter_rate(a, parse(A, t=1.0), name) is None  # no time passed
+    assert counter_delta(a, b, "vllm:no_such_total") is None  # absent: unknown
+
+
+def test_a_quantile_on_a_bucket_edge_is_in_the_bucket_that_reaches_it() -> None:
+    """As PromQL's histogram_quantile: the first bucket whose cumulative count reaches the
+    rank holds the quantile, even when empty buckets follow it."""
+    w = HistogramWindow([(1.0, 5.0), (2.0, 5.0), (3.0, 10.0), (math.inf, 10.0)], 10.0, 0.0)
+    assert w.quantile(0.5) == 1.0  # rank 5: the whole first bucket, not the empty second
+    assert w.quantile(0.6) == pytest.approx(2.2)  # rank 6: 1 of 5 into (2, 3]
+
+
+def test_a_count_that_went_down_is_a_restart_even_where_buckets_did_not() -> None:
+    """A histogram whose _count fell (a restarted server, or an exporter whose buckets and
+    count disagree) is read from zero, never as a negative window."""
+    a = parse(hist("h", {"1.0": 4, "+Inf": 4}, 2.0, 9, "m"), t=0.0)
+    b = parse(hist("h", {"1.0": 5, "+Inf": 5}, 1.0, 5, "m"), t=1.0)
+    w = histogram_window(a, b, "h")
+    assert (w.count, w.sum) == (5.0, 1.0)
+
+
+def test_a_label_filter_matches_every_label_it_names() -> None:
+    text = (
+        "# TYPE x gauge\n"
+        'x{model_name="a",engine="0"} 1\n'
+        'x{model_name="a",engine="1"} 2\n'
+        'x{model_name="b",engine="0"} 4\n'
+    )
+    s = parse(text)
+    assert s.total("x") == 7.0 and s.total("x", model_name="a") == 3.0
+    assert s.total("x", model_name="a", engine="0") == 1.0  # both, not either
+    assert s.total("x", model_name="b", engine="1") is None
 
 
 def test_vllm_summary() -> None:

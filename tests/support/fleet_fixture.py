@@ -7,7 +7,9 @@ of:
   ``vllm:num_requests_running{model_name,engine}``, ``vllm:generation_tokens_total``,
   ``vllm:prefix_cache_{queries,hits}_total``, ``vllm:kv_cache_usage_perc``, the
   ``time_to_first_token_seconds`` / ``inter_token_latency_seconds`` histograms), plus
-  ``/v1/models`` (``owned_by: vllm``, so detection says vllm) and ``/version``;
+  ``/v1/models`` (``owned_by: vllm``, so detection says vllm) and ``/version``; with
+  ``engines=2`` a data-parallel server: every series once per ``engine`` label, split so
+  that sums (and the KV mean) give the same expected numbers;
 - ``llama-server``: llama-server-like ``/metrics`` (``llamacpp:*``, no labels),
   ``/props`` with ``total_slots``, ``/v1/models``;
 - ``dcgm``: a DCGM exporter's ``/metrics``, written from DCGM's documented field names
@@ -59,17 +61,27 @@ class Profile:
     model: str = "fixture-model"
     host: str = "fixture-host"
     gpus: int = 2
+    engines: int = 1  # vllm: 2 = a data-parallel server, series per ``engine`` label
 
 
 def _histogram(name: str, bounds: list[float], counts: list[float], total: float, lab: str) -> str:
     """Prometheus text for one histogram: ``counts`` per bucket (not cumulative)."""
+    return _histograms(name, bounds, [(lab, counts, total)])
+
+
+def _histograms(
+    name: str, bounds: list[float], series: list[tuple[str, list[float], float]]
+) -> str:
+    """One histogram family with a series per label set: (labels, counts per bucket (not
+    cumulative), sum)."""
     out = [f"# HELP {name} fixture histogram", f"# TYPE {name} histogram"]
-    cum = 0.0
-    for le, c in zip([*map(str, bounds), "+Inf"], [*counts, 0.0]):
-        cum += c
-        out.append(f'{name}_bucket{{{lab},le="{le}"}} {cum}')
-    out.append(f"{name}_count{{{lab}}} {cum}")
-    out.append(f"{name}_sum{{{lab}}} {total}")
+    for lab, counts, total in series:
+        cum = 0.0
+        for le, c in zip([*map(str, bounds), "+Inf"], [*counts, 0.0]):
+            cum += c
+            out.append(f'{name}_bucket{{{lab},le="{le}"}} {cum}')
+        out.append(f"{name}_count{{{lab}}} {cum}")
+        out.append(f"{name}_sum{{{lab}}} {total}")
     return "\n".join(out)
 
 
@@ -107,33 +119,81 @@ def expected_vllm(i: int) -> dict[str, float]:
     }
 
 
+def _vllm_engines(p: Profile, n: int) -> list[dict[str, float]]:
+    """Each engine's numbers after ``n`` scrapes. One engine: the numbers of
+    :func:`expected_vllm`. Two (a data-parallel server, ``engine="0"`` and ``"1"``): every
+    counter and histogram split between them so that their sums are those numbers, the KV
+    gauge 5 points below the expected % on one and 5 above on the other (so the mean is
+    it, the sum is not), and running/waiting split so that they sum to the expected."""
+    e, s = expected_vllm(p.i), vllm_steps(p.i)
+    one = {
+        "running": e["running"],
+        "waiting": e["waiting"],
+        "kv": e["kv_cache_pct"],
+        "queries": s["queries"] * n,
+        "hits": s["hits"] * n,
+        "prompt": s["prompt"] * n,
+        "gen": 1000 * p.i + s["gen"] * n,
+        "ttft_lo": 4.0 * n,  # observations in TTFT bucket k (see _ttft_bucket)
+        "ttft_hi": 6.0 * n,  # ... and in bucket k + 1
+        "ttft_sum": 0.1 * n,
+        "itl": 40.0 * n,
+        "itl_sum": 0.7 * n,
+    }
+    if p.engines == 1:
+        return [one]
+    if p.engines != 2:
+        raise ValueError("the vLLM fixture has 1 or 2 engines")
+    first = {
+        "running": e["running"] - e["running"] // 2,
+        "waiting": e["waiting"],
+        "kv": e["kv_cache_pct"] - 5,
+        "queries": 60.0 * n,
+        "hits": (s["hits"] - 5) * n,
+        "prompt": 120.0 * n,
+        "gen": 1000 * p.i + (s["gen"] - 20) * n,
+        "ttft_lo": 4.0 * n,  # all of bucket k on engine 0, all of bucket k + 1 on engine 1
+        "ttft_hi": 0.0,
+        "ttft_sum": 0.04 * n,
+        "itl": 30.0 * n,
+        "itl_sum": 0.5 * n,
+    }
+    second = {k: one[k] - first[k] for k in one}
+    second["kv"] = e["kv_cache_pct"] + 5
+    return [first, second]
+
+
 def vllm_metrics(p: Profile, n: int) -> str:
-    lab = f'model_name="{p.model}",engine="0"'
-    e = expected_vllm(p.i)
-    s = vllm_steps(p.i)
     k = _ttft_bucket(p.i)
-    ttft = [0.0] * len(TTFT_BOUNDS)
-    ttft[k], ttft[k + 1] = 4.0 * n, 6.0 * n
-    itl = [0.0] * len(ITL_BOUNDS)
-    itl[1] = 40.0 * n
+    engines = _vllm_engines(p, n)
+    labs = [f'model_name="{p.model}",engine="{j}"' for j in range(len(engines))]
+
+    def series(name: str, kind: str, key: str, per: float = 1.0) -> list[str]:
+        out = [f"# TYPE {name.removesuffix('_total')} {kind}"]
+        out += [f"{name}{{{lab}}} {v[key] / per}" for lab, v in zip(labs, engines)]
+        return out
+
     parts = [
         "# HELP vllm:num_requests_running Number of requests in model execution batches.",
-        "# TYPE vllm:num_requests_running gauge",
-        f"vllm:num_requests_running{{{lab}}} {e['running']}",
-        "# TYPE vllm:num_requests_waiting gauge",
-        f"vllm:num_requests_waiting{{{lab}}} {e['waiting']}",
-        "# TYPE vllm:kv_cache_usage_perc gauge",
-        f"vllm:kv_cache_usage_perc{{{lab}}} {e['kv_cache_pct'] / 100}",
-        "# TYPE vllm:prefix_cache_queries counter",
-        f"vllm:prefix_cache_queries_total{{{lab}}} {s['queries'] * n}",
-        "# TYPE vllm:prefix_cache_hits counter",
-        f"vllm:prefix_cache_hits_total{{{lab}}} {s['hits'] * n}",
-        "# TYPE vllm:prompt_tokens counter",
-        f"vllm:prompt_tokens_total{{{lab}}} {s['prompt'] * n}",
-        "# TYPE vllm:generation_tokens counter",
-        f"vllm:generation_tokens_total{{{lab}}} {1000 * p.i + s['gen'] * n}",
-        _histogram("vllm:time_to_first_token_seconds", TTFT_BOUNDS, ttft, 0.1 * n, lab),
-        _histogram("vllm:inter_token_latency_seconds", ITL_BOUNDS, itl, 0.7 * n, lab),
+        *series("vllm:num_requests_running", "gauge", "running"),
+        *series("vllm:num_requests_waiting", "gauge", "waiting"),
+        *series("vllm:kv_cache_usage_perc", "gauge", "kv", 100),
+        *series("vllm:prefix_cache_queries_total", "counter", "queries"),
+        *series("vllm:prefix_cache_hits_total", "counter", "hits"),
+        *series("vllm:prompt_tokens_total", "counter", "prompt"),
+        *series("vllm:generation_tokens_total", "counter", "gen"),
+    ]
+    ttft, itl = [], []
+    for lab, v in zip(labs, engines):
+        counts = [0.0] * len(TTFT_BOUNDS)
+        counts[k], counts[k + 1] = v["ttft_lo"], v["ttft_hi"]
+        ttft.append((lab, counts, v["ttft_sum"]))
+        counts = [0.0] * len(ITL_BOUNDS)
+        counts[1] = v["itl"]
+        itl.append((lab, counts, v["itl_sum"]))
+    parts += [
+        _histograms("vllm:time_to_first_token_seconds", TTFT_BOUNDS, ttft),
+        _histograms("vllm:inter_token_latency_seconds", ITL_BOUNDS, itl),
     ]
     return "\n".join(parts) + "\n"
 

@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,18 @@ def prometheus_binary() -> str | None:
 
 def node_exporter_binary() -> str | None:
     return os.environ.get("INFERTOP_NODE_EXPORTER") or shutil.which("prometheus-node-exporter")
+
+
+def require_binaries(node_exporter: bool = True) -> None:
+    """Prometheus (and node_exporter) are real servers like llama-server and vLLM: when
+    missing, skip loudly, or fail under INFERTOP_REQUIRE_SERVERS=1 (the test command
+    installs them: scripts/setup-e2e.sh)."""
+    from real_servers import unavailable
+
+    if prometheus_binary() is None:
+        unavailable("prometheus", "not installed (apt-get install prometheus)")
+    if node_exporter and node_exporter_binary() is None:
+        unavailable("node_exporter", "not installed (apt-get install prometheus-node-exporter)")
 
 
 @dataclass
@@ -165,3 +178,36 @@ def wait_targets_up(prom_url: str, n: int, timeout_s: float = 30) -> list[dict[s
         time.sleep(0.2)
     up = sum(1 for t in targets if t["health"] == "up")
     raise AssertionError(f"{up} of {n} targets up after {timeout_s} s")
+
+
+def query(prom_url: str, promql: str) -> list[dict[str, Any]]:
+    """An instant query's result vector."""
+    q = urllib.parse.urlencode({"query": promql})
+    return list(get_json(f"{prom_url}/api/v1/query?{q}")["data"]["result"])
+
+
+def wait_scrapes(prom_url: str, n: int, window_s: float, timeout_s: float = 60) -> None:
+    """Wait until every target has ``n`` scrapes inside the last ``window_s`` (what a
+    rate over that window needs), rather than sleeping for the scrapes that ought to
+    have happened: a busy machine scrapes late."""
+    promql = f"min(count_over_time(up[{max(1, round(window_s))}s]))"
+    deadline = time.monotonic() + timeout_s
+    seen = 0.0
+    while time.monotonic() < deadline:
+        result = query(prom_url, promql)
+        seen = float(result[0]["value"][1]) if result else 0.0
+        if seen >= n:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{seen:.0f} of {n} scrapes per target after {timeout_s} s")
+
+
+def wait_until(prom_url: str, promql: str, timeout_s: float = 60) -> list[dict[str, Any]]:
+    """Wait until instant query ``promql`` returns something (a filter that holds)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = query(prom_url, promql)
+        if result:
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"no result for {promql!r} after {timeout_s} s")

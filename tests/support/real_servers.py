@@ -130,10 +130,22 @@ def _wait_ready(sp: ServerProcess, path: str, timeout_s: float) -> None:
     raise ServerStartError(f"{sp.name} not ready after {timeout_s:.0f} s:\n{sp.log_tail()}")
 
 
+# llama-server's threads for tests: one. On a few cores shared with other work (the
+# suite's own processes, a busy CI machine) llama.cpp's threads spin at barriers and each
+# decode step waits for the slowest, so asking for every core makes it collapse to a few
+# tok/s under load; one thread slows in proportion to the load instead.
+TEST_THREADS = 1
+
+
 def start_llama_server(
-    model: Path, log_dir: Path, extra_args: list[str] | None = None, timeout_s: float = 60
+    model: Path,
+    log_dir: Path,
+    extra_args: list[str] | None = None,
+    timeout_s: float = 60,
+    threads: int = TEST_THREADS,
 ) -> ServerProcess:
-    """llama.cpp's llama-server as RECIPES.md starts it (binary run directly)."""
+    """llama.cpp's llama-server as RECIPES.md starts it (binary run directly), with
+    ``threads`` threads (``-t``)."""
     binary = llama_server_binary()
     if binary is None:
         raise ServerStartError(
@@ -155,7 +167,7 @@ def start_llama_server(
         "-c",
         "2048",
         "-t",
-        "2",
+        str(threads),
         "--metrics",
         *(extra_args or []),
     ]

@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from types import SimpleNamespace
 
 import pytest
+from virtual_time import VirtualClock
 
+import tui.telemetry.sampler as sampler_module
 from tui.telemetry.apple import memory_label
 from tui.telemetry.nvml import ABSENT, ERROR, OK, NvmlProbe, peak_bandwidth_bps
 from tui.telemetry.roofline import roofline
@@ -144,24 +147,92 @@ def test_roofline_share_and_sources():
     assert roofline(None, 90.0) is None and roofline(10, None) is None
 
 
-def test_sampler_rate_ring_buffers_and_nvml_fault_in_thread():
+class VirtualTicks:
+    """The sampler's stop event on virtual time (tests/support/virtual_time.py): waiting
+    ``timeout`` moves the clock by exactly that, then runs ``at_tick(seconds since the
+    start)``, which may call :meth:`set` to end the sampling. So the sampler's schedule
+    is checked exactly, whatever the machine's load."""
+
+    def __init__(self, clock: VirtualClock, at_tick) -> None:  # type: ignore[no-untyped-def]
+        self.clock, self.at_tick = clock, at_tick
+        self.t0 = clock.now_s()
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._set:
+            self.clock.sleep(timeout or 0.0)
+            self.at_tick(self.clock.now_s() - self.t0)
+        return self._set
+
+
+def virtual_sampler(monkeypatch, at_tick, **kw) -> tuple[TelemetrySampler, VirtualClock]:  # type: ignore[no-untyped-def]
+    clock = VirtualClock()
+    monkeypatch.setattr(sampler_module, "time", clock.time)
+    sampler = TelemetrySampler(**kw)
+    sampler._stop = VirtualTicks(clock, lambda t: at_tick(sampler, t))  # type: ignore[assignment]
+    return sampler, clock
+
+
+def test_sampler_rate_ring_buffers_and_nvml_fault_in_thread(monkeypatch):
     fake = FakeNvml()
     got = []
-    sampler = TelemetrySampler(interval_s=0.1, nvml=NvmlProbe(fake), on_sample=got.append)
+
+    def at_tick(sampler: TelemetrySampler, t: float) -> None:
+        if t > 0.75:
+            fake.fail = True  # the GPU is lost from the 8th tick on
+        if t > 1.05:
+            sampler._stop.set()  # stop at the 11th wait: 10 ticks taken
+
+    sampler, _ = virtual_sampler(
+        monkeypatch, at_tick, interval_s=0.1, nvml=NvmlProbe(fake), on_sample=got.append
+    )
     sampler.pid = os.getpid()
-    sampler.start()
-    try:
-        time.sleep(0.75)
-        fake.fail = True
-        time.sleep(0.35)
-    finally:
-        sampler.stop()
-    assert 7 <= sampler.count <= 12, sampler.count  # 10 Hz for ~1.1 s
+    thread = threading.Thread(target=sampler.run)  # as a UI thread worker runs it
+    thread.start()
+    thread.join(10)  # the ticks stop it (above): nothing here waits for real time
+    assert not thread.is_alive()
+    assert sampler.count == 10  # 10 Hz for 1 s of the sampler's own clock
+    assert [round(b.t - a.t, 6) for a, b in zip(got, got[1:])] == [0.1] * 9
     assert len(got) == sampler.count
     assert len(sampler.cpu.snapshot()) == sampler.count
     assert sampler.gpu_util.snapshot()[0] == 37.0
-    assert got[-1].gpu.status == ERROR  # shown, the thread kept going
+    assert [s.gpu.status for s in got] == [OK] * 7 + [ERROR] * 3  # shown, it kept going
     assert sampler.latest is got[-1]
+
+
+def test_a_slow_reading_delays_the_next_tick_instead_of_bursting(monkeypatch):
+    """A reading that takes longer than a tick (a hung driver call, a slow remote link):
+    the sampler carries on a tick after it, never fires the missed ticks at once."""
+    got = []
+
+    def at_tick(sampler: TelemetrySampler, t: float) -> None:
+        if t > 1.5:
+            sampler._stop.set()
+
+    sampler, clock = virtual_sampler(monkeypatch, at_tick, interval_s=0.1, gpu=False)
+    read = sampler.source.sample
+
+    def slow_fourth(pid):  # type: ignore[no-untyped-def]
+        s = read(pid)
+        if len(got) == 3:
+            clock.sleep(0.35)  # the fourth reading takes 0.35 s
+        return s
+
+    sampler.source.sample = slow_fourth  # type: ignore[method-assign]
+    sampler.on_sample = got.append
+    sampler.run()
+    gaps = [round(b.t - a.t, 6) for a, b in zip(got, got[1:])]
+    assert gaps[:3] == [0.1] * 3 and gaps[3] == pytest.approx(0.45)  # 0.35 s read + a tick
+    assert all(g == pytest.approx(0.1) for g in gaps[4:]) and len(gaps) > 6
 
 
 def test_sampler_default_rate_is_2_hz():

@@ -117,7 +117,10 @@ def test_stop_waits_for_a_loop_run_in_another_thread_to_close_its_source():
     sampler = TelemetrySampler(0.05, source=a)
     t = threading.Thread(target=sampler.run, name="telemetry")
     t.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while not a.events:  # the loop has started its source (a busy machine may be slow)
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     sampler.switch_source(Recorded("pending"))  # not yet taken up: never started
     sampler.stop()
     assert a.events[-1][0] == "close"

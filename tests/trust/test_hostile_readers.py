@@ -147,6 +147,7 @@ async def test_json_nested_deep_is_a_clear_failure(hostile) -> None:
     assert "not an event stream" in r.failed.message
 
 
+@pytest.mark.timing  # the 0.5 s stall timeout, not the 20 s read timeout: 10 s is room for load
 async def test_the_stall_timeout_holds_when_the_first_bytes_wait_in_the_connection(
     hostile,
 ) -> None:

@@ -41,9 +41,17 @@ def _first(scrape: Scrape, names: tuple[str, ...], suffix: str = "") -> str | No
     return None
 
 
+def _mean(scrape: Scrape, name: str) -> float | None:
+    """The mean of gauge ``name`` over its label sets: a data-parallel server has one KV
+    cache per engine (label ``engine``), each gauge a share of its own cache."""
+    values = list(scrape.samples.get(name, {}).values())
+    return sum(values) / len(values) if values else None
+
+
 @dataclass
 class VLLMSample:
-    """One scrape compared with the previous one. Times in seconds; kv_cache in 0..1."""
+    """One scrape compared with the previous one. Times in seconds; kv_cache in 0..1 (the
+    engines' mean); running, waiting and rates summed over engines."""
 
     t: float
     running: float | None
@@ -72,7 +80,7 @@ def summarize(prev: Scrape | None, cur: Scrape) -> VLLMSample:
         t=cur.t,
         running=cur.total("vllm:num_requests_running"),
         waiting=cur.total("vllm:num_requests_waiting"),
-        kv_cache_usage=cur.total(kv_name) if kv_name else None,
+        kv_cache_usage=_mean(cur, kv_name) if kv_name else None,
         prompt_tokens_total=cur.total("vllm:prompt_tokens_total"),
         generation_tokens_total=cur.total("vllm:generation_tokens_total"),
     )
