@@ -18,6 +18,10 @@ HEADLESS = [
     "tui.bench",
     "tui.fleet",
     "tui.fleet.poller",
+    "tui.proxy",
+    "tui.proxy.server",
+    "tui.proxy.watch",
+    "tui.cli.proxy",
     "tui.config",
 ]
 
@@ -42,7 +46,7 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet'):\n"
+        "            'tui.fleet', 'tui.proxy'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -69,6 +73,7 @@ LAYERS = {
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
     "tui.fleet": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
+    "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
 }
 
 

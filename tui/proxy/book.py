@@ -1,0 +1,222 @@
+"""RequestBook: the requests in flight and the recent ones, and who hears about them.
+
+When a generation request starts, ends or every :data:`TICK_S` while any watcher is
+attached, the book writes one JSON line to each watcher (``/infertop/events``):
+
+- ``{"event": "hello", "proxy": {...}, "rows": [...], "totals": {...}}`` on attaching;
+- ``{"event": "start", "row": {...}}`` — a request began (a :class:`RequestRow`);
+- ``{"event": "tick", "rows": [...], "totals": {...}}`` — the rows in flight, live;
+- ``{"event": "end", "row": {...}, "metrics": {...}}`` — its final row and metrics
+  (:class:`~tui.core.metrics.RequestMetrics` without the ITL lists).
+
+``totals``: requests started, ended, failed, cancelled, other (not generation) requests
+and ``output_tokens`` (ended requests' counts plus those in flight so far): a watcher's
+aggregate tok/s is its growth between ticks. No line holds any text of a request.
+
+Bounds: the :data:`KEEP` most recent requests are kept as rows; of those, the newest
+:data:`KEEP_TIMELINE` keep their timelines and the newest :data:`KEEP_TEXT` their text
+(request body and answer), for the view to show on request. A watcher whose unread
+lines pass :data:`WATCHER_BUFFER` bytes is dropped (it reattaches and gets a fresh hello).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from tui.proxy.events_file import EventsWriter
+from tui.proxy.exposition import ProxyMetrics
+from tui.proxy.record import ProxiedRequest
+from tui.proxy.truth import ScrapedTruth
+
+try:
+    from orjson import dumps as _dumps
+
+    def json_line(obj: Any) -> bytes:
+        return _dumps(obj) + b"\n"
+
+except ImportError:  # pragma: no cover - a dependency
+    import json
+
+    def json_line(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+KEEP = 500
+KEEP_TIMELINE = 256
+KEEP_TEXT = 64
+TICK_S = 0.5
+WATCHER_BUFFER = 4 * 1024 * 1024
+
+
+class Watcher(Protocol):
+    """An attached watcher: ``send`` returns False once it is gone (or dropped)."""
+
+    def send(self, line: bytes) -> bool: ...
+
+
+class RequestBook:
+    """In flight, recent, counts, watchers (see the module docstring)."""
+
+    def __init__(
+        self,
+        metrics: ProxyMetrics,
+        engine: str,
+        events: EventsWriter | None = None,
+        truth: ScrapedTruth | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        self.metrics = metrics
+        self.engine = engine  # the upstream's name in records ("llama-server@host:port")
+        self.events = events
+        self.truth = truth
+        self.info = info or {}
+        self.in_flight: dict[str, ProxiedRequest] = {}
+        self.recent: deque[ProxiedRequest] = deque()
+        self.watchers: list[Watcher] = []
+        self.run = os.urandom(3).hex()  # ids stay unique across restarts of the proxy
+        self.seq = 0
+        self.starts = 0
+        self.ended = self.failed = self.cancelled = self.others = 0
+        self.tokens_ended = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
+
+    def next_id(self) -> str:
+        self.seq += 1
+        return f"{self.run}-{self.seq}"
+
+    def find(self, rid: str) -> ProxiedRequest | None:
+        rec = self.in_flight.get(rid)
+        if rec is not None:
+            return rec
+        return next((r for r in self.recent if r.id == rid), None)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self, rec: ProxiedRequest) -> None:
+        """A generation request begins (before it is forwarded)."""
+        rec.truth_before = self.truth.before() if self.truth and not self.in_flight else None
+        if self.in_flight:
+            rec.alone = False
+            for other in self.in_flight.values():
+                other.alone = False
+        self.starts += 1
+        self.in_flight[rec.id] = rec
+        self.metrics.in_flight += 1
+        if self.watchers:
+            self.publish({"event": "start", "row": rec.row().to_json()})
+
+    def end(self, rec: ProxiedRequest) -> None:
+        """It ended (done, failed or cancelled): counted now; its record is finished
+        here, or once vLLM's account of it is read (:mod:`tui.proxy.truth`)."""
+        if self.in_flight.pop(rec.id, None) is None:
+            return
+        self.metrics.in_flight -= 1
+        truth = self.truth
+        before = rec.truth_before
+        if truth is not None and rec.alone and before is not None and rec.state == "done":
+            task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return
+        if truth is not None:
+            rec.truth_note = (
+                "other requests overlapped it" if not rec.alone else "no idle scrape before it"
+            )
+        self._finish(rec)
+        if truth is not None and not self.in_flight and truth.last_starts != self.starts:
+            task = asyncio.get_running_loop().create_task(truth.refresh())
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _with_truth(self, rec: ProxiedRequest, before: Any) -> None:
+        assert self.truth is not None
+        try:
+            found, why = await self.truth.after(before)
+        except Exception as e:  # noqa: BLE001 - a report missing is no reason to lose a row
+            found, why = None, f"{type(e).__name__}: {e}"
+        if found is not None:
+            rec.set_truth(found)
+        else:
+            rec.truth_note = why
+        self._finish(rec)
+
+    def _finish(self, rec: ProxiedRequest) -> None:
+        m = rec.finalize()
+        self.ended += 1
+        if rec.state == "failed":
+            self.failed += 1
+        elif rec.state == "cancelled":
+            self.cancelled += 1
+        self.tokens_ended += m.output_tokens or 0
+        self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
+        self._keep(rec)
+        if self.events is not None:
+            self.events.put(rec.summary(self.engine, self.metrics.kind))
+        if self.watchers:
+            self.publish(
+                {
+                    "event": "end",
+                    "row": rec.row().to_json(),
+                    "metrics": m.to_dict(with_lists=False),
+                }
+            )
+        if self.on_end is not None:
+            self.on_end(rec)
+
+    def _keep(self, rec: ProxiedRequest) -> None:
+        recent = self.recent
+        recent.append(rec)
+        n = len(recent)
+        if n > KEEP_TEXT:
+            recent[n - 1 - KEEP_TEXT].forget_text()
+        if n > KEEP_TIMELINE:
+            recent[n - 1 - KEEP_TIMELINE].forget_timeline()
+        if n > KEEP:
+            recent.popleft()
+
+    def other(self, path: str, failed: bool = False, cancelled: bool = False) -> None:
+        """A request that is not generation was forwarded."""
+        self.others += 1
+        self.metrics.other_request(path, failed, cancelled)
+
+    # -- watchers -------------------------------------------------------------------------
+    def totals(self) -> dict[str, int]:
+        live = sum(r.tokens for r in self.in_flight.values())
+        return {
+            "started": self.starts,
+            "ended": self.ended,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "other": self.others,
+            "output_tokens": self.tokens_ended + live,
+        }
+
+    def hello(self) -> bytes:
+        now = time.perf_counter_ns()
+        rows = [r.row(now).to_json() for r in self.recent]
+        rows += [r.row(now).to_json() for r in self.in_flight.values()]
+        return json_line(
+            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals()}
+        )
+
+    def attach(self, watcher: Watcher) -> None:
+        self.watchers.append(watcher)
+
+    def publish(self, obj: dict[str, Any]) -> None:
+        line = json_line(obj)
+        gone = [w for w in self.watchers if not w.send(line)]
+        for w in gone:
+            self.watchers.remove(w)
+
+    def tick(self) -> None:
+        """The rows in flight, live, to every watcher (a heartbeat when none)."""
+        if not self.watchers:
+            return
+        now = time.perf_counter_ns()
+        rows = [r.row(now).to_json() for r in self.in_flight.values()]
+        self.publish({"event": "tick", "rows": rows, "totals": self.totals()})

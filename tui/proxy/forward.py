@@ -1,0 +1,301 @@
+"""One request through the proxy: forwarded unchanged, its answer passed on read by read.
+
+The request goes upstream as it came (its end-to-end headers in their order and case,
+Host set to the upstream's, the body whole with its length: see
+:func:`~tui.proxy.wire.upstream_request`). The answer comes back the same way: its
+status line and end-to-end headers as the upstream sent them, then every read of the
+upstream socket written to the client *from the read callback itself*, before anything
+else looks at it — a chunked body to an HTTP/1.1 client keeps its chunk framing byte for
+byte, and an HTTP/1.0 client gets the bytes de-chunked and the connection closed. Only
+then does the request's observer (:mod:`tui.proxy.observe`) read a copy.
+
+Faults, as the client sees them: an upstream that cannot be reached, or sends no head
+in time, is a 502 (504 for a timeout) with a JSON error body; one that fails mid-answer
+closes the client's connection before the answer's end (so an incomplete answer cannot
+pass for a whole one). A client that goes away cancels the exchange: its upstream
+connection is closed at once (engines stop generating for a closed connection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from tui.proxy import routes
+from tui.proxy.observe import Observer, observer_for
+from tui.proxy.record import ProxiedRequest
+from tui.proxy.upstream import NoResponse, UpstreamConn, UpstreamError, read_response_head
+from tui.proxy.wire import (
+    BadMessage,
+    PassChunked,
+    RequestHead,
+    client_response,
+    connection_tokens,
+    response_framing,
+    simple_response,
+    upstream_request,
+)
+from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
+from tui.transport.http_framing import Framing, Sized, UntilClose
+from tui.transport.tcp import Stamped
+
+if TYPE_CHECKING:
+    from tui.proxy.server import Proxy
+
+try:
+    from orjson import dumps as json_dumps
+    from orjson import loads as json_loads
+except ImportError:  # pragma: no cover - a dependency
+    import json
+
+    json_loads = json.loads  # type: ignore[assignment]
+
+    def json_dumps(obj: Any) -> bytes:  # type: ignore[misc]
+        return json.dumps(obj).encode()
+
+
+@dataclass
+class ClientRequest:
+    """A whole request from a client: head, body, when its last byte came."""
+
+    head: RequestHead
+    body: bytes
+    t_received_ns: int
+
+
+class Client(Protocol):
+    """The client side of one connection (tui/proxy/server.py, ClientConnection)."""
+
+    peer: str
+    closed: bool
+    paused: bool  # its unsent bytes passed the high-water mark: upstream reads wait
+    upstream: UpstreamConn | None
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None]:
+    """(``model``, ``stream``) of a generation request's JSON body (None: not said;
+    Ollama's routes stream unless told not to)."""
+    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
+    try:
+        obj = json_loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    model = obj.get("model")
+    if isinstance(obj.get("stream"), bool):
+        stream = obj["stream"]
+    return (model if isinstance(model, str) else None), stream
+
+
+def error_response(status: int, reason: str, message: str, close: bool) -> bytes:
+    """The proxy's own error answer (OpenAI-style JSON, so SDKs show the message)."""
+    body = json_dumps({"error": {"message": f"infertop proxy: {message}", "type": "proxy"}})
+    return simple_response(status, reason, body, "application/json", close)
+
+
+async def _send(
+    proxy: Proxy, req: ClientRequest, rec: ProxiedRequest | None
+) -> tuple[UpstreamConn, Any, list[Stamped]]:
+    """Send the request upstream (on a kept-alive connection, or a new one) and read the
+    answer's head. A kept-alive connection the upstream had closed is retried once on a
+    new one, as HTTP clients do."""
+    sent_head = upstream_request(req.head, proxy.host_header, len(req.body), proxy.path_prefix)
+    message = sent_head + req.body
+    for reused_first in (True, False):
+        conn = proxy.pool.idle_conn() if reused_first else None
+        reused = conn is not None
+        if conn is None:
+            conn = await proxy.pool.connect()
+        if rec is not None:
+            rec.sent(time.perf_counter_ns(), KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS)
+        try:
+            await conn.send(message)
+            head, rest, _t = await read_response_head(conn, proxy.config.read_timeout)
+            return conn, head, rest
+        except (NoResponse, OSError) as e:
+            conn.close()
+            if reused:
+                continue
+            if isinstance(e, UpstreamError):
+                raise
+            raise UpstreamError(f"sending to the upstream failed: {e}") from None
+        except BaseException:
+            conn.close()
+            raise
+    raise UpstreamError("the upstream closed every connection")  # pragma: no cover
+
+
+async def forward(proxy: Proxy, client: Client, req: ClientRequest) -> bool:
+    """Forward ``req`` and pass its answer on; True when the client connection stays
+    open for another request."""
+    head = req.head
+    dialect = routes.dialect(head.method, head.path)
+    rec: ProxiedRequest | None = None
+    if dialect is not None:
+        model, stream = request_fields(req.body, head.path)
+        rec = ProxiedRequest(
+            proxy.book.next_id(),
+            client.peer,
+            head.method,
+            head.path,
+            dialect,
+            model,
+            stream,
+            req.t_received_ns,
+            req.body,
+        )
+        proxy.book.start(rec)
+    failed = cancelled = False
+    try:
+        return await _exchange(proxy, client, req, rec)
+    except asyncio.CancelledError:
+        cancelled = True
+        if rec is not None:
+            rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
+        raise
+    except Exception:
+        failed = True
+        raise
+    finally:
+        if rec is not None:
+            if not rec.ended:
+                rec.fail("the proxy could not finish this request", "internal")
+            proxy.book.end(rec)
+        else:
+            proxy.book.other(head.path, failed, cancelled)
+
+
+async def _exchange(
+    proxy: Proxy, client: Client, req: ClientRequest, rec: ProxiedRequest | None
+) -> bool:
+    head = req.head
+    keep = head.keep_alive
+    try:
+        upstream, resp, rest = await _send(proxy, req, rec)
+    except UpstreamError as e:
+        status, reason = (504, "Gateway Timeout") if e.kind == "timeout" else (502, "Bad Gateway")
+        if rec is not None:
+            rec.fail(f"upstream: {e}", "timeout" if e.kind == "timeout" else "connect")
+        client.write(error_response(status, reason, str(e), close=not keep))
+        return keep
+    try:
+        framing, length = response_framing(resp, head.method)
+    except BadMessage as e:
+        upstream.close()
+        if rec is not None:
+            rec.fail(f"upstream sent {e}", "protocol")
+        client.write(error_response(502, "Bad Gateway", f"the upstream sent {e}", not keep))
+        return keep
+    passthrough = head.version == "HTTP/1.1"
+    close_after = not keep or framing == "close" or (framing == "chunked" and not passthrough)
+    reusable = b"close" not in connection_tokens(resp.headers) and framing != "close"
+    client.write(client_response(resp, framing, passthrough, close_after))
+    observer: Observer | None = None
+    if rec is not None:
+        rec.status = resp.status
+        observer = observer_for(rec, resp, rec.dialect)
+    if framing == "none":
+        if observer is not None:
+            observer.end(time.perf_counter_ns())
+        _settle(proxy, upstream, reusable and not rest)
+        return not close_after
+    try:
+        raw_chunks = framing == "chunked" and passthrough
+        ok, t_last, clean = await _pump_body(
+            proxy, client, upstream, framing, length, rest, observer, raw_chunks
+        )
+    except BaseException:
+        upstream.close()
+        raise
+    if not ok:
+        return False  # the client's connection is closed: the answer was cut short
+    if observer is not None:
+        observer.end(t_last)
+    _settle(proxy, upstream, reusable and clean)
+    return not close_after
+
+
+def _settle(proxy: Proxy, upstream: UpstreamConn, reusable: bool) -> None:
+    if reusable:
+        proxy.pool.release(upstream)
+    else:
+        upstream.close()
+
+
+async def _pump_body(
+    proxy: Proxy,
+    client: Client,
+    upstream: UpstreamConn,
+    framing: str,
+    length: int | None,
+    rest: list[Stamped],
+    observer: Observer | None,
+    raw_chunks: bool,
+) -> tuple[bool, int, bool]:
+    """Pass the body on, read by read (see the module docstring): (whole, last stamp,
+    nothing came after its end). ``raw_chunks``: a chunked body goes on with its framing
+    as it came. Not whole: it was cut short (the client connection is then closed)."""
+    body: Framing
+    if framing == "length":
+        body = Sized(length or 0)
+    elif framing == "chunked":
+        body = PassChunked()
+    else:
+        body = UntilClose()
+    chunks = body if raw_chunks and isinstance(body, PassChunked) else None
+    write = client.write
+    observe = None if observer is None or observer.off else observer.feed
+    last = [0]
+
+    def sink(t_ns: int, data: bytes) -> bool:
+        out = body.feed(data)
+        if chunks is not None:
+            if chunks.done and chunks.extra:
+                data = data[: len(data) - chunks.leftover]
+            if not client.closed:
+                write(data)
+        elif out and not client.closed:
+            write(out)
+        last[0] = t_ns
+        if observe is not None and out:
+            observe(t_ns, out)
+        return body.done
+
+    client.upstream = upstream
+    if client.paused:
+        upstream.pause_reading()
+    try:
+        for t_ns, data in rest:
+            if sink(t_ns, data):
+                return True, last[0], not body.extra
+        timeouts = proxy.config
+        done = await upstream.pump(sink, timeouts.read_timeout, timeouts.stall_timeout)
+    except TimeoutError:
+        _cut(client, observer, f"the upstream sent nothing for {proxy.config.stall_timeout:g} s")
+        return False, last[0], False
+    except httpx.RemoteProtocolError as e:  # the upstream's chunk framing is broken
+        _cut(client, observer, f"the upstream broke its framing: {e}")
+        return False, last[0], False
+    finally:
+        client.upstream = None
+    if done or isinstance(body, UntilClose):
+        return True, last[0], not body.extra
+    why = f"connection reset ({upstream.error})" if upstream.error else "connection closed"
+    _cut(client, observer, f"the upstream's answer was cut short: {why}")
+    return False, last[0], False
+
+
+def _cut(client: Client, observer: Observer | None, why: str) -> None:
+    """The answer cannot be completed: the request fails, the client connection closes."""
+    if observer is not None and not observer.record.ended:
+        observer.record.fail(why, "timeout" if "sent nothing" in why else "protocol")
+    client.close()
