@@ -6,8 +6,8 @@ attached, the book writes one JSON line to each watcher (``/infertop/events``):
 - ``{"event": "hello", "proxy": {...}, "rows": [...], "totals": {...}}`` on attaching;
 - ``{"event": "start", "row": {...}}`` — a request began (a :class:`RequestRow`);
 - ``{"event": "tick", "rows": [...], "totals": {...}}`` — the rows in flight, live;
-- ``{"event": "end", "row": {...}, "metrics": {...}}`` — its final row and metrics
-  (:class:`~tui.core.metrics.RequestMetrics` without the ITL lists).
+- ``{"event": "end", "row": {...}, "metrics": {...}, "totals": {...}}`` — its final
+  row and metrics (:class:`~tui.core.metrics.RequestMetrics` without the ITL lists).
 
 ``totals``: requests started, ended, failed, cancelled, other (not generation) requests
 and ``output_tokens`` (ended requests' counts plus those in flight so far): a watcher's
@@ -163,6 +163,7 @@ class RequestBook:
                     "event": "end",
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
+                    "totals": self.totals(),
                 }
             )
         if self.on_end is not None:

@@ -218,6 +218,7 @@ class ProxiedRequest:
             request_id=self.id,
             slot="proxy",
         )
+        rec["text"] = ""  # (the joined placeholders are no text)
         rec["proxy"] = {
             "client": self.client,
             "status": self.status,

@@ -444,6 +444,8 @@ class ProxyThread:
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
     def stop(self, timeout: float = 15.0) -> None:
+        if not self._thread.is_alive():
+            return
         if self.loop is not None and self._stop is not None:
             self.loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout)
