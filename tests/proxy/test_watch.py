@@ -70,6 +70,9 @@ ROW = {"id": "a-1", "client": "127.0.0.1:5", "method": "POST", "route": "/v1/cha
        "model": "m", "stream": True, "state": "decoding", "output_tokens": 3}  # fmt: skip
 
 
+OSC52 = "\x1b]52;c;QUFB\x07m"  # a clipboard write, in a model name
+
+
 def test_a_hostile_proxy_stream_is_refused_line_by_line() -> None:
     bad_rows = [
         {**ROW, "id": "nan", "ttft_ms": float("nan")},
@@ -88,8 +91,8 @@ def test_a_hostile_proxy_stream_is_refused_line_by_line() -> None:
         b'{"event": "tick", "rows": "nope"}',
         b'{"event": "unknown"}',
         b"[" * 100_000,
-        json.dumps({"event": "start", "row": {**ROW, "id": "ok-2", "model": "\x1b]52;c;QUFB\x07m"}}).encode(),
-    ]  # fmt: skip
+        json.dumps({"event": "start", "row": {**ROW, "id": "ok-2", "model": OSC52}}).encode(),
+    ]
     up = _hostile_stream(lines)
     w = ProxyWatch(up.url)
     w.start()

@@ -143,7 +143,10 @@ class OpenAIEvents(Observer):
         t_end = state.last_t_ns or t_ns
         timings = state.extra.get("timings")
         if isinstance(timings, dict):
-            emit(EngineReport(t_end, truth_from_timings(timings, state.usage)))
+            truth = truth_from_timings(timings, state.usage)
+            if state.usage is None:  # the client asked for no usage: the engine's counts
+                emit(Usage(t_end, truth.prompt_tokens, truth.output_tokens))
+            emit(EngineReport(t_end, truth))
         if not state.done and state.finish_reason is None:
             self.record.fail(CUT_SHORT, "protocol", t_end)
         else:
