@@ -106,3 +106,16 @@ def test_the_headless_proxy_with_curl_log_and_events(pace, cli_env, tmp_path) ->
     assert SECRET not in err
     (rec,) = read_session(events).records
     assert rec["metrics"]["output_tokens"] == 6 and SECRET not in events.read_text()
+
+
+def test_watch_needs_a_plain_http_url_and_belongs_to_the_ui(cli_env) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "tui", "--watch", "https://box:8800"],
+        capture_output=True, text=True, env=cli_env, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "plain http://" in r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "tui", "--watch", "http://127.0.0.1:1", "proxy", "--upstream", "x"],
+        capture_output=True, text=True, env=cli_env, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "--watch before 'proxy' is the terminal UI's" in r.stderr

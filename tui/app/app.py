@@ -96,6 +96,7 @@ class InfertopApp(App):
         fleet: FleetSource | None = None,
         fleet_interval_s: float | None = None,
         engine: str | None = None,
+        watch: Any = None,
     ) -> None:
         super().__init__()
         self.record_session = record_session
@@ -136,7 +137,10 @@ class InfertopApp(App):
         self.fleet_source = fleet
         self.fleet_interval_s = fleet_interval_s or config.fleet.interval_s
         self.start_on_fleet = fleet is not None
-        self.load_on_start = fleet is None
+        # `infertop --watch URL` / `proxy --ui`: the requests view of a proxy, on top
+        self.watch_url = watch
+        self.requests_screen: Any = None
+        self.load_on_start = fleet is None and watch is None
         self._own_fleet = False
         self._load_themes()
         self._apply_keys()
@@ -184,6 +188,11 @@ class InfertopApp(App):
         self.push_screen(self.chat)
         if self.start_on_fleet:
             self.action_fleet()
+        if self.watch_url is not None:
+            from tui.app.screens.requests import RequestsScreen
+
+            self.requests_screen = RequestsScreen(self.watch_url)
+            self.push_screen(self.requests_screen)
         for text, severity in self.startup_notes:
             self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
         if self.telemetry_enabled:
@@ -211,6 +220,8 @@ class InfertopApp(App):
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""
         self.chat.post_message(TelemetrySampled(sample))
+        if self.requests_screen is not None:
+            self.requests_screen.post_message(TelemetrySampled(sample))
 
     # -- whose hardware ----------------------------------------------------------------
     def hardware_for(self, engine: str | None) -> str:
@@ -453,6 +464,7 @@ def create_app(
     fleet: FleetSource | None = None,
     fleet_interval_s: float | None = None,
     engine: str | None = None,
+    watch: Any = None,
 ) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
@@ -460,7 +472,9 @@ def create_app(
     a temporary file (or None to remember nothing). ``telemetry_source``: the
     ``--telemetry`` source, shown for engines that name none in config. ``fleet``:
     start on the fleet screen reading it (``infertop fleet``). ``engine``: start on that
-    configured engine (``infertop --url``), not the remembered one.
+    configured engine (``infertop --url``), not the remembered one. ``watch``: start on
+    the requests view of the proxy at that URL (``infertop --watch``), or of a feed
+    (tui/app/screens/requests.py, RequestsFeed: tests).
     """
     return InfertopApp(
         config,
@@ -474,6 +488,7 @@ def create_app(
         fleet=fleet,
         fleet_interval_s=fleet_interval_s,
         engine=engine,
+        watch=watch,
     )
 
 
