@@ -201,3 +201,23 @@ def test_too_many_clients_get_a_503(pace, start_proxy) -> None:
     finally:
         for s in held:
             s.close()
+
+
+def test_a_client_that_hangs_up_after_done_had_its_whole_answer(start_proxy) -> None:
+    """The openai SDK closes the connection once it reads ``[DONE]``, before the body's
+    last chunk: that request is done, not cancelled."""
+    frames = _sse_frame(0) + _sse_frame(1) + END[: -len(b"0\r\n\r\n")]
+    up = ScriptedUpstream(lambda _req: [(0, HEAD + frames), (0.5, b"0\r\n\r\n")])
+    try:
+        proxy = start_proxy(up.url)
+        with _connect(proxy.url) as s:
+            s.sendall(_stream_request(2))
+            got = b""
+            while b"[DONE]" not in got:
+                got += s.recv(65536)
+        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.book.recent)) == 1)
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        assert rec.state == "done" and rec.metrics.output_tokens == 2
+        assert rec.timeline.finish_reason == "stop"
+    finally:
+        up.stop()

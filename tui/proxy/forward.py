@@ -160,7 +160,7 @@ async def forward(proxy: Proxy, client: Client, req: ClientRequest) -> bool:
     except asyncio.CancelledError:
         cancelled = True
         if rec is not None:
-            rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
+            _client_gone(rec)
         raise
     except Exception:
         failed = True
@@ -172,6 +172,16 @@ async def forward(proxy: Proxy, client: Client, req: ClientRequest) -> bool:
             proxy.book.end(rec)
         else:
             proxy.book.other(head.path, failed, cancelled)
+
+
+def _client_gone(rec: ProxiedRequest) -> None:
+    """The client hung up: after the stream said it was over, the request is done (the
+    body's last bytes were still on their way); before, it was cancelled."""
+    obs = rec.observer
+    if obs is not None and not obs.off and obs.complete:
+        obs.end(rec.t_last or time.perf_counter_ns())
+    else:
+        rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
 
 
 async def _exchange(
@@ -202,7 +212,7 @@ async def _exchange(
     observer: Observer | None = None
     if rec is not None:
         rec.status = resp.status
-        observer = observer_for(rec, resp, rec.dialect)
+        observer = rec.observer = observer_for(rec, resp, rec.dialect)
     if framing == "none":
         if observer is not None:
             observer.end(time.perf_counter_ns())

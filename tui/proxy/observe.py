@@ -95,6 +95,13 @@ class Observer:
     def close(self, t_ns: int) -> None:
         """The last events (default: none; :meth:`end` adds Finished)."""
 
+    @property
+    def complete(self) -> bool:
+        """The stream said it is over (``[DONE]`` or a finish reason, Ollama's ``done``,
+        llama-server's ``stop``): a client that hangs up now has its whole answer (the
+        openai SDK closes the connection on ``[DONE]``, before the body's last chunk)."""
+        return False
+
 
 class Inflating(Observer):
     """Inflates a gzip or deflate body for the observer it wraps."""
@@ -116,6 +123,10 @@ class Inflating(Observer):
     def close(self, t_ns: int) -> None:
         self.inner.end(t_ns)
 
+    @property
+    def complete(self) -> bool:
+        return self.inner.complete
+
 
 class OpenAIEvents(Observer):
     """OpenAI-style SSE (chat or text completions)."""
@@ -131,6 +142,10 @@ class OpenAIEvents(Observer):
             ev = on_data(payload, t_ns)
             if ev is not None:
                 emit(ev)
+
+    @property
+    def complete(self) -> bool:
+        return self.state.done or self.state.finish_reason is not None
 
     def close(self, t_ns: int) -> None:
         state, emit = self.state, self.record.emit
@@ -178,6 +193,10 @@ class LlamaEvents(Observer):
         if obj.get("stop") is True:
             self.final, self.t_final = obj, t_ns
 
+    @property
+    def complete(self) -> bool:
+        return self.final is not None
+
     def close(self, t_ns: int) -> None:
         for sse in self.decoder.close():
             self.payload(sse.data, t_ns)
@@ -202,6 +221,10 @@ class OllamaLines(Observer):
         state, emit = self.state, self.record.emit
         for line in self.decoder.feed(data):
             read_line(line, t_ns, state, emit)
+
+    @property
+    def complete(self) -> bool:
+        return self.state.final is not None
 
     def close(self, t_ns: int) -> None:
         rest = self.decoder.close()

@@ -82,6 +82,7 @@ class ProxiedRequest:
         self.alone = True  # no other generation request overlapped it (vLLM truth)
         self.truth_note: str | None = None
         self.truth_before: Any = None  # vLLM: the idle scrape before it (tui/proxy/truth.py)
+        self.observer: Any = None  # what reads its answer (tui/proxy/observe.py)
 
     # -- events ---------------------------------------------------------------------------
     def sent(self, t_ns: int, stamps: str) -> None:
