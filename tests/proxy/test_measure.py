@@ -150,3 +150,38 @@ def test_requests_that_are_not_generation_are_counted_not_rowed(pace, start_prox
     assert proxy.call(lambda: (book.others, len(book.recent))) == (3, 0)
     text = proxy.call(lambda: proxy.proxy.metrics.render().decode())
     assert 'model="(none)",route="/v1/models"} 3' in text
+
+
+def _gzip_upstream(body: bytes):  # type: ignore[no-untyped-def]
+    from scripted_upstream import ScriptedUpstream, chunked
+
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    pieces = [body[i : i + 100] for i in range(0, len(body), 100)]
+    return ScriptedUpstream(lambda _req: [(0, head + chunked(*pieces))])
+
+
+def test_a_gzip_stream_is_read_and_a_gzip_bomb_only_forwarded(start_proxy) -> None:
+    import gzip
+
+    events = (
+        b"".join(b'data: {"choices":[{"delta":{"content":"w%d "}}]}\n\n' % i for i in range(20))
+        + b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    for body, read in ((gzip.compress(events), True), (gzip.compress(b"\0" * 200_000_000), False)):
+        up = _gzip_upstream(body)
+        try:
+            proxy = start_proxy(up.url)
+            with httpx.Client(timeout=30) as c:
+                with c.stream("POST", proxy.url + "/v1/chat/completions", json=CHAT) as r:
+                    assert b"".join(r.iter_raw()) == body  # passed on compressed, unchanged
+            rec = _last(proxy)
+            if read:
+                assert rec.state == "done" and rec.timeline.text.startswith("w0 w1 ")
+                assert rec.metrics.output_tokens == 20
+            else:
+                assert rec.state == "done" and "inflates past" in rec.note
+        finally:
+            up.stop()

@@ -17,7 +17,8 @@ the same parsers infertop's own engines use:
 - an error status: the server's own message, from up to 64 KiB of the body.
 
 gzip and deflate bodies are inflated for reading, at most :data:`WHOLE_LIMIT` bytes out
-of any one read (a body that inflates past that is no longer read). An observer that
+of any one read; a body that inflates past that, or an answer read whole past it, is no
+longer read (the request's note says so; it is still forwarded whole). An observer that
 cannot understand the bytes says why once (the request is then failed with kind
 "protocol", or "engine" for an error the server put in the stream) and stops reading;
 forwarding never depends on it.
@@ -114,8 +115,10 @@ class Inflating(Observer):
 
     def read(self, t_ns: int, data: bytes) -> None:
         out = self.z.decompress(data, WHOLE_LIMIT)
-        if self.z.unconsumed_tail:
-            raise StreamProtocolError(f"a read inflates past {WHOLE_LIMIT} bytes")
+        if self.z.unconsumed_tail:  # a compression bomb: forwarded, not read
+            self.off = True
+            self.record.note = f"a read inflates past {WHOLE_LIMIT} bytes: not read"
+            return
         if out:
             self.inner.feed(t_ns, out)
         self.off = self.inner.off
@@ -256,7 +259,10 @@ class WholeBody(Observer):
         if self.size > self.limit:
             if self.error:
                 return  # the first 64 KiB say what went wrong
-            raise StreamProtocolError(f"an answer larger than {self.limit} bytes")
+            self.off = True  # still forwarded whole: only not read
+            self.parts = []
+            self.record.note = f"an answer larger than {self.limit} bytes: not read"
+            return
         self.parts.append(data)
 
     def close(self, t_ns: int) -> None:
