@@ -12,7 +12,7 @@ import pace_server
 from proxy_support import raw_exchange, read_response, wait_until
 from scripted_upstream import ScriptedUpstream
 
-from tui.proxy.server import HIGH_WATER
+from tui.proxy.client_conn import HIGH_WATER
 from tui.transport.tcp import DRAIN_LIMIT, READ_SIZE
 
 

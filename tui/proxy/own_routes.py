@@ -25,7 +25,8 @@ from tui.proxy.record import ProxiedRequest
 from tui.proxy.wire import simple_response
 
 if TYPE_CHECKING:
-    from tui.proxy.server import ClientConnection, Proxy
+    from tui.proxy.client_conn import ClientConnection
+    from tui.proxy.server import Proxy
 
 PREFIX = "/infertop/"
 CHUNKS_SHOWN = 20_000  # chunk stamps in one request's detail, the last ones

@@ -1,46 +1,24 @@
-"""The proxy's listening side: client connections, their limits, and the proxy itself.
-
-A client connection (:class:`ClientConnection`, an asyncio Protocol) reads one request
-at a time: its head within :data:`~tui.proxy.wire.HEAD_LIMIT` bytes, its body within
-``max_body`` bytes (Content-Length or chunked), both within ``client_timeout`` seconds;
-a kept-alive connection may then wait ``idle_timeout`` for the next. Bytes a client
-sends while its answer streams (a pipelined request) are kept up to 64 KiB, then its
-socket is not read until the answer ends. Its unsent answer bytes are bounded too: past
-:data:`HIGH_WATER` the upstream socket feeding it stops being read (TCP then slows that
-one upstream stream; nobody else's), and a client that reads nothing for
-``client_stall`` seconds is dropped (its upstream request cancelled).
-
-Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every
-other request is forwarded (:mod:`tui.proxy.forward`).
+"""The proxy itself: its listening socket, upstream pool, book, metrics and events, run
+on an event loop of its own (:class:`ProxyThread` for tests and embedding; the command
+runs it on the main thread). Client connections: :mod:`tui.proxy.client_conn`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from tui.proxy import own_routes
 from tui.proxy.book import TICK_S, RequestBook
+from tui.proxy.client_conn import ClientConnection
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
-from tui.proxy.forward import ClientRequest, error_response, forward
 from tui.proxy.truth import ScrapedTruth
-from tui.proxy.upstream import UpstreamConn, UpstreamPool
-from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
-
-HIGH_WATER = 1024 * 1024
-LOW_WATER = 256 * 1024
-PIPELINE_LIMIT = 64 * 1024
-
+from tui.proxy.upstream import UpstreamPool
 
 @dataclass
 class ProxyConfig:
@@ -61,241 +39,6 @@ class ProxyConfig:
     max_clients: int = 1024
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
-
-
-def format_peer(peer: Any) -> str:
-    if isinstance(peer, tuple) and len(peer) >= 2:
-        host = str(peer[0])
-        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
-    return str(peer or "?")
-
-
-def is_loopback(peer: Any) -> bool:
-    try:
-        addr = ipaddress.ip_address(str(peer[0]).partition("%")[0])
-    except (ValueError, TypeError, IndexError):
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
-
-
-class ClientConnection(asyncio.Protocol):
-    """One client connection (see the module docstring)."""
-
-    def __init__(self, proxy: Proxy) -> None:
-        self.proxy = proxy
-        self.transport: asyncio.Transport | None = None
-        self.peer = "?"
-        self.loopback = False
-        self.closed = False
-        self.paused = False  # our unsent bytes passed HIGH_WATER
-        self.upstream: UpstreamConn | None = None
-        self.buf = bytearray()
-        self.head: RequestHead | None = None
-        self.chunks: PassChunked | None = None
-        self.body: list[bytes] = []
-        self.body_size = 0
-        self.task: asyncio.Task[None] | None = None
-        self.timer: asyncio.TimerHandle | None = None
-        self.stall_timer: asyncio.TimerHandle | None = None
-        self.reading = True
-        self.started = False  # a request's first bytes came: its deadline runs
-        self.eof = False  # the client half-closed: no request follows this one
-        self.dropped_for: str | None = None  # why the proxy dropped this client
-
-    # -- asyncio.Protocol ---------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
-        t = self.transport
-        peer = t.get_extra_info("peername")
-        self.peer, self.loopback = format_peer(peer), is_loopback(peer)
-        t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-        if len(self.proxy.connections) >= self.proxy.config.max_clients:
-            self.closed = True
-            t.write(error_response(503, "Service Unavailable", "too many clients", True))
-            t.close()
-            return
-        self.proxy.connections.add(self)
-        self._arm(self.proxy.config.idle_timeout)
-
-    def data_received(self, data: bytes) -> None:
-        if self.closed:
-            return
-        self.buf += data
-        if self.task is not None:  # bytes while an answer streams: a pipelined request
-            if len(self.buf) > PIPELINE_LIMIT and self.reading:
-                self.reading = False
-                assert self.transport is not None
-                self.transport.pause_reading()
-            return
-        self._advance()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        if self.task is None:
-            return False  # nothing in flight: close
-        return True  # a half-closed client may still read its answer
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._disarm()
-        if self.stall_timer is not None:
-            self.stall_timer.cancel()
-        self.proxy.connections.discard(self)
-        if self.task is not None:
-            self.task.cancel()
-
-    def pause_writing(self) -> None:
-        self.paused = True
-        if self.upstream is not None:
-            self.upstream.pause_reading()
-        loop = asyncio.get_running_loop()
-        self.stall_timer = loop.call_later(self.proxy.config.client_stall, self._too_slow)
-
-    def resume_writing(self) -> None:
-        self.paused = False
-        if self.stall_timer is not None:
-            self.stall_timer.cancel()
-            self.stall_timer = None
-        if self.upstream is not None:
-            self.upstream.resume_reading()
-
-    # -- what forward and own_routes use ---------------------------------------------------
-    def write(self, data: bytes) -> None:
-        t = self.transport
-        if t is not None and not self.closed and not t.is_closing():
-            t.write(data)
-
-    def close(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    def send(self, line: bytes) -> bool:
-        """A watcher's next line (chunk-framed); False once gone or too far behind."""
-        t = self.transport
-        if t is None or self.closed or t.is_closing():
-            return False
-        from tui.proxy.book import WATCHER_BUFFER
-
-        if t.get_write_buffer_size() > WATCHER_BUFFER:
-            self.dropped_for = "a watcher too far behind"
-            t.close()
-            return False
-        t.write(b"%x\r\n%s\r\n" % (len(line), line))
-        return True
-
-    # -- reading a request -------------------------------------------------------------
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self.timer = asyncio.get_running_loop().call_later(seconds, self._timed_out)
-
-    def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _timed_out(self) -> None:
-        self.timer = None
-        if self.task is not None or self.closed:
-            return
-        if self.head is not None or self.buf.strip():
-            self.write(error_response(408, "Request Timeout", "request not complete", True))
-        self.close()
-
-    def _too_slow(self) -> None:
-        self.stall_timer = None
-        self.dropped_for = f"the client read nothing for {self.proxy.config.client_stall:g} s"
-        if self.transport is not None:
-            self.transport.abort()
-
-    def _refuse(self, status: int, reason: str, why: str) -> None:
-        self.write(error_response(status, reason, why, close=True))
-        self.close()
-        self.closed = True
-
-    def _advance(self) -> None:
-        """Parse what came; start the exchange once a request is whole."""
-        config = self.proxy.config
-        if self.head is None:
-            while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
-                del self.buf[:2]
-            if self.buf and not self.started:  # its first byte: the deadline starts
-                self.started = True
-                self._arm(config.client_timeout)
-            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
-            if end < 0:
-                if len(self.buf) > HEAD_LIMIT:
-                    self._refuse(431, "Request Header Fields Too Large", "request head too long")
-                return
-            try:
-                head = parse_request_head(bytes(self.buf[:end]))
-            except BadMessage as e:
-                self._refuse(400, "Bad Request", str(e))
-                return
-            del self.buf[: end + 4]
-            if head.content_length is not None and head.content_length > config.max_body:
-                self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
-                return
-            self.head = head
-            self.chunks = PassChunked() if head.chunked else None
-            self.body, self.body_size = [], 0
-            expect = head.get(b"expect")
-            if expect is not None and expect.lower() == b"100-continue":
-                if head.chunked or head.content_length:
-                    self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        head = self.head
-        if self.chunks is not None:
-            try:
-                out = self.chunks.feed(bytes(self.buf))
-            except httpx.RemoteProtocolError as e:
-                self._refuse(400, "Bad Request", f"bad chunked body: {e}")
-                return
-            rest = self.chunks.leftover
-            self.buf = bytearray(self.buf[len(self.buf) - rest :]) if rest else bytearray()
-            if out:
-                self.body.append(out)
-                self.body_size += len(out)
-            if self.body_size > config.max_body:
-                self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
-                return
-            if not self.chunks.done:
-                return
-            body = b"".join(self.body)
-        else:
-            n = head.content_length or 0
-            if len(self.buf) < n:
-                return
-            body = bytes(self.buf[:n])
-            del self.buf[:n]
-        self._disarm()
-        self.head, self.chunks, self.body, self.started = None, None, [], False
-        req = ClientRequest(head, body, time.perf_counter_ns())
-        self.task = asyncio.get_running_loop().create_task(self._handle(req))
-
-    async def _handle(self, req: ClientRequest) -> None:
-        keep = False
-        try:
-            if req.head.path.startswith(own_routes.PREFIX):
-                keep = await own_routes.serve(self.proxy, self, req)
-            else:
-                keep = await forward(self.proxy, self, req)
-        except asyncio.CancelledError:
-            return
-        except Exception as e:  # noqa: BLE001 - a bug must not take the proxy down
-            self.proxy.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
-            self.write(error_response(500, "Internal Server Error", "internal error", True))
-        finally:
-            self.task = None
-        if not keep or self.closed or self.eof:
-            self.close()
-            return
-        self._arm(self.proxy.config.idle_timeout)
-        if not self.reading and self.transport is not None:
-            self.reading = True
-            self.transport.resume_reading()
-        if self.buf:
-            self._advance()
 
 
 class Proxy:
