@@ -20,6 +20,7 @@ from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
+
 @dataclass
 class ProxyConfig:
     """What one proxy does (seconds, bytes)."""
