@@ -204,7 +204,67 @@ def test_watching_is_for_loopback_clients_only(pace, start_proxy) -> None:
     assert httpx.get(outside + "/infertop/metrics").status_code == 200
     for path in ("/infertop/events", "/infertop/requests/x"):
         r = httpx.get(outside + path)
-        assert r.status_code == 403 and "loopback" in r.text
+        assert r.status_code == 403 and "the proxy's own user" in r.text
+
+
+WATCH_AS = """
+import os, socket, sys
+host, port = sys.argv[1][7:].split(":")
+"x".encode("idna")  # the codec a socket address needs, loaded while /root is readable
+os.setgid(65534); os.setuid(65534)  # nobody (everything imported before: /root is closed)
+for path in ("/infertop/events", "/infertop/requests/x", "/infertop/metrics", "/v1/models"):
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(b"GET %s HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n" % path.encode())
+        print(path, s.recv(64).split()[1].decode())
+"""
+
+
+def test_another_user_on_the_same_machine_cannot_watch(pace, start_proxy) -> None:
+    """Loopback is no boundary between users: a process of another user connecting to
+    127.0.0.1 may use the upstream through the proxy, and read its metrics, but neither
+    the live stream nor anyone's request (the peer socket's owner, from /proc/net/tcp)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    if os.geteuid() != 0 or not os.path.exists("/proc/net/tcp"):
+        pytest.skip("needs root (to become another user) and Linux's /proc/net/tcp")
+    url, _ = pace
+    proxy = start_proxy(url)
+    out = subprocess.run(
+        [sys.executable, "-c", WATCH_AS, proxy.url], capture_output=True, text=True, timeout=30
+    )
+    codes = dict(line.split() for line in out.stdout.splitlines())
+    assert codes == {
+        "/infertop/events": "403",
+        "/infertop/requests/x": "403",
+        "/infertop/metrics": "200",
+        "/v1/models": "200",
+    }, out.stderr
+    # and the proxy's own user may
+    assert httpx.get(proxy.url + "/infertop/requests/x").status_code == 404
+
+
+def test_the_peer_socket_owner_is_found_in_proc_net_tcp() -> None:
+    import socket
+
+    import pytest
+
+    from tui.proxy.peer import socket_owner
+
+    if not os.path.exists("/proc/net/tcp"):
+        pytest.skip("Linux only")
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            srv = socket.create_server((host, 0), family=family)
+        except OSError:
+            continue
+        with srv, socket.create_connection(srv.getsockname()[:2]):
+            conn, peer = srv.accept()
+            with conn:
+                assert socket_owner(peer[:2], srv.getsockname()[:2]) == os.getuid()
+                assert socket_owner((host, 1), srv.getsockname()[:2]) is None
 
 
 def test_a_watcher_that_reads_nothing_is_dropped(pace, start_proxy) -> None:

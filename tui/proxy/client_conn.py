@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +29,7 @@ import httpx
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
 from tui.proxy.forward import ClientRequest, error_response, forward
+from tui.proxy.peer import same_user
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
 
@@ -79,6 +81,8 @@ class ClientConnection(asyncio.Protocol):
         self.started = False  # a request's first bytes came: its deadline runs
         self.eof = False  # the client half-closed: no request follows this one
         self.dropped_for: str | None = None  # why the proxy dropped this client
+        self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
+        self.watch_ok: bool | None = None  # may_watch(), once asked
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -86,6 +90,7 @@ class ClientConnection(asyncio.Protocol):
         t = self.transport
         peer = t.get_extra_info("peername")
         self.peer, self.loopback = format_peer(peer), is_loopback(peer)
+        self.addresses = (peer, t.get_extra_info("sockname"))
         t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
         if len(self.proxy.connections) >= self.proxy.config.max_clients:
             self.closed = True
@@ -138,6 +143,17 @@ class ClientConnection(asyncio.Protocol):
             self.upstream.resume_reading()
 
     # -- what forward and own_routes use ---------------------------------------------------
+    def may_watch(self) -> bool:
+        """Whether this client may see other people's requests: a loopback client of the
+        user who runs the proxy (Linux: the peer socket's owner, tui/proxy/peer.py);
+        where the owner cannot be told, any loopback client."""
+        if not self.loopback:
+            return False
+        if self.watch_ok is None:
+            found = same_user(*self.addresses, os.getuid())
+            self.watch_ok = True if found is None else found
+        return self.watch_ok
+
     def write(self, data: bytes) -> None:
         t = self.transport
         if t is not None and not self.closed and not t.is_closing():

@@ -9,9 +9,11 @@
   stamps; with ``?text=1`` also its prompt and answer (other people's data: the view asks
   only when its user presses a key).
 
-The last two answer **loopback clients only** (403 otherwise), even when the proxy
-listens beyond loopback: a laptop reaches them through an ssh tunnel, whose
-connections arrive from the box's own loopback.
+The last two answer **the proxy's own user on its machine only** (403 otherwise): a
+loopback client whose socket that user owns (Linux, tui/proxy/peer.py; elsewhere any
+loopback client), even when the proxy listens beyond loopback. A laptop reaches them
+through an ssh tunnel, whose connections arrive from the box's loopback as the user who
+logged in.
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
     if path not in (PREFIX + "events",) and not path.startswith(PREFIX + "requests/"):
         client.write(error_response(404, "Not Found", f"no route {path[:80]}", not keep))
         return keep
-    if not client.loopback:
-        why = "the requests of others are shown to loopback clients only (use an ssh tunnel)"
+    if not client.may_watch():
+        why = (
+            "the requests of others are shown only to the proxy's own user on its "
+            "machine (from elsewhere: an ssh tunnel)"
+        )
         client.write(error_response(403, "Forbidden", why, not keep))
         return keep
     if path == PREFIX + "events":
