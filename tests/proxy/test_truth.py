@@ -22,7 +22,7 @@ FRAMES = [
 
 
 class FakeVLLM:
-    """Generation: six SSE frames 30 ms apart; /metrics: counters of the requests it has
+    """Generation: six SSE frames 60 ms apart; /metrics: counters of the requests it has
     finished (20 ms prefill, 60 ms decode, 3 tokens out, 5 in, each)."""
 
     def __init__(self) -> None:
@@ -48,7 +48,7 @@ class FakeVLLM:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
-        pieces = [(0.0, head)] + [(0.03, b"%x\r\n%s\r\n" % (len(f), f)) for f in FRAMES]
+        pieces = [(0.0, head)] + [(0.06, b"%x\r\n%s\r\n" % (len(f), f)) for f in FRAMES]
         return pieces + [(0.0, b"0\r\n\r\n")]
 
 
@@ -75,18 +75,22 @@ def test_a_request_alone_gets_vllms_account_scraped_while_idle(start_proxy) -> N
         m = rec.metrics
         assert m.engine_prefill_ms == 20.0 and m.ttft_minus_engine_prefill_ms > 0
         assert m.output_tokens == 3 and m.output_tokens_source == "usage"
-        # two at once: neither can be attributed, and each says why
+        # two at once: neither can be attributed, and each says why (the second starts
+        # once the first is in flight)
+        flying = proxy.proxy.book.in_flight
         threads = [threading.Thread(target=_chat, args=(proxy.url,)) for _ in range(2)]
-        for t in threads:
-            t.start()
+        threads[0].start()
+        wait_until(lambda: proxy.call(lambda: len(flying)) == 1)
+        threads[1].start()
         for t in threads:
             t.join()
         for r in _recent(proxy, 3)[1:]:
             assert r.timeline.truth is None and r.truth_note == "other requests overlapped it"
         # alone again: attributed again (the proxy scraped once it fell idle)
-        time.sleep(0.3)
+        wait_until(lambda: proxy.call(lambda: proxy.proxy.book.truth.last_starts) == 3)
         _chat(proxy.url)
-        assert _recent(proxy, 4)[-1].timeline.truth is not None
+        last = _recent(proxy, 4)[-1]
+        assert last.timeline.truth is not None, last.truth_note
         # never a scrape while a generation request was being served
         gens = [
             (e.t_read_ns, e.sent_ns[-1])

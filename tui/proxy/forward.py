@@ -46,6 +46,8 @@ from tui.transport.tcp import Stamped
 if TYPE_CHECKING:
     from tui.proxy.server import Proxy
 
+NOT_SENT = "none (the request never reached the upstream)"
+
 try:
     from orjson import dumps as json_dumps
     from orjson import loads as json_loads
@@ -102,12 +104,78 @@ def error_response(status: int, reason: str, message: str, close: bool) -> bytes
     return simple_response(status, reason, body, "application/json", close)
 
 
-async def _send(
-    proxy: Proxy, req: ClientRequest, rec: ProxiedRequest | None
-) -> tuple[UpstreamConn, Any, list[Stamped]]:
+class ObserveQueue:
+    """Reads to be observed once the loop has forwarded everything that came with them.
+
+    An engine's batched decode step emits a token for every running request at the same
+    moment; reading those streams one after another, the proxy forwards each read at once
+    and queues its observation here, to run after the loop's I/O callbacks of this turn:
+    so the last stream of a burst waits for the others' forwarding only, not for their
+    parsing too. :meth:`run` is also called before a request ends (its last reads first).
+    """
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Any, int, bytes]] = []
+        self.scheduled = False
+
+    def put(self, feed: Any, t_ns: int, data: bytes) -> None:
+        self.items.append((feed, t_ns, data))
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self.run)
+
+    def run(self) -> None:
+        self.scheduled = False
+        items, self.items = self.items, []
+        for feed, t_ns, data in items:
+            feed(t_ns, data)
+
+
+class Exchange:
+    """One request's trip through the proxy. Its record (a generation request's
+    timeline) is made once the request is on its way upstream, so a burst of requests
+    arriving together all leave before any of them is booked (see :func:`_send`)."""
+
+    def __init__(self, proxy: Proxy, client: Client, req: ClientRequest) -> None:
+        self.proxy, self.client, self.req = proxy, client, req
+        self.dialect = routes.dialect(req.head.method, req.head.path)
+        self.rec: ProxiedRequest | None = None
+
+    def sent(self, t_ns: int, stamps: str) -> None:
+        """The request went upstream at ``t_ns`` (again, after a retry)."""
+        if self.dialect is None:
+            return
+        if self.rec is None:
+            head, req = self.req.head, self.req
+            model, stream = request_fields(req.body, head.path)
+            self.rec = ProxiedRequest(
+                self.proxy.book.next_id(),
+                self.client.peer,
+                head.method,
+                head.path,
+                self.dialect,
+                model,
+                stream,
+                req.t_received_ns,
+                req.body,
+            )
+            self.proxy.book.start(self.rec)
+        self.rec.sent(t_ns, stamps)
+
+    def booked(self) -> ProxiedRequest | None:
+        """The record, made now if the request never left (a generation request always
+        has a row, whatever happened to it)."""
+        if self.rec is None and self.dialect is not None:
+            self.sent(time.perf_counter_ns(), NOT_SENT)
+        return self.rec
+
+
+async def _send(ex: Exchange) -> tuple[UpstreamConn, Any, list[Stamped]]:
     """Send the request upstream (on a kept-alive connection, or a new one) and read the
-    answer's head. A kept-alive connection the upstream had closed is retried once on a
-    new one, as HTTP clients do."""
+    answer's head. After sending, the task yields once: requests that came together are
+    all forwarded before any is booked. A kept-alive connection the upstream had closed
+    is retried once on a new one, as HTTP clients do."""
+    proxy, req = ex.proxy, ex.req
     sent_head = upstream_request(req.head, proxy.host_header, len(req.body), proxy.path_prefix)
     message = sent_head + req.body
     for reused_first in (True, False):
@@ -115,10 +183,11 @@ async def _send(
         reused = conn is not None
         if conn is None:
             conn = await proxy.pool.connect()
-        if rec is not None:
-            rec.sent(time.perf_counter_ns(), KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS)
         try:
+            t_ns = time.perf_counter_ns()
             await conn.send(message)
+            await asyncio.sleep(0)
+            ex.sent(t_ns, KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS)
             head, rest, _t = await read_response_head(conn, proxy.config.read_timeout)
             return conn, head, rest
         except (NoResponse, OSError) as e:
@@ -137,66 +206,54 @@ async def _send(
 async def forward(proxy: Proxy, client: Client, req: ClientRequest) -> bool:
     """Forward ``req`` and pass its answer on; True when the client connection stays
     open for another request."""
-    head = req.head
-    dialect = routes.dialect(head.method, head.path)
-    rec: ProxiedRequest | None = None
-    if dialect is not None:
-        model, stream = request_fields(req.body, head.path)
-        rec = ProxiedRequest(
-            proxy.book.next_id(),
-            client.peer,
-            head.method,
-            head.path,
-            dialect,
-            model,
-            stream,
-            req.t_received_ns,
-            req.body,
-        )
-        proxy.book.start(rec)
+    ex = Exchange(proxy, client, req)
     failed = cancelled = False
     try:
-        return await _exchange(proxy, client, req, rec)
+        return await _exchange(ex)
     except asyncio.CancelledError:
         cancelled = True
+        rec = ex.booked()
         if rec is not None:
-            _client_gone(rec)
+            _client_gone(ex, rec)
         raise
     except Exception:
         failed = True
         raise
     finally:
+        rec = ex.booked()
         if rec is not None:
             if not rec.ended:
                 rec.fail("the proxy could not finish this request", "internal")
             proxy.book.end(rec)
         else:
-            proxy.book.other(head.path, failed, cancelled)
+            proxy.book.other(req.head.path, failed, cancelled)
 
 
-def _client_gone(rec: ProxiedRequest) -> None:
+def _client_gone(ex: Exchange, rec: ProxiedRequest) -> None:
     """The client hung up: after the stream said it was over, the request is done (the
     body's last bytes were still on their way); before, it was cancelled."""
     obs = rec.observer
+    if obs is not None:
+        ex.proxy.observing.run()  # its reads still queued, first
     if obs is not None and not obs.off and obs.complete:
         obs.end(rec.t_last or time.perf_counter_ns())
     else:
         rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
 
 
-async def _exchange(
-    proxy: Proxy, client: Client, req: ClientRequest, rec: ProxiedRequest | None
-) -> bool:
-    head = req.head
+async def _exchange(ex: Exchange) -> bool:
+    proxy, client, head = ex.proxy, ex.client, ex.req.head
     keep = head.keep_alive
     try:
-        upstream, resp, rest = await _send(proxy, req, rec)
+        upstream, resp, rest = await _send(ex)
     except UpstreamError as e:
         status, reason = (504, "Gateway Timeout") if e.kind == "timeout" else (502, "Bad Gateway")
+        rec = ex.booked()
         if rec is not None:
             rec.fail(f"upstream: {e}", "timeout" if e.kind == "timeout" else "connect")
         client.write(error_response(status, reason, str(e), close=not keep))
         return keep
+    rec = ex.rec
     try:
         framing, length = response_framing(resp, head.method)
     except BadMessage as e:
@@ -229,6 +286,7 @@ async def _exchange(
     if not ok:
         return False  # the client's connection is closed: the answer was cut short
     if observer is not None:
+        proxy.observing.run()
         observer.end(t_last)
     _settle(proxy, upstream, reusable and clean)
     return not close_after
@@ -264,6 +322,7 @@ async def _pump_body(
     chunks = body if raw_chunks and isinstance(body, PassChunked) else None
     write = client.write
     observe = None if observer is None or observer.off else observer.feed
+    later = proxy.observing.put
     last = [0]
 
     def sink(t_ns: int, data: bytes) -> bool:
@@ -277,7 +336,7 @@ async def _pump_body(
             write(out)
         last[0] = t_ns
         if observe is not None and out:
-            observe(t_ns, out)
+            later(observe, t_ns, out)
         return body.done
 
     client.upstream = upstream
@@ -290,22 +349,24 @@ async def _pump_body(
         timeouts = proxy.config
         done = await upstream.pump(sink, timeouts.read_timeout, timeouts.stall_timeout)
     except TimeoutError:
-        _cut(client, observer, f"the upstream sent nothing for {proxy.config.stall_timeout:g} s")
+        silent = f"the upstream sent nothing for {proxy.config.stall_timeout:g} s"
+        _cut(proxy, client, observer, silent)
         return False, last[0], False
     except httpx.RemoteProtocolError as e:  # the upstream's chunk framing is broken
-        _cut(client, observer, f"the upstream broke its framing: {e}")
+        _cut(proxy, client, observer, f"the upstream broke its framing: {e}")
         return False, last[0], False
     finally:
         client.upstream = None
     if done or isinstance(body, UntilClose):
         return True, last[0], not body.extra
     why = f"connection reset ({upstream.error})" if upstream.error else "connection closed"
-    _cut(client, observer, f"the upstream's answer was cut short: {why}")
+    _cut(proxy, client, observer, f"the upstream's answer was cut short: {why}")
     return False, last[0], False
 
 
-def _cut(client: Client, observer: Observer | None, why: str) -> None:
+def _cut(proxy: Proxy, client: Client, observer: Observer | None, why: str) -> None:
     """The answer cannot be completed: the request fails, the client connection closes."""
+    proxy.observing.run()
     if observer is not None and not observer.record.ended:
         observer.record.fail(why, "timeout" if "sent nothing" in why else "protocol")
     client.close()

@@ -17,6 +17,7 @@ from tui.proxy.book import TICK_S, RequestBook
 from tui.proxy.client_conn import ClientConnection
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
+from tui.proxy.forward import ObserveQueue
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -65,6 +66,7 @@ class Proxy:
             self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info
         )
         self.connections: set[ClientConnection] = set()
+        self.observing = ObserveQueue()  # reads observed after the loop's forwarding
         self.server: asyncio.base_events.Server | None = None
         self._ticks: asyncio.Task[None] | None = None
         self.notes: list[str] = []
