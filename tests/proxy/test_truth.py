@@ -91,14 +91,11 @@ def test_a_request_alone_gets_vllms_account_scraped_while_idle(start_proxy) -> N
         _chat(proxy.url)
         last = _recent(proxy, 4)[-1]
         assert last.timeline.truth is not None, last.truth_note
-        # never a scrape while a generation request was being served
-        gens = [
-            (e.t_read_ns, e.sent_ns[-1])
-            for e in fake.up.exchanges
-            if e.request.startswith(b"POST") and e.sent_ns
-        ]
-        scrapes = [e.t_read_ns for e in fake.up.exchanges if e.request.startswith(b"GET /metrics")]
-        assert len(scrapes) >= 3 and all(not (a < t < b) for t in scrapes for a, b in gens)
+        # never a scrape begun while a generation request passed through the proxy
+        recs = _recent(proxy, 4)
+        began = proxy.call(lambda: list(proxy.proxy.book.truth.began))
+        windows = [(r.timeline.t_sent_ns, r.timeline.t_end_ns) for r in recs]
+        assert len(began) >= 3 and all(not (a <= t <= b) for t in began for a, b in windows)
     finally:
         fake.up.stop()
 

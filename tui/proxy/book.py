@@ -26,6 +26,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tui.proxy.events_file import EventsWriter
@@ -59,6 +60,14 @@ class Watcher(Protocol):
     def send(self, line: bytes) -> bool: ...
 
 
+@dataclass(eq=False)
+class Departure:
+    """A generation request between its departure and its record (see :meth:`depart`)."""
+
+    before: Any  # the idle vLLM scrape to compare it against (tui/proxy/truth.py)
+    alone: bool = True
+
+
 class RequestBook:
     """In flight, recent, counts, watchers (see the module docstring)."""
 
@@ -76,6 +85,7 @@ class RequestBook:
         self.truth = truth
         self.info = info or {}
         self.in_flight: dict[str, ProxiedRequest] = {}
+        self.departing: list[Departure] = []
         self.recent: deque[ProxiedRequest] = deque()
         self.watchers: list[Watcher] = []
         self.run = os.urandom(3).hex()  # ids stay unique across restarts of the proxy
@@ -97,14 +107,31 @@ class RequestBook:
         return next((r for r in self.recent if r.id == rid), None)
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self, rec: ProxiedRequest) -> None:
-        """A generation request begins (before it is forwarded)."""
-        rec.truth_before = self.truth.before() if self.truth and not self.in_flight else None
-        if self.in_flight:
-            rec.alone = False
-            for other in self.in_flight.values():
+    @property
+    def active(self) -> int:
+        """Generation requests on their way upstream or passing through."""
+        return len(self.in_flight) + len(self.departing)
+
+    def depart(self) -> Departure:
+        """A generation request is about to be sent upstream (its record comes after:
+        :meth:`start`). Counted now, so vLLM's /metrics is never read while it runs."""
+        busy = self.active > 0
+        d = Departure(None if busy or self.truth is None else self.truth.before(), not busy)
+        if busy:
+            for rec in self.in_flight.values():
+                rec.alone = False
+            for other in self.departing:
                 other.alone = False
+        self.departing.append(d)
         self.starts += 1
+        return d
+
+    def start(self, rec: ProxiedRequest, departure: Departure | None = None) -> None:
+        """Its record, once it was sent (or could not be: then it departs now)."""
+        d = departure if departure is not None else self.depart()
+        if d in self.departing:
+            self.departing.remove(d)
+        rec.truth_before, rec.alone = d.before, d.alone
         self.in_flight[rec.id] = rec
         self.metrics.in_flight += 1
         if self.watchers:
@@ -128,7 +155,7 @@ class RequestBook:
                 "other requests overlapped it" if not rec.alone else "no idle scrape before it"
             )
         self._finish(rec)
-        if truth is not None and not self.in_flight and truth.last_starts != self.starts:
+        if truth is not None and not self.active and truth.last_starts != self.starts:
             task = asyncio.get_running_loop().create_task(truth.refresh())
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)

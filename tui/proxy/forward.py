@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from tui.proxy import routes
+from tui.proxy.book import Departure
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.upstream import NoResponse, UpstreamConn, UpstreamError, read_response_head
@@ -140,6 +141,12 @@ class Exchange:
         self.proxy, self.client, self.req = proxy, client, req
         self.dialect = routes.dialect(req.head.method, req.head.path)
         self.rec: ProxiedRequest | None = None
+        self.departure: Departure | None = None
+
+    def depart(self) -> None:
+        """It is about to be sent: counted (its record comes after the send)."""
+        if self.dialect is not None and self.departure is None:
+            self.departure = self.proxy.book.depart()
 
     def sent(self, t_ns: int, stamps: str) -> None:
         """The request went upstream at ``t_ns`` (again, after a retry)."""
@@ -159,7 +166,7 @@ class Exchange:
                 req.t_received_ns,
                 req.body,
             )
-            self.proxy.book.start(self.rec)
+            self.proxy.book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)
 
     def booked(self) -> ProxiedRequest | None:
@@ -184,6 +191,7 @@ async def _send(ex: Exchange) -> tuple[UpstreamConn, Any, list[Stamped]]:
         if conn is None:
             conn = await proxy.pool.connect()
         try:
+            ex.depart()
             t_ns = time.perf_counter_ns()
             await conn.send(message)
             await asyncio.sleep(0)

@@ -89,9 +89,7 @@ class Proxy:
         config = self.config
         if config.engine_truth and config.kind == "vllm":
             book = self.book
-            book.truth = ScrapedTruth(
-                config.upstream, lambda: book.starts, lambda: len(book.in_flight)
-            )
+            book.truth = ScrapedTruth(config.upstream, lambda: book.starts, lambda: book.active)
             await book.truth.refresh()
         self.server = await loop.create_server(
             lambda: ClientConnection(self),

@@ -4,7 +4,9 @@ vLLM's stream carries no timings; its /metrics histograms do (tui/engines/vllm.p
 them around each request of its own). The proxy must not add a scrape in front of
 anyone's request, so it scrapes only while no generation request passes through:
 
-- once at start, and again whenever the proxy falls idle and holds no valid scrape;
+- once at start, and again whenever the proxy falls idle and holds no valid scrape
+  (scraping until vLLM's count of finished requests holds still: it records a request
+  just after the request's last chunk);
 - after a request that ran *alone* (no other generation request overlapped it) ends,
   it scrapes until vLLM has recorded it (``e2e_request_latency_seconds_count`` grew, at
   most :data:`~tui.engines.vllm.SETTLE_S` s), and the request's engine report is the
@@ -19,6 +21,8 @@ being taken. Requests that overlap get no engine report (their rows say why).
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable
 
 from tui.core.events import EngineTruth
@@ -47,12 +51,14 @@ class ScrapedTruth:
         self.last: Scrape | None = None  # a scrape taken while idle, valid as a "before"
         self.last_starts = -1  # starts when ``last`` was taken
         self.scrapes = 0  # how many were made (the docs list what the proxy adds)
+        self.began: deque[int] = deque(maxlen=1000)  # perf_counter_ns of each, the last
         self.busy = False
 
     async def scrape(self) -> Scrape | None:
         if self.pool is None:
             self.pool = Http1Pool({"User-Agent": "infertop-proxy"}, self.timeouts)
         self.scrapes += 1
+        self.began.append(time.perf_counter_ns())
         try:
             resp = await asyncio.wait_for(self.pool.request("GET", self.url), SCRAPE_TIMEOUT_S)
             try:
@@ -73,17 +79,30 @@ class ScrapedTruth:
         return self.last if self.last_starts == self.starts() else None
 
     async def refresh(self) -> None:
-        """Scrape while idle; kept only if no request started meanwhile."""
+        """Scrape while idle, until vLLM's count of finished requests holds still
+        between two scrapes (it records a request just after its last chunk) or
+        SETTLE_S passes; kept only if no request started meanwhile."""
         if self.busy:
             return
         self.busy = True
         try:
             starts = self.starts()
-            if self.in_flight():
-                return
-            s = await self.scrape()
-            if s is not None and self.starts() == starts:
-                self.last, self.last_starts = s, starts
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            prev: Scrape | None = None
+            while True:
+                if self.in_flight() or self.starts() != starts:
+                    return
+                s = await self.scrape()
+                if s is None or self.starts() != starts:
+                    return
+                if prev is not None and counter_delta(prev, s, E2E + "_count") == 0:
+                    break
+                if loop.time() > deadline:
+                    return
+                prev = s
+                await asyncio.sleep(0.02)
+            self.last, self.last_starts = s, starts
         finally:
             self.busy = False
 
