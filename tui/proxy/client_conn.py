@@ -75,7 +75,7 @@ class ClientConnection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.body_size = 0
         self.task: asyncio.Task[None] | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
         self.stall_timer: asyncio.TimerHandle | None = None
         self.reading = True
         self.started = False  # a request's first bytes came: its deadline runs
@@ -177,16 +177,21 @@ class ClientConnection(asyncio.Protocol):
 
     # -- reading a request -------------------------------------------------------------
     def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self.timer = asyncio.get_running_loop().call_later(seconds, self._timed_out)
+        """A deadline for the read in progress, checked by the proxy's sweep (one timer
+        for every connection, not one per request: a timer costs more than a request's
+        head takes to parse)."""
+        self.deadline = asyncio.get_running_loop().time() + seconds
 
     def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        self.deadline = 0.0
+
+    def check_deadline(self, now: float) -> None:
+        """The sweep's call (about every :data:`~tui.proxy.server.SWEEP_S`)."""
+        if self.deadline and now >= self.deadline:
+            self.deadline = 0.0
+            self._timed_out()
 
     def _timed_out(self) -> None:
-        self.timer = None
         if self.task is not None or self.closed:
             return
         if self.head is not None or self.buf.strip():

@@ -273,7 +273,10 @@ async def _exchange(ex: Exchange) -> bool:
     passthrough = head.version == "HTTP/1.1"
     close_after = not keep or framing == "close" or (framing == "chunked" and not passthrough)
     reusable = b"close" not in connection_tokens(resp.headers) and framing != "close"
-    client.write(client_response(resp, framing, passthrough, close_after))
+    head_bytes = client_response(resp, framing, passthrough, close_after)
+    if framing == "none" or not rest:
+        client.write(head_bytes)  # now: the body may be a while
+        head_bytes = b""
     observer: Observer | None = None
     if rec is not None:
         rec.status = resp.status
@@ -286,7 +289,7 @@ async def _exchange(ex: Exchange) -> bool:
     try:
         raw_chunks = framing == "chunked" and passthrough
         ok, t_last, clean = await _pump_body(
-            proxy, client, upstream, framing, length, rest, observer, raw_chunks
+            proxy, client, upstream, framing, length, rest, observer, raw_chunks, head_bytes
         )
     except BaseException:
         upstream.close()
@@ -316,10 +319,13 @@ async def _pump_body(
     rest: list[Stamped],
     observer: Observer | None,
     raw_chunks: bool,
+    head: bytes = b"",
 ) -> tuple[bool, int, bool]:
     """Pass the body on, read by read (see the module docstring): (whole, last stamp,
     nothing came after its end). ``raw_chunks``: a chunked body goes on with its framing
-    as it came. Not whole: it was cut short (the client connection is then closed)."""
+    as it came. ``head``: the response head, written with the first body bytes (that
+    came with it: one write, one wake-up of the client). Not whole: it was cut short
+    (the client connection is then closed)."""
     body: Framing
     if framing == "length":
         body = Sized(length or 0)
@@ -332,16 +338,20 @@ async def _pump_body(
     observe = None if observer is None or observer.off else observer.feed
     later = proxy.observing.put
     last = [0]
+    lead = [head]
 
     def sink(t_ns: int, data: bytes) -> bool:
         out = body.feed(data)
         if chunks is not None:
             if chunks.done and chunks.extra:
                 data = data[: len(data) - chunks.leftover]
-            if not client.closed:
-                write(data)
-        elif out and not client.closed:
-            write(out)
+            piece = data
+        else:
+            piece = out
+        if lead[0]:
+            piece, lead[0] = lead[0] + piece, b""
+        if piece and not client.closed:
+            write(piece)
         last[0] = t_ns
         if observe is not None and out:
             later(observe, t_ns, out)

@@ -21,6 +21,8 @@ from tui.proxy.forward import ObserveQueue
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
+SWEEP_S = 0.1  # how often client deadlines are checked (they hold to about this)
+
 
 @dataclass
 class ProxyConfig:
@@ -105,9 +107,17 @@ class Proxy:
         return self.address
 
     async def _tick(self) -> None:
+        """Every SWEEP_S: client deadlines; every TICK_S: the watchers' tick."""
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time() + TICK_S
         while True:
-            await asyncio.sleep(TICK_S)
-            self.book.tick()
+            await asyncio.sleep(SWEEP_S)
+            now = loop.time()
+            for conn in list(self.connections):
+                conn.check_deadline(now)
+            if now >= next_tick:
+                next_tick = now + TICK_S
+                self.book.tick()
 
     async def close(self) -> None:
         if self._ticks is not None:
