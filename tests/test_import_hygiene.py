@@ -19,17 +19,21 @@ HEADLESS = [
     "tui.fleet",
     "tui.fleet.poller",
     "tui.fleet.build",
+    "tui.proxy",
+    "tui.proxy.server",
+    "tui.proxy.watch",
     "tui.config",
     "tui.config_trust",
     "tui.chat",
     "tui.chat.core",
     "tui.chat.hardware",
-    # the headless commands (`infertop run`, `bench`, `fleet --once`, `doctor`, `agent`)
+    # the headless commands (`infertop run`, `bench`, `fleet --once`, `doctor`, `agent`, `proxy`)
     "tui.cli.run",
     "tui.cli.bench",
     "tui.cli.fleet",
     "tui.cli.doctor",
     "tui.cli.agent",
+    "tui.cli.proxy",
 ]
 
 
@@ -53,7 +57,7 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet', 'tui.chat'):\n"
+        "            'tui.fleet', 'tui.chat', 'tui.proxy'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -73,9 +77,10 @@ def test_every_headless_module_file_is_checked():
 # Which packages each may import (besides itself): the layers, bottom up. core is the
 # measurement model; transport moves bytes; engines and telemetry sit side by side on
 # both and never import each other; config reads engines' and telemetry's names; fleet,
-# chat and bench build on all of those and never on each other; app (Textual) draws on
-# top; cli, at the very top, may use anything. Every package of tui/ is listed (a test
-# below checks it), and tui.config_trust is config's.
+# chat and bench build on all of those and never on each other; proxy (forwarding and
+# measuring other clients' traffic) needs only core, transport and the engines' stream
+# readers; app (Textual) draws on top; cli, at the very top, may use anything. Every
+# package of tui/ is listed (a test below checks it), and tui.config_trust is config's.
 BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
 LAYERS = {
     "tui.core": set(),
@@ -86,8 +91,9 @@ LAYERS = {
     "tui.fleet": BASE,
     "tui.chat": BASE,
     "tui.bench": BASE,
-    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench"},
-    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.app"},
+    "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
+    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy"},
+    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.app"},
 }
 
 

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "fleet": ("tui.cli.fleet", "one row per inference endpoint: load, KV cache, TTFT, tok/s, GPUs"),
     "compare": ("tui.cli.compare", "compare bench reports: B ÷ A ratios with bootstrap intervals"),
     "trust": ("tui.cli.trust", "use a ./infertop.toml: record it as trusted (path + content hash)"),
+    "proxy": ("tui.cli.proxy", "forward other clients' requests to a server, measuring each"),
 }
 
 
@@ -82,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(words)
     command = args.command or "ui"
     if command != "ui":
-        for dest, flag in (("ui_telemetry", "--telemetry"), ("ui_url", "--url")):
+        for dest, flag in (
+            ("ui_telemetry", "--telemetry"),
+            ("ui_url", "--url"),
+            ("ui_watch", "--watch"),
+        ):
             if getattr(args, dest, None) is not None:
                 parser.error(f"{flag} before {command!r} is the terminal UI's; put it after it")
         if getattr(args, "ui_insecure", False):

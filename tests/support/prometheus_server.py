@@ -58,13 +58,17 @@ class Job:
     name: str
     targets: list[str]
     labels: list[dict[str, str]] | None = None
+    metrics_path: str | None = None  # default /metrics (an infertop proxy: /infertop/metrics)
 
     def config(self, interval: str) -> dict[str, Any]:
         if self.labels is None:
             static = [{"targets": self.targets}]
         else:
             static = [{"targets": [t], "labels": lab} for t, lab in zip(self.targets, self.labels)]
-        return {"job_name": self.name, "scrape_interval": interval, "static_configs": static}
+        job = {"job_name": self.name, "scrape_interval": interval, "static_configs": static}
+        if self.metrics_path:
+            job["metrics_path"] = self.metrics_path
+        return job
 
 
 @dataclass

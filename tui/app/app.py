@@ -30,6 +30,7 @@ from tui.fleet.build import NoFleet, adopt_endpoint, build_fleet
 from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
+    from tui.app.screens.requests import RequestsFeed, RequestsScreen
     from tui.fleet.rows import EndpointRow
 
 
@@ -59,6 +60,7 @@ class InfertopApp(App[None]):
         fleet: FleetSource | None = None,
         fleet_interval_s: float | None = None,
         engine: str | None = None,
+        watch: str | RequestsFeed | None = None,
     ) -> None:
         super().__init__()
         self.config = config
@@ -93,7 +95,7 @@ class InfertopApp(App[None]):
             self.core,
             self.hardware,
             telemetry=telemetry,
-            load_on_start=fleet is None,
+            load_on_start=fleet is None and watch is None,
             autoplay=autoplay,
         )
         # `infertop fleet` starts on the fleet screen; the chat loads an engine only when
@@ -101,6 +103,9 @@ class InfertopApp(App[None]):
         self.fleet_source = fleet
         self.fleet_interval_s = fleet_interval_s or config.fleet.interval_s
         self.start_on_fleet = fleet is not None
+        # `infertop --watch URL` / `proxy --ui`: the requests view of a proxy, on top
+        self.requests_feed = watch
+        self.requests_screen: RequestsScreen | None = None
         self._own_fleet = False
         registered, notes = load_themes(self, self.theme_dirs, self.state.theme or config.ui.theme)
         self.our_themes += registered
@@ -123,6 +128,11 @@ class InfertopApp(App[None]):
         self.push_screen(self.chat)
         if self.start_on_fleet:
             self.action_fleet()
+        if self.requests_feed is not None:
+            from tui.app.screens.requests import RequestsScreen
+
+            self.requests_screen = RequestsScreen(self.requests_feed)
+            self.push_screen(self.requests_screen)
         for text, severity in self.startup_notes:
             self.notify(text, severity=severity, timeout=8)
         if self.telemetry_enabled:
@@ -150,6 +160,8 @@ class InfertopApp(App[None]):
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""
         self.chat.post_message(TelemetrySampled(sample))
+        if self.requests_screen is not None:
+            self.requests_screen.post_message(TelemetrySampled(sample))
 
     def on_engine_chosen(self, msg: EngineChosen) -> None:
         self.remember(engine=msg.engine)
@@ -249,7 +261,9 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``theme_dirs``, ``telemetry``, ``record_session``, ``autoplay``,
     ``telemetry_source`` (``--telemetry``: shown for engines that name none),
     ``fleet`` (start on the fleet screen reading it: ``infertop fleet``),
-    ``fleet_interval_s`` and ``engine`` (start on that engine: ``infertop --url``).
+    ``fleet_interval_s``, ``engine`` (start on that engine: ``infertop --url``) and
+    ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
+    ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests).
     """
     return InfertopApp(config, **kwargs)
 

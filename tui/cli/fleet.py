@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--prometheus",
         metavar="URL",
         help="a Prometheus server: every vLLM / llama-server it scrapes becomes a row, and "
-        "GPUs come from its DCGM series (the same 23 HTTP requests per refresh whatever the "
+        "GPUs come from its DCGM series (the same 25 HTTP requests per refresh whatever the "
         "fleet size)",
     )
     p.add_argument("--interval", type=_positive, metavar="S", help="refresh period (default 2)")

@@ -25,6 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and it is added to the engines for this run (Ctrl+N still cycles through the rest)",
     )
     parser.add_argument(
+        "--watch",
+        dest="ui_watch",
+        metavar="URL",
+        help="the requests view of a running `infertop proxy` at URL (its own address, or "
+        "an ssh tunnel's local end): every client's requests, live",
+    )
+    parser.add_argument(
         "--insecure",
         dest="ui_insecure",
         action="store_true",
@@ -91,12 +98,25 @@ def main(args: argparse.Namespace) -> int:
             return 1
         config.engines[spec.name] = spec
         engine = spec.name
+    watch = getattr(args, "ui_watch", None)
+    if watch is not None:
+        from tui.proxy.watch import ProxyWatch, WatchError
+
+        try:
+            ProxyWatch(watch)  # checks the URL; the view attaches once it is up
+        except WatchError as e:
+            print(f"infertop: error: {e}", file=sys.stderr)
+            return 2
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
     app = create_app(
-        config, state_path=default_state_file(), telemetry_source=telemetry, engine=engine
+        config,
+        state_path=default_state_file(),
+        telemetry_source=telemetry,
+        engine=engine,
+        watch=watch,
     )
     with engine_stderr_to(engine_log_path()):
         app.run()

@@ -1,9 +1,9 @@
 """Read every endpoint a Prometheus server scrapes, in a fixed number of HTTP requests.
 
 ``GET /api/v1/targets`` lists what Prometheus scrapes (health, last error, the scrape
-URL); then one instant ``/api/v1/query`` per column (below, 23 of them, sent a few at a
+URL); then one instant ``/api/v1/query`` per column (below, 24 of them, sent a few at a
 time) returns that column for every target at once. So a fleet of hundreds costs the same
-24 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
+25 requests as a fleet of one, and Prometheus does the arithmetic. (Joining the columns
 into one query with ``or`` was measured too: one request, but slower — 180-240 ms
 against 85-100 ms for 200 endpoints, since each ``or`` matches every series again.)
 
@@ -13,7 +13,10 @@ instead of between two scrapes of our own: ``rate``/``increase`` of the same cou
 grouped by ``(job, instance)``; one target is one row.
 
 Which targets are endpoints: a target with ``vllm:`` series is a vLLM row, one with
-``llamacpp:`` series a llama-server row — judged over the last ``lookback`` too, so a
+``llamacpp:`` series a llama-server row, one with ``infertop_proxy_`` series (an
+``infertop proxy``'s ``/infertop/metrics``) a ``proxy→KIND`` row whose TTFT, ITL and
+tok/s are the proxy's measurements of the traffic through it — judged over the last
+``lookback`` too, so a
 target that just went down keeps its kind. A down target with neither is listed (kind
 unknown) only when its job holds endpoints. Other targets (DCGM, node_exporter,
 Prometheus itself) are hardware or nothing, never rows.
@@ -40,13 +43,16 @@ from tui.fleet.promapi import PrometheusAPI
 from tui.fleet.rows import EndpointRow, GpuRow
 
 BY = "job, instance"
+PROXY = "infertop_proxy_"  # an `infertop proxy` (tui/proxy/exposition.py)
 
 # column -> PromQL, with {w} the window and {lb} the lookback (seconds, as "60s").
 ROW_EXPRS: dict[str, str] = {
     "kind_vllm": f"count by ({BY}, model_name) (last_over_time(vllm:num_requests_running[{{lb}}]))",
     "kind_llamacpp": f"count by ({BY}) (last_over_time(llamacpp:requests_processing[{{lb}}]))",
+    "kind_proxy": f"count by ({BY}, kind) (last_over_time({PROXY}info[{{lb}}]))",
     "running": f"sum by ({BY}) (vllm:num_requests_running)"
-    f" or sum by ({BY}) (llamacpp:requests_processing)",
+    f" or sum by ({BY}) (llamacpp:requests_processing)"
+    f" or sum by ({BY}) ({PROXY}requests_in_flight)",
     "waiting": f"sum by ({BY}) (vllm:num_requests_waiting)"
     f" or sum by ({BY}) (llamacpp:requests_deferred)",
     "kv": f"avg by ({BY}) (vllm:kv_cache_usage_perc) or avg by ({BY}) (vllm:gpu_cache_usage_perc)",
@@ -56,17 +62,22 @@ ROW_EXPRS: dict[str, str] = {
     f" / (sum by ({BY}) (increase(llamacpp:prompt_tokens_cached_total[{{w}}]))"
     f" + sum by ({BY}) (increase(llamacpp:prompt_tokens_total[{{w}}]))))",
     "gen_tps": f"sum by ({BY}) (rate(vllm:generation_tokens_total[{{w}}]))"
-    f" or sum by ({BY}) (rate(llamacpp:tokens_predicted_total[{{w}}]))",
+    f" or sum by ({BY}) (rate(llamacpp:tokens_predicted_total[{{w}}]))"
+    f" or sum by ({BY}) (rate({PROXY}output_tokens_total[{{w}}]))",
     "itl_mean": f"(sum by ({BY}) (rate(vllm:inter_token_latency_seconds_sum[{{w}}]))"
     f" / sum by ({BY}) (rate(vllm:inter_token_latency_seconds_count[{{w}}])))"
     f" or (sum by ({BY}) (rate(llamacpp:tokens_predicted_seconds_total[{{w}}]))"
-    f" / sum by ({BY}) (rate(llamacpp:tokens_predicted_total[{{w}}])))",
+    f" / sum by ({BY}) (rate(llamacpp:tokens_predicted_total[{{w}}])))"
+    f" or (sum by ({BY}) (rate({PROXY}itl_seconds_sum[{{w}}]))"
+    f" / sum by ({BY}) (rate({PROXY}itl_seconds_count[{{w}}])))",
 }
 for _col, _hist in (("ttft", "time_to_first_token"), ("itl", "inter_token_latency")):
     for _q in (50, 90):
         ROW_EXPRS[f"{_col}_p{_q}"] = (
             f"histogram_quantile({_q / 100}, sum by ({BY}, le)"
             f" (rate(vllm:{_hist}_seconds_bucket[{{w}}])))"
+            f" or histogram_quantile({_q / 100}, sum by ({BY}, le)"
+            f" (rate({PROXY}{_col}_seconds_bucket[{{w}}])))"
         )
 # Per-GPU and per-host series, labels kept (the join is done here, by host).
 GPU_SERIES: dict[str, str] = {
@@ -187,22 +198,33 @@ def build_rows(
                 cols.setdefault(key, {})[col] = value
                 if col == "kind_vllm" and labels.get("model_name"):
                     cols[key]["model"] = labels["model_name"]
+                if col == "kind_proxy":
+                    cols[key]["upstream_kind"] = labels.get("kind") or "?"
     _gpus(out, gpu_cols.values())
     _hosts(out, cols)
-    endpoint_jobs = {
-        job for (job, _), c in cols.items() if "kind_vllm" in c or "kind_llamacpp" in c
-    }
+    endpoint_jobs = {job for (job, _), c in cols.items() if _kind(c) is not None}
     for t in targets:
         labels = t.get("labels") or {}
         key = (labels.get("job", ""), labels.get("instance", ""))
         c = cols.get(key, {})
-        kind = "vllm" if "kind_vllm" in c else "llama-server" if "kind_llamacpp" in c else None
+        kind = _kind(c)
         health = t.get("health")
         if kind is None and (health == "up" or key[0] not in endpoint_jobs):
             continue  # hardware, Prometheus itself, or something that is no endpoint
         row = _row(t, key, kind, c, window_s)
         out.rows[(urlsplit(row.url).netloc if row.url else "") or key[1]] = row
     return out
+
+
+def _kind(c: dict[str, Any]) -> str | None:
+    """vllm, llama-server, proxy→KIND (an infertop proxy in front of KIND), or None."""
+    if "kind_vllm" in c:
+        return "vllm"
+    if "kind_llamacpp" in c:
+        return "llama-server"
+    if "kind_proxy" in c:
+        return f"proxy→{c.get('upstream_kind') or '?'}"
+    return None
 
 
 def _row(

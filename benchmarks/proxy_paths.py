@@ -1,0 +1,161 @@
+"""The three paths benchmarks/proxy_overhead.py compares, started as processes: a pace
+server (tests/support/pace_server.py), nginx in front of it as a streaming proxy (Debian's,
+configured as RECIPES.md says, run from a temporary folder), and `infertop proxy` in front
+of it. Plus the CPU reading both proxies are charged by (utime + stime from /proc).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PACE = ROOT / "tests" / "support" / "pace_server.py"
+TICKS = os.sysconf("SC_CLK_TCK")
+NGINX_CONF = """
+daemon off;
+worker_processes 1;
+{user}
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  upstream pace {{ server 127.0.0.1:{upstream}; keepalive 64; }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://pace;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_cache off;
+      proxy_read_timeout 600s;
+    }}
+  }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def wait_up(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) of these processes so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
+@dataclass
+class Servers:
+    pace_url: str
+    paths: dict[str, str]  # name -> base URL
+    cpu_pids: dict[str, list[int]]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workdir: Path = field(default_factory=Path)
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.wait(5)
+
+
+def start_servers(interval_ms: float, concurrency: int, events: Path | None) -> Servers:
+    work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    pace_port = free_port()
+    procs.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(PACE),
+                "--port",
+                str(pace_port),
+                "--interval-ms",
+                str(interval_ms),
+                "--ttft-ms",
+                "20",
+                "--concurrency",
+                str(concurrency),
+                "--stamps-kept",
+                "4096",
+            ],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    )
+    pace = f"http://127.0.0.1:{pace_port}"
+    wait_up(pace + "/health")
+    paths = {"direct": pace}
+    cpu_pids: dict[str, list[int]] = {}
+    nginx = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if nginx:
+        port = free_port()
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (work / d).mkdir()
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = work / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(dir=work, upstream=pace_port, port=port, user=user))
+        p = subprocess.Popen([nginx, "-c", str(conf), "-p", str(work)], stderr=subprocess.DEVNULL)
+        procs.append(p)
+        paths["nginx"] = f"http://127.0.0.1:{port}"
+        wait_up(paths["nginx"] + "/health")
+        import psutil
+
+        cpu_pids["nginx"] = [p.pid] + [c.pid for c in psutil.Process(p.pid).children()]
+    port = free_port()
+    cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
+           f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
+    if events is not None:
+        cmd += ["--events", str(events)]
+    ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    procs.append(ours)
+    paths["ours"] = f"http://127.0.0.1:{port}"
+    wait_up(paths["ours"] + "/infertop/health")
+    cpu_pids["ours"] = [ours.pid]
+    return Servers(pace, paths, cpu_pids, procs, work)

@@ -1,0 +1,52 @@
+"""Proxy tests: a proxy on its own thread (the real code, a real socket) in front of the
+pace server, a scripted upstream or a fault server; clients are raw sockets, httpx, or
+the real SDKs (tests/http/test_proxy_real.py has the real engines)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+for _p in (SUPPORT, Path(__file__).resolve().parent):  # proxy_support.py (importlib mode)
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import pace_server  # noqa: E402
+
+from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
+
+
+@pytest.fixture
+def pace() -> Iterator[tuple[str, pace_server.PaceServer]]:
+    """A pace server: 20 ms to the first token, then one every 10 ms, 16 tokens."""
+    port, server, stop = pace_server.start_in_thread(
+        pace_server.PaceConfig(interval_ms=10, ttft_ms=20, tokens=16)
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        stop()
+
+
+@pytest.fixture
+def start_proxy() -> Iterator[Callable[..., ProxyThread]]:
+    """``start_proxy(upstream_url, **config)`` → a running ProxyThread (its ``url``)."""
+    running: list[ProxyThread] = []
+
+    def start(upstream: str, **kw) -> ProxyThread:  # type: ignore[no-untyped-def]
+        kw.setdefault("listen_port", 0)
+        kw.setdefault("kind", "openai")
+        t = ProxyThread(ProxyConfig(upstream=upstream, **kw))
+        t.start()
+        running.append(t)
+        return t
+
+    try:
+        yield start
+    finally:
+        for t in running:
+            t.stop()

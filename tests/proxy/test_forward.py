@@ -1,0 +1,264 @@
+"""Forwarding, against an upstream that sends exact bytes on a schedule: the same bytes
+reach the client, each read at once; the request reaches the upstream as it came; faults
+are the upstream's own or a 502/504 that says why."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+from proxy_support import raw_exchange, read_response, wait_until
+from scripted_upstream import CLOSE, HANG, ScriptedUpstream, chunked, sse_head
+
+SSE = [
+    b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n',
+    b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n',
+    b'data: {"choices":[{"delta":{"content":"lo"}}]}\n\n',
+    b'data: {"choices":[{"delta":{},"finish_reason":"stop"}],'
+    b'"usage":{"prompt_tokens":5,"completion_tokens":2}}\n\n',
+    b"data: [DONE]\n\n",
+]
+REQUEST = (
+    b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: proxy\r\nUser-Agent: test/1\r\n"
+    b"Authorization: Bearer sk-secret\r\nX-Custom: Mixed Case\r\nContent-Type: application/json\r\n"
+    b'Content-Length: 27\r\n\r\n{"model":"m","stream":true}'
+)
+
+
+def test_the_answer_reaches_the_client_byte_for_byte(start_proxy) -> None:
+    body = chunked(*SSE)
+    # the upstream's writes cut the chunk framing in awkward places
+    pieces = [body[:7], body[7:50], body[50:51], body[51:200], body[200:]]
+    up = ScriptedUpstream(lambda _req: [(0, sse_head())] + [(0.01, p) for p in pieces])
+    try:
+        proxy = start_proxy(up.url)
+        got = raw_exchange(
+            proxy.url, REQUEST.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nConnection: close\r\n", 1)
+        )
+        head, _, rest = got.partition(b"\r\n\r\n")
+        assert rest == body  # chunk framing and all, as the upstream wrote it
+        assert head == (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Upstream-Case: Kept\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close"
+        )
+        # and the request reached the upstream as it came (Host set to the upstream's)
+        assert up.requests[0] == (
+            b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: " + up.url[7:].encode()
+            + b"\r\nUser-Agent: test/1\r\nAuthorization: Bearer sk-secret\r\n"
+            b"X-Custom: Mixed Case\r\nContent-Type: application/json\r\nContent-Length: 27\r\n"
+            b'\r\n{"model":"m","stream":true}'
+        )  # fmt: skip
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        assert rec.state == "done" and rec.metrics.output_tokens == 2
+        assert rec.metrics.output_tokens_source == "usage" and rec.timeline.text == "Hello"
+    finally:
+        up.stop()
+
+
+def test_each_upstream_read_is_passed_on_at_once(start_proxy) -> None:
+    """Five events 80 ms apart: each reaches the client within a few ms of being sent
+    (no buffering), and the proxy's own stamp of it lies between the two."""
+    frames = [b"%x\r\n%s\r\n" % (len(e), e) for e in SSE] + [b"0\r\n\r\n"]
+    up = ScriptedUpstream(lambda _req: [(0, sse_head())] + [(0.08, f) for f in frames])
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(REQUEST)
+            got: list[tuple[int, bytes]] = []
+            buf = b""
+            while not buf.endswith(b"0\r\n\r\n"):
+                data = s.recv(65536)
+                assert data
+                got.append((time.perf_counter_ns(), data))
+                buf += data
+        sent = up.sent_ns[0][1:]  # after the head
+        arrived = [t for t, d in got if not d.startswith(b"HTTP/1.1")]
+        assert len(arrived) == len(sent) == len(frames)  # one client read per upstream write
+        lags = [(a - s) / 1e6 for a, s in zip(arrived, sent)]
+        assert max(lags) < 25, lags  # loaded CI; typically ~0.2 ms (benchmarks/proxy_overhead.py)
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        stamps = rec.timeline.chunk_ns  # the two chunks with text
+        # (a loopback packet reaches the proxy's socket inside the upstream's send call:
+        # its kernel stamp may precede the upstream's clock read after that call)
+        for stamp, s_ns, a_ns in zip(stamps, sent[1:3], arrived[1:3]):
+            assert s_ns - 1_000_000 <= stamp <= a_ns
+    finally:
+        up.stop()
+
+
+def test_an_http10_client_gets_the_body_dechunked_then_close(start_proxy) -> None:
+    up = ScriptedUpstream(lambda _req: [(0, sse_head() + chunked(*SSE))])
+    try:
+        proxy = start_proxy(up.url)
+        got = raw_exchange(proxy.url, REQUEST.replace(b"HTTP/1.1", b"HTTP/1.0", 1))
+        head, _, rest = got.partition(b"\r\n\r\n")
+        assert rest == b"".join(SSE)
+        assert b"Transfer-Encoding" not in head and head.endswith(b"Connection: close")
+    finally:
+        up.stop()
+
+
+def test_length_close_and_no_body_framings(start_proxy) -> None:
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    answers = {
+        b"/len": [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")],
+        b"/close": [
+            (0, b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil "),
+            (0.02, b"close"),
+            (0, CLOSE),
+        ],
+        b"/204": [(0, b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n")],
+        b"/interim": [
+            (0, b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"),
+            (0.01, ok),
+        ],
+    }
+    up = ScriptedUpstream(lambda req: answers[req.split(b" ")[1]])
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            for path, body in ((b"/len", b"hello"), (b"/204", b""), (b"/interim", b"ok")):
+                s.sendall(b"GET %s HTTP/1.1\r\nHost: p\r\n\r\n" % path)
+                head, got = read_response(s)
+                assert got == body and b"100 Continue" not in head
+            s.sendall(b"GET /close HTTP/1.1\r\nHost: p\r\n\r\n")
+            rest = b""
+            while data := s.recv(65536):
+                rest += data
+            assert rest.endswith(b"\r\n\r\nuntil close") and b"Connection: close" in rest
+    finally:
+        up.stop()
+
+
+def test_keep_alive_upstream_connections_are_reused(start_proxy) -> None:
+    up = ScriptedUpstream(lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            for _ in range(5):
+                s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+                assert read_response(s)[1] == b"ok"
+        assert up.connections == 1
+        # pipelined: two requests in one write, answered in order
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /a HTTP/1.1\r\nHost: p\r\n\r\nGET /b HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok" and read_response(s)[1] == b"ok"
+        assert [r.split(b" ")[1] for r in up.requests[-2:]] == [b"/a", b"/b"]
+    finally:
+        up.stop()
+
+
+def test_bytes_after_the_framed_end_are_not_passed_on(start_proxy) -> None:
+    up = ScriptedUpstream(
+        lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA-JUNK")]
+    )
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            for _ in range(2):
+                s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+                head, body = read_response(s)
+                assert body == b"ok"
+        assert up.connections == 2  # a connection that sent junk is not reused
+    finally:
+        up.stop()
+
+
+def test_expect_100_continue_and_a_chunked_request(start_proxy) -> None:
+    up = ScriptedUpstream(lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: p\r\nExpect: 100-continue\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+            assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            s.sendall(b'4\r\n{"a"\r\n3\r\n:1}\r\n0\r\n\r\n')
+            assert read_response(s)[1] == b"ok"
+        req = up.requests[0]
+        assert req.endswith(b'Content-Length: 7\r\n\r\n{"a":1}') and b"Expect" not in req
+        assert b"Transfer-Encoding" not in req
+    finally:
+        up.stop()
+
+
+def test_an_error_status_passes_through_unchanged_and_fails_the_row(start_proxy) -> None:
+    err = b'{"error":{"message":"model \\"nope\\" not found","code":404}}'
+    up = ScriptedUpstream(
+        lambda _req: [(0, b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (len(err), err))]
+    )  # fmt: skip
+    try:
+        proxy = start_proxy(up.url)
+        got = raw_exchange(
+            proxy.url, REQUEST.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nConnection: close\r\n", 1)
+        )
+        assert got.startswith(b"HTTP/1.1 404 Not Found\r\n") and got.endswith(err)
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        assert rec.state == "failed" and rec.row().error == 'HTTP 404: model "nope" not found'
+        assert rec.timeline.error_kind == "http"
+    finally:
+        up.stop()
+
+
+def test_an_unreachable_or_silent_upstream_is_a_502_or_504(start_proxy) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    proxy = start_proxy(dead)
+    got = raw_exchange(
+        proxy.url, b"GET /v1/models HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n"
+    )
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 502 Bad Gateway")
+    assert "connection refused" in json.loads(body)["error"]["message"]
+    up = ScriptedUpstream(lambda _req: [(0, HANG)])
+    try:
+        silent = start_proxy(up.url, read_timeout=0.5)
+        got = raw_exchange(
+            silent.url, REQUEST.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nConnection: close\r\n", 1)
+        )
+        assert got.startswith(b"HTTP/1.1 504 Gateway Timeout")
+        rec = silent.call(lambda: silent.proxy.book.recent[-1])
+        assert rec.state == "failed" and rec.timeline.error_kind == "timeout"
+    finally:
+        up.stop()
+
+
+def test_an_answer_cut_short_upstream_is_cut_short_for_the_client(start_proxy) -> None:
+    """The upstream dies mid-body: the client's connection closes before the last chunk
+    (so no client can take a partial answer for a whole one) and the row fails."""
+    body = chunked(*SSE)
+    up = ScriptedUpstream(lambda _req: [(0, sse_head() + body[:120]), (0.02, CLOSE)])
+    try:
+        proxy = start_proxy(up.url)
+        got = raw_exchange(proxy.url, REQUEST)
+        assert got.endswith(body[:120]) and not got.endswith(b"0\r\n\r\n")
+        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.book.recent)) == 1)
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        assert rec.state == "failed" and "cut short" in rec.timeline.error
+    finally:
+        up.stop()
+
+
+@pytest.mark.parametrize("stall", [True, False])
+def test_a_stalled_upstream_stream_ends_in_time(start_proxy, stall: bool) -> None:
+    frames = [(0, sse_head() + b"%x\r\n%s\r\n" % (len(SSE[1]), SSE[1]))]
+    up = ScriptedUpstream(lambda _req: frames + [(0, HANG)] if stall else frames + [(0, CLOSE)])
+    try:
+        proxy = start_proxy(up.url, read_timeout=0.6, stall_timeout=0.6)
+        t0 = time.monotonic()
+        raw_exchange(proxy.url, REQUEST)
+        assert time.monotonic() - t0 < 5
+        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.book.recent)) == 1)
+        rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
+        assert rec.state == "failed" and rec.metrics.output_tokens == 1
+        assert rec.timeline.error_kind == ("timeout" if stall else "protocol")
+    finally:
+        up.stop()

@@ -1,0 +1,239 @@
+"""RequestsScreen: every client's requests through an ``infertop proxy``, live, like top.
+
+One row per request in flight and the recent ones (client, route, model, prompt and
+output tokens, TTFT, current tok/s, ITL p50, age, state), sortable; above them the chat
+screen's sparklines fed by all the traffic (one value per finished request: TTFT, ITL
+p50, decode tok/s; and all output tokens per second); under them the highlighted row in
+full. Enter opens that request's timeline (tui/app/screens/request_timeline.py), where
+its text is shown only when asked for. Whose hardware: the app's sampler (``--telemetry``),
+one line.
+
+The feed (:class:`tui.proxy.watch.ProxyWatch`, its own thread) is copied on a timer at
+:data:`REFRESH_S`; the table is redrawn only when a copy changed or rows age.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.app.messages import TelemetrySampled
+from tui.app.widgets.hardware_panel import source_tag
+from tui.app.widgets.metric_lines import MetricLines
+from tui.app.widgets.metrics_panel import values_text
+from tui.app.widgets.requests_table import RequestsTable
+from tui.core.safe_text import terminal_label
+from tui.proxy.columns import BY_KEY, Column, detail_text, fit_columns, sort_rows
+from tui.proxy.rows import RequestRow
+from tui.proxy.watch import ProxyWatch, WatchSnapshot
+
+REFRESH_S = 0.5
+SCROLLBAR = 2
+SPARK_ROWS = [
+    ("ttft", "TTFT ms", "ms"),
+    ("itl", "ITL ms", "ms"),
+    ("decode", "dec t/s", "tok/s"),
+    ("rate", "all t/s", "tok/s"),
+]
+
+
+class RequestsFeed(Protocol):
+    """What the screen reads: :class:`ProxyWatch`, or a test's fixed one."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def snapshot(self) -> WatchSnapshot: ...
+    def detail(self, rid: str, with_text: bool = False) -> dict[str, Any]: ...
+
+
+def status_text(snap: WatchSnapshot, url: str) -> str:
+    """The line above the sparklines: the counts first (they matter at 80 columns),
+    then the link's trouble, then the upstream and the proxy."""
+    info, totals = snap.info, snap.totals
+    flying = sum(1 for r in snap.rows if r.in_flight)
+    parts = [f"{flying} in flight"]
+    if totals:
+        failed, cancelled = totals.get("failed", 0), totals.get("cancelled", 0)
+        counts = f"{totals.get('ended', 0) - failed - cancelled} done"
+        counts += f", {failed} failed" if failed else ""
+        counts += f", {cancelled} cancelled" if cancelled else ""
+        parts.append(counts)
+        if totals.get("other"):
+            parts.append(f"{totals['other']} other requests")
+    if not snap.attached:
+        parts.append(snap.status)
+    if snap.bad_lines:
+        parts.append(f"{snap.bad_lines} bad lines skipped")
+    up = info.get("upstream")
+    where = f"{info.get('kind') or '?'} {up}" if up else ""
+    parts.append(f"{where} via proxy {info.get('listen') or url}".strip())
+    return terminal_label(" · ".join(parts), 1000)
+
+
+def hardware_line(s: Any, width: int) -> str:
+    """Whose hardware and how busy, one line: CPU, RAM, then each GPU's utilisation,
+    memory and power, as many GPUs as fit ``width``."""
+    head = "hardware " + (source_tag(s).rstrip(": ") or "(this machine)") + ":"
+    parts = [head]
+    if s.system is not None:
+        parts.append(f"CPU {s.system.cpu_percent:.0f}% RAM {s.system.ram_used / 2**30:.1f}G")
+    for g in s.gpu.gpus:
+        util = "–" if g.util_percent is None else f"{g.util_percent:.0f}%"
+        mem = "" if g.mem_used is None else f" {g.mem_used / 2**30:.0f}"
+        if mem and g.mem_total:
+            mem += f"/{g.mem_total / 2**30:.0f}G"
+        power = "" if g.power_w is None else f" {g.power_w:.0f}W"
+        part = f"GPU{g.index} {util}{mem}{power}"
+        if len(" ".join([*parts, part])) > width:
+            break
+        parts.append(part)
+    if not s.gpu.gpus:
+        parts.append("no GPU")
+    return terminal_label(" ".join(parts), width)
+
+
+class RequestsScreen(Screen[None]):
+    CSS_PATH = "requests.tcss"
+
+    BINDINGS = [
+        Binding("enter", "open", "Timeline", id="requests_open", priority=True),
+        Binding("s", "sort(1)", "Sort", id="requests_sort"),
+        Binding("S", "sort(-1)", "Sort back", id="requests_sort_back", show=False),
+        Binding("r", "reverse", "Reverse", id="requests_reverse"),
+        Binding("f", "follow", "Follow", id="requests_follow"),
+    ]
+
+    def __init__(self, feed: str | RequestsFeed) -> None:
+        super().__init__(id="requests")
+        self.url = feed if isinstance(feed, str) else ""
+        self.feed: RequestsFeed = ProxyWatch(feed) if isinstance(feed, str) else feed
+        self.snapshot: WatchSnapshot | None = None
+        self.rows: list[RequestRow] = []
+        self.sort_key = "age_ms"
+        self.sort_reverse = False  # newest first
+        self.columns: list[tuple[Column, int]] = []
+        self.sample: Any = None
+        self._drawn_version = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("attaching to the proxy…", id="req-status", markup=False)
+        rows = [(key, label) for key, label, _ in SPARK_ROWS]
+        yield MetricLines(rows, label_width=8, values_width=34, min_spark=8)
+        yield Static("", id="req-hw", markup=False)  # shown once a hardware sample comes
+        yield RequestsTable(id="req-table")
+        yield Static("", id="req-detail", markup=False)
+        yield Footer(compact=True)
+
+    @property
+    def table(self) -> RequestsTable:
+        return self.query_one(RequestsTable)
+
+    def on_mount(self) -> None:
+        self._set_columns(self.size.width)
+        self.table.focus()
+        self.feed.start()
+        self.refresh_rows()
+        self.set_interval(REFRESH_S, self.refresh_rows)
+
+    def on_unmount(self) -> None:
+        self.feed.stop()
+
+    # -- drawing ------------------------------------------------------------------------
+    def on_resize(self, event) -> None:  # type: ignore[no-untyped-def]
+        self._set_columns(event.size.width)
+
+    def _set_columns(self, width: int) -> None:
+        cols = fit_columns(max(20, width - SCROLLBAR))
+        if [(c.key, w) for c, w in cols] != [(c.key, w) for c, w in self.columns]:
+            self.columns = cols
+            self._fill()
+
+    def refresh_rows(self) -> None:
+        """Copy the feed and redraw what changed (the timer's tick)."""
+        snap = self.feed.snapshot()
+        self.snapshot = snap
+        self.rows = snap.rows
+        self.query_one("#req-status", Static).update(status_text(snap, self.url))
+        if snap.version != self._drawn_version or any(r.in_flight for r in snap.rows):
+            self._drawn_version = snap.version
+            self._fill()
+            self._sparks(snap)
+
+    def _sparks(self, snap: WatchSnapshot) -> None:
+        lines = self.query_one(MetricLines)
+        for key, _, unit in SPARK_ROWS:
+            values = snap.series.get(key, [])
+            current = values[-1] if values else None
+            lines.show(key, values, values_text(unit, values, current))
+
+    def _header(self, col: Column) -> str:
+        arrow = ("▼" if self.sort_reverse else "▲") if col.key == self.sort_key else ""
+        return col.header + arrow
+
+    def _fill(self) -> None:
+        rows = sort_rows(self.rows, self.sort_key, self.sort_reverse)
+        headers = [self._header(c) for c, _ in self.columns]
+        self.table.show(self.columns, rows, headers)  # type: ignore[arg-type]
+        self._show_detail()
+
+    def highlighted_row(self) -> RequestRow | None:
+        table = self.table
+        return table.rows[table.cursor] if table.rows else None  # type: ignore[return-value]
+
+    def _show_detail(self) -> None:
+        row = self.highlighted_row()
+        self.query_one("#req-detail", Static).update(detail_text(row) if row else "")
+
+    @on(RequestsTable.Highlighted)
+    def _highlighted(self, _msg: RequestsTable.Highlighted) -> None:
+        self._show_detail()
+
+    @on(TelemetrySampled)
+    def _telemetry(self, msg: TelemetrySampled) -> None:
+        self.sample = msg.sample
+        text = hardware_line(msg.sample, max(20, self.size.width - 2))
+        line = self.query_one("#req-hw", Static)
+        line.update(text)
+        line.display = True
+
+    # -- keys ---------------------------------------------------------------------------
+    def _sort_by(self, key: str, reverse: bool) -> None:
+        self.sort_key, self.sort_reverse = key, reverse
+        self._fill()
+
+    def action_sort(self, step: int) -> None:
+        """s / S: sort by the next / previous column shown (numbers: largest first)."""
+        keys = [c.key for c, _ in self.columns]
+        i = keys.index(self.sort_key) if self.sort_key in keys else 0
+        key = keys[(i + step) % len(keys)]
+        self._sort_by(key, reverse=BY_KEY[key].numeric and key != "age_ms")
+
+    def action_reverse(self) -> None:
+        self._sort_by(self.sort_key, not self.sort_reverse)
+
+    def action_follow(self) -> None:
+        """f: newest first again, the cursor on the top row."""
+        self.sort_key, self.sort_reverse = "age_ms", False
+        self._fill()
+        self.table.move_to(0)
+
+    @on(RequestsTable.HeaderClicked)
+    def _header_clicked(self, msg: RequestsTable.HeaderClicked) -> None:
+        if msg.column == self.sort_key:
+            self.action_reverse()
+        else:
+            self._sort_by(msg.column, reverse=BY_KEY[msg.column].numeric)
+
+    def action_open(self) -> None:
+        """Enter: the highlighted request's timeline."""
+        row = self.highlighted_row()
+        if row is None:
+            return
+        from tui.app.screens.request_timeline import RequestTimelineScreen
+
+        self.app.push_screen(RequestTimelineScreen(self.feed, row))

@@ -1,0 +1,305 @@
+"""``infertop proxy``: watch other clients' inference by standing between them and a server.
+
+Headless by default (no Textual import): it forwards, measures and exports until
+Ctrl+C. ``--ui`` also opens the requests view in this terminal — the proxy then runs as
+a child process of its own, so drawing the screen never holds up a byte being forwarded
+(one Python process would share one GIL between them). Details: docs/proxy.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tui.cli.common import CLIError, fail
+
+DEFAULT_LISTEN = "127.0.0.1:8800"
+KINDS = ("ollama", "llama-server", "vllm", "openai")
+ANNOUNCE = "infertop proxy listening on "
+
+EPILOG = """\
+Point your clients at the proxy instead of the server (OPENAI_BASE_URL=http://127.0.0.1:8800/v1,
+OLLAMA_HOST=http://127.0.0.1:8800, ...). Every request and answer passes unchanged, each
+read of the answer at once. The proxy's own routes: /infertop/metrics (Prometheus),
+/infertop/events and /infertop/requests/ID (the requests view; loopback clients only).
+Watch from another terminal, or a laptop through an ssh tunnel: infertop --watch URL.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("--upstream", required=True, metavar="URL", help="the server (http://)")
+    p.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help=f"where clients connect (default {DEFAULT_LISTEN}; port 0: any free one)",
+    )
+    p.add_argument(
+        "--public",
+        action="store_true",
+        help="allow a --listen address beyond loopback: anyone who can reach it can then "
+        "use the upstream through the proxy (the requests view stays loopback-only)",
+    )
+    p.add_argument(
+        "--kind", choices=KINDS, help="the upstream's kind (default: detected, as run --url)"
+    )
+    p.add_argument(
+        "--events",
+        metavar="FILE",
+        help="append one JSON line per finished request (the session log's format, "
+        "text withheld; 0600)",
+    )
+    p.add_argument("--ui", action="store_true", help="also open the requests view here")
+    p.add_argument("--telemetry", metavar="SOURCE", help="with --ui: whose hardware the view shows")
+    p.add_argument("--log", action="store_true", help="one line per finished request on stderr")
+    p.add_argument(
+        "--no-engine-truth",
+        action="store_true",
+        help="vLLM: never read its /metrics (by default read only while no request passes)",
+    )
+    p.add_argument("--max-body-mb", type=float, default=32.0, metavar="MB", help="default 32")
+    p.add_argument("--max-clients", type=int, default=1024, metavar="N", help="default 1024")
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="longest wait for the upstream's answer to begin, and between its reads (default 600)",
+    )
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[V6]:PORT`` → (host, port); CLIError naming what is wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isascii() or not port.isdigit() or int(port) > 65535:
+        raise CLIError(f"--listen {text!r}: expected HOST:PORT")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return host or "127.0.0.1", int(port)
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def upstream_url(text: str) -> str:
+    parts = urlsplit(text.strip())
+    if parts.scheme != "http" or not parts.hostname:
+        raise CLIError(f"--upstream {text!r}: an http:// URL (https upstreams are not proxied)")
+    if "@" in parts.netloc:
+        raise CLIError("--upstream: no credentials in the URL (clients send their own)")
+    base = f"http://{parts.netloc}{parts.path}".rstrip("/")
+    return base[:-3] if base.endswith("/v1") else base
+
+
+def detect(url: str, kind: str | None) -> tuple[str, str | None, str]:
+    """(kind, version, one line of evidence) of the upstream, as ``run --url`` finds it."""
+    if kind is not None:
+        return kind, None, "given with --kind"
+    from tui.engines.base import EngineError
+    from tui.engines.detect import detect_server
+
+    try:
+        found = detect_server(url)
+    except EngineError as e:
+        raise CLIError(f"--upstream: {e} (or name it with --kind)", 1) from None
+    return found.kind, found.version, "; ".join(found.evidence)
+
+
+def build_config(args: argparse.Namespace) -> tuple[Any, str]:
+    from tui.proxy.server import ProxyConfig
+
+    host, port = parse_listen(args.listen)
+    if not is_loopback_host(host) and not args.public:
+        raise CLIError(
+            f"--listen {args.listen}: beyond loopback, anyone who can reach it can use the "
+            "upstream through the proxy; add --public if that is what you want"
+        )
+    if not 0 < args.max_body_mb <= 4096 or not 0 < args.read_timeout <= 86_400:
+        raise CLIError("--max-body-mb and --read-timeout must be positive and sane")
+    url = upstream_url(args.upstream)
+    kind, version, evidence = detect(url, args.kind)
+    config = ProxyConfig(
+        upstream=url,
+        kind=kind,
+        version=version,
+        listen_host=host,
+        listen_port=port,
+        read_timeout=args.read_timeout,
+        stall_timeout=args.read_timeout,
+        max_body=int(args.max_body_mb * 1024 * 1024),
+        max_clients=max(1, args.max_clients),
+        events_path=args.events,
+        engine_truth=not args.no_engine_truth,
+    )
+    return config, evidence
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config, evidence = build_config(args)
+    except CLIError as e:
+        return fail(str(e), e.code)
+    if args.ui:
+        return _with_ui(args, config)
+    return serve(config, evidence, log=args.log)
+
+
+def serve(config: Any, evidence: str, log: bool) -> int:
+    """Run the proxy until SIGINT/SIGTERM (the headless command)."""
+    import asyncio
+
+    from tui.proxy.server import Proxy, run_loop
+
+    async def run() -> int:
+        proxy = Proxy(config, note=lambda t: print(f"infertop proxy: {t}", file=sys.stderr))
+        if log:
+            proxy.book.on_end = _log_line
+        try:
+            await proxy.start()
+        except OSError as e:
+            print(f"infertop: error: cannot listen on {config.listen_host}:{config.listen_port}: "
+                  f"{e.strerror or e}", file=sys.stderr)  # fmt: skip
+            return 1
+        print(ANNOUNCE + proxy.url, flush=True)
+        print(
+            f"infertop proxy: {proxy.url} → {config.kind} at {config.upstream} ({evidence}); "
+            f"metrics at {proxy.url}/infertop/metrics; watch: infertop --watch {proxy.url}",
+            file=sys.stderr,
+            flush=True,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await proxy.close()
+        return 0
+
+    return int(run_loop(run()) or 0)
+
+
+def _log_line(rec: Any) -> None:
+    from tui.core.safe_text import terminal_label
+    from tui.proxy.columns import ms_text, tokens_text, tps_text
+
+    r = rec.row()
+    line = (
+        f"{r.id} {r.client} {r.method} {r.route} {r.status or '-'} {r.state} "
+        f"model={r.model or '-'} in={tokens_text(r.prompt_tokens)} "
+        f"out={tokens_text(r.output_tokens, r.output_estimated)} TTFT={ms_text(r.ttft_ms)} "
+        f"tok/s={tps_text(r.tps)} e2e={ms_text(r.e2e_ms)}"
+        + (f" error={r.error}" if r.error else "")
+    )
+    print(terminal_label(line, 1000), file=sys.stderr, flush=True)
+
+
+def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
+    """The headless proxy this ``--ui`` run starts (the kind already detected)."""
+    from tui.core.child_python import python_argv
+
+    argv = [
+        "proxy",
+        "--upstream",
+        config.upstream,
+        "--listen",
+        args.listen,
+        "--kind",
+        config.kind,
+        "--max-body-mb",
+        str(args.max_body_mb),
+        "--max-clients",
+        str(config.max_clients),
+        "--read-timeout",
+        str(args.read_timeout),
+    ]
+    if args.public:
+        argv.append("--public")
+    if args.events:
+        argv += ["--events", str(Path(args.events).expanduser().resolve())]
+    if args.no_engine_truth:
+        argv.append("--no-engine-truth")
+    return python_argv("tui", *argv)
+
+
+def _with_ui(args: argparse.Namespace, config: Any) -> int:
+    from tui.cli.common import load
+    from tui.core.child_python import child_env, neutral_cwd
+
+    try:
+        cfg = load(args)
+    except CLIError as e:
+        return fail(str(e), e.code)
+    log_path = proxy_log_path()
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        child = subprocess.Popen(
+            child_argv(args, config),
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+            cwd=neutral_cwd(),
+        )
+    try:
+        url = _announced(child)
+        if url is None:
+            return fail(f"the proxy did not start (its log: {log_path})", 1)
+        from tui.cli.ui import engine_log_path, prepare_terminal_ui
+
+        prepare_terminal_ui()
+        from tui.app.app import create_app, default_state_file
+        from tui.app.terminal import engine_stderr_to
+
+        app = create_app(
+            cfg, state_path=default_state_file(), telemetry_source=args.telemetry, watch=url
+        )
+        with engine_stderr_to(engine_log_path()):
+            app.run()
+        return int(app.return_code or 0)
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(5)
+
+
+def _announced(child: subprocess.Popen[bytes], timeout_s: float = 30.0) -> str | None:
+    """The URL the child proxy prints once it listens (None: it exited or took too long)."""
+    import threading
+
+    found: list[str] = []
+
+    def read() -> None:
+        assert child.stdout is not None
+        for raw in child.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if line.startswith(ANNOUNCE):
+                found.append(line[len(ANNOUNCE) :])
+                return
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return found[0] if found else None
+
+
+def proxy_log_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("infertop")) / "proxy.log"

@@ -1,0 +1,293 @@
+"""One client connection of the proxy: reading its requests within bounds, writing its
+answers, and the limits that keep one client from costing the others.
+
+A connection (:class:`ClientConnection`, an asyncio Protocol) reads one request at a
+time: its head within :data:`~tui.proxy.wire.HEAD_LIMIT` bytes, its body within
+``max_body`` bytes (Content-Length or chunked), both within ``client_timeout`` seconds of
+the request's first byte (a drip does not restart the clock); a kept-alive connection may
+then wait ``idle_timeout`` for the next. Bytes a client sends while its answer streams (a
+pipelined request) are kept up to :data:`PIPELINE_LIMIT`, then its socket is not read
+until the answer ends. Its unsent answer bytes are bounded too: past :data:`HIGH_WATER`
+the upstream socket feeding it stops being read (TCP then slows that one upstream stream;
+nobody else's), and a client that reads nothing for ``client_stall`` seconds is dropped
+(its upstream request cancelled).
+
+Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
+request is forwarded (:mod:`tui.proxy.forward`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+import httpx
+
+from tui.proxy import own_routes
+from tui.proxy.book import WATCHER_BUFFER
+from tui.proxy.forward import ClientRequest, error_response, forward
+from tui.proxy.peer import same_user
+from tui.proxy.upstream import UpstreamConn
+from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
+
+if TYPE_CHECKING:
+    from tui.proxy.server import Proxy
+
+HIGH_WATER = 1024 * 1024
+LOW_WATER = 256 * 1024
+PIPELINE_LIMIT = 64 * 1024
+
+
+def format_peer(peer: Any) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer or "?")
+
+
+def is_loopback(peer: Any) -> bool:
+    try:
+        addr = ipaddress.ip_address(str(peer[0]).partition("%")[0])
+    except (ValueError, TypeError, IndexError):
+        return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback
+
+
+class ClientConnection(asyncio.Protocol):
+    """One client connection (see the module docstring)."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.loopback = False
+        self.closed = False
+        self.paused = False  # our unsent bytes passed HIGH_WATER
+        self.upstream: UpstreamConn | None = None
+        self.buf = bytearray()
+        self.head: RequestHead | None = None
+        self.chunks: PassChunked | None = None
+        self.body: list[bytes] = []
+        self.body_size = 0
+        self.task: asyncio.Task[None] | None = None
+        self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
+        self.stall_timer: asyncio.TimerHandle | None = None
+        self.reading = True
+        self.started = False  # a request's first bytes came: its deadline runs
+        self.eof = False  # the client half-closed: no request follows this one
+        self.dropped_for: str | None = None  # why the proxy dropped this client
+        self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
+        self.watch_ok: bool | None = None  # may_watch(), once asked
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
+        t = self.transport
+        peer = t.get_extra_info("peername")
+        self.peer, self.loopback = format_peer(peer), is_loopback(peer)
+        self.addresses = (peer, t.get_extra_info("sockname"))
+        t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        if len(self.proxy.connections) >= self.proxy.config.max_clients:
+            self.closed = True
+            t.write(error_response(503, "Service Unavailable", "too many clients", True))
+            t.close()
+            return
+        self.proxy.connections.add(self)
+        self._arm(self.proxy.config.idle_timeout)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.buf += data
+        if self.task is not None:  # bytes while an answer streams: a pipelined request
+            if len(self.buf) > PIPELINE_LIMIT and self.reading:
+                self.reading = False
+                assert self.transport is not None
+                self.transport.pause_reading()
+            return
+        self._advance()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        if self.task is None:
+            return False  # nothing in flight: close
+        return True  # a half-closed client may still read its answer
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._disarm()
+        if self.stall_timer is not None:
+            self.stall_timer.cancel()
+        self.proxy.connections.discard(self)
+        if self.task is not None:
+            self.task.cancel()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+        if self.upstream is not None:
+            self.upstream.pause_reading()
+        loop = asyncio.get_running_loop()
+        self.stall_timer = loop.call_later(self.proxy.config.client_stall, self._too_slow)
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        if self.stall_timer is not None:
+            self.stall_timer.cancel()
+            self.stall_timer = None
+        if self.upstream is not None:
+            self.upstream.resume_reading()
+
+    # -- what forward and own_routes use ---------------------------------------------------
+    def may_watch(self) -> bool:
+        """Whether this client may see other people's requests: a loopback client of the
+        user who runs the proxy (Linux: the peer socket's owner, tui/proxy/peer.py);
+        where the owner cannot be told, any loopback client."""
+        if not self.loopback:
+            return False
+        if self.watch_ok is None:
+            found = same_user(*self.addresses, os.getuid())
+            self.watch_ok = True if found is None else found
+        return self.watch_ok
+
+    def write(self, data: bytes) -> None:
+        t = self.transport
+        if t is not None and not self.closed and not t.is_closing():
+            t.write(data)
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def send(self, line: bytes) -> bool:
+        """A watcher's next line (chunk-framed); False once gone or too far behind."""
+        t = self.transport
+        if t is None or self.closed or t.is_closing():
+            return False
+        if t.get_write_buffer_size() > WATCHER_BUFFER:
+            self.dropped_for = "a watcher too far behind"
+            t.close()
+            return False
+        t.write(b"%x\r\n%s\r\n" % (len(line), line))
+        return True
+
+    # -- reading a request -------------------------------------------------------------
+    def _arm(self, seconds: float) -> None:
+        """A deadline for the read in progress, checked by the proxy's sweep (one timer
+        for every connection, not one per request: a timer costs more than a request's
+        head takes to parse)."""
+        self.deadline = asyncio.get_running_loop().time() + seconds
+
+    def _disarm(self) -> None:
+        self.deadline = 0.0
+
+    def check_deadline(self, now: float) -> None:
+        """The sweep's call (about every :data:`~tui.proxy.server.SWEEP_S`)."""
+        if self.deadline and now >= self.deadline:
+            self.deadline = 0.0
+            self._timed_out()
+
+    def _timed_out(self) -> None:
+        if self.task is not None or self.closed:
+            return
+        if self.head is not None or self.buf.strip():
+            self.write(error_response(408, "Request Timeout", "request not complete", True))
+        self.close()
+
+    def _too_slow(self) -> None:
+        self.stall_timer = None
+        self.dropped_for = f"the client read nothing for {self.proxy.config.client_stall:g} s"
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _refuse(self, status: int, reason: str, why: str) -> None:
+        self.write(error_response(status, reason, why, close=True))
+        self.close()
+        self.closed = True
+
+    def _advance(self) -> None:
+        """Parse what came; start the exchange once a request is whole."""
+        config = self.proxy.config
+        if self.head is None:
+            while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
+                del self.buf[:2]
+            if self.buf and not self.started:  # its first byte: the deadline starts
+                self.started = True
+                self._arm(config.client_timeout)
+            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
+            if end < 0:
+                if len(self.buf) > HEAD_LIMIT:
+                    self._refuse(431, "Request Header Fields Too Large", "request head too long")
+                return
+            try:
+                head = parse_request_head(bytes(self.buf[:end]))
+            except BadMessage as e:
+                self._refuse(400, "Bad Request", str(e))
+                return
+            del self.buf[: end + 4]
+            if head.content_length is not None and head.content_length > config.max_body:
+                self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
+                return
+            self.head = head
+            self.chunks = PassChunked() if head.chunked else None
+            self.body, self.body_size = [], 0
+            expect = head.get(b"expect")
+            if expect is not None and expect.lower() == b"100-continue":
+                if head.chunked or head.content_length:
+                    self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        head = self.head
+        if self.chunks is not None:
+            try:
+                out = self.chunks.feed(bytes(self.buf))
+            except httpx.RemoteProtocolError as e:
+                self._refuse(400, "Bad Request", f"bad chunked body: {e}")
+                return
+            rest = self.chunks.leftover
+            self.buf = bytearray(self.buf[len(self.buf) - rest :]) if rest else bytearray()
+            if out:
+                self.body.append(out)
+                self.body_size += len(out)
+            if self.body_size > config.max_body:
+                self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
+                return
+            if not self.chunks.done:
+                return
+            body = b"".join(self.body)
+        else:
+            n = head.content_length or 0
+            if len(self.buf) < n:
+                return
+            body = bytes(self.buf[:n])
+            del self.buf[:n]
+        self._disarm()
+        self.head, self.chunks, self.body, self.started = None, None, [], False
+        req = ClientRequest(head, body, time.perf_counter_ns())
+        self.task = asyncio.get_running_loop().create_task(self._handle(req))
+
+    async def _handle(self, req: ClientRequest) -> None:
+        keep = False
+        try:
+            if req.head.path.startswith(own_routes.PREFIX):
+                keep = await own_routes.serve(self.proxy, self, req)
+            else:
+                keep = await forward(self.proxy, self, req)
+        except asyncio.CancelledError:
+            return
+        except Exception as e:  # noqa: BLE001 - a bug must not take the proxy down
+            self.proxy.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
+            self.write(error_response(500, "Internal Server Error", "internal error", True))
+        finally:
+            self.task = None
+        if not keep or self.closed or self.eof:
+            self.close()
+            return
+        self._arm(self.proxy.config.idle_timeout)
+        if not self.reading and self.transport is not None:
+            self.reading = True
+            self.transport.resume_reading()
+        if self.buf:
+            self._advance()

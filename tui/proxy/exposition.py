@@ -1,0 +1,171 @@
+"""The proxy's Prometheus metrics (text exposition format 0.0.4), kept by hand.
+
+Counted per (upstream, model, route); labels are bounded (:mod:`tui.proxy.routes`):
+
+- ``infertop_proxy_requests_total`` — requests forwarded (every route); of them
+  ``..._failed_total`` (the upstream failed, or answered an error status) and
+  ``..._cancelled_total`` (the client went away first: its upstream request was cancelled).
+- ``infertop_proxy_prompt_tokens_total`` — prompt tokens the engine reported (usage
+  ``prompt_tokens``, Ollama ``prompt_eval_count``, llama-server ``timings``); requests
+  whose engine reported none add nothing.
+- ``infertop_proxy_output_tokens_total`` — output tokens: the engine's count where it
+  gave one, else the number of chunks with text; ``..._output_tokens_estimated_total`` is
+  the part that was such an estimate.
+- ``infertop_proxy_ttft_seconds`` (histogram) — TTFT of streamed generation requests:
+  first chunk with text − request forwarded upstream.
+- ``infertop_proxy_itl_seconds`` (histogram) — per-token inter-token latency: each gap
+  between chunks with text, spread over the tokens its chunk carries (k values of g/k).
+- ``infertop_proxy_e2e_seconds`` (histogram) — request forwarded → response ended.
+- ``infertop_proxy_requests_in_flight`` (gauge) — generation requests now passing through.
+- ``infertop_proxy_info`` (gauge, 1) — the upstream's URL and detected kind.
+
+Histograms, ITL and token counters are updated when a request ends; the gauge when one
+starts and ends. No label ever holds a header, a query string or any text of a request.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+
+from tui.core.metrics import RequestMetrics
+from tui.proxy.routes import ModelLabels, route_label
+
+TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1.0, 2.5)
+E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+PREFIX = "infertop_proxy_"
+Key = tuple[str, str]  # (model, route)
+
+
+class Histogram:
+    """Bucket counts (not cumulative until rendered), their sum and count."""
+
+    __slots__ = ("bounds", "counts", "sum", "count")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+        self.count = 0
+
+    def observe(self, value: float, n: int = 1) -> None:
+        """``n`` observations of ``value`` (seconds)."""
+        self.counts[bisect_left(self.bounds, value)] += n
+        self.sum += value * n
+        self.count += n
+
+
+def escape(value: str) -> str:
+    """A label value as the text format wants it (backslash, quote, newline escaped)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class ProxyMetrics:
+    """Counters, histograms and the in-flight gauge of one proxy (see the docstring)."""
+
+    def __init__(self, upstream: str, kind: str) -> None:
+        self.upstream = upstream
+        self.kind = kind
+        self.models = ModelLabels()
+        self.requests: defaultdict[Key, int] = defaultdict(int)
+        self.failed: defaultdict[Key, int] = defaultdict(int)
+        self.cancelled: defaultdict[Key, int] = defaultdict(int)
+        self.prompt_tokens: defaultdict[Key, int] = defaultdict(int)
+        self.output_tokens: defaultdict[Key, int] = defaultdict(int)
+        self.output_estimated: defaultdict[Key, int] = defaultdict(int)
+        self.ttft: dict[Key, Histogram] = {}
+        self.itl: dict[Key, Histogram] = {}
+        self.e2e: dict[Key, Histogram] = {}
+        self.in_flight = 0
+
+    def key(self, model: str | None, path: str) -> Key:
+        return self.models.label(model), route_label(path)
+
+    def other_request(self, path: str, failed: bool, cancelled: bool) -> None:
+        """A request that is not generation (a model list, a health check, ...)."""
+        key = ("(none)", route_label(path))
+        self.requests[key] += 1
+        if cancelled:
+            self.cancelled[key] += 1
+        elif failed:
+            self.failed[key] += 1
+
+    def generation_ended(
+        self, model: str | None, path: str, state: str, streamed: bool, m: RequestMetrics
+    ) -> None:
+        """A generation request ended (``state``: done, failed or cancelled)."""
+        key = self.key(model, path)
+        self.requests[key] += 1
+        if state == "cancelled":
+            self.cancelled[key] += 1
+        elif state == "failed":
+            self.failed[key] += 1
+        if m.prompt_tokens is not None:
+            self.prompt_tokens[key] += m.prompt_tokens
+        if m.output_tokens:
+            self.output_tokens[key] += m.output_tokens
+            if m.output_tokens_estimated:
+                self.output_estimated[key] += m.output_tokens
+        if streamed and m.ttft_ms is not None:
+            _hist(self.ttft, key, TTFT_BUCKETS).observe(m.ttft_ms / 1000.0)
+        if m.itl_token_ms:
+            h = _hist(self.itl, key, ITL_BUCKETS)
+            for v in m.itl_token_ms:
+                h.observe(v / 1000.0)
+        if m.e2e_ms is not None:
+            _hist(self.e2e, key, E2E_BUCKETS).observe(m.e2e_ms / 1000.0)
+
+    def render(self) -> bytes:
+        """Every series, in the text exposition format."""
+        up = f'upstream="{escape(self.upstream)}"'
+        out: list[str] = []
+
+        def labels(key: Key) -> str:
+            return f'{up},model="{escape(key[0])}",route="{escape(key[1])}"'
+
+        out += _head("info", "gauge", "The upstream this proxy forwards to, and its kind.")
+        out.append(f'{PREFIX}info{{{up},kind="{escape(self.kind)}"}} 1')
+        out += _head("requests_in_flight", "gauge", "Generation requests passing through now.")
+        out.append(f"{PREFIX}requests_in_flight{{{up}}} {self.in_flight}")
+        for name, series, text in (
+            ("requests_total", self.requests, "Requests forwarded."),
+            ("requests_failed_total", self.failed, "Requests the upstream failed."),
+            ("requests_cancelled_total", self.cancelled, "Requests the client cancelled."),
+            ("prompt_tokens_total", self.prompt_tokens, "Prompt tokens the engine reported."),
+            (
+                "output_tokens_total",
+                self.output_tokens,
+                "Output tokens (engine count, else chunks).",
+            ),
+            ("output_tokens_estimated_total", self.output_estimated, "Output tokens estimated."),
+        ):
+            out += _head(name, "counter", text)
+            out += [f"{PREFIX}{name}{{{labels(k)}}} {v}" for k, v in sorted(series.items())]
+        for name, hists, text in (
+            ("ttft_seconds", self.ttft, "Time to first token of streamed requests."),
+            ("itl_seconds", self.itl, "Inter-token latency, per token."),
+            ("e2e_seconds", self.e2e, "Request forwarded to response ended."),
+        ):
+            out += _head(name, "histogram", text)
+            for k, h in sorted(hists.items()):
+                lab = labels(k)
+                running = 0
+                for bound, n in zip(h.bounds, h.counts):
+                    running += n
+                    out.append(f'{PREFIX}{name}_bucket{{{lab},le="{bound:g}"}} {running}')
+                out.append(f'{PREFIX}{name}_bucket{{{lab},le="+Inf"}} {h.count}')
+                out.append(f"{PREFIX}{name}_sum{{{lab}}} {h.sum!r}")
+                out.append(f"{PREFIX}{name}_count{{{lab}}} {h.count}")
+        return ("\n".join(out) + "\n").encode("utf-8", "replace")
+
+
+def _head(name: str, kind: str, text: str) -> list[str]:
+    return [f"# HELP {PREFIX}{name} {text}", f"# TYPE {PREFIX}{name} {kind}"]
+
+
+def _hist(hists: dict[Key, Histogram], key: Key, bounds: tuple[float, ...]) -> Histogram:
+    h = hists.get(key)
+    if h is None:
+        h = hists[key] = Histogram(bounds)
+    return h

@@ -1,0 +1,270 @@
+"""ProxiedRequest: one generation request passing through the proxy, as it is measured.
+
+Its :class:`~tui.core.timeline.RequestTimeline` is fed the same stream events an
+infertop engine emits (RequestSent when the request is forwarded upstream, FirstByte,
+TextChunk per chunk with text, Usage, EngineReport, Finished or Failed), each stamped
+where the upstream's bytes arrived, so :func:`~tui.core.metrics.compute_metrics` gives
+its numbers by the one set of definitions. Live numbers for the view: :mod:`.rows`.
+
+Other people's data stays in memory and bounded: the request body is kept up to
+:data:`BODY_KEPT` bytes and the answer's text up to :data:`TEXT_KEPT` characters (past
+that each chunk keeps "…" in place of its text, so the timeline still says which chunks
+carried text); both are dropped when the request leaves the proxy's short text window
+(:mod:`.book`), and neither is ever written to a file or the metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from tui.core.events import (
+    EngineReport,
+    EngineTruth,
+    Failed,
+    Finished,
+    RequestSent,
+    StampSource,
+    StreamEvent,
+    TextChunk,
+)
+from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.session import session_record
+from tui.core.stats import percentile
+from tui.core.timeline import RequestTimeline
+from tui.proxy.rows import ITL_WINDOW, RequestRow
+
+BODY_KEPT = 1024 * 1024
+TEXT_KEPT = 1024 * 1024
+CUT = "…"
+ERROR_CHARS = 300
+
+
+class ProxiedRequest:
+    """One generation request (see the module docstring)."""
+
+    def __init__(
+        self,
+        rid: str,
+        client: str,
+        method: str,
+        path: str,
+        dialect: str,
+        model: str | None,
+        stream: bool | None,
+        t_received_ns: int,
+        body: bytes | None = None,
+    ) -> None:
+        self.id = rid
+        self.client = client
+        self.method = method
+        self.path = path[:200]
+        self.dialect = dialect
+        self.model = None if model is None else model[:200]
+        self.stream = stream
+        self.t_received_ns = t_received_ns
+        self.wall = time.time()
+        self.body = body if body is None or len(body) <= BODY_KEPT else body[:BODY_KEPT]
+        self.body_cut = body is not None and len(body) > BODY_KEPT
+        self.timeline = RequestTimeline()
+        self.state = "prefill"
+        self.status: int | None = None
+        self.t_forwarded: int | None = None
+        self.tokens = 0
+        self.estimated = False
+        self.t_first: int | None = None
+        self.t_last: int | None = None
+        self.text_chars = 0  # -1 once the text is dropped
+        self.timeline_dropped = False
+        self.note: str | None = None  # what the proxy could not observe, in words
+        self.metrics: RequestMetrics | None = None
+        self.alone = True  # no other generation request overlapped it (vLLM truth)
+        self.truth_note: str | None = None
+        self.truth_before: Any = None  # vLLM: the idle scrape before it (tui/proxy/truth.py)
+        self.observer: Any = None  # what reads its answer (tui/proxy/observe.py)
+
+    # -- events ---------------------------------------------------------------------------
+    def sent(self, t_ns: int, stamps: str) -> None:
+        """The request left for the upstream at ``t_ns`` (start of TTFT, TTFR, e2e)."""
+        self.t_forwarded = t_ns
+        self.timeline.add(RequestSent(t_ns))
+        self.timeline.add(StampSource(t_ns, stamps))
+
+    def emit(self, ev: StreamEvent) -> None:
+        """One stream event, in the order the upstream's bytes said it."""
+        if type(ev) is TextChunk:
+            text = ev.text
+            if text:
+                self.text_chars += len(text)
+                if self.text_chars > TEXT_KEPT:
+                    ev.text = CUT
+                k = ev.tokens
+                if k is None:
+                    self.estimated = True
+                    k = 1
+                self.tokens += k
+                if self.t_first is None:
+                    self.t_first = ev.t_ns
+                    self.state = "decoding"
+                self.t_last = ev.t_ns
+        elif type(ev) is Failed:
+            if self.timeline.t_end_ns is not None:
+                return  # it already ended: the first word stands
+            self.state = "cancelled" if ev.kind == "cancelled" else "failed"
+        elif type(ev) is Finished:
+            if self.timeline.t_end_ns is not None:
+                return
+            self.state = "done"
+        elif type(ev) is EngineReport and "context" in ev.truth.raw:
+            ev = EngineReport(ev.t_ns, slim_truth(ev.truth))
+        self.timeline.add(ev)
+
+    def fail(self, message: str, kind: str, t_ns: int | None = None) -> None:
+        self.emit(Failed(t_ns or time.perf_counter_ns(), message[:ERROR_CHARS], kind))
+
+    def set_truth(self, truth: EngineTruth) -> None:
+        self.timeline.add(EngineReport(self.timeline.t_end_ns or time.perf_counter_ns(), truth))
+
+    @property
+    def ended(self) -> bool:
+        return self.timeline.t_end_ns is not None
+
+    def finalize(self) -> RequestMetrics:
+        """The metrics, by the one set of definitions (once the request has ended)."""
+        self.metrics = compute_metrics(self.timeline)
+        return self.metrics
+
+    def forget_text(self) -> None:
+        """Drop the request body and the answer's text (out of the text window)."""
+        self.body = None
+        tl = self.timeline
+        tl.chunk_text = [CUT if x else "" for x in tl.chunk_text]
+        self.text_chars = -1  # -1: dropped
+
+    def forget_timeline(self) -> None:
+        """Keep only the row and metrics (out of the timeline window)."""
+        self.forget_text()
+        self.timeline_dropped = True
+        self.timeline = RequestTimeline(
+            t_sent_ns=self.timeline.t_sent_ns, t_end_ns=self.timeline.t_end_ns
+        )
+
+    # -- views ----------------------------------------------------------------------------
+    def row(self, now_ns: int | None = None) -> RequestRow:
+        """The request as the view shows it now (live numbers, or its final metrics)."""
+        now = time.perf_counter_ns() if now_ns is None else now_ns
+        tl = self.timeline
+        row = RequestRow(
+            id=self.id,
+            client=self.client,
+            method=self.method,
+            route=self.path,
+            model=self.model,
+            stream=self.stream,
+            state=self.state,
+            status=self.status,
+            age_ms=(now - self.t_received_ns) / 1e6,
+            prompt_tokens=tl.prompt_tokens,
+            output_tokens=self.tokens,
+            output_estimated=self.estimated,
+            error=None if tl.error is None else tl.error[:ERROR_CHARS],
+        )
+        m = self.metrics
+        if m is not None:
+            row.prompt_tokens = m.prompt_tokens
+            row.output_tokens = m.output_tokens or 0
+            row.output_estimated = m.output_tokens_estimated
+            row.ttft_ms = m.ttft_ms if self.stream is not False else None
+            row.tps = m.decode_tps
+            row.itl_p50_ms = m.itl_ms_p50
+            row.e2e_ms = m.e2e_ms
+            return row
+        if self.t_first is not None and self.t_forwarded is not None:
+            row.ttft_ms = (self.t_first - self.t_forwarded) / 1e6
+        if self.t_first is not None and self.t_last is not None and self.t_last > self.t_first:
+            row.tps = (self.tokens - 1) / ((self.t_last - self.t_first) / 1e9)
+        row.itl_p50_ms = recent_itl_p50(tl)
+        return row
+
+    def summary(self, engine: str, kind: str) -> dict[str, Any]:
+        """The request as one session-log record (``tui/core/session.py``), its text
+        withheld: prompt, messages and text empty, each chunk's text "…" (it had text)
+        or "" (it had none); the stamps, counts, metrics and engine report kept."""
+        m = self.metrics or self.finalize()
+        tl = self.timeline
+        shown = RequestTimeline(
+            t_sent_ns=tl.t_sent_ns,
+            t_first_byte_ns=tl.t_first_byte_ns,
+            t_end_ns=tl.t_end_ns,
+            chunk_ns=tl.chunk_ns,
+            chunk_text=[CUT if x else "" for x in tl.chunk_text],
+            chunk_tokens=tl.chunk_tokens,
+            prompt_tokens=tl.prompt_tokens,
+            usage_output_tokens=tl.usage_output_tokens,
+            truth=tl.truth,
+            finish_reason=tl.finish_reason,
+            error=tl.error,
+            error_kind=tl.error_kind,
+            stamp_source=tl.stamp_source,
+        )
+        rec = session_record(
+            engine=engine,
+            kind=kind,
+            model=self.model or "",
+            messages=[],
+            params={"method": self.method, "route": self.path, "stream": self.stream},
+            timeline=shown,
+            metrics=m,
+            request_id=self.id,
+            slot="proxy",
+        )
+        rec["text"] = ""  # (the joined placeholders are no text)
+        rec["proxy"] = {
+            "client": self.client,
+            "status": self.status,
+            "state": self.state,
+            "forward_delay_ms": self.forward_delay_ms,
+            "text_withheld": True,
+            "note": self.note,
+            "truth_note": self.truth_note,
+        }
+        return rec
+
+    @property
+    def forward_delay_ms(self) -> float | None:
+        """The proxy's own time before forwarding: request complete → sent upstream
+        (connecting included)."""
+        if self.t_forwarded is None:
+            return None
+        return (self.t_forwarded - self.t_received_ns) / 1e6
+
+
+def slim_truth(truth: EngineTruth) -> EngineTruth:
+    """Ollama's ``/api/generate`` puts every token id of the context in its last line
+    (``context``): the report keeps how many, not the ids."""
+    raw = dict(truth.raw)
+    ids = raw.pop("context", None)
+    raw["context_ids"] = len(ids) if isinstance(ids, list) else None
+    return replace(truth, raw=raw)
+
+
+def recent_itl_p50(tl: RequestTimeline) -> float | None:
+    """Median per-token gap (ms) over the last :data:`ITL_WINDOW` gaps between chunks
+    with text (a gap before a chunk of k tokens counts k times as gap/k; a chunk the
+    engine says carries 0 tokens adds no gap)."""
+    ns, text, tokens = tl.chunk_ns, tl.chunk_text, tl.chunk_tokens
+    start = max(0, len(ns) - 4 * ITL_WINDOW)  # enough chunks for the window, bounded
+    prev: int | None = None
+    values: list[float] = []
+    for i in range(start, len(ns)):
+        k = tokens[i]
+        if not text[i] or k == 0:
+            continue
+        if prev is not None:
+            k = k or 1
+            values.extend([(ns[i] - prev) / 1e6 / k] * k)
+        prev = ns[i]
+    if not values:
+        return None
+    return percentile(values[-ITL_WINDOW:], 50)

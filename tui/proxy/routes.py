@@ -1,0 +1,86 @@
+"""Which requests are inference, and the bounded names the proxy gives routes and models.
+
+A *generation* request is a POST to one of :data:`GENERATION_ROUTES`: the OpenAI API's
+chat and text completions (with or without ``/v1``), Ollama's ``/api/chat`` and
+``/api/generate``, and llama-server's own ``/completion``. Each becomes a row of the
+requests view and a timeline. Every other request (model lists, health checks, an
+engine's ``/metrics``, embeddings) is forwarded the same way and only counted.
+
+Labels on the proxy's Prometheus series come from fixed sets or are capped, since a
+client chooses its path and its ``model`` field: a route outside :data:`KNOWN_ROUTES`
+is ``other``; a model is cut to :data:`MODEL_LABEL_CHARS` characters, and after
+:data:`MAX_MODEL_LABELS` distinct models every new one is ``other``.
+"""
+
+from __future__ import annotations
+
+GENERATION_ROUTES: dict[str, str] = {
+    # path -> the stream's dialect: openai-chat, openai-completions, ollama, llama
+    "/v1/chat/completions": "openai-chat",
+    "/chat/completions": "openai-chat",
+    "/v1/completions": "openai-completions",
+    "/completions": "openai-completions",
+    "/api/chat": "ollama",
+    "/api/generate": "ollama",
+    "/completion": "llama",
+}
+KNOWN_ROUTES = frozenset(
+    {
+        *GENERATION_ROUTES,
+        "/v1/models",
+        "/models",
+        "/v1/embeddings",
+        "/api/tags",
+        "/api/ps",
+        "/api/version",
+        "/api/show",
+        "/api/embed",
+        "/api/embeddings",
+        "/health",
+        "/metrics",
+        "/props",
+        "/slots",
+        "/tokenize",
+        "/detokenize",
+        "/version",
+        "/",
+    }
+)
+OTHER = "other"
+MAX_MODEL_LABELS = 16
+MODEL_LABEL_CHARS = 64
+
+
+def dialect(method: str, path: str) -> str | None:
+    """The stream dialect of a generation request, or None for any other request."""
+    if method != "POST":
+        return None
+    return GENERATION_ROUTES.get(path)
+
+
+def route_label(path: str) -> str:
+    """``path`` when it is a known route, else ``other``."""
+    return path if path in KNOWN_ROUTES else OTHER
+
+
+def ollama_streams_by_default(path: str) -> bool:
+    """Ollama's /api/chat and /api/generate stream unless ``"stream": false``."""
+    return path in ("/api/chat", "/api/generate")
+
+
+class ModelLabels:
+    """Bounded model labels: the first :data:`MAX_MODEL_LABELS` distinct names, cut to
+    :data:`MODEL_LABEL_CHARS` characters; every later one is ``other``."""
+
+    def __init__(self, limit: int = MAX_MODEL_LABELS) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+
+    def label(self, model: str | None) -> str:
+        name = (model or "").strip()[:MODEL_LABEL_CHARS] or "(none)"
+        if name in self._seen:
+            return name
+        if len(self._seen) >= self.limit:
+            return OTHER
+        self._seen.add(name)
+        return name
