@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -114,6 +114,7 @@ class RequestsScreen(Screen[None]):
         self.feed: RequestsFeed = ProxyWatch(feed) if isinstance(feed, str) else feed
         self.snapshot: WatchSnapshot | None = None
         self.rows: list[RequestRow] = []
+        self.shown: list[RequestRow] = []  # in the table's order
         self.sort_key = "age_ms"
         self.sort_reverse = False  # newest first
         self.columns: list[tuple[Column, int]] = []
@@ -144,7 +145,7 @@ class RequestsScreen(Screen[None]):
         self.feed.stop()
 
     # -- drawing ------------------------------------------------------------------------
-    def on_resize(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_resize(self, event: events.Resize) -> None:
         self._set_columns(event.size.width)
 
     def _set_columns(self, width: int) -> None:
@@ -177,13 +178,17 @@ class RequestsScreen(Screen[None]):
 
     def _fill(self) -> None:
         rows = sort_rows(self.rows, self.sort_key, self.sort_reverse)
+        self.shown = rows
         headers = [self._header(c) for c, _ in self.columns]
+        # FleetTable's signature names the fleet's rows and columns; RequestsTable draws
+        # the proxy's, which have the same shape (a row's key; a column's key, header,
+        # text and numeric)
         self.table.show(self.columns, rows, headers)  # type: ignore[arg-type]
         self._show_detail()
 
     def highlighted_row(self) -> RequestRow | None:
-        table = self.table
-        return table.rows[table.cursor] if table.rows else None  # type: ignore[return-value]
+        cursor = self.table.cursor
+        return self.shown[cursor] if cursor < len(self.shown) else None
 
     def _show_detail(self) -> None:
         row = self.highlighted_row()
