@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from tui.proxy.book import json_line
 from tui.proxy.forward import ClientRequest, error_response
 from tui.proxy.record import ProxiedRequest
@@ -132,11 +134,9 @@ def _truth(d: dict[str, Any]) -> dict[str, Any]:
 def request_text(rec: ProxiedRequest) -> str:
     """The request's prompt as text: each message as ``role: content``, or the prompt
     (images and other parts named, not shown); the raw body if it is not JSON."""
-    from tui.proxy.forward import json_loads
-
     body = rec.body or b""
     try:
-        obj = json_loads(body)
+        obj = orjson.loads(body)
     except (ValueError, RecursionError):
         return body[:PROMPT_CHARS].decode("utf-8", "replace")
     lines: list[str] = []
