@@ -77,6 +77,10 @@ class WorkerCpu:
             got = {n: (pid, self._cpu(pid)) for n, pid in list(self.pids.items())}
             self.samples.append((now, {n: (p, c) for n, (p, c) in got.items() if c is not None}))
 
+    def sampled_both_since(self, t_ns: int) -> bool:
+        """Whether a sample taken at or after ``t_ns`` read every worker's CPU time."""
+        return any(t >= t_ns and len(s) == len(self.pids) for t, s in self.samples[-3:])
+
     def used(self, engine: str, t0: int, t1: int) -> float:
         """CPU seconds ``engine``'s worker used from the last sample at or before ``t0`` to
         the first at or after ``t1`` (one worker: a restart in between is an error)."""
@@ -107,6 +111,9 @@ async def test_ab_in_turn_keeps_the_engines_apart_and_at_once_shares_the_core(
         for tid in os.listdir(f"/proc/{info.pid}/task"):  # every thread of the worker
             os.sched_setaffinity(int(tid), CORE)  # (threads it starts later inherit it)
         cpu.pids[engine] = info.pid
+        # a sample of this worker before the next answer is sent (its "before" reading)
+        now = time.perf_counter_ns()
+        await wait_for(pilot, lambda: cpu.sampled_both_since(now), 10)
 
     with WorkerCpu() as cpu:
         async with app.run_test(size=SIZE) as pilot:
@@ -120,6 +127,10 @@ async def test_ab_in_turn_keeps_the_engines_apart_and_at_once_shares_the_core(
                 await turn("in turn", 2)
                 app.config.ui.ab_schedule = "concurrent"
                 await turn("at once", 2)
+            # a sample of both workers after the last answer ended (its "after" reading),
+            # before closing the app ends them
+            now = time.perf_counter_ns()
+            await wait_for(pilot, lambda: cpu.sampled_both_since(now), 10)
     recs = [json.loads(x) for x in (tmp_path / "session.jsonl").read_text().splitlines()]
     assert len(recs) == len(modes) == 4 * ROUNDS
     assert {r["engine"] for r in recs} == {"one", "two"}
