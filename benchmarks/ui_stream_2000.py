@@ -58,7 +58,7 @@ def inside(cfg_path: str, probe_path: str) -> None:
     t0 = time.perf_counter()
 
     def probe() -> None:
-        live = app.chat.live["A"]
+        live = app.core.live["A"]
         if live is None:
             return
         row = {

@@ -319,7 +319,8 @@ def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
             for default in ("local", "server"):  # each engine alone
                 app = Watched(config(tmp, tokens, engines, default), SIZES[1], tmp)
                 try:
-                    app.turn(PROMPT, 1)
+                    for _ in range(2):  # as many answers as each engine gives in A/B below
+                        app.turn(PROMPT, 1)
                     runs["alone"][default] += app.records()
                 finally:
                     app.close()
@@ -381,10 +382,10 @@ def part_bench(tmp: Path) -> None:
             print(f"bench failed: {proc.stderr[-500:]}")
             return
         report = json.loads(next(out.rglob("report.json")).read_text())
-        for eng in report["engines"]:
-            for level in eng.get("levels", []):
-                extra = level.get("extra_requests")
-                print(f"{eng['name']} {level['label']}: extra requests {extra}")
+        for eng in report["summary"]["engines"]:
+            print(f"{eng['name']}: before the levels {eng.get('setup_requests') or {}}")
+            for level in eng["levels"]:
+                print(f"  {level['label']}: {level['extra_requests']}")
     finally:
         server.stop()
 
