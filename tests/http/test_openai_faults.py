@@ -93,6 +93,22 @@ async def test_stall_after_first_chunk_hits_the_stall_timeout(faults: str) -> No
     assert 0.4 < elapsed < 3
 
 
+# the same when the first chunk comes in a read of its own after the head (as on a loaded
+# machine): the wait for it is the read timeout's, the gap after it the stall timeout's.
+# The watchdog armed for the first wait used to look again only when the read timeout ran
+# out (5 s here), whatever came in between: found by the suite run with both cores busy.
+@pytest.mark.timing
+async def test_stall_after_a_late_first_chunk_hits_the_stall_timeout(faults: str) -> None:
+    e = engine(f"{faults}/stall-late", read_timeout_s=5.0, stall_timeout_s=0.5)
+    t0 = time.monotonic()
+    r = await collect(e, REQ)
+    elapsed = time.monotonic() - t0
+    assert r.failed is not None and r.failed.kind == "timeout"
+    assert "stopped sending" in r.failed.message
+    assert r.text == "Hello"
+    assert 0.7 < elapsed < 3  # 0.3 s to the chunk + the 0.5 s stall; the bug took 5.3 s
+
+
 @pytest.mark.timing  # the 0.7 s read timeout, not a wait for more (3 s: room for a load)
 async def test_no_response_at_all_hits_the_read_timeout(faults: str) -> None:
     t0 = time.monotonic()

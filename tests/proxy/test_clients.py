@@ -9,6 +9,7 @@ import socket
 import time
 
 import pace_server
+import pytest
 from proxy_support import raw_exchange, read_response, wait_until
 from scripted_upstream import ScriptedUpstream
 
@@ -79,6 +80,9 @@ def _two_speeds(req: bytes) -> list[tuple[float, bytes]]:
     return [(0, HEAD)] + [(0.01, _sse_frame(i)) for i in range(16)] + [(0, END)]
 
 
+# the paced client's bounds are wall-clock: 16 tokens 10 ms apart take 0.16 s, the test
+# allows 1 s (and an ITL p50 of 8-30 ms) — a held-up proxy would take the burst's seconds
+@pytest.mark.timing
 def test_a_client_that_reads_nothing_is_bounded_and_slows_nobody(start_proxy) -> None:
     """One upstream writes a 24 MB answer at once to a client that reads none of it: the
     proxy holds at most its high-water mark plus one read callback's worth, stops
@@ -90,12 +94,16 @@ def test_a_client_that_reads_nothing_is_bounded_and_slows_nobody(start_proxy) ->
         proxy = start_proxy(up.url)
         slow = _connect(proxy.url)
         slow.sendall(_stream_request(0, "/v1/chat/completions?burst"))
-        time.sleep(1.0)
 
         def buffered() -> int:
             conns = proxy.proxy.connections
             return max((c.transport.get_write_buffer_size() for c in conns), default=0)
 
+        # until the proxy has stopped reading that upstream (the scripted upstream builds
+        # its 24 MB first: seconds on a loaded machine), not for a fixed second
+        wait_until(
+            lambda: proxy.call(lambda: [c.paused for c in proxy.proxy.connections]) == [True], 60
+        )
         held = proxy.call(buffered)
         assert HIGH_WATER <= held <= HIGH_WATER + DRAIN_LIMIT + READ_SIZE, held
         assert proxy.call(lambda: [c.paused for c in proxy.proxy.connections]) == [True]

@@ -10,6 +10,7 @@ truncated     one good chunk, then half a JSON object, then a clean end of body
 close-mid     two good chunks, then the socket closes inside the chunked body
 close-clean   two good chunks, then the body ends (Connection: close) with no end marker
 stall         headers and one good chunk, then silence (the socket stays open)
+stall-late    headers, then 0.3 s later (a read of its own) one good chunk, then silence
 stall-headers the request is read, nothing is ever sent
 html          200 with an HTML page (a web server, not an LLM server)
 500 / 401 / 404   that status with a JSON error message naming the mode
@@ -138,6 +139,10 @@ class FaultServer:
             return
         else:
             w.write(_head("200 OK", ctype, chunked=mode != "close-clean"))
+            if mode == "stall-late":  # the first chunk arrives after the client has the head
+                await w.drain()
+                await asyncio.sleep(0.3)
+                mode = "stall"
             await self._body(mode, nd, w)
             if mode == "stall":
                 return

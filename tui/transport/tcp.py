@@ -264,13 +264,13 @@ class StampedConn:
             since, limit = (self._read_ns, stall) if read else (start, first)
             left = limit - (time.perf_counter_ns() - since) / 1e9
             w = self._waiter
-            if left > 0:
-                self._timer = self.loop.call_later(left, watchdog)
+            if left > 0:  # at most `stall` on: a read now and then silence ends sooner
+                self._timer = self.loop.call_later(min(left, stall), watchdog)
             elif w is not None and not w.done():
                 self._waiter = None
                 w.set_exception(TimeoutError())
 
-        self._timer = self.loop.call_later(first, watchdog)
+        self._timer = self.loop.call_later(min(first, stall), watchdog)
         try:
             while self._sink_end is None and not self.closed:
                 self._waiter = self.loop.create_future()
