@@ -67,7 +67,11 @@ async def test_eta_against_the_pace_server(pace_server_url):
     for lv in (c1, c4):
         sent = statistics.median(served[lv["label"]]["decode"])  # type: ignore[arg-type]
         assert lv["medians"]["decode_tps"]["estimate"] == pytest.approx(sent, rel=0.1)
-        assert sent <= 1000 / INTERVAL_MS * 1.001  # never faster than its schedule
+        # about its pace (a sanity check of the test server, not of the bench): it keeps
+        # an absolute schedule, so after a late first send (a loaded machine) it catches up
+        # and the first→last window runs a little fast (50.4 tok/s for 50 seen with both
+        # cores busy); a server that ignored its pace would be several times faster
+        assert sent <= 1000 / INTERVAL_MS * 1.1
     # the pace server counts prompt words: calibration by usage probe hits the target
     assert e["prompt"]["method"] == "usage probe" and e["prompt"]["counted_tokens"] == 40
     # an OpenAI URL says nothing about its slots: the bench warns instead of guessing
