@@ -1,0 +1,112 @@
+"""A compositor that renders, for a partial update, only what can reach the terminal.
+
+Textual's compositor (8.2.8) answers a partial update — a streamed answer's last line,
+a sparkline — by cropping to the *bounding box* of all dirty regions, then asking every
+widget whose clip region overlaps that box for *all* of its visible lines, and keeping
+only the dirty lines. On the chat screen a two-line update of the answer asks the screen,
+four containers, the conversation, the turn, the scroll bar, the prompt, the footer and
+the engine bar for ~270 lines; a frame that also redraws the side panels (twice a second)
+spans the whole screen because the box joins the left pane to the right one.
+
+:class:`CroppedCompositor` renders a partial update region by region, and in each region
+asks a widget only for
+
+- **its lines inside the region's rows** (its whole visible width, so every chop still
+  starts at its cut), and only when its visible part overlaps the region at all;
+- **nothing, when it is hidden there**: a widget whose part inside the region lies inside
+  the part of one widget in front of it is not asked. Compositing never blends two
+  widgets' lines (the front widget's strip wins every cut it covers; transparency is
+  resolved inside a widget from its ancestors' colours, not by mixing strips), so such a
+  widget's lines were rendered only to be thrown away.
+
+A chop (the part of a line between two cuts) is filled from a region's pass only when it
+overlaps that region, so the widget that wins it is the front-most one covering it, as in
+Textual's own pass. What reaches the terminal is the same update, byte for byte:
+``tests/app/test_compositor.py`` renders random dirty regions on real screens both ways
+and compares the bytes. A full update (a resize, a new screen) is Textual's own code.
+
+Measured (``benchmarks/watch_cost.py`` "ui", docs/performance.md#watching): the UI
+thread's compositing per frame while an answer streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+class CroppedCompositor(Compositor):
+    """Textual's compositor, rendering only the lines a partial update shows."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        screen = self.size.region
+        dirty = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not dirty:
+            return None
+        spans = list(self._regions_to_spans(dirty))
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(line[:-1]) for line in cuts]
+        for region in stacked(region.intersection(screen) for region in dirty):
+            self._fill(chops, region)
+        return ChopsUpdate(chops, spans, [line[1:] for line in cuts])
+
+    def _fill(self, chops: list[dict[int, Strip | None]], region: Region) -> None:
+        """Fill the empty chops that overlap ``region``, front widget first."""
+        cuts = self.cuts
+        left, right = region.x, region.right
+        for _, rows, strips in self._get_renders(region):
+            x = rows.x
+            first_cut, last_cut = rows.column_span
+            for y, strip in zip(rows.line_range, strips):
+                line = chops[y]
+                final = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                for cut, piece in zip(final, strip.divide([c - x for c in final[1:]])):
+                    if line.get(cut) is None and cut < right and cut + piece.cell_length > left:
+                        line[cut] = piece
+
+    def _get_renders(
+        self, crop: Region | None = None
+    ) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        """(region, rows, strips) of each widget showing inside ``crop``, front first:
+        ``rows`` is the widget's visible part within ``crop``'s rows (the strips' area).
+        Without a crop, or for the whole screen, Textual's own."""
+        if crop is None or crop == self.size.region:
+            yield from super()._get_renders(crop)
+            return
+        top, bottom, left, right = crop.y, crop.bottom, crop.x, crop.right
+        in_front: list[Region] = []  # the parts inside ``crop`` of widgets drawn so far
+        for widget, (region, clip) in self.visible_widgets.items():
+            shown = region.intersection(clip)
+            y0, y1 = max(shown.y, top), min(shown.bottom, bottom)
+            if y1 <= y0 or shown.x >= right or shown.right <= left:
+                continue  # nothing of it inside the crop
+            part = shown.intersection(crop)
+            if any(front.contains_region(part) for front in in_front):
+                continue  # hidden there by a widget in front of it
+            in_front.append(part)
+            rows = Region(shown.x, y0, shown.width, y1 - y0)
+            crop_in_widget = Region(shown.x - region.x, y0 - region.y, shown.width, y1 - y0)
+            yield region, rows, widget.render_lines(crop_in_widget)
+
+
+def stacked(regions: Iterable[Region]) -> list[Region]:
+    """``regions`` with each run of same-column regions that touch or overlap vertically
+    joined into one (a streamed line and the next are one render, not two); empty ones
+    dropped. The union covers exactly the same cells."""
+    out: list[Region] = []
+    for r in sorted((r for r in regions if r), key=lambda r: (r.x, r.width, r.y)):
+        last = out[-1] if out else None
+        if last is not None and (last.x, last.width) == (r.x, r.width) and r.y <= last.bottom:
+            out[-1] = Region(r.x, last.y, r.width, max(last.bottom, r.bottom) - last.y)
+        else:
+            out.append(r)
+    return out
+
+
+def use_cropped_compositor(screen: object) -> None:
+    """Give ``screen`` (a Textual Screen, before it is mounted) a :class:`CroppedCompositor`."""
+    screen._compositor = CroppedCompositor()  # type: ignore[attr-defined]
