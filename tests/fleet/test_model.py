@@ -379,7 +379,7 @@ def test_a_lost_hardware_link_keeps_the_last_gpus_and_says_why() -> None:
 
 
 def test_model_column_shows_a_path_by_its_file_name() -> None:
-    from tui.fleet.columns import model_text
+    from tui.core.table import model_text
 
     assert model_text("/srv/models/SmolLM2-135M-Instruct.Q4_1.gguf") == (
         "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -12,7 +12,8 @@ import pytest
 from proxy_support import wait_until
 from scripted_upstream import HANG, ScriptedUpstream
 
-from tui.proxy.columns import COLUMNS, clip
+from tui.core.table import clip
+from tui.proxy.columns import COLUMNS
 from tui.proxy.rows import row_from_json
 from tui.proxy.watch import ProxyWatch, WatchError
 

@@ -193,7 +193,8 @@ def serve(config: Any, evidence: str, log: bool) -> int:
 
 def _log_line(rec: Any) -> None:
     from tui.core.safe_text import terminal_label
-    from tui.proxy.columns import ms_text, tokens_text, tps_text
+    from tui.core.table import ms_text, tps_text
+    from tui.proxy.columns import tokens_text
 
     r = rec.row()
     line = (

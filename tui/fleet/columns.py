@@ -6,36 +6,17 @@ columns stay when the terminal is narrow. Shared by the fleet screen and ``infer
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from tui.core.safe_text import terminal_label
+from tui.core import table
+from tui.core.table import CELL_PADDING, DASH, clip, model_text, ms_text, tps_text
 from tui.fleet.rows import EndpointRow
 
-DASH = "–"
-CELL_PADDING = 2  # the screen's table pads each cell by one column on each side
+Column = table.Column[EndpointRow]
 
 
 def _num(v: float | None) -> str:
     return DASH if v is None else f"{v:.0f}"
-
-
-def _ms(v: float | None) -> str:
-    if v is None:
-        return DASH
-    if v < 10:
-        return f"{v:.1f}ms"
-    if v < 1000:
-        return f"{v:.0f}ms"
-    return f"{v / 1000:.2f}s" if v < 10_000 else f"{v / 1000:.0f}s"
-
-
-def _tps(v: float | None) -> str:
-    if v is None:
-        return DASH
-    if v < 100:
-        return f"{v:.1f}"
-    return f"{v:.0f}" if v < 10_000 else f"{v / 1000:.1f}k"
 
 
 def _gpu_mem(r: EndpointRow) -> str:
@@ -57,35 +38,10 @@ def _jpt(v: float | None) -> str:
     return DASH if v is None else f"{v:.3g}"
 
 
-def model_text(model: str | None) -> str:
-    """A model as the table shows it: a file path (llama-server's model id) by its file
-    name; the full id is on the detail line and in --json."""
-    if not model:
-        return DASH
-    if model.startswith("/") or model.startswith("./") or "\\" in model:
-        return model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return model
-
-
 def state_text(r: EndpointRow) -> str:
     if not r.up:
         return "down"
     return "up!" if r.error else "up"
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column. ``priority``: lower stays longer as the width shrinks; ``stretch``:
-    takes a share of spare width; ``value``: what it sorts by (None sorts last)."""
-
-    key: str
-    header: str
-    width: int
-    priority: int
-    text: Callable[[EndpointRow], str]
-    value: Callable[[EndpointRow], Any]
-    numeric: bool = True
-    stretch: bool = False
 
 
 def _col(key: str, header: str, width: int, priority: int, fmt: Callable[[Any], str]) -> Column:
@@ -104,62 +60,32 @@ COLUMNS: tuple[Column, ...] = (
     _col("waiting", "wait", 4, 3, _num),
     _col("kv_cache_pct", "KV%", 4, 5, _num),
     _col("prefix_cache_hit_pct", "pfx%", 4, 8, _num),
-    _col("ttft_p50_ms", "TTFT50", 6, 6, _ms),
-    _col("ttft_p90_ms", "TTFT90", 6, 9, _ms),
-    _col("itl_p50_ms", "ITL50", 6, 7, _ms),
-    _col("gen_tps", "tok/s", 6, 4, _tps),
+    _col("ttft_p50_ms", "TTFT50", 6, 6, ms_text),
+    _col("ttft_p90_ms", "TTFT90", 6, 9, ms_text),
+    _col("itl_p50_ms", "ITL50", 6, 7, ms_text),
+    _col("gen_tps", "tok/s", 6, 4, tps_text),
     Column("gpu_util", "GPU%", 4, 12, lambda r: _num(r.gpu_util_pct), lambda r: r.gpu_util_pct),
     Column("gpu_mem", "GPU mem", 8, 13, _gpu_mem, lambda r: r.gpu_mem_used_mib),
     Column("gpu_power", "power", 6, 14, lambda r: _power(r.gpu_power_w), lambda r: r.gpu_power_w),
-    _col("itl_p90_ms", "ITL90", 6, 15, _ms),
+    _col("itl_p90_ms", "ITL90", 6, 15, ms_text),
     _col("host_cpu_pct", "CPU%", 4, 16, _num),
     _col("j_per_token", "J/tok", 6, 18, _jpt),
     Column("error", "last error", 16, 17, lambda r: r.error or "", lambda r: r.error, False, True),
 )
 BY_KEY = {c.key: c for c in COLUMNS}
+CAPS = {"name": 28, "model": 32, "error": 200}
 
 
 def fit_columns(width: int, padding: int = CELL_PADDING) -> list[tuple[Column, int]]:
     """The columns that fit in ``width`` cells (by priority, shown in table order), each
     with its width; spare width goes to the stretchy columns (name, model, error)."""
-    chosen: set[str] = set()
-    used = 0
-    for col in sorted(COLUMNS, key=lambda c: c.priority):
-        need = col.width + padding
-        if used + need <= width or not chosen:
-            chosen.add(col.key)
-            used += need
-    shown = [c for c in COLUMNS if c.key in chosen]
-    widths = {c.key: c.width for c in shown}
-    stretchy = [c for c in shown if c.stretch]
-    spare = max(0, width - used)
-    caps = {"name": 28, "model": 32, "error": 200}
-    while spare > 0 and stretchy:
-        grew = False
-        for c in stretchy:
-            if spare > 0 and widths[c.key] < caps.get(c.key, 40):
-                widths[c.key] += 1
-                spare -= 1
-                grew = True
-        if not grew:
-            break
-    return [(c, widths[c.key]) for c in shown]
+    return table.fit_columns(COLUMNS, width, padding, CAPS)
 
 
 def sort_rows(rows: list[EndpointRow], key: str, reverse: bool = False) -> list[EndpointRow]:
     """Rows ordered by column ``key``; rows without a value come last either way, and
     ties keep the name order."""
-    col = BY_KEY[key]
-    by_name = sorted(rows, key=lambda r: r.name.lower())
-    have = [r for r in by_name if col.value(r) is not None]
-    missing = [r for r in by_name if col.value(r) is None]
-    return sorted(have, key=col.value, reverse=reverse) + missing
-
-
-def clip(text: str, width: int) -> str:
-    """A cell: one terminal-safe line of at most ``width`` characters (what an endpoint
-    names, a model or an error, comes from a server)."""
-    return terminal_label(text, width)
+    return table.sort_rows(sorted(rows, key=lambda r: r.name.lower()), BY_KEY[key], reverse)
 
 
 def text_table(rows: list[EndpointRow], width: int) -> str:
@@ -191,7 +117,7 @@ def detail_text(r: EndpointRow) -> str:
         src = "Prometheus" if r.source == "prometheus" else "scrapes"
         parts.append(f"window {r.window_s:.1f} s ({src})")
     if r.itl_mean_ms is not None:
-        parts.append(f"ITL mean {_ms(r.itl_mean_ms)}")
+        parts.append(f"ITL mean {ms_text(r.itl_mean_ms)}")
     if r.gpus:
         models = sorted({g.model for g in r.gpus if g.model})
         where = r.hardware or r.gpus[0].host
@@ -213,4 +139,4 @@ def detail_text(r: EndpointRow) -> str:
         parts.append(r.hardware_error)
     if r.host_cpu_pct is not None or r.host_mem_pct is not None:
         parts.append(f"host CPU {_num(r.host_cpu_pct)}% RAM {_num(r.host_mem_pct)}%")
-    return terminal_label(" · ".join(parts), 4000)
+    return clip(" · ".join(parts), 4000)

@@ -7,34 +7,12 @@ each cell passes the terminal-safe filter (:func:`clip`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-from tui.core.safe_text import terminal_label
+from tui.core import table
+from tui.core.table import CELL_PADDING, DASH, clip, model_text, ms_text, tps_text
 from tui.proxy.rows import RequestRow
 
-DASH = "–"
-CELL_PADDING = 2
+Column = table.Column[RequestRow]
 STATE_ORDER = {"prefill": 0, "decoding": 1, "failed": 2, "cancelled": 3, "done": 4}
-
-
-def ms_text(v: float | None) -> str:
-    if v is None:
-        return DASH
-    if v < 10:
-        return f"{v:.1f}ms"
-    if v < 1000:
-        return f"{v:.0f}ms"
-    return f"{v / 1000:.2f}s" if v < 10_000 else f"{v / 1000:.0f}s"
-
-
-def tps_text(v: float | None) -> str:
-    if v is None:
-        return DASH
-    if v < 100:
-        return f"{v:.1f}"
-    return f"{v:.0f}" if v < 10_000 else f"{v / 1000:.1f}k"
 
 
 def age_text(ms: float) -> str:
@@ -58,31 +36,8 @@ def state_text(r: RequestRow) -> str:
     return r.state
 
 
-def model_text(model: str | None) -> str:
-    if not model:
-        return DASH
-    if model.startswith("/") or "\\" in model:
-        return model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return model
-
-
 def ttft_text(r: RequestRow) -> str:
     return "n/s" if r.stream is False else ms_text(r.ttft_ms)
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column (as :class:`tui.fleet.columns.Column`: ``priority`` lower stays longer,
-    ``stretch`` takes spare width, ``value`` sorts, None last)."""
-
-    key: str
-    header: str
-    width: int
-    priority: int
-    text: Callable[[RequestRow], str]
-    value: Callable[[RequestRow], Any]
-    numeric: bool = True
-    stretch: bool = False
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -118,40 +73,12 @@ CAPS = {"client": 22, "route": 21, "model": 32}
 def fit_columns(width: int, padding: int = CELL_PADDING) -> list[tuple[Column, int]]:
     """The columns that fit in ``width`` cells (by priority, in table order), each with
     its width; spare width goes to the stretchy ones (client, route, model)."""
-    chosen: set[str] = set()
-    used = 0
-    for col in sorted(COLUMNS, key=lambda c: c.priority):
-        need = col.width + padding
-        if used + need <= width or not chosen:
-            chosen.add(col.key)
-            used += need
-    shown = [c for c in COLUMNS if c.key in chosen]
-    widths = {c.key: c.width for c in shown}
-    stretchy = [c for c in shown if c.stretch]
-    spare = max(0, width - used)
-    while spare > 0 and stretchy:
-        grew = False
-        for c in stretchy:
-            if spare > 0 and widths[c.key] < CAPS.get(c.key, 40):
-                widths[c.key] += 1
-                spare -= 1
-                grew = True
-        if not grew:
-            break
-    return [(c, widths[c.key]) for c in shown]
+    return table.fit_columns(COLUMNS, width, padding, CAPS)
 
 
 def sort_rows(rows: list[RequestRow], key: str, reverse: bool = False) -> list[RequestRow]:
     """Rows ordered by column ``key`` (rows without a value last; ties: newest first)."""
-    col = BY_KEY[key]
-    newest = sorted(rows, key=lambda r: r.age_ms)
-    have = [r for r in newest if col.value(r) is not None]
-    missing = [r for r in newest if col.value(r) is None]
-    return sorted(have, key=col.value, reverse=reverse) + missing
-
-
-def clip(text: str, width: int) -> str:
-    return terminal_label(text, width)
+    return table.sort_rows(sorted(rows, key=lambda r: r.age_ms), BY_KEY[key], reverse)
 
 
 def detail_text(r: RequestRow) -> str:
@@ -171,4 +98,4 @@ def detail_text(r: RequestRow) -> str:
     if r.error:
         parts.append(r.error)
     parts.append("Enter: timeline")
-    return terminal_label(" · ".join(parts), 4000)
+    return clip(" · ".join(parts), 4000)

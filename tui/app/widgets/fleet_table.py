@@ -21,7 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.fleet.columns import Column, clip
+from tui.core.table import clip
+from tui.fleet.columns import Column
 from tui.fleet.rows import EndpointRow
 
 PAD = 1  # blank cells on each side of a column
