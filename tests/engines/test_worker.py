@@ -24,7 +24,8 @@ from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import CancelToken, EngineError, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine, runs_in_worker
-from tui.engines.worker import WorkerEngine, describe_exit
+from tui.engines.worker import WorkerEngine
+from tui.engines.worker_process import describe_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 
