@@ -71,9 +71,14 @@ async def stream_once(
          "messages": [{"role": "user", "content": "hi"}]}
     ).encode()  # fmt: skip
     stamps: list[int] = []
+    carry = [b""]  # the last bytes of the previous read: a marker may be split across reads
 
     def on_part(t_ns: int, data: bytes) -> bool:
-        n = data.count(b'"tok')
+        # A token counts at the read that completes its marker. Reads can split anywhere:
+        # a proxy whose client is slow buffers and sends what the socket takes.
+        buf = carry[0] + data
+        n = buf.count(b'"tok')
+        carry[0] = buf[-3:]  # shorter than the marker: never counted twice
         if n:
             stamps.extend([t_ns] * n)
         return False
