@@ -138,14 +138,15 @@ TEST_THREADS = 1
 
 
 def start_llama_server(
-    model: Path,
+    model: Path | None,
     log_dir: Path,
     extra_args: list[str] | None = None,
     timeout_s: float = 60,
     threads: int = TEST_THREADS,
 ) -> ServerProcess:
     """llama.cpp's llama-server as RECIPES.md starts it (binary run directly), with
-    ``threads`` threads (``-t``)."""
+    ``threads`` threads (``-t``). ``model`` None: no ``-m`` (router mode, with
+    ``--models-dir DIR`` in ``extra_args``)."""
     binary = llama_server_binary()
     if binary is None:
         raise ServerStartError(
@@ -156,8 +157,7 @@ def start_llama_server(
     log = log_dir / f"llama-server-{port}.log"
     cmd = [
         str(binary),
-        "-m",
-        str(model),
+        *(["-m", str(model)] if model is not None else []),
         "--host",
         "127.0.0.1",
         "--port",
