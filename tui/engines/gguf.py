@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,14 @@ class _Reader:
 
     def __init__(self, f: Any, path: Path) -> None:
         self.f, self.path = f, path
+        self.size = os.fstat(f.fileno()).st_size
+
+    def skip(self, n: int) -> None:
+        """Move ``n`` bytes on; a skip past the file's end (a count no file holds) is
+        the metadata cut short, not an offset the OS refuses."""
+        if n > self.size - self.f.tell():
+            raise EngineError(f"GGUF metadata is cut short: {self.path}")
+        self.f.seek(n, 1)
 
     def take(self, n: int) -> bytes:
         data = self.f.read(n)
@@ -79,11 +88,11 @@ class _Reader:
         if vtype == _ARRAY:
             item_type, count = self.scalar("<I"), self.scalar("<Q")
             if count > MAX_ARRAY_KEPT and item_type in _SCALARS:
-                self.f.seek(count * struct.calcsize(_SCALARS[item_type]), 1)  # skip
+                self.skip(count * struct.calcsize(_SCALARS[item_type]))
                 return None
             if count > MAX_ARRAY_KEPT and item_type == _STRING:
                 for _ in range(count):
-                    self.f.seek(self.scalar("<Q"), 1)
+                    self.skip(self.scalar("<Q"))
                 return None
             items = [self.value(item_type) for _ in range(count)]
             return items if count <= MAX_ARRAY_KEPT else None
