@@ -17,6 +17,7 @@ from tui.app.messages import KvUpdated, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.server_panel import ServerPanel
+from tui.chat.catalog import Catalog, Choice
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
@@ -33,6 +34,7 @@ class EngineChosen(Message):
 
 
 class ChatEngines(Screen[None]):
+    b_chosen = False  # the user picked B's engine (Ctrl+O then offers nothing)
     core: ChatCore
     view: ChatView
     hardware: HardwareWatch
@@ -68,6 +70,8 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        if slot == "B":
+            self.b_chosen = True
         if old == name:
             return  # unchanged
         if slot == "A":
@@ -88,6 +92,36 @@ class ChatEngines(Screen[None]):
                 description=f"close engine {old}",
             )
 
+    def use_model(self, slot: str, name: str, model: str) -> None:
+        """Point a slot at a model on a server (the palette's ``engine › model``): the
+        next request names it."""
+        old = self.core.slot_engine.get(slot)
+        try:
+            name, stale = self.core.use_model(slot, name, model)
+        except Refused as e:
+            self.notify(str(e), severity="warning")
+            return
+        if slot == "B":
+            self.b_chosen = True
+        closing = [stale]
+        if old is not None and old != name:
+            closing.append(self.core.release(old))
+        for host in closing:
+            if host is not None:
+                self.run_worker(
+                    host.close, thread=True, exit_on_error=False, description="close engine"
+                )
+        if slot == "A":
+            self.query_one(ServerPanel).show_lines(None)
+            self.view.show_kv(name, None)
+            self.post_message(EngineChosen(name))
+            self.hardware.follow(name)
+        self.view.show_slot(slot)
+        if slot == "A" or self.core.ab:
+            self._start_load(slot)
+        self.notify(f"slot {slot}: {name} › {model}", timeout=3)
+        self.focus_prompt()
+
     def action_next_engine(self) -> None:
         try:
             self.use_engine("A", self.core.next_engine())
@@ -96,6 +130,35 @@ class ChatEngines(Screen[None]):
         self.focus_prompt()
 
     def action_toggle_ab(self) -> None:
+        """Ctrl+O: A/B on or off. Turning it on with no engine chosen for B while
+        discovery found servers offers them first (the same model on another engine at
+        the top): Enter takes the first."""
+        candidates = self._ab_offer()
+        if candidates:
+            from tui.app.screens.ab_picker import ABPicker
+
+            self.app.push_screen(ABPicker(candidates), self._ab_picked)
+            return
+        self._toggle_ab()
+
+    def _ab_offer(self) -> list[Choice]:
+        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        if self.core.ab or self.b_chosen or catalog is None or not catalog.discovered:
+            return []
+        return catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
+
+    def _ab_picked(self, choice: Choice | None) -> None:
+        if choice is None:
+            self.focus_prompt()
+            return
+        if choice.model is None:
+            self.use_engine("B", choice.engine)
+        else:
+            self.use_model("B", choice.engine, choice.model)
+        if self.core.slot_engine["B"] not in (None, self.core.slot_engine["A"]):
+            self._toggle_ab()
+
+    def _toggle_ab(self) -> None:
         try:
             on_now = self.core.toggle_ab()
         except Refused as e:
