@@ -257,3 +257,30 @@ def test_a_silent_server_costs_one_timeout(silent_port) -> None:
     with pytest.raises(EngineError):
         list_server_models(EngineSpec("s", "vllm", url=f"http://127.0.0.1:{silent_port}"), 0.5)
     assert time.monotonic() - t0 < 3
+
+
+def test_doctor_lists_the_servers_found(ollama_multi, plain_http, tmp_path) -> None:
+    import os
+
+    port, _ = ollama_multi
+    plain_port, _log = plain_http
+    closed = servers.free_port()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[discovery]\nports = [{port}, {plain_port}, {closed}]\n")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), XDG_CONFIG_HOME=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-m", "tui", "--config", str(cfg), "doctor", "--no-load"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=tmp_path,
+    )
+    lines = out.stdout.splitlines()
+    found = [ln for ln in lines if "local server " in ln]
+    assert len(found) == 1 and found[0].startswith("[ok]"), out.stdout
+    assert f"ollama:{port}: ollama at http://127.0.0.1:{port}" in found[0]
+    summary = next(ln for ln in lines if "local servers" in ln)
+    assert f"1 found on 127.0.0.1 ports {port}, {plain_port}, {closed}" in summary
+    assert f"not an LLM server: {plain_port}" in summary and f"closed: {closed}" in summary
