@@ -183,6 +183,8 @@ async def test_open_a_gguf_from_a_scanned_folder(  # type: ignore[no-untyped-def
         assert app.config.engines[name].model == str(copy)
         assert any("loading SmolLM2-135M-Instruct-Q4_1.gguf" in n for n in notes(app))
         bar = app.chat.query_one(EngineBar)
+        # the progress line while the worker loads it (the worker's start takes seconds)
+        await wait_for(pilot, lambda: "s · reading 98 MB GGUF)" in bar.plain(), 30)
         await wait_for(pilot, lambda: "ready" in bar.plain(), 90)
         assert await app.chat.submit_text("Hi")
         await wait_for(pilot, lambda: not app.chat.busy, 90)
@@ -214,6 +216,15 @@ async def test_discovery_never_delays_the_first_frame(make_config, build_app, wa
             assert app.catalog.discovered == []
     finally:
         s.close()
+
+
+async def test_loading_says_for_how_long(make_config, build_app, wait_for):  # type: ignore[no-untyped-def]
+    slow = '[engines.slow]\nkind = "synthetic"\noptions = { load_ms = 2500 }\n'
+    app = build_app(make_config('default_engine = "slow"\n' + gen(4) + slow))
+    async with app.run_test(size=(80, 24)) as pilot:
+        bar = app.chat.query_one(EngineBar)
+        await wait_for(pilot, lambda: "loading (1 s)" in bar.plain(), 10)
+        await wait_for(pilot, lambda: "ready" in bar.plain(), 10)
 
 
 def test_model_option_opens_a_gguf_in_a_real_terminal(model_path: Path, tmp_path: Path) -> None:

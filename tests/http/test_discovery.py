@@ -284,3 +284,15 @@ def test_doctor_lists_the_servers_found(ollama_multi, plain_http, tmp_path) -> N
     summary = next(ln for ln in lines if "local servers" in ln)
     assert f"1 found on 127.0.0.1 ports {port}, {plain_port}, {closed}" in summary
     assert f"not an LLM server: {plain_port}" in summary and f"closed: {closed}" in summary
+
+
+def test_vllm_is_found_and_says_its_context(vllm_server) -> None:
+    """vLLM's CPU server (the session's one: ~70 s to start): found as vllm:PORT, and
+    /v1/models's max_model_len is the context the palette shows."""
+    port = int(vllm_server.url.rsplit(":", 1)[1])
+    (finding,) = discover([port], 2.0)
+    assert finding.status == FOUND and finding.spec is not None
+    assert finding.spec.name == f"vllm:{port}" and finding.models == ("smollm2",)
+    (model,) = list_server_models(finding.spec)
+    assert (model.name, model.context) == ("smollm2", 1024)
+    assert model.details() == "ctx 1024"

@@ -7,10 +7,13 @@ core's (tui/chat/core.py); this only starts the workers and asks the view to dra
 
 from __future__ import annotations
 
+import time
 from functools import partial
+from pathlib import Path
 
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from tui.app.messages import KvUpdated, ServerSampled
@@ -35,6 +38,8 @@ class EngineChosen(Message):
 
 class ChatEngines(Screen[None]):
     b_chosen = False  # the user picked B's engine (Ctrl+O then offers nothing)
+    _loading: dict[str, tuple[float, str]]  # slot -> (loading since, what it reads)
+    _loading_timer: Timer | None = None
     core: ChatCore
     view: ChatView
     hardware: HardwareWatch
@@ -179,6 +184,7 @@ class ChatEngines(Screen[None]):
             return  # about an engine this slot no longer uses
         self.view.show_slot(msg.slot)
         self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
+        self._follow_loading(msg.slot, msg.engine, msg.state)
         if msg.state == "error":
             self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
         if msg.state == "ready":
@@ -194,6 +200,34 @@ class ChatEngines(Screen[None]):
                 exit_on_error=False,
                 description=f"server metrics of {msg.engine}",
             )
+
+    def _follow_loading(self, slot: str, engine: str, state: str) -> None:
+        """While a slot's engine loads, the engine bar says for how long (and how big a
+        GGUF it reads): a progress line, twice a second."""
+        if state != "loading":
+            self._loading.pop(slot, None)
+            return
+        spec = self.core.config.engines.get(engine)
+        size = ""
+        if spec is not None and spec.kind == "llamacpp" and spec.model not in (None, "default"):
+            from tui.engines.server_models import human_size
+
+            try:
+                size = f" · reading {human_size(Path(str(spec.model)).stat().st_size)} GGUF"
+            except OSError:
+                size = ""
+        self._loading[slot] = (time.monotonic(), size)
+        if self._loading_timer is None:
+            self._loading_timer = self.set_interval(0.5, self._loading_tick)
+        self._loading_tick()
+
+    def _loading_tick(self) -> None:
+        bar = self.query_one(EngineBar)
+        for slot, (since, size) in list(self._loading.items()):
+            if bar.slots.get(slot) is None or bar.slots[slot].state != "loading":
+                self._loading.pop(slot, None)
+                continue
+            bar.set_state(slot, "loading", f"{time.monotonic() - since:.0f} s{size}")
 
     def _server_metrics(self, name: str) -> None:
         """Thread worker: the engine's server-side metrics at the telemetry interval."""
