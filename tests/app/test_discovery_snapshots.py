@@ -89,3 +89,33 @@ def test_palette_models_80x24(snap_compare, make_config, build_app):  # type: ig
         await pilot.pause(1.0)  # the palette's search runs after typing stops
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run)
+
+
+async def test_a_model_named_with_control_sequences_is_shown_safe(make_config, build_app):  # type: ignore[no-untyped-def]
+    """A server's model id of terminal control sequences (OSC 52, OSC 0, CSI, C1, BEL):
+    the palette and Ctrl+O's list show it, made visible, never obeyed."""
+    from screen_text import screen_text
+
+    evil = "evil\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x07\x1b[2J\x9b31m\x07name"
+    app = build_app(make_config('default_engine = "smol"\n' + gen() + CONFIG))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _found(pilot)
+        app.catalog.models["vllm:8000"] = [ServerModel(evil, context=4096)]
+        await pilot.press("ctrl+p")
+        while not isinstance(app.screen, CommandPalette):
+            await asyncio.sleep(0.05)
+        await pilot.press(*"evil")
+        deadline = time.monotonic() + 15
+        while "Model A: vllm:8000 › evil" not in screen_text(app):
+            assert time.monotonic() < deadline, screen_text(app)
+            await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "␛]52;c;" in text and not any(c in text for c in ("\x1b", "\x9b", "\x07"))
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+o")
+        while not isinstance(app.screen, ABPicker):
+            await asyncio.sleep(0.05)
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "vllm:8000 › evil␛]52" in text and "\x1b" not in text

@@ -85,6 +85,10 @@ class OllamaEmulator:
     def names(self) -> tuple[str, ...]:
         return (self.model_name, *self.more_names)
 
+    def full_name(self, name: str) -> str:
+        """The listed name a request's name stands for ("smollm2" → "smollm2:135m")."""
+        return next((n for n in self.names() if name in (n, n.split(":")[0])), name)
+
     def known(self, name: str | None) -> bool:
         if not name:
             return False
@@ -299,7 +303,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(400, "model is required")
         if not self.emu.known(model):
             return self._error(404, f'model "{model}" not found, try pulling it first')
-        self.emu.loaded_name = str(model)
+        self.emu.loaded_name = self.emu.full_name(str(model))
         try:
             keep_alive = parse_keep_alive(body.get("keep_alive"))
         except ValueError as e:
