@@ -164,3 +164,35 @@ def test_hostile_headers_are_refused_quickly(tmp_path: Path, data: bytes) -> Non
     # and a scan keeps going past it (listed, with its error, or left out)
     scan = scan_ggufs([tmp_path])
     assert all(f.architecture is None for f in scan.files)
+
+
+def test_hostile_ollama_manifests(gguf_copy: Path, tmp_path: Path) -> None:
+    """Manifests that are not JSON, too big, nested too deep, of odd shapes, or whose
+    digest climbs out of the store: none is followed; the good one still is."""
+    store = tmp_path / "ollama"
+    digest = hashlib.sha256(b"good").hexdigest()
+    _link(gguf_copy, store / "blobs" / f"sha256-{digest}")
+    _link(gguf_copy, tmp_path / "secret.gguf")  # outside the store
+    lib = store / "manifests" / "registry.ollama.ai" / "library"
+    layer = gguf_scan.OLLAMA_MODEL_LAYER
+    manifests = {
+        "good/1b": {"layers": [{"mediaType": layer, "digest": f"sha256:{digest}"}]},
+        "escape/1b": {"layers": [{"mediaType": layer, "digest": "sha256:../../../secret.gguf"}]},
+        "shapes/1b": {"layers": {"mediaType": layer}},
+        "list/1b": [1, 2, 3],
+        "missing/1b": {"layers": [{"mediaType": layer, "digest": "sha256:" + "0" * 64}]},
+    }
+    for name, body in manifests.items():
+        path = lib / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(body))
+    (lib / "notjson").mkdir()
+    (lib / "notjson" / "1b").write_text("{not json")
+    (lib / "deep").mkdir()
+    (lib / "deep" / "1b").write_text("[" * 100_000)
+    (lib / "big").mkdir()
+    (lib / "big" / "1b").write_bytes(b" " * (gguf_scan.MAX_MANIFEST_BYTES + 1))
+    t0 = time.perf_counter()
+    scan = scan_ggufs([store])
+    assert time.perf_counter() - t0 < 5
+    assert [(f.name, f.path.name) for f in scan.files] == [("good:1b", f"sha256-{digest}")]
