@@ -270,3 +270,25 @@ def test_model_option_opens_a_gguf_in_a_real_terminal(model_path: Path, tmp_path
     finally:
         subprocess.run([*tmux.base, "kill-server"], capture_output=True)
     assert "A ● gguf:SmolLM2-135M-Instruct.Q4_1" in screen and "ready" in screen, screen
+
+
+async def test_a_configured_server_lists_its_models_once_ready(  # type: ignore[no-untyped-def]
+    found, make_config, build_app, wait_for
+):
+    """Discovery off: an Ollama engine from config lists its models when it is ready,
+    and the palette switches it to another of them."""
+    emu = found["emu"]
+    engine = (
+        f'[engines.emu]\nkind = "ollama"\nurl = "http://127.0.0.1:{found["ollama"]}"\n'
+        'model = "smollm2:135m"\n[discovery]\nenabled = false\n'
+    )
+    app = build_app(make_config('default_engine = "emu"\n' + gen(4) + engine))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(app.catalog.models.get("emu", [])) == 3, 60)
+        await _palette(pilot, "model a: tinychat", "Model A: emu › tinychat:latest", wait_for)
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 60)
+        before = len(emu.requested)  # type: ignore[attr-defined]
+        assert await app.chat.submit_text("Hi")
+        await wait_for(pilot, lambda: not app.chat.busy, 90)
+        chats = [m for p, m in emu.requested[before:] if p == "/api/chat"]  # type: ignore[attr-defined]
+        assert chats == ["tinychat:latest"]

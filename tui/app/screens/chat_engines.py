@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from tui.app.messages import KvUpdated, ServerSampled
+from tui.app.messages import KvUpdated, ModelsListed, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.server_panel import ServerPanel
@@ -26,6 +26,8 @@ from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
 from tui.chat.host import IDLE
 from tui.chat.server_watch import watch_server
+
+SERVER_KINDS = frozenset({"ollama", "llama-server", "vllm", "openai"})  # they list models
 
 
 class EngineChosen(Message):
@@ -189,6 +191,7 @@ class ChatEngines(Screen[None]):
             self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
         if msg.state == "ready":
             self.call_after_refresh(self._settle_heap)  # loading made many objects
+            self._list_models(msg.engine)
         if msg.slot == "A" and msg.state == "ready" and self.telemetry:
             info = self.core.info(msg.engine)
             self.hardware.sampler.pid = info.pid if info else None
@@ -200,6 +203,31 @@ class ChatEngines(Screen[None]):
                 exit_on_error=False,
                 description=f"server metrics of {msg.engine}",
             )
+
+    def _list_models(self, name: str) -> None:
+        """A server engine that is ready: its models join the palette (once per engine;
+        servers discovery found are listed already)."""
+        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        spec = self.core.config.engines.get(name)
+        if catalog is None or spec is None or name in catalog.models:
+            return
+        if spec.kind not in SERVER_KINDS or not spec.url:
+            return
+        catalog.models[name] = []  # asked once, whatever the answer
+
+        def list_them() -> None:
+            from tui.engines.base import EngineError
+            from tui.engines.server_models import list_server_models
+
+            try:
+                models = list_server_models(spec, self.core.config.discovery.timeout_s * 2)
+            except EngineError:
+                return
+            self.app.post_message(ModelsListed(name, models))
+
+        self.run_worker(
+            list_them, thread=True, exit_on_error=False, description=f"models of {name}"
+        )
 
     def _follow_loading(self, slot: str, engine: str, state: str) -> None:
         """While a slot's engine loads, the engine bar says for how long (and how big a
