@@ -296,3 +296,33 @@ def test_vllm_is_found_and_says_its_context(vllm_server) -> None:
     (model,) = list_server_models(finding.spec)
     assert (model.name, model.context) == ("smollm2", 1024)
     assert model.details() == "ctx 1024"
+
+
+def test_the_default_table_finds_servers_on_their_default_ports(
+    smollm2_gguf: Path, server_logs: Path
+) -> None:
+    """No [discovery] in config: the Ollama emulator on 11434 and llama-server on 8080
+    where those ports are free (each else on a free port named in the table instead), all
+    found as kind:port."""
+    cfg = parse_config("", Path("infertop.toml"))
+    table = cfg.discovery.port_list()
+    assert table[:3] == [11434, 8080, 8000]
+    emu = ollama_emulator.OllamaEmulator(smollm2_gguf, n_threads=1)
+    ollama_port = 11434 if servers.port_is_free(11434) else 0
+    ollama_port, stop = ollama_emulator.start_in_thread(emu, port=ollama_port)
+    llama_port = 8080 if servers.port_is_free(8080) else servers.free_port()
+    try:
+        ls = servers.start_llama_server(smollm2_gguf, server_logs, port=llama_port)
+    except servers.ServerStartError as e:
+        stop()
+        servers.unavailable("llama-server on its default port", str(e))
+    try:
+        extra = [p for p in (ollama_port, llama_port) if p not in table]
+        sys.stderr.write(f"\n[default table; servers on {ollama_port}, {llama_port}]\n")
+        findings = discover(table + extra, 1.0)
+    finally:
+        ls.stop()
+        stop()
+    names = {f.spec.name for f in findings if f.spec is not None}
+    assert {f"ollama:{ollama_port}", f"llama-server:{llama_port}"} <= names
+    assert {f.port for f in findings} == set(table + extra)
