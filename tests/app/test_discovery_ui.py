@@ -71,7 +71,12 @@ async def _palette(pilot, query: str, want: str, wait_for) -> None:  # type: ign
     def shown() -> bool:
         return want in screen_text(app)
 
-    await wait_for(pilot, shown, 15)
+    try:
+        await wait_for(pilot, shown, 15)
+    except AssertionError:
+        scan = getattr(app, "gguf_scan", None)
+        notes = scan.notes if scan is not None else "no scan"
+        raise AssertionError(f"{want!r} not shown; scan: {notes}\n{screen_text(app)}") from None
     await pilot.pause(0.3)  # the last search's hits are in
     await pilot.press("enter")
 

@@ -152,6 +152,11 @@ def _kv_string(key: str, value_len: int, value: bytes = b"") -> bytes:
         + b"a"
         + struct.pack("<IIQ", 9, 10, 2**63),
         _header(1, 0) + struct.pack("<Q", 1) + b"t" + struct.pack("<I", 4000),  # 4000 dims
+        _header(1, 1)  # 2**62 strings in 4 MiB of empty ones: cut short, read in blocks
+        + struct.pack("<Q", 1)
+        + b"v"
+        + struct.pack("<IIQ", 9, 8, 2**62)
+        + b"\0" * (4 << 20),
     ],
 )
 def test_hostile_headers_are_refused_quickly(tmp_path: Path, data: bytes) -> None:

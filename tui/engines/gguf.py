@@ -48,6 +48,8 @@ _SCALARS = {
 }
 _STRING, _ARRAY = 8, 9
 MAX_ARRAY_KEPT = 4096  # longer arrays (the tokenizer's vocabulary) are skipped, not kept
+_U64 = struct.Struct("<Q")
+_BLOCK = 1 << 20
 
 
 class _Reader:
@@ -63,6 +65,24 @@ class _Reader:
         if n > self.size - self.f.tell():
             raise EngineError(f"GGUF metadata is cut short: {self.path}")
         self.f.seek(n, 1)
+
+    def skip_strings(self, count: int) -> None:
+        """Skip ``count`` length-prefixed strings (a vocabulary), reading the file in
+        blocks: one unpack per string instead of a read and a seek."""
+        unpack = _U64.unpack_from
+        off = base = self.f.tell()
+        buf = b""
+        for _ in range(count):
+            rel = off - base
+            if rel + 8 > len(buf):
+                self.f.seek(off)
+                buf, base, rel = self.f.read(_BLOCK), off, 0
+                if len(buf) < 8:
+                    raise EngineError(f"GGUF metadata is cut short: {self.path}")
+            off += 8 + unpack(buf, rel)[0]
+            if off > self.size:
+                raise EngineError(f"GGUF metadata is cut short: {self.path}")
+        self.f.seek(off)
 
     def take(self, n: int) -> bytes:
         data = self.f.read(n)
@@ -91,8 +111,7 @@ class _Reader:
                 self.skip(count * struct.calcsize(_SCALARS[item_type]))
                 return None
             if count > MAX_ARRAY_KEPT and item_type == _STRING:
-                for _ in range(count):
-                    self.skip(self.scalar("<Q"))
+                self.skip_strings(count)
                 return None
             items = [self.value(item_type) for _ in range(count)]
             return items if count <= MAX_ARRAY_KEPT else None

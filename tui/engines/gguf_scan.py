@@ -246,13 +246,13 @@ def scan_ggufs(
     roots: list[Path], budget_s: float = SCAN_BUDGET_S, read_headers: bool = True
 ) -> GgufScan:
     """GGUF files under ``roots`` (see the module docstring for the bounds), each
-    described from its header while the time budget lasts; files that are not GGUF are
-    dropped."""
-    t0 = time.monotonic()
+    described from its header while a second time budget lasts (a header takes tens of
+    ms); files that are not GGUF are dropped."""
     walk = _Walk(roots, budget_s)
     scan = walk.run()
     if not read_headers:
         return scan
+    t0 = time.monotonic()  # the headers have a budget of their own
     kept = []
     for i, f in enumerate(scan.files):
         if time.monotonic() - t0 > budget_s:
