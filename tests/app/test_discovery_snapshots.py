@@ -91,6 +91,60 @@ def test_palette_models_80x24(snap_compare, make_config, build_app):  # type: ig
     assert snap_compare(app, terminal_size=(80, 24), run_before=run)
 
 
+def test_open_gguf_80x24(snap_compare, make_config, build_app):  # type: ignore[no-untyped-def]
+    """The palette's Open GGUF lines (a fixed scan: the files' facts written out)."""
+    from pathlib import Path
+
+    from tui.engines.gguf_scan import GgufFile, GgufScan
+
+    app = build_app(make_config('default_engine = "smol"\n' + gen() + CONFIG))
+    hub = "/home/u/.cache/huggingface/hub"
+    app.gguf_scan = GgufScan(
+        [
+            GgufFile(
+                Path(SMOL_FILE),
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                98_362_432,
+                "/models",
+                "llama",
+                134_515_008,
+                "Q4_1",
+            ),
+            GgufFile(
+                Path("/home/u/.ollama/models/blobs/sha256-2bada8a7"),
+                "qwen2.5:7b",
+                4_683_087_332,
+                "/home/u/.ollama/models",
+                "qwen2",
+                7_615_616_512,
+                "Q4_K_M",
+            ),
+            GgufFile(
+                Path(
+                    hub + "/models--bartowski--Llama-3.2-3B-Instruct-GGUF/snapshots/"
+                    "5ab33fa/Llama-3.2-3B-Instruct-Q8_0.gguf"
+                ),
+                "Llama-3.2-3B-Instruct-Q8_0.gguf",
+                3_421_899_104,
+                hub,
+                "llama",
+                3_212_749_888,
+                "Q8_0",
+            ),
+        ]
+    )
+
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _found(pilot)
+        await pilot.press("ctrl+p")
+        while not isinstance(app.screen, CommandPalette):
+            await asyncio.sleep(0.05)
+        await pilot.press(*"open gguf")
+        await pilot.pause(1.0)  # the palette's search runs after typing stops
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run)
+
+
 async def test_a_model_named_with_control_sequences_is_shown_safe(make_config, build_app):  # type: ignore[no-untyped-def]
     """A server's model id of terminal control sequences (OSC 52, OSC 0, CSI, C1, BEL):
     the palette and Ctrl+O's list show it, made visible, never obeyed."""
