@@ -297,3 +297,27 @@ async def test_a_configured_server_lists_its_models_once_ready(  # type: ignore[
         await wait_for(pilot, lambda: not app.chat.busy, 90)
         chats = [m for p, m in emu.requested[before:] if p == "/api/chat"]  # type: ignore[attr-defined]
         assert chats == ["tinychat:latest"]
+
+
+async def test_a_server_started_later_is_found_from_the_palette(  # type: ignore[no-untyped-def]
+    model_path: Path, make_config, build_app, wait_for, notes
+):
+    port = servers.free_port()
+    table = f"[discovery]\nports = [{port}]\ntimeout_s = 1.0\n"
+    app = build_app(
+        make_config('default_engine = "synth"\n' + gen(4) + SYNTH + table), discover=None
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 10)
+        assert app.catalog.discovered == []
+        emu = ollama_emulator.OllamaEmulator(model_path, n_threads=1)
+        _, stop = ollama_emulator.start_in_thread(emu, port=port)
+        try:
+            await _palette(pilot, "discover local", "Discover local servers again", wait_for)
+            await wait_for(pilot, lambda: f"ollama:{port}" in app.config.engines, 10)
+            assert any(f"found ollama:{port}" in n for n in notes(app))
+            await wait_for(pilot, lambda: f"ollama:{port}" in app.catalog.models, 10)
+            await _palette(pilot, "discover local", "Discover local servers again", wait_for)
+            await wait_for(pilot, lambda: "no new local server found" in notes(app), 10)
+        finally:
+            stop()

@@ -71,6 +71,7 @@ class InfertopApp(App[None]):
         self.catalog = Catalog()
         self.discovery_on = config.discovery.enabled if discover is None else discover
         self.discovery_done = False
+        self.rediscovering = False  # the palette asked again: say when nothing is new
         self.gguf_scan: GgufScan | None = None  # GGUF files found (palette: Open GGUF)
         self.state_path = state_path
         self.state = load_state(state_path)
@@ -162,6 +163,15 @@ class InfertopApp(App[None]):
             description="discover local servers",
         )
 
+    def rediscover(self) -> None:
+        """The palette's "Discover local servers again": a server started since is added
+        (the ones known stay as they are)."""
+        if any(w.group == "discovery" and not w.is_finished for w in self.workers):
+            return
+        self.discovery_done = False
+        self.rediscovering = True
+        self._start_discovery()
+
     def on_servers_found(self, msg: ServersFound) -> None:
         from tui.app.discovery import found_note
 
@@ -169,6 +179,9 @@ class InfertopApp(App[None]):
         self.discovery_done = True
         if added:
             self.notify(found_note(added), timeout=6)
+        elif self.rediscovering:
+            self.notify("no new local server found", timeout=3)
+        self.rediscovering = False
 
     def on_models_listed(self, msg: ModelsListed) -> None:
         self.catalog.models[msg.engine] = msg.models

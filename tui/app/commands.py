@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 class EngineCommands(Provider):
     """ "Engine A: NAME (kind)", "Engine B: …", "Model A: ENGINE › MODEL (details)",
-    "Toggle A/B mode" (on the chat screen)."""
+    "Toggle A/B mode", "Discover local servers again" (on the chat screen)."""
 
     async def search(self, query: str) -> Hits:
         chat = self.screen
@@ -42,6 +42,11 @@ class EngineCommands(Provider):
         text = "Toggle A/B mode"
         if matcher.match(text) > 0:
             yield Hit(matcher.match(text), matcher.highlight(text), chat.action_toggle_ab)
+        rediscover = getattr(self.app, "rediscover", None)
+        text = "Discover local servers again"
+        if rediscover is not None and chat.core.config.discovery.enabled:
+            if matcher.match(text) > 0:
+                yield Hit(matcher.match(text), matcher.highlight(text), rediscover)
 
 
 class GgufCommands(Provider):
