@@ -375,3 +375,33 @@ def test_ab_schedule(tmp_path, ui, schedule):
 def test_a_bad_ab_schedule_names_the_key(tmp_path, ui, needle):
     with pytest.raises(ConfigError, match=re.escape(needle)):
         load_config(write(tmp_path, GOOD.replace('theme = "infertop-light"', ui)))
+
+
+def test_discovery_settings(tmp_path):
+    path = tmp_path / "c.toml"
+    cfg = parse_config("", path)
+    assert cfg.discovery.enabled is True
+    assert cfg.discovery.port_list() == [11434, 8080, 8000, 30000, 1234, 5001, 1337, 3000]
+    cfg = parse_config(
+        "[discovery]\nenabled = false\nports = [9999]\ntimeout_s = 0.25\ngguf_dirs = ['~/m']\n",
+        path,
+    )
+    assert (cfg.discovery.enabled, cfg.discovery.port_list()) == (False, [9999])
+    assert cfg.discovery.timeout_s == 0.25
+    assert cfg.discovery.gguf_roots() == [Path("~/m").expanduser()]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[discovery]\nports = [70000]\n", "discovery.ports': not a TCP port: 70000"),
+        ("[discovery]\nports = ['8080']\n", "discovery.ports': expected int"),
+        ("[discovery]\nports = 8080\n", "discovery.ports': expected list"),
+        ("[discovery]\ntimeout_s = 0\n", "discovery.timeout_s': must be > 0"),
+        ("[discovery]\ngguf_dirs = [1]\n", "discovery.gguf_dirs': expected str"),
+        ("[discovery]\nhosts = ['10.0.0.1']\n", "discovery.hosts': unknown key"),
+    ],
+)
+def test_discovery_settings_refused(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(text, tmp_path / "c.toml")

@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         for dest, flag in (
             ("ui_telemetry", "--telemetry"),
             ("ui_url", "--url"),
+            ("ui_model", "--model"),
             ("ui_watch", "--watch"),
         ):
             if getattr(args, dest, None) is not None:

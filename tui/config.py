@@ -75,6 +75,29 @@ class FleetSettings:
 
 
 @dataclass
+class DiscoverySettings:
+    """``[discovery]``: local servers probed at start, GGUF folders scanned
+    (tui/engines/discovery.py, tui/engines/gguf_scan.py)."""
+
+    enabled: bool = True  # probe the ports at start (in the background)
+    ports: list[int] | None = None  # None: DEFAULT_PORTS (tui/engines/discovery.py)
+    timeout_s: float = 1.0  # per request of a probe
+    gguf_dirs: list[str] | None = None  # None: the usual folders (default_gguf_roots)
+
+    def port_list(self) -> list[int]:
+        from tui.engines.discovery import default_ports
+
+        return list(self.ports) if self.ports is not None else default_ports()
+
+    def gguf_roots(self) -> list[Path]:
+        from tui.engines.gguf_scan import default_gguf_roots
+
+        if self.gguf_dirs is None:
+            return default_gguf_roots()
+        return [Path(d).expanduser() for d in self.gguf_dirs]
+
+
+@dataclass
 class Config:
     default_engine: str = "local"
     session_dir: str | None = None
@@ -83,6 +106,7 @@ class Config:
     ui: UISettings = field(default_factory=UISettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     fleet: FleetSettings = field(default_factory=FleetSettings)
+    discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
     path: Path | None = None  # where it was read from (None: built-in defaults)
     notices: list[str] = field(default_factory=list)  # for the user (an ignored local file)
 
@@ -128,6 +152,12 @@ FLEET_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "interval_s": (_NUM, "refresh period"),
     "window_s": (_NUM, "Prometheus: range the rates and quantiles cover"),
     "timeout_s": (_NUM, "timeout of each request to an endpoint"),
+}
+DISCOVERY_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "enabled": ((bool,), "probe local servers' default ports at start"),
+    "ports": ((list,), "loopback ports to probe (default: the engines' default ports)"),
+    "timeout_s": (_NUM, "timeout of each probe request"),
+    "gguf_dirs": ((list,), "folders scanned for GGUF files (default: the usual ones)"),
 }
 ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "kind": ((str,), "engine kind"),
@@ -234,6 +264,14 @@ def parse_config(text: str, path: Path) -> Config:
                 v.url(("fleet", "urls"), url, f"item {i + 1}: ")
             if cfg.fleet.prometheus is not None:
                 v.url(("fleet", "prometheus"), cfg.fleet.prometheus)
+        elif key == "discovery":
+            cfg.discovery = DiscoverySettings(**v.table(("discovery",), value, DISCOVERY_KEYS))
+            for port in cfg.discovery.ports or []:
+                v.check(("discovery", "ports"), port, (int,))
+                if not 0 < port < 65536:
+                    raise v.error(("discovery", "ports"), f"not a TCP port: {port}")
+            for d in cfg.discovery.gguf_dirs or []:
+                v.check(("discovery", "gguf_dirs"), d, (str,))
         elif key == "engines":
             v.check(("engines",), value, (dict,))
             for name, table in value.items():
@@ -265,6 +303,7 @@ RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("fleet.interval_s", 0, 3600, False),
     ("fleet.window_s", 1, 86_400, True),
     ("fleet.timeout_s", 0, 600, False),
+    ("discovery.timeout_s", 0, 60, False),
 )
 ENGINE_RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("n_ctx", 1, 100_000_000, True),
@@ -297,6 +336,7 @@ def _check_values(cfg: Config, v: _Validator) -> None:
         "ui": cfg.ui,
         "telemetry": cfg.telemetry,
         "fleet": cfg.fleet,
+        "discovery": cfg.discovery,
     }
     for rule in RANGES:
         section, _, key = rule[0].partition(".")

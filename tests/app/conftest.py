@@ -43,6 +43,9 @@ def build_app(tmp_path: Path, user_theme_dir: Path) -> Callable[..., InfertopApp
         kw.setdefault("state_path", tmp_path / "state.toml")
         kw.setdefault("theme_dirs", [builtin_theme_dir(), user_theme_dir])
         kw.setdefault("telemetry", False)
+        # no probing of this machine's default ports unless a test asks (discover=None:
+        # as its config says, with its own servers' ports in [discovery] ports)
+        kw.setdefault("discover", False)
         return create_app(config, **kw)
 
     return build

@@ -65,9 +65,15 @@ class OllamaEmulator:
         model_name: str = "smollm2:135m",
         n_threads: int = 2,
         n_ctx: int = 2048,
+        more_names: tuple[str, ...] = (),
     ) -> None:
         self.model_path = Path(model_path)
         self.model_name = model_name
+        # more tags for the same GGUF (as `ollama cp` makes): /api/tags lists them all,
+        # each answers; what a request named is kept in ``requested``
+        self.more_names = tuple(more_names)
+        self.requested: list[tuple[str, str]] = []  # (path, model) of each POST
+        self.loaded_name: str | None = None  # the name the loaded model was last asked by
         self.n_threads = n_threads
         self.n_ctx = n_ctx
         self.loaded: LoadedModel | None = None
@@ -76,10 +82,17 @@ class OllamaEmulator:
 
     # --- model lifecycle ------------------------------------------------------------
 
+    def names(self) -> tuple[str, ...]:
+        return (self.model_name, *self.more_names)
+
+    def full_name(self, name: str) -> str:
+        """The listed name a request's name stands for ("smollm2" → "smollm2:135m")."""
+        return next((n for n in self.names() if name in (n, n.split(":")[0])), name)
+
     def known(self, name: str | None) -> bool:
         if not name:
             return False
-        return name == self.model_name or name == self.model_name.split(":")[0]
+        return any(name == n or name == n.split(":")[0] for n in self.names())
 
     def _expire(self) -> None:
         m = self.loaded
@@ -234,17 +247,18 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/api/version":
             self._send_json(200, {"version": VERSION})
         elif self.path == "/api/tags":
-            self._send_json(200, {"models": [self._model_entry()]})
+            self._send_json(200, {"models": [self._model_entry(n) for n in self.emu.names()]})
         elif self.path == "/api/ps":
             self._send_json(200, {"models": self._ps()})
         else:
             self._error(404, "404 page not found")
 
-    def _model_entry(self) -> dict[str, Any]:
+    def _model_entry(self, name: str | None = None) -> dict[str, Any]:
         st = self.emu.model_path.stat()
+        name = name or self.emu.loaded_name or self.emu.model_name
         return {
-            "name": self.emu.model_name,
-            "model": self.emu.model_name,
+            "name": name,
+            "model": name,
             "modified_at": datetime.fromtimestamp(st.st_mtime, timezone.utc).isoformat(),
             "size": st.st_size,
             "digest": f"emulator-{st.st_size:x}",
@@ -284,10 +298,12 @@ class Handler(BaseHTTPRequestHandler):
         if self.path not in ("/api/chat", "/api/generate"):
             return self._error(404, "404 page not found")
         model = body.get("model")
+        self.emu.requested.append((self.path, str(model)))
         if not model:
             return self._error(400, "model is required")
         if not self.emu.known(model):
             return self._error(404, f'model "{model}" not found, try pulling it first')
+        self.emu.loaded_name = self.emu.full_name(str(model))
         try:
             keep_alive = parse_keep_alive(body.get("keep_alive"))
         except ValueError as e:

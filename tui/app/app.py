@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.binding import Binding
 
-from tui.app.commands import EngineCommands
+from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.keys import checked_keymap
-from tui.app.messages import TelemetrySampled
+from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
 from tui.app.themes import builtin_theme_dir, load_themes, user_theme_dir
+from tui.chat.catalog import Catalog
 from tui.chat.core import ChatCore
 from tui.chat.hardware import HardwareWatch
 from tui.config import Config
@@ -31,13 +32,14 @@ from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
     from tui.app.screens.requests import RequestsFeed, RequestsScreen
+    from tui.engines.gguf_scan import GgufFile, GgufScan
     from tui.fleet.rows import EndpointRow
 
 
 class InfertopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
-    COMMANDS = App.COMMANDS | {EngineCommands}
+    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
@@ -61,9 +63,16 @@ class InfertopApp(App[None]):
         fleet_interval_s: float | None = None,
         engine: str | None = None,
         watch: str | RequestsFeed | None = None,
+        discover: bool | None = None,
     ) -> None:
         super().__init__()
         self.config = config
+        # servers found on this machine, their models (tui/app/discovery.py)
+        self.catalog = Catalog()
+        self.discovery_on = config.discovery.enabled if discover is None else discover
+        self.discovery_done = False
+        self.rediscovering = False  # the palette asked again: say when nothing is new
+        self.gguf_scan: GgufScan | None = None  # GGUF files found (palette: Open GGUF)
         self.state_path = state_path
         self.state = load_state(state_path)
         self.theme_dirs = (
@@ -137,6 +146,62 @@ class InfertopApp(App[None]):
             self.notify(text, severity=severity, timeout=8)
         if self.telemetry_enabled:
             self.call_after_refresh(self._start_sampler)
+        if self.discovery_on:
+            self.call_after_refresh(self._start_discovery)
+
+    def _start_discovery(self) -> None:
+        from tui.app.discovery import discover_in_thread
+        from tui.engines.discovery import loopback_urls
+
+        skip = loopback_urls(list(self.config.engines.values()))
+        self.run_worker(
+            lambda: discover_in_thread(self.config.discovery, skip, self.post_message),
+            thread=True,
+            group="discovery",
+            exclusive=True,
+            exit_on_error=False,
+            description="discover local servers",
+        )
+
+    def rediscover(self) -> None:
+        """The palette's "Discover local servers again": a server started since is added
+        (the ones known stay as they are)."""
+        if any(w.group == "discovery" and not w.is_finished for w in self.workers):
+            return
+        self.discovery_done = False
+        self.rediscovering = True
+        self._start_discovery()
+
+    def on_servers_found(self, msg: ServersFound) -> None:
+        from tui.app.discovery import found_note
+
+        added = self.catalog.add_found(self.config, msg.findings)
+        self.discovery_done = True
+        if added:
+            self.notify(found_note(added), timeout=6)
+        elif self.rediscovering:
+            self.notify("no new local server found", timeout=3)
+        self.rediscovering = False
+
+    def on_models_listed(self, msg: ModelsListed) -> None:
+        self.catalog.models[msg.engine] = msg.models
+
+    # -- GGUF files on this machine ----------------------------------------------------
+    def scan_ggufs(self) -> GgufScan:
+        """Scan the GGUF folders (blocking, bounded: in a thread) and keep the result."""
+        from tui.engines.gguf_scan import scan_ggufs
+
+        self.gguf_scan = scan_ggufs(self.config.discovery.gguf_roots())
+        return self.gguf_scan
+
+    def open_gguf(self, found: GgufFile) -> None:
+        """Slot A runs ``found`` in-process (an engine ``gguf:NAME`` joins the config)."""
+        from tui.chat.catalog import gguf_engine
+
+        name = gguf_engine(self.config, found.path, found.name)
+        self.chat.use_engine("A", name)
+        if self.chat.slot_engine["A"] == name:
+            self.notify(f"loading {found.name} ({found.details()}) in-process…", timeout=4)
 
     def _start_sampler(self) -> None:
         self.run_worker(
@@ -263,7 +328,9 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``fleet`` (start on the fleet screen reading it: ``infertop fleet``),
     ``fleet_interval_s``, ``engine`` (start on that engine: ``infertop --url``) and
     ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
-    ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests).
+    ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests) and
+    ``discover`` (probe local servers after the first paint; None: ``[discovery]
+    enabled`` in config).
     """
     return InfertopApp(config, **kwargs)
 

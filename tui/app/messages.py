@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from tui.chat.events import ChatEvent
 from tui.core.kv import KvState
 from tui.telemetry.sampler import TelemetrySample
+
+if TYPE_CHECKING:  # httpx stays off the start-up path
+    from tui.engines.discovery import PortFinding
+    from tui.engines.server_models import ServerModel
 
 
 class TelemetrySampled(Message):
@@ -40,3 +46,19 @@ class CoreEvent(Message):
     def __init__(self, event: ChatEvent) -> None:
         super().__init__()
         self.event = event
+
+
+class ServersFound(Message):
+    """Discovery's findings, one per probed port (tui/engines/discovery.py)."""
+
+    def __init__(self, findings: list[PortFinding]) -> None:
+        super().__init__()
+        self.findings = findings
+
+
+class ModelsListed(Message):
+    """The models a server engine offers (tui/engines/server_models.py)."""
+
+    def __init__(self, engine: str, models: list[ServerModel]) -> None:
+        super().__init__()
+        self.engine, self.models = engine, models

@@ -22,6 +22,7 @@ and stored. A ``tap`` may see every stream event as it is added (in the engine's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -179,6 +180,34 @@ class ChatCore:
         self.last_metrics[slot] = None
         self.messages[slot] = []
         return old
+
+    def use_model(self, slot: str, name: str, model: str) -> tuple[str, EngineHost | None]:
+        """Point ``slot`` at engine ``name`` asking for ``model`` from the next request on
+        (a server with several models). The engine's spec in the running config names the
+        model now — or, when the other slot uses that engine with another model, an engine
+        ``NAME › MODEL`` joins the config for this one. Returns (the engine the slot uses,
+        a host the caller closes or None). Refused as :meth:`use_engine` is."""
+        if name not in self.config.engines:
+            raise Refused(f"no engine named {name!r} in config")
+        if self.busy:
+            raise Refused("an answer is still streaming — Esc cancels it first")
+        spec = self.config.engines[name]
+        other = "B" if slot == "A" else "A"
+        if spec.model != model and self.slot_engine[other] == name:
+            derived = f"{name} › {model}"
+            if derived not in self.config.engines:
+                self.config.engines[derived] = dataclasses.replace(spec, name=derived, model=model)
+            name, spec = derived, self.config.engines[derived]
+        stale = None
+        if spec.model != model:
+            self.config.engines[name] = dataclasses.replace(spec, model=model)
+            stale = self.hosts.pop(name, None)
+        if self.slot_engine[slot] != name or stale is not None:
+            self.slot_engine[slot] = name
+            self.history[slot] = windows()
+            self.last_metrics[slot] = None
+            self.messages[slot] = []
+        return name, stale
 
     def next_engine(self) -> str:
         """The engine Ctrl+N moves slot A to (never B's in A/B mode)."""

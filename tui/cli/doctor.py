@@ -58,6 +58,8 @@ def main(args: argparse.Namespace) -> int:
     _check_receive_stamps()
     if getattr(args, "url", None):
         _check_url(args.url, verify_tls=not getattr(args, "insecure", False))
+    if cfg is not None:
+        _check_discovery(cfg)
     if cfg is None:
         return 1
     spec = cfg.engines[cfg.default_engine]
@@ -267,6 +269,39 @@ def _check_url(url: str, verify_tls: bool = True) -> None:
         _line(MISSING, "server", f"{redact_url(url)}: {e}")
         return
     _line(OK, "server", found.describe())
+
+
+def _check_discovery(cfg: Config) -> None:
+    """What the TUI's discovery finds now: each LLM server on the ports of ``[discovery]
+    ports`` (loopback only, GETs only), and in one line what the other ports held."""
+    settings = cfg.discovery
+    if not settings.enabled:
+        _line(INFO, "local servers", "discovery is off ([discovery] enabled = false)")
+        return
+    try:
+        from tui.engines.discovery import FOUND, discover, loopback_urls
+    except ImportError:
+        _line(MISSING, "local servers", "HTTP engines are not available in this install")
+        return
+    ports = settings.port_list()
+    configured = loopback_urls(list(cfg.engines.values()))
+    findings = discover(ports, settings.timeout_s)
+    for f in findings:
+        if f.status == FOUND and f.spec is not None:
+            again = " (also in config)" if f.spec.url in configured else ""
+            _line(OK, "local server", f"{f.spec.name}{again}: {f.detail}")
+    rest: dict[str, list[str]] = {}
+    for f in findings:
+        if f.status != FOUND:
+            rest.setdefault(f.status, []).append(str(f.port))
+    others = "; ".join(f"{status}: {', '.join(p)}" for status, p in rest.items())
+    n_found = sum(f.status == FOUND for f in findings)
+    _line(
+        INFO,
+        "local servers",
+        f"{n_found} found on 127.0.0.1 ports {', '.join(map(str, ports))}"
+        + (f" ({others})" if others else ""),
+    )
 
 
 def build_summary(result: ProbeResult, system: str | None = None) -> str:

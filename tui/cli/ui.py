@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui.config import Config
 
 TELEMETRY_HELP = (
     "whose hardware the panel shows: 'local' (default), ssh://[user@]host[:port] (runs "
@@ -23,6 +27,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="chat with the server at URL (a tunnel's local end, say); its kind is detected "
         "and it is added to the engines for this run (Ctrl+N still cycles through the rest)",
+    )
+    parser.add_argument(
+        "--model",
+        dest="ui_model",
+        metavar="PATH",
+        help="chat with the GGUF file at PATH, in-process (llama.cpp); it is added to the "
+        "engines for this run as gguf:NAME (the palette's 'Open GGUF' lists the files "
+        "found in the usual folders)",
     )
     parser.add_argument(
         "--watch",
@@ -66,6 +78,22 @@ def engine_log_path() -> Path:
     return Path(platformdirs.user_state_dir("infertop")) / "engine-stderr.log"
 
 
+def model_engine(config: Config, model: str) -> str | None:
+    """``--model PATH``: the engine running that GGUF in-process, added to ``config``
+    (None, with a one-line error printed, when PATH is no readable GGUF)."""
+    from tui.chat.catalog import gguf_engine
+    from tui.engines.base import EngineError
+    from tui.engines.gguf import check_gguf
+
+    path = Path(model).expanduser().resolve()
+    try:
+        check_gguf(path)
+    except EngineError as e:
+        print(f"infertop: error: --model: {e}", file=sys.stderr)
+        return None
+    return gguf_engine(config, path)
+
+
 def main(args: argparse.Namespace) -> int:
     from tui.config import ConfigError, load_config
     from tui.telemetry.sources import SourceError, parse_source
@@ -98,6 +126,14 @@ def main(args: argparse.Namespace) -> int:
             return 1
         config.engines[spec.name] = spec
         engine = spec.name
+    model = getattr(args, "ui_model", None)
+    if model:
+        if url:
+            print("infertop: error: --model and --url: give one of them", file=sys.stderr)
+            return 2
+        engine = model_engine(config, model)
+        if engine is None:
+            return 1
     watch = getattr(args, "ui_watch", None)
     if watch is not None:
         from tui.proxy.watch import ProxyWatch, WatchError

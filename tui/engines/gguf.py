@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ _SCALARS = {
 }
 _STRING, _ARRAY = 8, 9
 MAX_ARRAY_KEPT = 4096  # longer arrays (the tokenizer's vocabulary) are skipped, not kept
+_U64 = struct.Struct("<Q")
+_BLOCK = 1 << 20
 
 
 class _Reader:
@@ -54,6 +57,32 @@ class _Reader:
 
     def __init__(self, f: Any, path: Path) -> None:
         self.f, self.path = f, path
+        self.size = os.fstat(f.fileno()).st_size
+
+    def skip(self, n: int) -> None:
+        """Move ``n`` bytes on; a skip past the file's end (a count no file holds) is
+        the metadata cut short, not an offset the OS refuses."""
+        if n > self.size - self.f.tell():
+            raise EngineError(f"GGUF metadata is cut short: {self.path}")
+        self.f.seek(n, 1)
+
+    def skip_strings(self, count: int) -> None:
+        """Skip ``count`` length-prefixed strings (a vocabulary), reading the file in
+        blocks: one unpack per string instead of a read and a seek."""
+        unpack = _U64.unpack_from
+        off = base = self.f.tell()
+        buf = b""
+        for _ in range(count):
+            rel = off - base
+            if rel + 8 > len(buf):
+                self.f.seek(off)
+                buf, base, rel = self.f.read(_BLOCK), off, 0
+                if len(buf) < 8:
+                    raise EngineError(f"GGUF metadata is cut short: {self.path}")
+            off += 8 + unpack(buf, rel)[0]
+            if off > self.size:
+                raise EngineError(f"GGUF metadata is cut short: {self.path}")
+        self.f.seek(off)
 
     def take(self, n: int) -> bytes:
         data = self.f.read(n)
@@ -79,11 +108,10 @@ class _Reader:
         if vtype == _ARRAY:
             item_type, count = self.scalar("<I"), self.scalar("<Q")
             if count > MAX_ARRAY_KEPT and item_type in _SCALARS:
-                self.f.seek(count * struct.calcsize(_SCALARS[item_type]), 1)  # skip
+                self.skip(count * struct.calcsize(_SCALARS[item_type]))
                 return None
             if count > MAX_ARRAY_KEPT and item_type == _STRING:
-                for _ in range(count):
-                    self.f.seek(self.scalar("<Q"), 1)
+                self.skip_strings(count)
                 return None
             items = [self.value(item_type) for _ in range(count)]
             return items if count <= MAX_ARRAY_KEPT else None

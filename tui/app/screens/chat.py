@@ -79,6 +79,7 @@ class ChatScreen(ChatEngines):
         self._ends_drawing = 0  # AnswerEnded messages posted, not yet drawn
         self._sample_due = False  # a hardware sample waits for the next frame
         self._frames = 0
+        self._loading = {}  # slots whose engine loads (ChatEngines._follow_loading)
 
     # -- what tests and the app read ---------------------------------------------------
     @property

@@ -7,21 +7,27 @@ core's (tui/chat/core.py); this only starts the workers and asks the view to dra
 
 from __future__ import annotations
 
+import time
 from functools import partial
+from pathlib import Path
 
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from tui.app.messages import KvUpdated, ServerSampled
+from tui.app.messages import KvUpdated, ModelsListed, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.server_panel import ServerPanel
+from tui.chat.catalog import Catalog, Choice
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
 from tui.chat.host import IDLE
 from tui.chat.server_watch import watch_server
+
+SERVER_KINDS = frozenset({"ollama", "llama-server", "vllm", "openai"})  # they list models
 
 
 class EngineChosen(Message):
@@ -33,6 +39,9 @@ class EngineChosen(Message):
 
 
 class ChatEngines(Screen[None]):
+    b_chosen = False  # the user picked B's engine (Ctrl+O then offers nothing)
+    _loading: dict[str, tuple[float, str]]  # slot -> (loading since, what it reads)
+    _loading_timer: Timer | None = None
     core: ChatCore
     view: ChatView
     hardware: HardwareWatch
@@ -68,6 +77,8 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        if slot == "B":
+            self.b_chosen = True
         if old == name:
             return  # unchanged
         if slot == "A":
@@ -88,6 +99,36 @@ class ChatEngines(Screen[None]):
                 description=f"close engine {old}",
             )
 
+    def use_model(self, slot: str, name: str, model: str) -> None:
+        """Point a slot at a model on a server (the palette's ``engine › model``): the
+        next request names it."""
+        old = self.core.slot_engine.get(slot)
+        try:
+            name, stale = self.core.use_model(slot, name, model)
+        except Refused as e:
+            self.notify(str(e), severity="warning")
+            return
+        if slot == "B":
+            self.b_chosen = True
+        closing = [stale]
+        if old is not None and old != name:
+            closing.append(self.core.release(old))
+        for host in closing:
+            if host is not None:
+                self.run_worker(
+                    host.close, thread=True, exit_on_error=False, description="close engine"
+                )
+        if slot == "A":
+            self.query_one(ServerPanel).show_lines(None)
+            self.view.show_kv(name, None)
+            self.post_message(EngineChosen(name))
+            self.hardware.follow(name)
+        self.view.show_slot(slot)
+        if slot == "A" or self.core.ab:
+            self._start_load(slot)
+        self.notify(f"slot {slot}: {name} › {model}", timeout=3)
+        self.focus_prompt()
+
     def action_next_engine(self) -> None:
         try:
             self.use_engine("A", self.core.next_engine())
@@ -96,6 +137,35 @@ class ChatEngines(Screen[None]):
         self.focus_prompt()
 
     def action_toggle_ab(self) -> None:
+        """Ctrl+O: A/B on or off. Turning it on with no engine chosen for B while
+        discovery found servers offers them first (the same model on another engine at
+        the top): Enter takes the first."""
+        candidates = self._ab_offer()
+        if candidates:
+            from tui.app.screens.ab_picker import ABPicker
+
+            self.app.push_screen(ABPicker(candidates), self._ab_picked)
+            return
+        self._toggle_ab()
+
+    def _ab_offer(self) -> list[Choice]:
+        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        if self.core.ab or self.b_chosen or catalog is None or not catalog.discovered:
+            return []
+        return catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
+
+    def _ab_picked(self, choice: Choice | None) -> None:
+        if choice is None:
+            self.focus_prompt()
+            return
+        if choice.model is None:
+            self.use_engine("B", choice.engine)
+        else:
+            self.use_model("B", choice.engine, choice.model)
+        if self.core.slot_engine["B"] not in (None, self.core.slot_engine["A"]):
+            self._toggle_ab()
+
+    def _toggle_ab(self) -> None:
         try:
             on_now = self.core.toggle_ab()
         except Refused as e:
@@ -116,10 +186,12 @@ class ChatEngines(Screen[None]):
             return  # about an engine this slot no longer uses
         self.view.show_slot(msg.slot)
         self.query_one(EngineBar).set_state(msg.slot, msg.state, msg.detail)
+        self._follow_loading(msg.slot, msg.engine, msg.state)
         if msg.state == "error":
             self.notify(f"engine {msg.engine}: {msg.detail}", severity="error", timeout=8)
         if msg.state == "ready":
             self.call_after_refresh(self._settle_heap)  # loading made many objects
+            self._list_models(msg.engine)
         if msg.slot == "A" and msg.state == "ready" and self.telemetry:
             info = self.core.info(msg.engine)
             self.hardware.sampler.pid = info.pid if info else None
@@ -131,6 +203,59 @@ class ChatEngines(Screen[None]):
                 exit_on_error=False,
                 description=f"server metrics of {msg.engine}",
             )
+
+    def _list_models(self, name: str) -> None:
+        """A server engine that is ready: its models join the palette (once per engine;
+        servers discovery found are listed already)."""
+        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        spec = self.core.config.engines.get(name)
+        if catalog is None or spec is None or name in catalog.models:
+            return
+        if spec.kind not in SERVER_KINDS or not spec.url:
+            return
+        catalog.models[name] = []  # asked once, whatever the answer
+
+        def list_them() -> None:
+            from tui.engines.base import EngineError
+            from tui.engines.server_models import list_server_models
+
+            try:
+                models = list_server_models(spec, self.core.config.discovery.timeout_s * 2)
+            except EngineError:
+                return
+            self.app.post_message(ModelsListed(name, models))
+
+        self.run_worker(
+            list_them, thread=True, exit_on_error=False, description=f"models of {name}"
+        )
+
+    def _follow_loading(self, slot: str, engine: str, state: str) -> None:
+        """While a slot's engine loads, the engine bar says for how long (and how big a
+        GGUF it reads): a progress line, twice a second."""
+        if state != "loading":
+            self._loading.pop(slot, None)
+            return
+        spec = self.core.config.engines.get(engine)
+        size = ""
+        if spec is not None and spec.kind == "llamacpp" and spec.model not in (None, "default"):
+            from tui.engines.server_models import human_size
+
+            try:
+                size = f" · reading {human_size(Path(str(spec.model)).stat().st_size)} GGUF"
+            except OSError:
+                size = ""
+        self._loading[slot] = (time.monotonic(), size)
+        if self._loading_timer is None:
+            self._loading_timer = self.set_interval(0.5, self._loading_tick)
+        self._loading_tick()
+
+    def _loading_tick(self) -> None:
+        bar = self.query_one(EngineBar)
+        for slot, (since, size) in list(self._loading.items()):
+            if bar.slots.get(slot) is None or bar.slots[slot].state != "loading":
+                self._loading.pop(slot, None)
+                continue
+            bar.set_state(slot, "loading", f"{time.monotonic() - since:.0f} s{size}")
 
     def _server_metrics(self, name: str) -> None:
         """Thread worker: the engine's server-side metrics at the telemetry interval."""

@@ -32,12 +32,24 @@ GROUPS: tuple[tuple[str, tuple[tuple[str | None, str, str], ...]], ...] = (
         "engines",
         (
             ("next_engine", "Ctrl+N", "next engine in slot A (it loads in the background)"),
-            (None, "Ctrl+P", "command palette: pick an engine by name for slot A or B"),
+            (
+                None,
+                "Ctrl+P",
+                "command palette: an engine or a server's model for slot A or B, "
+                "or a GGUF file to open",
+            ),
         ),
     ),
     (
         "A/B",
-        (("ab", "Ctrl+O", "A/B mode: one prompt to two engines side by side, B/A ratios"),),
+        (
+            (
+                "ab",
+                "Ctrl+O",
+                "A/B mode: one prompt to two engines side by side, B/A ratios (the first "
+                "time, pick B among the servers found: Enter takes the same model)",
+            ),
+        ),
     ),
     (
         "panels",
