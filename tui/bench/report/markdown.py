@@ -9,6 +9,7 @@ from tui.bench.report.depth import depth_markdown
 from tui.bench.report.energy import energy_markdown, jpt_cell
 from tui.bench.report.format import DASH, METRIC_WORDS, ci, num, pcts, table
 from tui.bench.report.level_truth import truth_markdown
+from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
 
 
@@ -220,6 +221,7 @@ def markdown(report: dict[str, Any]) -> str:
             rows,
         )
 
+    lines += arrivals_markdown(report) + slo_markdown(report) + capacity_markdown(report)
     lines += energy_markdown(report)
     lines += truth_markdown(report, table)
 

@@ -41,7 +41,10 @@ class RequestRecord:
 
     ``status``: "ok" (finished with generated text), "failed" (a Failed event, or a
     stream that produced no text), "cancelled" (stopped by the user: not a failure, not
-    in the statistics). ``t_start_s`` / ``t_end_s`` are seconds since the bench started.
+    in the statistics), "cut" (still in flight when an open-loop level's duration limit
+    and drain ran out, or when a capacity probe stopped early: counted among the level's
+    requests as not good, its tokens not counted). ``t_start_s`` / ``t_end_s`` are
+    seconds since the bench started.
     """
 
     engine: str
@@ -174,6 +177,10 @@ class LevelRun:
     # c = 1 with per-request engine truth: seconds between requests (the bench's own
     # scrapes), left out of the wall time
     paused_s: float = 0.0
+    # open-loop levels: the arrival process asked, its schedule and what was sent
+    # (tui/bench/run/open_loop.py); None for closed-loop levels
+    arrivals: dict[str, Any] | None = None
+    stop_reason: str | None = None  # why an open-loop level stopped early (saturation)
 
     @property
     def wall_s(self) -> float | None:

@@ -28,9 +28,9 @@ from tui.bench.run.loads import (
     RequestDriver,
     prompt_counter,
     run_concurrency,
-    run_poisson,
     run_sequential,
 )
+from tui.bench.run.open_levels import run_open_levels
 from tui.bench.run.plan import BenchError, BenchPlan, check_fits
 from tui.bench.run.prompts import PromptShape, calibrate
 from tui.bench.run.records import LevelRun, RequestRecord
@@ -79,6 +79,7 @@ class EngineRun:
     controls: dict[str, str] = field(default_factory=dict)
     depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.run.depth
     depth_contexts: list[DepthContext] = field(default_factory=list)
+    capacity_search: dict[str, Any] | None = None  # --find-capacity (tui/bench/run/capacity)
     # requests made outside the levels that were not measured: the engine's small calls
     # ("GET /props": 1) and the generation requests of calibration and warm-up
     setup_requests: dict[str, int] = field(default_factory=dict)
@@ -299,22 +300,12 @@ class BenchRunner:
                 with streaming():
                     await self._concurrency_level(engine, run, driver, c, level)
                 await self._end_truth(truth, level)
-                more = self.plan.rate or self.plan.depths or not self._last_engine
+                more = self.plan.rate or self.plan.find_capacity or self.plan.depths
+                more = more or not self._last_engine
                 if more or c != self.plan.concurrency[-1]:
                     self._save()  # more to run (the final report follows the last level)
-            if self.plan.rate and not self.stopped:
-                rate = self.plan.rate
-                settle_heap()
-                self._stage = (spec.name, f"rate={rate:g}")
-                level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
-                run.levels.append(level)
-                truth = LevelTruth(engine, None)
-                await truth.begin()
-                with streaming():
-                    await run_poisson(
-                        driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
-                    )
-                await self._end_truth(truth, level)
+            if (self.plan.rate or self.plan.find_capacity) and not self.stopped:
+                await run_open_levels(self, engine, run, driver)
             if self.plan.depths and not self.stopped:
 
                 def stage(text: str) -> None:
