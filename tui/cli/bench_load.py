@@ -43,6 +43,31 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     a("--attainment", type=float, metavar="F", help="share of good requests (default 0.9)")
     a("--probe-s", type=float, metavar="S", help="seconds each capacity probe sends (default 20)")
     a(
+        "--input-len",
+        metavar="DIST",
+        help="prompt tokens per request: fixed:N, uniform:A,B, normal:MEAN,SD",
+    )
+    a("--output-len", metavar="DIST", help="output tokens per request (same forms as --input-len)")
+    a(
+        "--dataset",
+        metavar="FILE",
+        help="prompts from FILE: a ShareGPT-style JSON array or JSONL "
+        "(prompt / conversations / messages)",
+    )
+    a(
+        "--shared-prefix",
+        type=int,
+        metavar="N",
+        help="a system prompt of ~N tokens shared by all requests",
+    )
+    a(
+        "--prefix-cache",
+        action="store_true",
+        default=None,
+        help="ask the engine to reuse cached prefixes (llama-server cache_prompt; "
+        "default: ask for none)",
+    )
+    a(
         "--capacity-budget",
         type=float,
         metavar="S",
@@ -61,6 +86,11 @@ def load_values(args: argparse.Namespace) -> dict[str, Any]:
         "attainment": getattr(args, "attainment", None),
         "probe_s": getattr(args, "probe_s", None),
         "capacity_budget_s": getattr(args, "capacity_budget", None),
+        "input_len": getattr(args, "input_len", None),
+        "output_len": getattr(args, "output_len", None),
+        "dataset": getattr(args, "dataset", None),
+        "shared_prefix": getattr(args, "shared_prefix", None),
+        "prefix_cache": getattr(args, "prefix_cache", None),
     }
     return {k: v for k, v in out.items() if v is not None}
 

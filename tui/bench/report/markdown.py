@@ -11,6 +11,7 @@ from tui.bench.report.format import DASH, METRIC_WORDS, ci, num, pcts, table
 from tui.bench.report.level_truth import truth_markdown
 from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
+from tui.bench.report.workload import workload_markdown
 
 
 def _level(engine: dict[str, Any], label: str | None) -> dict[str, Any] | None:
@@ -221,7 +222,8 @@ def markdown(report: dict[str, Any]) -> str:
             rows,
         )
 
-    lines += arrivals_markdown(report) + slo_markdown(report) + capacity_markdown(report)
+    lines += workload_markdown(report) + arrivals_markdown(report) + slo_markdown(report)
+    lines += capacity_markdown(report)
     lines += energy_markdown(report)
     lines += truth_markdown(report, table)
 

@@ -144,7 +144,8 @@ class RequestDriver:
             concurrency=concurrency,
             rate=rate,
             load_ms=load_ms,
-            prompt_tokens_target=prompt_tokens_target,
+            prompt_tokens_target=prompt_tokens_target or request.prompt_tokens_target,
+            max_tokens=request.max_tokens,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
         )
         if into is not None:

@@ -57,6 +57,14 @@ class BenchPlan:
     attainment: float = 0.9
     probe_s: float = 20.0
     capacity_budget_s: float = 600.0
+    # the workload (tui/bench/run/workload.py): length distributions ("fixed:N",
+    # "uniform:A,B", "normal:MEAN,SD"), a dataset file of prompts, a system prompt of N
+    # tokens shared by every request, and whether prefix caching is asked for
+    input_len: str | None = None
+    output_len: str | None = None
+    dataset: str | None = None
+    shared_prefix: int = 0
+    prefix_cache: bool = False
 
     @property
     def cold_runs(self) -> int:
@@ -116,8 +124,26 @@ class BenchPlan:
         if self.n_ctx is not None and self.depths:
             check_fits(self.depths, self.prompt_tokens, self.max_tokens, self.n_ctx, "the preset")
         self._validate_open_loop()
+        self._validate_workload()
         if not self.engines:
             raise BenchError("no engine to bench")
+
+    def has_workload(self) -> bool:
+        """True when requests differ from the default prompts (distinct, fixed lengths)."""
+        return (
+            bool(self.input_len or self.output_len or self.dataset or self.shared_prefix)
+            or self.prefix_cache
+        )
+
+    def _validate_workload(self) -> None:
+        from tui.bench.run.workload import WorkloadError, check_workload
+
+        try:
+            check_workload(self)
+        except WorkloadError as e:
+            raise BenchError(str(e)) from None
+        if self.has_workload() and self.workers is not None and self.workers > 1:
+            raise BenchError("--workers > 1 sends only the default prompts: not with a workload")
 
     def _validate_open_loop(self) -> None:
         from tui.bench.run.arrivals import ArrivalError

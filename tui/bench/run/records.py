@@ -66,6 +66,7 @@ class RequestRecord:
     # (that wait is then not inside the engine-stamped TTFT).
     pre_send_wait_ms: float | None = None
     worker: int | None = None  # the client worker process that sent it (None: the bench's)
+    max_tokens: int | None = None  # the output length asked of this request
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -106,6 +107,7 @@ class RequestRecord:
             "prompt_tokens_target": self.prompt_tokens_target,
             "pre_send_wait_ms": self.pre_send_wait_ms,
             "worker": self.worker,
+            "max_tokens": self.max_tokens,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -142,6 +144,7 @@ class RequestRecord:
             prompt_tokens_target=d.get("prompt_tokens_target"),
             pre_send_wait_ms=d.get("pre_send_wait_ms"),
             worker=d.get("worker"),
+            max_tokens=d.get("max_tokens"),
         )
 
 

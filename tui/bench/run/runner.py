@@ -35,6 +35,7 @@ from tui.bench.run.plan import BenchError, BenchPlan, check_fits
 from tui.bench.run.prompts import PromptShape, calibrate
 from tui.bench.run.records import LevelRun, RequestRecord
 from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
+from tui.bench.run.workload import request_maker
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http_engine import HttpStreamEngine
@@ -177,8 +178,8 @@ class BenchRunner:
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
         # client processes per concurrency level (HTTP engines); the report's plan says it
-        if plan.workers is None:
-            plan.workers = default_workers(max(plan.concurrency))
+        if plan.workers is None:  # worker processes build only the default prompts
+            plan.workers = 1 if plan.has_workload() else default_workers(max(plan.concurrency))
         self.workers = plan.workers
         self._helpers_cpu_s = 0.0  # CPU seconds of the --workers processes, as they end
 
@@ -212,7 +213,8 @@ class BenchRunner:
         )
 
     def _on_record(self, record: RequestRecord) -> None:
-        record.prompt_tokens_target = self.plan.prompt_tokens
+        if record.prompt_tokens_target is None and not self.plan.has_workload():
+            record.prompt_tokens_target = self.plan.prompt_tokens
         if record.phase != "calibrate":
             self._done += 1
         self._emit(record)
@@ -419,16 +421,8 @@ class BenchRunner:
         )
 
     def _maker(self, run: EngineRun, phase: str = "warm") -> Callable[[int], GenerationRequest]:
-        shape = run.prompt
-        assert shape is not None
-        plan = self.plan
-
-        def make(i: int) -> GenerationRequest:
-            req = self._request(shape.text(i))
-            req.seed = plan.seed + i
-            return req
-
-        return make
+        assert run.prompt is not None
+        return request_maker(self.plan, run.prompt, self._request)  # tui/bench/run/workload
 
     async def _fairness(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
         self._stage = (run.name, "fairness checks")

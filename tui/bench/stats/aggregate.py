@@ -36,6 +36,7 @@ from tui.bench.stats.batching import fit_batching
 from tui.bench.stats.depth import summarize_depth
 from tui.bench.stats.samples import N_BOOT, interval_dict, metric_values
 from tui.bench.stats.slo import goodput, meets_slo  # noqa: F401 - meets_slo re-exported
+from tui.bench.stats.workload import workload_summary
 from tui.core.stats import median, ratio_ci, summarize
 
 CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -98,7 +99,10 @@ def summarize_level(
         "pre_send_wait_ms": summarize(
             [r.pre_send_wait_ms for r in recs if r.pre_send_wait_ms is not None]
         ).to_dict(),
-        "short_outputs": sum(1 for r in ok if (r.metrics.output_tokens or 0) < max_tokens),
+        "short_outputs": sum(
+            1 for r in ok if (r.metrics.output_tokens or 0) < (r.max_tokens or max_tokens)
+        ),
+        "workload": workload_summary(ok),
         "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
         "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
     }
@@ -258,7 +262,7 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
     for e in engines:
         run = by_name.get(e["name"])
         if run is not None and run.error is None:
-            notes += control_notes(run, result.plan.max_tokens)
+            notes += control_notes(run, result.plan.max_tokens, result.plan.prefix_cache)
     notes.append(
         "prompts: each request's prompt is distinct from its first words (a request number "
         "leads); the engine's chat template may put a prefix shared by all before it, which "
@@ -267,20 +271,22 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def control_notes(run: EngineRun, max_tokens: int) -> list[str]:
+def control_notes(run: EngineRun, max_tokens: int, prefix_cache: bool = False) -> list[str]:
     """What was sent for output length and prompt-cache reuse, and what the answers show."""
     ok = [r for r in run.measured() if r.ok]
     if not ok:
         return []
     ignore = run.controls.get("ignore_eos", "unknown")
     cache = run.controls.get("cache_prompt", "unknown")
-    full = sum(1 for r in ok if r.metrics.output_tokens == max_tokens)
+    full = sum(1 for r in ok if r.metrics.output_tokens == (r.max_tokens or max_tokens))
+    asked = "the asked" if any(r.max_tokens not in (None, max_tokens) for r in ok) else ""
+    asked = asked or str(max_tokens)
     if full == len(ok):
-        length = f"output length fixed: all {len(ok)} answers had {max_tokens} tokens"
+        length = f"output length fixed: all {len(ok)} answers had {asked} tokens"
     else:
         length = (
             f"output length not fixed: {len(ok) - full} of {len(ok)} answers had other than "
-            f"{max_tokens} tokens"
+            f"{asked} tokens"
         )
     notes = [f"{run.name}: {length} (ignore_eos {ignore})"]
     cached = [
@@ -298,7 +304,10 @@ def control_notes(run: EngineRun, max_tokens: int) -> list[str]:
             f"the engine reported cached prompt tokens on {len(hits)} of {len(cached)} "
             f"requests (up to {max(hits)}): their TTFT includes prefix-cache hits"
         )
-    notes.append(f"{run.name}: prompt-cache reuse (the bench asks for none): {cache}; {seen}")
+    if prefix_cache:
+        cache = "asked for (--prefix-cache: cache_prompt true)"
+    asks = "asks for it" if prefix_cache else "asks for none"
+    notes.append(f"{run.name}: prompt-cache reuse (the bench {asks}): {cache}; {seen}")
     return notes
 
 
