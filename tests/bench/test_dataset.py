@@ -103,3 +103,26 @@ def test_length_distributions_parse_and_draw_in_range() -> None:
 def test_bad_lengths_are_refused_naming_the_flag(text: str) -> None:
     with pytest.raises(WorkloadError, match="--input-len"):
         parse_length(text, "--input-len")
+
+
+@pytest.mark.parametrize(
+    ("kw", "word"),
+    [
+        ({"turns": 2, "rate": 1.0}, "--turns applies to concurrency levels only"),
+        ({"turns": 0}, "--turns must be at least 1"),
+        (
+            {"dataset": str(DATA / "prompts_sample.jsonl"), "input_len": "fixed:9"},
+            "their own length",
+        ),
+        ({"dataset": "/nonexistent/x.jsonl"}, "--dataset: /nonexistent/x.jsonl: cannot read"),
+        ({"output_len": "uniform:3"}, "--output-len"),
+        ({"shared_prefix": 8, "workers": 2}, "--workers > 1"),
+        ({"find_capacity": True}, "--find-capacity needs --slo"),
+        ({"find_capacity": True, "slo": {"ttft_ms": 1.0}, "attainment": 1.0}, "--attainment"),
+    ],
+)
+def test_plans_with_bad_workloads_are_refused(kw: dict, word: str) -> None:  # type: ignore[type-arg]
+    from tui.bench.run.plan import BenchError, BenchPlan
+
+    with pytest.raises(BenchError, match=word.replace("(", r"\(").replace(">", ">")):
+        BenchPlan(engines=["e"], **kw).validate()  # type: ignore[arg-type]

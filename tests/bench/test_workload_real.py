@@ -112,3 +112,27 @@ async def test_a_shared_prefix_is_served_from_the_cache_when_asked(server_url: s
     # without --prefix-cache the bench sends cache_prompt false: nothing is reused
     res, _ = await bench(server_url, shared_prefix=prefix, runs=3)
     assert [r.timeline.truth.cached_tokens for r in warm(res)] == [0, 0, 0]
+
+
+async def test_multi_turn_sessions_grow_turn_by_turn(server_url: str) -> None:
+    # one user, 6 requests as two conversations of 3 turns; the prefix cache asked for,
+    # so each turn can reuse the conversation so far
+    res, report = await bench(server_url, runs=6, turns=3, prefix_cache=True, max_tokens=12)
+    recs = sorted(warm(res), key=lambda r: r.t_start_s)
+    assert [(r.session, r.turn) for r in recs] == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (2, 3)]
+    assert all(r.ok and r.metrics.output_tokens == 12 for r in recs)
+    for a, b in zip(recs, recs[1:]):
+        if b.turn == 1:
+            # a new conversation starts short again
+            assert b.metrics.prompt_tokens < a.metrics.prompt_tokens
+            continue
+        # turn t + 1 holds turn t's prompt, its 12-token answer and a new user message
+        # (engine-counted; re-tokenizing the answer text may merge a token or two)
+        assert b.metrics.prompt_tokens >= a.metrics.prompt_tokens + 12 + 10
+        # and llama-server served the conversation so far from its cache
+        assert b.timeline.truth.cached_tokens >= a.metrics.prompt_tokens - 2
+    by_turn = report["summary"]["engines"][0]["levels"][0]["workload"]["by_turn"]
+    assert [t["turn"] for t in by_turn] == [1, 2, 3]
+    medians = [t["prompt_tokens_median"] for t in by_turn]
+    assert medians == sorted(medians) and medians[0] < medians[-1]
+    assert "by turn, median prompt tokens" in markdown(report)

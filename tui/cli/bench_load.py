@@ -68,6 +68,13 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         "default: ask for none)",
     )
     a(
+        "--turns",
+        type=int,
+        metavar="T",
+        help="concurrency levels hold conversations of T turns, each turn's prompt holding "
+        "the earlier exchanges",
+    )
+    a(
         "--capacity-budget",
         type=float,
         metavar="S",
@@ -91,6 +98,7 @@ def load_values(args: argparse.Namespace) -> dict[str, Any]:
         "dataset": getattr(args, "dataset", None),
         "shared_prefix": getattr(args, "shared_prefix", None),
         "prefix_cache": getattr(args, "prefix_cache", None),
+        "turns": getattr(args, "turns", None),
     }
     return {k: v for k, v in out.items() if v is not None}
 

@@ -22,6 +22,7 @@ def workload_markdown(report: dict[str, Any]) -> list[str]:
         "--dataset": plan.get("dataset"),
         "--shared-prefix": plan.get("shared_prefix") or None,
         "--prefix-cache": "yes" if plan.get("prefix_cache") else None,
+        "--turns": plan.get("turns") if (plan.get("turns") or 1) > 1 else None,
     }
     given = {k: v for k, v in asked.items() if v is not None}
     if not given:
@@ -60,16 +61,31 @@ def workload_markdown(report: dict[str, Any]) -> list[str]:
                     else "not reported",
                 ]
             )
-    return lines + table(
-        [
-            "engine",
-            "level",
-            "input asked min / mean / max",
-            "input |counted − asked| p50 / max",
-            "prompt tokens counted min / median / max",
-            "output asked min / mean / max",
-            "output exact / n",
-            "cached prompt tokens min / median / max (n)",
-        ],
-        rows,
+    turns = [
+        f"- {e['name']} {lv['label']}: by turn, median prompt tokens (cached): "
+        + ", ".join(
+            f"{t['turn']}: {num(t['prompt_tokens_median'], 0)} "
+            f"({num(t['cached_tokens_median'], 0)})"
+            for t in lv["workload"]["by_turn"]
+        )
+        for e in report["summary"]["engines"]
+        for lv in e["levels"]
+        if (lv.get("workload") or {}).get("by_turn")
+    ]
+    return (
+        lines
+        + table(
+            [
+                "engine",
+                "level",
+                "input asked min / mean / max",
+                "input |counted − asked| p50 / max",
+                "prompt tokens counted min / median / max",
+                "output asked min / mean / max",
+                "output exact / n",
+                "cached prompt tokens min / median / max (n)",
+            ],
+            rows,
+        )
+        + (turns + [""] if turns else [])
     )

@@ -65,6 +65,7 @@ class BenchPlan:
     dataset: str | None = None
     shared_prefix: int = 0
     prefix_cache: bool = False
+    turns: int = 1  # > 1: concurrency levels hold conversations (tui/bench/run/sessions.py)
 
     @property
     def cold_runs(self) -> int:
@@ -133,6 +134,7 @@ class BenchPlan:
         return (
             bool(self.input_len or self.output_len or self.dataset or self.shared_prefix)
             or self.prefix_cache
+            or self.turns > 1
         )
 
     def _validate_workload(self) -> None:
@@ -142,6 +144,13 @@ class BenchPlan:
             check_workload(self)
         except WorkloadError as e:
             raise BenchError(str(e)) from None
+        if self.turns < 1:
+            raise BenchError(f"--turns must be at least 1 (got {self.turns})")
+        if self.turns > 1 and (self.rate or self.find_capacity or self.depths):
+            raise BenchError(
+                "--turns applies to concurrency levels only (not --rate, --find-capacity "
+                "or --depth)"
+            )
         if self.has_workload() and self.workers is not None and self.workers > 1:
             raise BenchError("--workers > 1 sends only the default prompts: not with a workload")
 

@@ -67,6 +67,8 @@ class RequestRecord:
     pre_send_wait_ms: float | None = None
     worker: int | None = None  # the client worker process that sent it (None: the bench's)
     max_tokens: int | None = None  # the output length asked of this request
+    session: int | None = None  # --turns: the conversation it belongs to (tui/bench/run/sessions)
+    turn: int | None = None  # and its turn number in it, from 1
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -108,6 +110,8 @@ class RequestRecord:
             "pre_send_wait_ms": self.pre_send_wait_ms,
             "worker": self.worker,
             "max_tokens": self.max_tokens,
+            "session": self.session,
+            "turn": self.turn,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -145,6 +149,8 @@ class RequestRecord:
             pre_send_wait_ms=d.get("pre_send_wait_ms"),
             worker=d.get("worker"),
             max_tokens=d.get("max_tokens"),
+            session=d.get("session"),
+            turn=d.get("turn"),
         )
 
 

@@ -34,6 +34,7 @@ from tui.bench.run.open_levels import run_open_levels
 from tui.bench.run.plan import BenchError, BenchPlan, check_fits
 from tui.bench.run.prompts import PromptShape, calibrate
 from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.sessions import run_sessions
 from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.bench.run.workload import request_maker
 from tui.core.pauses import settle_heap, streaming
@@ -345,6 +346,9 @@ class BenchRunner:
         """Level c in this process, or split across worker processes (tui/bench/workers)."""
         n = self.workers if isinstance(engine, HttpStreamEngine) else 1
         shares = split_streams(c, n)
+        if self.plan.turns > 1:  # conversations (tui/bench/run/sessions.py): in this process
+            await run_sessions(driver, c, self.plan.runs, self.plan.turns, self._maker(run), level)
+            return
         if len(shares) <= 1:
             await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
             return

@@ -58,4 +58,30 @@ def workload_summary(ok: list[RequestRecord]) -> dict[str, Any]:
         },
         "prompt_tokens": _spread(prompts),
         "cached_tokens": {"n": len(cached), **(_spread(cached) or {})} if cached else None,
+        "by_turn": _by_turn(ok),
     }
+
+
+def _by_turn(ok: list[RequestRecord]) -> list[dict[str, Any]] | None:
+    """--turns: per turn number, requests and their median prompt / cached tokens."""
+    turns = sorted({r.turn for r in ok if r.turn is not None})
+    if not turns:
+        return None
+    out = []
+    for t in turns:
+        rs = [r for r in ok if r.turn == t]
+        prompts = [float(r.metrics.prompt_tokens) for r in rs if r.metrics.prompt_tokens]
+        cached = [
+            float(r.timeline.truth.cached_tokens)
+            for r in rs
+            if r.timeline.truth is not None and r.timeline.truth.cached_tokens is not None
+        ]
+        out.append(
+            {
+                "turn": t,
+                "requests": len(rs),
+                "prompt_tokens_median": median(prompts) if prompts else None,
+                "cached_tokens_median": median(cached) if cached else None,
+            }
+        )
+    return out
