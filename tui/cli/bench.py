@@ -42,7 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_insecure_argument(p)
     a("--runs", type=int, metavar="N", help="requests per worker per level (default 10)")
     a("--warmup", type=int, metavar="N", help="warm-up requests per engine (default 1)")
-    a("--concurrency", metavar="LIST", help="concurrency levels, e.g. 1,8,16 (default 1)")
+    a(
+        "--concurrency",
+        metavar="LIST",
+        help="concurrency levels, e.g. 1,8,16 (default 1; none: only --rate / --find-capacity)",
+    )
     a("--rate", type=float, metavar="R", help="add an open-loop level at R requests/s (--arrival)")
     a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
     a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")

@@ -103,8 +103,12 @@ class BenchPlan:
             raise BenchError(f"--runs must be at least 1 (got {self.runs})")
         if self.warmup < 0:
             raise BenchError(f"--warmup must be 0 or more (got {self.warmup})")
-        if not self.concurrency or any(c < 1 for c in self.concurrency):
+        if any(c < 1 for c in self.concurrency):
             raise BenchError(f"concurrency levels must be at least 1 (got {self.concurrency})")
+        if not self.concurrency and not (self.rate or self.find_capacity):
+            raise BenchError(
+                "--concurrency none needs an open-loop level (--rate or --find-capacity)"
+            )
         if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
             raise BenchError(f"--rate must be a positive number of requests/s (got {self.rate})")
         if self.prompt_tokens < 1:
@@ -205,7 +209,10 @@ def preset_values(name: str) -> dict[str, Any]:
 
 
 def parse_concurrency(text: str) -> list[int]:
-    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; BenchError when it does not parse."""
+    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; "none" -> [] (open-loop levels
+    only); BenchError when it does not parse."""
+    if text.strip() == "none":
+        return []
     parts = [p.strip() for p in text.split(",")]
     levels: list[int] = []
     for p in parts:

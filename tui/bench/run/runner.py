@@ -180,7 +180,8 @@ class BenchRunner:
         self._checkpoint_every_s = self._checkpoint_floor_s
         # client processes per concurrency level (HTTP engines); the report's plan says it
         if plan.workers is None:  # worker processes build only the default prompts
-            plan.workers = 1 if plan.has_workload() else default_workers(max(plan.concurrency))
+            most = max(plan.concurrency, default=1)
+            plan.workers = 1 if plan.has_workload() else default_workers(most)
         self.workers = plan.workers
         self._helpers_cpu_s = 0.0  # CPU seconds of the --workers processes, as they end
 
