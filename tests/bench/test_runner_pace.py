@@ -20,6 +20,7 @@ from virtual_time import VirtualClock, run_virtual
 
 import tui.bench.run.hooks as hooks_module
 import tui.bench.run.loads as loads_module
+import tui.bench.run.open_loop as open_loop_module
 import tui.bench.run.runner as runner_module
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
@@ -52,7 +53,7 @@ def clock(monkeypatch) -> VirtualClock:
     """Virtual time for the runner, the load patterns, the cold-start hook and the pace
     engine (every clock they read, and the pace engine's sleeps)."""
     c = VirtualClock()
-    for module in (runner_module, loads_module, hooks_module, pace_engine):
+    for module in (runner_module, loads_module, open_loop_module, hooks_module, pace_engine):
         monkeypatch.setattr(module, "time", c.time)
     return c
 

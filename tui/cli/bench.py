@@ -17,6 +17,7 @@ from typing import Any
 
 from tui.bench.run.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
 from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
+from tui.cli.bench_load import add_load_arguments, load_values, print_slo_and_capacity
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
 from tui.core.safe_text import terminal_label
@@ -41,8 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_insecure_argument(p)
     a("--runs", type=int, metavar="N", help="requests per worker per level (default 10)")
     a("--warmup", type=int, metavar="N", help="warm-up requests per engine (default 1)")
-    a("--concurrency", metavar="LIST", help="concurrency levels, e.g. 1,8,16 (default 1)")
-    a("--rate", type=float, metavar="R", help="add a Poisson-arrival level at R requests/s")
+    a(
+        "--concurrency",
+        metavar="LIST",
+        help="concurrency levels, e.g. 1,8,16 (default 1; none: only --rate / --find-capacity)",
+    )
+    a("--rate", type=float, metavar="R", help="add an open-loop level at R requests/s (--arrival)")
     a("--prompt-tokens", type=int, metavar="N", help="prompt length in tokens (default 128)")
     a("--max-tokens", type=int, metavar="N", help="output tokens per request (default 128)")
     a(
@@ -70,6 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="hardware whose energy per token is measured: 'local', ssh://[user@]host or an "
         "exporter URL, or 'off' (default: the engines' common `telemetry`, else local)",
     )
+    add_load_arguments(p)
     add_sweep_arguments(p)
     a(
         "--out",
@@ -95,6 +101,7 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
         "temperature": args.temperature,
         "cold": args.cold,
         "workers": args.workers,
+        **load_values(args),
     }
     if args.concurrency is not None:
         explicit["concurrency"] = parse_concurrency(args.concurrency)
@@ -240,6 +247,7 @@ def _run(
             return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
+    print_slo_and_capacity(summary)
     _print_own_cost(summary, report.get("own_cpu"))
     print_sweep(report)
     if result.partial:

@@ -67,6 +67,9 @@ class GenerationRequest:
     cache_prompt: bool = True  # False: no prefix-cache reuse (fair, cold prefill)
     ignore_eos: bool = False  # True: generate exactly max_tokens where supported
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # what the bench asked of this prompt's length in the engine's tokens (never sent;
+    # the report sets it beside the engine's count)
+    prompt_tokens_target: int | None = None
 
     @classmethod
     def from_prompt(cls, prompt: str, **kw: Any) -> GenerationRequest:

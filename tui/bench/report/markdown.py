@@ -9,7 +9,10 @@ from tui.bench.report.depth import depth_markdown
 from tui.bench.report.energy import energy_markdown, jpt_cell
 from tui.bench.report.format import DASH, METRIC_WORDS, ci, num, pcts, table
 from tui.bench.report.level_truth import truth_markdown
+from tui.bench.report.pareto import pareto_markdown
+from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
+from tui.bench.report.workload import workload_markdown
 
 
 def _level(engine: dict[str, Any], label: str | None) -> dict[str, Any] | None:
@@ -220,6 +223,8 @@ def markdown(report: dict[str, Any]) -> str:
             rows,
         )
 
+    lines += workload_markdown(report) + arrivals_markdown(report) + slo_markdown(report)
+    lines += capacity_markdown(report) + pareto_markdown(report)
     lines += energy_markdown(report)
     lines += truth_markdown(report, table)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from tui.bench.report.batching import batching_plot
 from tui.bench.report.depth import depth_plots
+from tui.bench.report.pareto import pareto_plot
 from tui.bench.report.svg import ecdf_plot, headline_records, throughput_plot
 
 
@@ -20,6 +21,9 @@ def plots(report: dict[str, Any]) -> dict[str, str]:
     fit = batching_plot(report)
     if fit is not None:
         extra["batching.svg"] = fit
+    frontier = pareto_plot(report)
+    if frontier is not None:
+        extra["pareto.svg"] = frontier
     return extra | {
         "ttft.svg": ecdf_plot(
             "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft

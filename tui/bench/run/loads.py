@@ -3,8 +3,7 @@
 - :func:`run_sequential`: n requests, one after another.
 - :func:`run_concurrency`: level c — c workers, each sends ``runs`` requests back to back,
   so c requests stay in flight for the whole level (c × runs requests).
-- :func:`run_poisson`: n requests started at the arrival times of a Poisson process of
-  rate R per second (exponential gaps, seeded), open loop.
+- open-loop levels (requests on an arrival schedule): tui/bench/run/open_loop.py.
 
 Every request goes through :class:`RequestDriver`, which stamps nothing itself: times come
 from the engine's events (taken where tokens are produced / bytes arrive).
@@ -13,7 +12,6 @@ from the engine's events (taken where tokens are produced / bytes arrive).
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +50,9 @@ class RequestDriver:
         self.stop = stop
         self.on_record = on_record
         self._active: set[CancelToken] = set()
+        # request id -> (its cancel token, its timeline so far): open-loop levels watch
+        # requests in flight (tui/bench/run/open_loop.py) and may cut one
+        self._live: dict[str, tuple[CancelToken, RequestTimeline]] = {}
         self._lock = threading.Lock()  # cancel_all may be called from another thread
         self._next_index = 1  # prompt 0 is the calibration prompt
 
@@ -70,6 +71,20 @@ class RequestDriver:
         i = self._next_index
         self._next_index += 1
         return i
+
+    def live(self) -> list[tuple[str, RequestTimeline]]:
+        """The requests in flight now: (request id, its timeline as stamped so far)."""
+        with self._lock:
+            return [(rid, tl) for rid, (_c, tl) in self._live.items()]
+
+    def cancel_request(self, request_id: str) -> bool:
+        """Cancel one request in flight; False when it is not in flight."""
+        with self._lock:
+            entry = self._live.get(request_id)
+        if entry is None:
+            return False
+        entry[0].cancel()
+        return True
 
     def cancel_all(self) -> None:
         with self._lock:
@@ -93,11 +108,12 @@ class RequestDriver:
     ) -> RequestRecord:
         """Send one request; the record is appended to ``into`` (before anyone is told)."""
         cancel = CancelToken()
+        tl = RequestTimeline()
         with self._lock:
             self._active.add(cancel)
+            self._live[request.request_id] = (cancel, tl)
         if self.stopped:
             cancel.cancel()
-        tl = RequestTimeline()
         t_call = time.perf_counter_ns()
         try:
             await self.engine.stream_into(request, cancel, tl.add)
@@ -106,6 +122,7 @@ class RequestDriver:
         finally:
             with self._lock:
                 self._active.discard(cancel)
+                self._live.pop(request.request_id, None)
         if tl.t_end_ns is None:
             tl.add(Failed(time.perf_counter_ns(), "the stream ended without Finished", "protocol"))
         status = classify(tl)
@@ -127,7 +144,8 @@ class RequestDriver:
             concurrency=concurrency,
             rate=rate,
             load_ms=load_ms,
-            prompt_tokens_target=prompt_tokens_target,
+            prompt_tokens_target=prompt_tokens_target or request.prompt_tokens_target,
+            max_tokens=request.max_tokens,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
         )
         if into is not None:
@@ -174,40 +192,6 @@ async def run_concurrency(
             )
 
     await asyncio.gather(*(worker() for _ in range(c)))
-    level.complete = not driver.stopped
-    return level
-
-
-async def run_poisson(
-    driver: RequestDriver,
-    rate: float,
-    n: int,
-    make_request: MakeRequest,
-    seed: int = 0,
-    level: LevelRun | None = None,
-) -> LevelRun:
-    """Start n requests at Poisson arrival times of ``rate`` per second (open loop)."""
-    label = f"rate={rate:g}"
-    if level is None:
-        level = LevelRun(driver.engine_name, label, "poisson", rate=rate)
-    rng = random.Random(seed)
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    due = 0.0
-    tasks: list[asyncio.Task[None]] = []
-
-    async def one(i: int) -> None:
-        await driver.run(make_request(i), "warm", label, i, rate=rate, into=level.records)
-
-    for _ in range(n):
-        due += rng.expovariate(rate)
-        while not driver.stopped and (wait := start + due - loop.time()) > 0:
-            await asyncio.sleep(min(wait, STOP_POLL_S))
-        if driver.stopped:
-            break
-        tasks.append(asyncio.create_task(one(driver.next_index())))
-    if tasks:
-        await asyncio.gather(*tasks)
     level.complete = not driver.stopped
     return level
 

@@ -42,6 +42,30 @@ class BenchPlan:
     # client processes for concurrency levels (tui/bench/workers.py); None: the default
     workers: int | None = None
     depths: list[int] = field(default_factory=list)  # prior-context tokens (tui.bench.run.depth)
+    # the open-loop level's arrival process (tui/bench/run/arrivals.py): constant,
+    # poisson or gamma (burstiness = the gamma shape), a ramp-up, and a duration limit
+    # (then the level sends for that long instead of --runs requests; requests in flight
+    # at the end get as long again to end, then are cut)
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    ramp_s: float = 0.0
+    duration_s: float | None = None
+    # --find-capacity: the highest rate whose SLO attainment stays >= `attainment`
+    # (tui/bench/run/capacity.py); each probe sends for probe_s seconds (at least
+    # PROBE_MIN_REQUESTS requests); the whole search stops at capacity_budget_s
+    find_capacity: bool = False
+    attainment: float = 0.9
+    probe_s: float = 20.0
+    capacity_budget_s: float = 600.0
+    # the workload (tui/bench/run/workload.py): length distributions ("fixed:N",
+    # "uniform:A,B", "normal:MEAN,SD"), a dataset file of prompts, a system prompt of N
+    # tokens shared by every request, and whether prefix caching is asked for
+    input_len: str | None = None
+    output_len: str | None = None
+    dataset: str | None = None
+    shared_prefix: int = 0
+    prefix_cache: bool = False
+    turns: int = 1  # > 1: concurrency levels hold conversations (tui/bench/run/sessions.py)
 
     @property
     def cold_runs(self) -> int:
@@ -52,7 +76,26 @@ class BenchPlan:
         n = self.warmup + self.cold_runs + sum(c * self.runs for c in self.concurrency)
         # depth 0 is the c=1 level when there is one (tui.bench.run.depth)
         depth_levels = len(self.depths) - (0 in self.depths and 1 in self.concurrency)
-        return n + (self.runs if self.rate else 0) + depth_levels * self.runs
+        rate_n = 0
+        if self.rate:
+            rate_n = round(self.rate * self.duration_s) if self.duration_s else self.runs
+        return n + rate_n + depth_levels * self.runs
+
+    def arrival_spec(self, rate: float, duration_s: float | None = None, seed: int = 0) -> Any:
+        """The ArrivalSpec of an open-loop level at ``rate`` (a duration limit, when
+        given or planned, replaces the --runs count)."""
+        from tui.bench.run.arrivals import ArrivalSpec
+
+        duration = duration_s if duration_s is not None else self.duration_s
+        return ArrivalSpec(
+            process=self.arrival,
+            rate=rate,
+            burstiness=self.burstiness,
+            ramp_s=self.ramp_s,
+            duration_s=duration,
+            count=None if duration is not None else self.runs,
+            seed=self.seed + seed,
+        )
 
     def validate(self) -> None:
         """Raise BenchError on parameters no bench should run with."""
@@ -60,8 +103,12 @@ class BenchPlan:
             raise BenchError(f"--runs must be at least 1 (got {self.runs})")
         if self.warmup < 0:
             raise BenchError(f"--warmup must be 0 or more (got {self.warmup})")
-        if not self.concurrency or any(c < 1 for c in self.concurrency):
+        if any(c < 1 for c in self.concurrency):
             raise BenchError(f"concurrency levels must be at least 1 (got {self.concurrency})")
+        if not self.concurrency and not (self.rate or self.find_capacity):
+            raise BenchError(
+                "--concurrency none needs an open-loop level (--rate or --find-capacity)"
+            )
         if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
             raise BenchError(f"--rate must be a positive number of requests/s (got {self.rate})")
         if self.prompt_tokens < 1:
@@ -81,8 +128,55 @@ class BenchPlan:
             raise BenchError(f"--depth levels must be 0 or more (got {self.depths})")
         if self.n_ctx is not None and self.depths:
             check_fits(self.depths, self.prompt_tokens, self.max_tokens, self.n_ctx, "the preset")
+        self._validate_open_loop()
+        self._validate_workload()
         if not self.engines:
             raise BenchError("no engine to bench")
+
+    def has_workload(self) -> bool:
+        """True when requests differ from the default prompts (distinct, fixed lengths)."""
+        return (
+            bool(self.input_len or self.output_len or self.dataset or self.shared_prefix)
+            or self.prefix_cache
+            or self.turns > 1
+        )
+
+    def _validate_workload(self) -> None:
+        from tui.bench.run.workload import WorkloadError, check_workload
+
+        try:
+            check_workload(self)
+        except WorkloadError as e:
+            raise BenchError(str(e)) from None
+        if self.turns < 1:
+            raise BenchError(f"--turns must be at least 1 (got {self.turns})")
+        if self.turns > 1 and (self.rate or self.find_capacity or self.depths):
+            raise BenchError(
+                "--turns applies to concurrency levels only (not --rate, --find-capacity "
+                "or --depth)"
+            )
+        if self.has_workload() and self.workers is not None and self.workers > 1:
+            raise BenchError("--workers > 1 sends only the default prompts: not with a workload")
+
+    def _validate_open_loop(self) -> None:
+        from tui.bench.run.arrivals import ArrivalError
+
+        if self.rate is not None or self.find_capacity:
+            try:
+                self.arrival_spec(self.rate or 1.0, self.duration_s or self.probe_s).validate()
+            except ArrivalError as e:
+                raise BenchError(str(e)) from None
+        if self.find_capacity:
+            if not self.slo:
+                raise BenchError("--find-capacity needs --slo (the objectives to attain)")
+            if not 0 < self.attainment < 1:
+                raise BenchError(f"--attainment must be between 0 and 1 (got {self.attainment})")
+            if not (self.probe_s > 0 and math.isfinite(self.probe_s)):
+                raise BenchError(f"--probe-s must be a positive number (got {self.probe_s})")
+            if not (self.capacity_budget_s > 0 and math.isfinite(self.capacity_budget_s)):
+                raise BenchError(
+                    f"--capacity-budget must be a positive number (got {self.capacity_budget_s})"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -115,7 +209,10 @@ def preset_values(name: str) -> dict[str, Any]:
 
 
 def parse_concurrency(text: str) -> list[int]:
-    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; BenchError when it does not parse."""
+    """ "1,8,16" -> [1, 8, 16]; sorted, duplicates removed; "none" -> [] (open-loop levels
+    only); BenchError when it does not parse."""
+    if text.strip() == "none":
+        return []
     parts = [p.strip() for p in text.split(",")]
     levels: list[int] = []
     for p in parts:

@@ -50,6 +50,9 @@ class PromptShape:
     counted_tokens: int | None
     method: str
     probes: int = 0
+    # engine tokens per filler word, from the two counted points nearest the target (None:
+    # one point only): lengths other than the target are interpolated with it
+    tokens_per_word: float | None = None
 
     def text(self, index: int) -> str:
         return prompt_text(index, self.n_words)
@@ -91,7 +94,13 @@ async def calibrate(
     if not points:
         return PromptShape(guess, target, None, "estimate")
     best = min(points, key=lambda w: (abs(points[w] - target), points[w] > target))
-    return PromptShape(best, target, points[best], method, probes=len(points))
+    near = sorted(points, key=lambda w: abs(w - best))[:2]
+    slope = None
+    if len(near) == 2 and near[0] != near[1] and points[near[0]] != points[near[1]]:
+        slope = (points[near[0]] - points[near[1]]) / (near[0] - near[1])
+    shape = PromptShape(best, target, points[best], method, probes=len(points))
+    shape.tokens_per_word = slope if slope and slope > 0 else None
+    return shape
 
 
 def _next_words(points: dict[int, int], target: int) -> int:

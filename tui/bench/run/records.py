@@ -41,7 +41,10 @@ class RequestRecord:
 
     ``status``: "ok" (finished with generated text), "failed" (a Failed event, or a
     stream that produced no text), "cancelled" (stopped by the user: not a failure, not
-    in the statistics). ``t_start_s`` / ``t_end_s`` are seconds since the bench started.
+    in the statistics), "cut" (still in flight when an open-loop level's duration limit
+    and drain ran out, or when a capacity probe stopped early: counted among the level's
+    requests as not good, its tokens not counted). ``t_start_s`` / ``t_end_s`` are
+    seconds since the bench started.
     """
 
     engine: str
@@ -63,6 +66,9 @@ class RequestRecord:
     # (that wait is then not inside the engine-stamped TTFT).
     pre_send_wait_ms: float | None = None
     worker: int | None = None  # the client worker process that sent it (None: the bench's)
+    max_tokens: int | None = None  # the output length asked of this request
+    session: int | None = None  # --turns: the conversation it belongs to (tui/bench/run/sessions)
+    turn: int | None = None  # and its turn number in it, from 1
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -103,6 +109,9 @@ class RequestRecord:
             "prompt_tokens_target": self.prompt_tokens_target,
             "pre_send_wait_ms": self.pre_send_wait_ms,
             "worker": self.worker,
+            "max_tokens": self.max_tokens,
+            "session": self.session,
+            "turn": self.turn,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -139,6 +148,9 @@ class RequestRecord:
             prompt_tokens_target=d.get("prompt_tokens_target"),
             pre_send_wait_ms=d.get("pre_send_wait_ms"),
             worker=d.get("worker"),
+            max_tokens=d.get("max_tokens"),
+            session=d.get("session"),
+            turn=d.get("turn"),
         )
 
 
@@ -174,6 +186,10 @@ class LevelRun:
     # c = 1 with per-request engine truth: seconds between requests (the bench's own
     # scrapes), left out of the wall time
     paused_s: float = 0.0
+    # open-loop levels: the arrival process asked, its schedule and what was sent
+    # (tui/bench/run/open_loop.py); None for closed-loop levels
+    arrivals: dict[str, Any] | None = None
+    stop_reason: str | None = None  # why an open-loop level stopped early (saturation)
 
     @property
     def wall_s(self) -> float | None:

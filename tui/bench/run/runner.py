@@ -28,13 +28,15 @@ from tui.bench.run.loads import (
     RequestDriver,
     prompt_counter,
     run_concurrency,
-    run_poisson,
     run_sequential,
 )
+from tui.bench.run.open_levels import run_open_levels
 from tui.bench.run.plan import BenchError, BenchPlan, check_fits
 from tui.bench.run.prompts import PromptShape, calibrate
 from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.sessions import run_sessions
 from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
+from tui.bench.run.workload import request_maker
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http_engine import HttpStreamEngine
@@ -79,6 +81,7 @@ class EngineRun:
     controls: dict[str, str] = field(default_factory=dict)
     depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.run.depth
     depth_contexts: list[DepthContext] = field(default_factory=list)
+    capacity_search: dict[str, Any] | None = None  # --find-capacity (tui/bench/run/capacity)
     # requests made outside the levels that were not measured: the engine's small calls
     # ("GET /props": 1) and the generation requests of calibration and warm-up
     setup_requests: dict[str, int] = field(default_factory=dict)
@@ -176,8 +179,9 @@ class BenchRunner:
         self._checkpoint_floor_s = checkpoint_floor_s()
         self._checkpoint_every_s = self._checkpoint_floor_s
         # client processes per concurrency level (HTTP engines); the report's plan says it
-        if plan.workers is None:
-            plan.workers = default_workers(max(plan.concurrency))
+        if plan.workers is None:  # worker processes build only the default prompts
+            most = max(plan.concurrency, default=1)
+            plan.workers = 1 if plan.has_workload() else default_workers(most)
         self.workers = plan.workers
         self._helpers_cpu_s = 0.0  # CPU seconds of the --workers processes, as they end
 
@@ -211,7 +215,8 @@ class BenchRunner:
         )
 
     def _on_record(self, record: RequestRecord) -> None:
-        record.prompt_tokens_target = self.plan.prompt_tokens
+        if record.prompt_tokens_target is None and not self.plan.has_workload():
+            record.prompt_tokens_target = self.plan.prompt_tokens
         if record.phase != "calibrate":
             self._done += 1
         self._emit(record)
@@ -299,22 +304,12 @@ class BenchRunner:
                 with streaming():
                     await self._concurrency_level(engine, run, driver, c, level)
                 await self._end_truth(truth, level)
-                more = self.plan.rate or self.plan.depths or not self._last_engine
+                more = self.plan.rate or self.plan.find_capacity or self.plan.depths
+                more = more or not self._last_engine
                 if more or c != self.plan.concurrency[-1]:
                     self._save()  # more to run (the final report follows the last level)
-            if self.plan.rate and not self.stopped:
-                rate = self.plan.rate
-                settle_heap()
-                self._stage = (spec.name, f"rate={rate:g}")
-                level = LevelRun(spec.name, f"rate={rate:g}", "poisson", rate=rate)
-                run.levels.append(level)
-                truth = LevelTruth(engine, None)
-                await truth.begin()
-                with streaming():
-                    await run_poisson(
-                        driver, rate, self.plan.runs, self._maker(run), self.plan.seed, level
-                    )
-                await self._end_truth(truth, level)
+            if (self.plan.rate or self.plan.find_capacity) and not self.stopped:
+                await run_open_levels(self, engine, run, driver)
             if self.plan.depths and not self.stopped:
 
                 def stage(text: str) -> None:
@@ -352,6 +347,9 @@ class BenchRunner:
         """Level c in this process, or split across worker processes (tui/bench/workers)."""
         n = self.workers if isinstance(engine, HttpStreamEngine) else 1
         shares = split_streams(c, n)
+        if self.plan.turns > 1:  # conversations (tui/bench/run/sessions.py): in this process
+            await run_sessions(driver, c, self.plan.runs, self.plan.turns, self._maker(run), level)
+            return
         if len(shares) <= 1:
             await run_concurrency(driver, c, self.plan.runs, self._maker(run), level)
             return
@@ -428,16 +426,8 @@ class BenchRunner:
         )
 
     def _maker(self, run: EngineRun, phase: str = "warm") -> Callable[[int], GenerationRequest]:
-        shape = run.prompt
-        assert shape is not None
-        plan = self.plan
-
-        def make(i: int) -> GenerationRequest:
-            req = self._request(shape.text(i))
-            req.seed = plan.seed + i
-            return req
-
-        return make
+        assert run.prompt is not None
+        return request_maker(self.plan, run.prompt, self._request)  # tui/bench/run/workload
 
     async def _fairness(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
         self._stage = (run.name, "fairness checks")

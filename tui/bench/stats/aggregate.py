@@ -14,8 +14,8 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
 - TTFT / ITL / TPOT / e2e: p50, p90, p95, p99 over the level (ITL pooled per token).
 - medians with percentile-bootstrap 95 % intervals over requests (ITL: each request's
   median per-token ITL, since the gaps of one request are not independent samples).
-- goodput = ok requests meeting every SLO (ttft_ms, tpot_ms, e2e_ms: the request's value;
-  itl_ms: the request's p90 per-token ITL) per second of wall time, and their output tok/s.
+- SLO attainment and goodput: tui.bench.stats.slo (its module docstring is the definition).
+- open-loop levels: the arrival process asked and what was sent (tui.bench.stats.arrivals).
 - comparisons: for each engine after the first, ratio of medians to the first engine's
   at the headline level, with a bootstrap interval of the ratio.
 - depth: per --depth level, medians and ratios to depth 0 (tui.bench.report.depth).
@@ -29,11 +29,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.records import LevelRun
 from tui.bench.run.runner import BenchResult, EngineRun
+from tui.bench.stats.arrivals import arrival_summary
 from tui.bench.stats.batching import fit_batching
 from tui.bench.stats.depth import summarize_depth
 from tui.bench.stats.samples import N_BOOT, interval_dict, metric_values
+from tui.bench.stats.slo import goodput, meets_slo  # noqa: F401 - meets_slo re-exported
+from tui.bench.stats.workload import workload_summary
 from tui.core.stats import median, ratio_ci, summarize
 
 CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -41,21 +44,6 @@ PERCENTILE_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 COMPARED = ("decode_tps", "prefill_tps", "ttft_ms", "e2e_ms")
 PROMPT_MISMATCH = 0.02  # prompt token counts differing by more than 2 % are flagged
 PRE_SEND_WAIT_NOTE_MS = 5.0  # an engine-side queue longer than this is pointed out
-
-
-def meets_slo(record: RequestRecord, slo: dict[str, float]) -> bool:
-    m = record.metrics
-    values = {
-        "ttft_ms": m.ttft_ms,
-        "tpot_ms": m.tpot_ms,
-        "e2e_ms": m.e2e_ms,
-        "itl_ms": m.itl_ms_p90,
-    }
-    for key, limit in slo.items():
-        v = values.get(key)
-        if v is None or v > limit:
-            return False
-    return True
 
 
 def level_total_tps(level: LevelRun) -> float | None:
@@ -111,7 +99,10 @@ def summarize_level(
         "pre_send_wait_ms": summarize(
             [r.pre_send_wait_ms for r in recs if r.pre_send_wait_ms is not None]
         ).to_dict(),
-        "short_outputs": sum(1 for r in ok if (r.metrics.output_tokens or 0) < max_tokens),
+        "short_outputs": sum(
+            1 for r in ok if (r.metrics.output_tokens or 0) < (r.max_tokens or max_tokens)
+        ),
+        "workload": workload_summary(ok),
         "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
         "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
     }
@@ -119,16 +110,11 @@ def summarize_level(
         loads = [r.load_ms for r in recs if r.load_ms is not None]
         out["load_ms"] = interval_dict(loads, n_boot=n_boot)
     if slo:
-        good = [r for r in ok if meets_slo(r, slo)]
-        out["goodput"] = {
-            "slo": dict(slo),
-            "good": len(good),
-            "fraction": len(good) / len(recs) if recs else None,
-            "requests_per_s": len(good) / wall if wall else None,
-            "tokens_per_s": sum(r.metrics.output_tokens or 0 for r in good) / wall
-            if wall
-            else None,
-        }
+        out["goodput"] = goodput(recs, slo, wall)
+    if level.arrivals is not None:
+        out["arrivals"] = arrival_summary(level)
+        out["stop_reason"] = level.stop_reason
+    out["cut"] = sum(1 for r in recs if r.status == "cut")
     return out
 
 
@@ -194,6 +180,7 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "failures": failures,
         "warnings": list(run.warnings),
         "setup_requests": dict(run.setup_requests),
+        "capacity_search": run.capacity_search,
     }
     out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
     # context depth and the batching-model fit (imported here: depth_report builds on
@@ -275,7 +262,7 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
     for e in engines:
         run = by_name.get(e["name"])
         if run is not None and run.error is None:
-            notes += control_notes(run, result.plan.max_tokens)
+            notes += control_notes(run, result.plan.max_tokens, result.plan.prefix_cache)
     notes.append(
         "prompts: each request's prompt is distinct from its first words (a request number "
         "leads); the engine's chat template may put a prefix shared by all before it, which "
@@ -284,20 +271,22 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def control_notes(run: EngineRun, max_tokens: int) -> list[str]:
+def control_notes(run: EngineRun, max_tokens: int, prefix_cache: bool = False) -> list[str]:
     """What was sent for output length and prompt-cache reuse, and what the answers show."""
     ok = [r for r in run.measured() if r.ok]
     if not ok:
         return []
     ignore = run.controls.get("ignore_eos", "unknown")
     cache = run.controls.get("cache_prompt", "unknown")
-    full = sum(1 for r in ok if r.metrics.output_tokens == max_tokens)
+    full = sum(1 for r in ok if r.metrics.output_tokens == (r.max_tokens or max_tokens))
+    asked = "the asked" if any(r.max_tokens not in (None, max_tokens) for r in ok) else ""
+    asked = asked or str(max_tokens)
     if full == len(ok):
-        length = f"output length fixed: all {len(ok)} answers had {max_tokens} tokens"
+        length = f"output length fixed: all {len(ok)} answers had {asked} tokens"
     else:
         length = (
             f"output length not fixed: {len(ok) - full} of {len(ok)} answers had other than "
-            f"{max_tokens} tokens"
+            f"{asked} tokens"
         )
     notes = [f"{run.name}: {length} (ignore_eos {ignore})"]
     cached = [
@@ -315,7 +304,10 @@ def control_notes(run: EngineRun, max_tokens: int) -> list[str]:
             f"the engine reported cached prompt tokens on {len(hits)} of {len(cached)} "
             f"requests (up to {max(hits)}): their TTFT includes prefix-cache hits"
         )
-    notes.append(f"{run.name}: prompt-cache reuse (the bench asks for none): {cache}; {seen}")
+    if prefix_cache:
+        cache = "asked for (--prefix-cache: cache_prompt true)"
+    asks = "asks for it" if prefix_cache else "asks for none"
+    notes.append(f"{run.name}: prompt-cache reuse (the bench {asks}): {cache}; {seen}")
     return notes
 
 
