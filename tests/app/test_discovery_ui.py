@@ -321,3 +321,32 @@ async def test_a_server_started_later_is_found_from_the_palette(  # type: ignore
             await wait_for(pilot, lambda: "no new local server found" in notes(app), 10)
         finally:
             stop()
+
+
+async def test_the_server_used_last_is_taken_again_at_start(  # type: ignore[no-untyped-def]
+    found, tmp_path: Path, make_config, build_app, wait_for
+):
+    """The state file says slot A was on a server discovery found: the next start waits
+    for discovery and slot A is that server again, the default engine never loaded; a
+    server gone since: the default engine loads once discovery has looked."""
+    from tui.app.state import UIState, save_state
+
+    ollama = f"ollama:{found['ollama']}"
+    state = tmp_path / "remembered.toml"
+    save_state(state, UIState(engine=ollama))
+    cfg = 'default_engine = "synth"\n' + gen(4) + SYNTH + _table(found)
+    app = build_app(make_config(cfg), discover=None, state_path=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 10)
+        await wait_for(pilot, lambda: app.chat.slot_engine["A"] == ollama, 5)
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 60)
+        from tui.chat.host import IDLE
+
+        synth = app.core.hosts.get("synth")
+        assert synth is None or synth.state == IDLE  # the default engine never loaded
+    save_state(state, UIState(engine="ollama:9"))  # nothing there
+    app = build_app(make_config(cfg), discover=None, state_path=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 10)
+        assert app.chat.slot_engine["A"] == "synth"
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 30)
