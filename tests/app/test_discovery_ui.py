@@ -350,3 +350,48 @@ async def test_the_server_used_last_is_taken_again_at_start(  # type: ignore[no-
         await wait_for(pilot, lambda: app.discovery_done, 10)
         assert app.chat.slot_engine["A"] == "synth"
         await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 30)
+
+
+def test_no_config_lists_a_server_on_its_default_port_in_a_real_terminal(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """The issue's own case: no config file at all, the Ollama emulator on 11434 (skipped
+    when that port is taken here), `infertop` in tmux at 80x24: the server is named on
+    screen soon after the first paint, and Ctrl+N switches slot A to it."""
+    import shlex
+    import subprocess
+
+    from tmux_pane import Tmux
+
+    if not servers.port_is_free(11434):
+        pytest.skip("port 11434 is in use on this machine")
+    emu = ollama_emulator.OllamaEmulator(model_path, n_threads=1)
+    _, stop = ollama_emulator.start_in_thread(emu, port=11434)
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(root),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),  # empty: no config file
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    command = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command += f" {shlex.quote(sys.executable)} -m tui; sleep 30"
+    tmux = Tmux(f"infertop-noconfig-{os.getpid()}")
+    try:
+        tmux("new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", command)
+        tmux.wait(lambda s: "A ●" in s, 60, "the first paint")
+        t_paint = time.monotonic()
+        tmux.wait(lambda s: "ollama:11434" in s, 10, "the server found")
+        took = time.monotonic() - t_paint
+        sys.stderr.write(f"\n[ollama:11434 on screen {took:.2f} s after the first paint]\n")
+        assert took < 2.0
+        tmux("send-keys", "-t", "e2e", "C-n")
+        screen = tmux.wait(lambda s: "A ● ollama:11434" in s, 10, "slot A on the server")
+        tmux("send-keys", "-t", "e2e", "C-q")
+    finally:
+        subprocess.run([*tmux.base, "kill-server"], capture_output=True)
+        stop()
+    assert "ollama" in screen
