@@ -321,3 +321,77 @@ async def test_a_server_started_later_is_found_from_the_palette(  # type: ignore
             await wait_for(pilot, lambda: "no new local server found" in notes(app), 10)
         finally:
             stop()
+
+
+async def test_the_server_used_last_is_taken_again_at_start(  # type: ignore[no-untyped-def]
+    found, tmp_path: Path, make_config, build_app, wait_for
+):
+    """The state file says slot A was on a server discovery found: the next start waits
+    for discovery and slot A is that server again, the default engine never loaded; a
+    server gone since: the default engine loads once discovery has looked."""
+    from tui.app.state import UIState, save_state
+
+    ollama = f"ollama:{found['ollama']}"
+    state = tmp_path / "remembered.toml"
+    save_state(state, UIState(engine=ollama))
+    cfg = 'default_engine = "synth"\n' + gen(4) + SYNTH + _table(found)
+    app = build_app(make_config(cfg), discover=None, state_path=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 10)
+        await wait_for(pilot, lambda: app.chat.slot_engine["A"] == ollama, 5)
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 60)
+        from tui.chat.host import IDLE
+
+        synth = app.core.hosts.get("synth")
+        assert synth is None or synth.state == IDLE  # the default engine never loaded
+    save_state(state, UIState(engine="ollama:9"))  # nothing there
+    app = build_app(make_config(cfg), discover=None, state_path=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 10)
+        assert app.chat.slot_engine["A"] == "synth"
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 30)
+
+
+def test_no_config_lists_a_server_on_its_default_port_in_a_real_terminal(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """The issue's own case: no config file at all, the Ollama emulator on 11434 (skipped
+    when that port is taken here), `infertop` in tmux at 80x24: the server is named on
+    screen soon after the first paint, and Ctrl+N switches slot A to it."""
+    import shlex
+    import subprocess
+
+    from tmux_pane import Tmux
+
+    if not servers.port_is_free(11434):
+        pytest.skip("port 11434 is in use on this machine")
+    emu = ollama_emulator.OllamaEmulator(model_path, n_threads=1)
+    _, stop = ollama_emulator.start_in_thread(emu, port=11434)
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(root),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),  # empty: no config file
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    command = "env -i " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command += f" {shlex.quote(sys.executable)} -m tui; sleep 30"
+    tmux = Tmux(f"infertop-noconfig-{os.getpid()}")
+    try:
+        tmux("new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", command)
+        tmux.wait(lambda s: "A ●" in s, 60, "the first paint")
+        t_paint = time.monotonic()
+        tmux.wait(lambda s: "ollama:11434" in s, 10, "the server found")
+        took = time.monotonic() - t_paint
+        sys.stderr.write(f"\n[ollama:11434 on screen {took:.2f} s after the first paint]\n")
+        assert took < 2.0
+        tmux("send-keys", "-t", "e2e", "C-n")
+        screen = tmux.wait(lambda s: "A ● ollama:11434" in s, 10, "slot A on the server")
+        tmux("send-keys", "-t", "e2e", "C-q")
+    finally:
+        subprocess.run([*tmux.base, "kill-server"], capture_output=True)
+        stop()
+    assert "ollama" in screen

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import Worker, WorkerState
 
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.keys import checked_keymap
@@ -19,7 +20,7 @@ from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
 from tui.app.themes import builtin_theme_dir, load_themes, user_theme_dir
-from tui.chat.catalog import Catalog
+from tui.chat.catalog import Catalog, is_discovered_name
 from tui.chat.core import ChatCore
 from tui.chat.hardware import HardwareWatch
 from tui.config import Config
@@ -100,11 +101,25 @@ class InfertopApp(App[None]):
         notes: list[str] = []
         self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
         self.startup_notes += [(n, "warning") for n in notes]
+        # the engine used last was a server discovery found (kind:port): slot A waits for
+        # discovery (a second or so) before loading, and takes that server if it is back
+        self.awaiting_remembered: str | None = None
+        if (
+            self.discovery_on
+            and fleet is None
+            and watch is None
+            and engine is None
+            and remembered is not None
+            and remembered not in config.engines
+            and is_discovered_name(remembered)
+        ):
+            self.awaiting_remembered = remembered
+        load_on_start = fleet is None and watch is None and not self.awaiting_remembered
         self.chat = ChatScreen(
             self.core,
             self.hardware,
             telemetry=telemetry,
-            load_on_start=fleet is None and watch is None,
+            load_on_start=load_on_start,
             autoplay=autoplay,
         )
         # `infertop fleet` starts on the fleet screen; the chat loads an engine only when
@@ -182,6 +197,23 @@ class InfertopApp(App[None]):
         elif self.rediscovering:
             self.notify("no new local server found", timeout=3)
         self.rediscovering = False
+        self._take_remembered()
+
+    def _take_remembered(self) -> None:
+        """After discovery (or when it failed): slot A on the server used last if it was
+        found again, else its engine loads as usual."""
+        name, self.awaiting_remembered = self.awaiting_remembered, None
+        if name is None:
+            return
+        if name in self.config.engines and not self.chat.busy:
+            self.chat.use_engine("A", name)
+        else:
+            self.chat.ensure_loaded("A")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "discovery" and event.state == WorkerState.ERROR:
+            self.discovery_done = True
+            self._take_remembered()  # never left waiting on a discovery that failed
 
     def on_models_listed(self, msg: ModelsListed) -> None:
         self.catalog.models[msg.engine] = msg.models

@@ -92,6 +92,11 @@ class Catalog:
         return same + other
 
 
+def is_discovered_name(name: str) -> bool:
+    """Whether ``name`` has the form discovery gives its engines: ``kind:port``."""
+    return re.fullmatch(r"[a-z][a-z-]*:[0-9]{1,5}", name) is not None
+
+
 def model_identity(model: str | None, listed: list[ServerModel]) -> tuple[str, int | None]:
     """(a comparable name, the file size where known) of the model an engine uses: a
     GGUF path's file (its size from disk), or a server's model (its size as listed)."""
