@@ -22,7 +22,8 @@ import time
 from tui.core.metrics import compute_metrics
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
-from tui.engines.llamacpp import LlamaCppEngine, _prompt_tokens
+from tui.engines.llamacpp import LlamaCppEngine
+from tui.engines.llamacpp_generate import tokenize_prompt
 from tui.engines.registry import create_engine
 from tui.engines.worker import WorkerEngine
 
@@ -31,7 +32,7 @@ PROMPT = "Explain in detail how a bicycle works, part by part."
 
 def bare_decode_tps(llm, request: GenerationRequest) -> float:
     """The bare loop: llama-cpp-python's own generator, stamped as tokens arrive."""
-    tokens = _prompt_tokens(llm, request)
+    tokens = tokenize_prompt(llm, request)
     llm.reset()
     stamps = []
     gen = llm.generate(tokens, temp=request.temperature, top_p=request.top_p, reset=True)

@@ -1,6 +1,8 @@
 """llama.cpp in-process (llama-cpp-python): generation in a thread, tokens stamped there.
 
-The generation thread samples one token at a time with ``Llama.generate`` and stamps it
+This module loads the model (the build's safe defaults, the KV cache's types and layout)
+and runs each request in the generation thread (:mod:`tui.engines.llamacpp_generate`,
+the loop itself). The generation thread samples one token at a time with ``Llama.generate`` and stamps it
 with ``perf_counter_ns`` the moment the token id is returned, before any hand-off to
 asyncio. Token counts are the number of token ids generated (end-of-generation excluded).
 Engine truth comes from llama.cpp's perf context (``llama_perf_context``): prefill
@@ -10,7 +12,6 @@ Engine truth comes from llama.cpp's perf context (``llama_perf_context``): prefi
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import os
 import threading
@@ -19,20 +20,13 @@ from collections.abc import AsyncGenerator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tui.core.cancel import CancelToken
 from tui.core.events import (
-    ContextFill,
-    EngineReport,
-    EngineTruth,
     Failed,
-    Finished,
     RequestSent,
-    StampSource,
     StreamEvent,
-    TextChunk,
-    Usage,
 )
 from tui.core.kv import (
     CACHE_TYPE_BYTES,
@@ -44,12 +38,11 @@ from tui.engines.base import BatchedEngine, EngineError, EngineInfo, GenerationR
 from tui.engines.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.gguf import FILE_TYPES, check_gguf
+from tui.engines.llamacpp_generate import EventSink, generate
 from tui.engines.stderr_capture import captured_stderr
 from tui.transport.handoff import Handoff
 
-GENERATION_THREAD_STAMPS = "llama.cpp's generation thread, as each token id is returned"
 UNQUANTISED = frozenset({"f32", "f16", "bf16"})
-KV_FILL_EVERY = 8  # decode tokens between ContextFill events (plus prefill end and the end)
 
 # llama.cpp's general.file_type enum -> name (the common ones)
 
@@ -210,7 +203,7 @@ class LlamaCppEngine(BatchedEngine):
         # belongs inside TTFT, as it does for a server's queue.
         t_sent = time.perf_counter_ns()
         future = loop.run_in_executor(
-            self._executor, _generate, self._llm, request, handoff, stop, token, t_sent
+            self._executor, generate, self._llm, request, handoff, stop, token, t_sent
         )
         try:
             async with aclosing(handoff.batches_until_close()) as batches:
@@ -235,7 +228,7 @@ class LlamaCppEngine(BatchedEngine):
         stop = threading.Event()
         t_sent = time.perf_counter_ns()
         future = asyncio.get_running_loop().run_in_executor(
-            self._executor, _generate, self._llm, request, out, stop, cancel, t_sent
+            self._executor, generate, self._llm, request, out, stop, cancel, t_sent
         )
         try:
             await asyncio.shield(future)
@@ -254,14 +247,6 @@ def cache_type_option(options: dict[str, Any], key: str, llama_cpp: Any) -> tupl
         known = ", ".join(CACHE_TYPE_BYTES)
         raise EngineError(f"options.{key} must be a KV cache type ({known}); got {name!r}")
     return str(name).lower(), ggml_id
-
-
-class EventSink(Protocol):
-    """Where the generation thread puts events (a Handoff, or the worker's socket)."""
-
-    def put(self, item: Any) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def extra_bufts_choice(option: object, system_info: str, flags: frozenset[str]) -> tuple[bool, str]:
@@ -300,121 +285,3 @@ def model_defaults(llama_cpp: Any, use_extra_bufts: bool) -> Iterator[None]:
             yield
         finally:
             module.llama_model_default_params = original
-
-
-def _generate(
-    llm: Any,
-    request: GenerationRequest,
-    out: EventSink,
-    stop: threading.Event,
-    cancel: CancelToken,
-    t_sent: int,
-) -> None:
-    """Runs in the engine thread: every event after RequestSent is stamped here."""
-    import llama_cpp
-
-    now = time.perf_counter_ns
-    emit = out.put
-    emit(RequestSent(t_sent))
-    emit(StampSource(t_sent, GENERATION_THREAD_STAMPS))
-    n_out = 0
-    prompt_tokens: list[int] = []
-    try:
-        prompt_tokens = _prompt_tokens(llm, request)
-        if len(prompt_tokens) >= llm.n_ctx():
-            raise EngineError(
-                f"prompt is {len(prompt_tokens)} tokens; the context holds {llm.n_ctx()}"
-            )
-        max_tokens = min(request.max_tokens, llm.n_ctx() - len(prompt_tokens))
-        if not request.cache_prompt:
-            llm.reset()
-        if request.seed is not None:
-            llm.set_seed(request.seed)
-        ctx = llm._ctx.ctx
-        llama_cpp.llama_perf_context_reset(ctx)
-        vocab = llm._model.vocab
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        pending = 0
-        reason = "length"
-        n_ctx = llm.n_ctx()
-        gen = llm.generate(
-            prompt_tokens,
-            temp=request.temperature,
-            top_p=request.top_p,
-            reset=True,
-        )
-        for tok in gen:
-            t = now()  # the token exists now
-            if stop.is_set() or cancel.cancelled:
-                reason = "cancelled"
-                break
-            if n_out % KV_FILL_EVERY == 0:  # 0: prefill has just ended (the prompt is in)
-                emit(ContextFill(t, llm.n_tokens, n_ctx))
-            if not request.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
-                reason = "stop"
-                break
-            n_out += 1
-            pending += 1
-            text = decoder.decode(llm.detokenize([tok]))
-            if text:
-                emit(TextChunk(t, text, pending))
-                pending = 0
-            if n_out >= max_tokens:
-                reason = "length"
-                break
-        gen.close()
-        tail = decoder.decode(b"", final=True)
-        if tail or pending:
-            emit(TextChunk(now(), tail, pending))
-        perf = llama_cpp.llama_perf_context(ctx)
-        t_end = now()
-        emit(ContextFill(t_end, llm.n_tokens, n_ctx))
-        emit(Usage(t_end, len(prompt_tokens), n_out))
-        emit(EngineReport(t_end, _truth(perf, len(prompt_tokens), n_out)))
-        emit(Finished(t_end, reason))
-    except EngineError as e:
-        emit(Failed(now(), str(e), "engine"))
-    except Exception as e:  # noqa: BLE001 - a native fault must end the stream, not the app
-        emit(Usage(now(), len(prompt_tokens) or None, n_out))
-        emit(Failed(now(), f"llama.cpp failed: {type(e).__name__}: {e}", "engine"))
-    finally:
-        out.close()
-
-
-def _truth(perf: Any, prompt_tokens: int, n_out: int) -> EngineTruth:
-    return EngineTruth(
-        prompt_tokens=prompt_tokens,
-        prompt_eval_tokens=int(perf.n_p_eval),
-        prompt_ms=float(perf.t_p_eval_ms),
-        output_tokens=n_out,
-        decode_tokens=int(perf.n_eval),
-        decode_ms=float(perf.t_eval_ms),
-        cached_tokens=max(0, prompt_tokens - int(perf.n_p_eval)),
-        source="llama.cpp perf context",
-        raw={
-            "t_p_eval_ms": float(perf.t_p_eval_ms),
-            "n_p_eval": int(perf.n_p_eval),
-            "t_eval_ms": float(perf.t_eval_ms),
-            "n_eval": int(perf.n_eval),
-        },
-    )
-
-
-def _prompt_tokens(llm: Any, request: GenerationRequest) -> list[int]:
-    """Format the chat with the model's own template and tokenize it."""
-    from llama_cpp import llama_chat_format
-
-    template = (llm.metadata or {}).get("tokenizer.chat_template")
-    if template:
-        eos_id, bos_id = llm.token_eos(), llm.token_bos()
-        fmt = llama_chat_format.Jinja2ChatFormatter(
-            template=template,
-            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
-            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
-        )
-        result = fmt(messages=request.messages)  # type: ignore[arg-type]
-        return list(
-            llm.tokenize(result.prompt.encode(), add_bos=not result.added_special, special=True)
-        )
-    text = "".join(f"{m['role']}: {m['content']}\n" for m in request.messages) + "assistant:"
-    return list(llm.tokenize(text.encode(), add_bos=True, special=False))
