@@ -9,7 +9,8 @@ import asyncio
 import time
 
 from app_support import gen
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input
 
 from tui.app.screens.ab_picker import ABPicker
 from tui.app.widgets.engine_bar import EngineBar
@@ -49,6 +50,28 @@ MODELS = {
 }
 
 
+async def _searched(pilot, text: str, hits: int) -> None:  # type: ignore[no-untyped-def]
+    """Type ``text`` into the open palette and wait until its search has finished with
+    at least ``hits`` lines (a fixed sleep drew a half-filled list on a busy machine)."""
+    palette = pilot.app.screen
+    assert isinstance(palette, CommandPalette)
+    for field in palette.query(Input):
+        field.cursor_blink = False  # a blinking cursor is drawn, or not, by the clock
+    await pilot.press(*text)
+    group = palette._GATHER_COMMANDS_GROUP
+    deadline = time.monotonic() + 30
+    while True:
+        searching = any(
+            w.node is palette and w.group == group and not w.is_finished for w in pilot.app.workers
+        )
+        lines = palette.query_one(CommandList).option_count
+        if not searching and lines >= hits and palette.has_class("-ready"):
+            break
+        assert time.monotonic() < deadline, f"the palette's search did not end ({lines} lines)"
+        await asyncio.sleep(0.05)
+    await pilot.pause(0.2)
+
+
 async def _found(pilot) -> None:  # type: ignore[no-untyped-def]
     """The app as discovery leaves it (fixed findings), slot A ready, no toasts."""
     app = pilot.app
@@ -85,8 +108,7 @@ def test_palette_models_80x24(snap_compare, make_config, build_app):  # type: ig
         await pilot.press("ctrl+p")
         while not isinstance(app.screen, CommandPalette):
             await asyncio.sleep(0.05)
-        await pilot.press(*"model a: ollama")
-        await pilot.pause(1.0)  # the palette's search runs after typing stops
+        await _searched(pilot, "model a: ollama", 3)  # the emulator's three models
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run)
 
@@ -139,8 +161,7 @@ def test_open_gguf_80x24(snap_compare, make_config, build_app):  # type: ignore[
         await pilot.press("ctrl+p")
         while not isinstance(app.screen, CommandPalette):
             await asyncio.sleep(0.05)
-        await pilot.press(*"open gguf")
-        await pilot.pause(1.0)  # the palette's search runs after typing stops
+        await _searched(pilot, "open gguf", 3)  # the three files
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run)
 
