@@ -2,11 +2,12 @@
 
 This module loads the model (the build's safe defaults, the KV cache's types and layout)
 and runs each request in the generation thread (:mod:`tui.engines.llamacpp_generate`,
-the loop itself). The generation thread samples one token at a time with ``Llama.generate`` and stamps it
-with ``perf_counter_ns`` the moment the token id is returned, before any hand-off to
-asyncio. Token counts are the number of token ids generated (end-of-generation excluded).
-Engine truth comes from llama.cpp's perf context (``llama_perf_context``): prefill
-(t_p_eval_ms, n_p_eval) and decode (t_eval_ms, n_eval) as llama.cpp itself timed them.
+the loop itself). The generation thread samples one token at a time with
+``Llama.generate`` and stamps it with ``perf_counter_ns`` the moment the token id is
+returned, before any hand-off to asyncio. Token counts are the number of token ids
+generated (end-of-generation excluded). Engine truth comes from llama.cpp's perf context
+(``llama_perf_context``): prefill (t_p_eval_ms, n_p_eval) and decode (t_eval_ms, n_eval)
+as llama.cpp itself timed them.
 """
 
 from __future__ import annotations
