@@ -45,7 +45,7 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
     a(
         "--input-len",
         metavar="DIST",
-        help="prompt tokens per request: fixed:N, uniform:A,B, normal:MEAN,SD",
+        help="prompt tokens per request: fixed:N, uniform:A,B, normal:MEAN,SD or file:PATH",
     )
     a("--output-len", metavar="DIST", help="output tokens per request (same forms as --input-len)")
     a(
