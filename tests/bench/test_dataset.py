@@ -126,3 +126,34 @@ def test_plans_with_bad_workloads_are_refused(kw: dict, word: str) -> None:  # t
 
     with pytest.raises(BenchError, match=word.replace("(", r"\(").replace(">", ">")):
         BenchPlan(engines=["e"], **kw).validate()  # type: ignore[arg-type]
+
+
+def test_lengths_from_a_file_are_its_empirical_distribution(tmp_path: Path) -> None:
+    p = tmp_path / "lengths.txt"
+    p.write_text("# output lengths seen in production\n12\n\n40\n40\n7\n")
+    d = parse_length(f"file:{p}", "--output-len")
+    assert d.values == (12, 40, 40, 7)
+    rng = random.Random(0)
+    draws = [d.draw(rng) for _ in range(8000)]
+    assert set(draws) == {7, 12, 40}
+    assert 0.45 < draws.count(40) / len(draws) < 0.55  # two lines of four
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b"12\n0\n", "line 2: '0' is not a length"),
+        (b"12\n-3\n", "line 2: '-3' is not a length"),
+        (b"5\n\xd9\xa3\n", "line 2"),  # an Arabic-Indic digit is not a length
+        (b"99999999999999999999\n", "line 1"),
+        (b"# nothing\n\n", "no lengths in it"),
+    ],
+)
+def test_hostile_length_files_are_refused_by_line(
+    tmp_path: Path, content: bytes, where: str
+) -> None:
+    p = tmp_path / "l.txt"
+    p.write_bytes(content)
+    with pytest.raises(WorkloadError) as e:
+        parse_length(f"file:{p}", "--input-len")
+    assert str(p) in str(e.value) and where in str(e.value) and "--input-len" in str(e.value)

@@ -190,3 +190,46 @@ async def test_find_capacity_brackets_a_capacity(server_url: str) -> None:
         )
     md = markdown(report)
     assert "## Capacity: ls" in md and "## SLO attainment and goodput" in md
+
+
+def most_in_flight(records: list[RequestRecord]) -> int:
+    """The most requests whose [sent, ended] spans overlap at one moment."""
+    events = sorted([(r.t_start_s, 1) for r in records] + [(r.t_end_s, -1) for r in records])
+    most = now = 0
+    for _t, step in events:  # an end at the same moment as a start comes first (-1 < 1)
+        now += step
+        most = max(most, now)
+    return most
+
+
+async def test_find_capacity_by_concurrency_brackets_whole_users(server_url: str) -> None:
+    p = plan(
+        concurrency=[],
+        rate=None,
+        find_capacity=True,
+        capacity_by="concurrency",
+        slo={"ttft_ms": 3000.0},
+        probe_s=4.0,
+        capacity_budget_s=200.0,
+    )
+    res = await BenchRunner(p, [EngineSpec("ls", "llama-server", url=server_url)]).run()
+    report = build_report(res, n_boot=200)
+    cap = report["summary"]["engines"][0]["capacity_search"]
+    assert cap["unit"] == "users" and cap["by"] == "concurrency" and cap["probes"]
+    levels = {lv.label: lv for lv in res.engines[0].levels}
+    for pr in cap["probes"]:
+        c = pr["rate"]
+        assert c == int(c) >= 1
+        lv = levels[pr["label"]]
+        judged = [r for r in lv.records if r.status != "cancelled"]
+        good = sum(1 for r in judged if meets_slo(r, p.slo))
+        assert (pr["good"], pr["judged"]) == (good, len(judged))
+        # c users, each sending after its last request ended: never more than c at once
+        assert all(r.concurrency == c for r in judged)
+        assert most_in_flight(judged) <= c
+    lo, hi = cap["interval"]
+    passes = [pr["rate"] for pr in cap["probes"] if pr["passed"]]
+    assert lo == (max(passes) if passes else None)
+    if cap["done_because"].startswith("converged"):
+        assert lo is not None and hi == lo + 1
+    assert "Highest number of users with SLO attainment" in markdown(report)

@@ -60,3 +60,14 @@ def test_the_definition_names_every_rule() -> None:
         "wall time",
     ):
         assert words in SLO_DEFINITION
+
+
+def test_vllm_usage_cached_tokens_are_read_only_when_well_formed() -> None:
+    from tui.engines.vllm import usage_cached_tokens
+
+    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": 192}}) == 192
+    assert usage_cached_tokens({"prompt_tokens_details": None}) is None
+    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": True}}) is None
+    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": -1}}) is None
+    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": "5"}}) is None
+    assert usage_cached_tokens(None) is None

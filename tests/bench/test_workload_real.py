@@ -136,3 +136,17 @@ async def test_multi_turn_sessions_grow_turn_by_turn(server_url: str) -> None:
     medians = [t["prompt_tokens_median"] for t in by_turn]
     assert medians == sorted(medians) and medians[0] < medians[-1]
     assert "by turn, median prompt tokens" in markdown(report)
+
+
+async def test_output_lengths_from_a_file_are_sent_and_honoured(
+    server_url: str, tmp_path: Path
+) -> None:
+    lengths = tmp_path / "out.txt"
+    lengths.write_text("3\n9\n5\n")
+    res, _ = await bench(server_url, output_len=f"file:{lengths}", runs=5)
+    recs = warm(res)
+    assert len(recs) == 5
+    for r in recs:
+        rng = random.Random(r.index)  # seed 0: Random(0·1000003 + i); no input draw first
+        assert r.max_tokens == rng.choice((3, 9, 5))
+        assert r.ok and r.metrics.output_tokens == r.max_tokens

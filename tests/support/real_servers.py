@@ -189,8 +189,11 @@ def start_llama_server(
     return sp
 
 
-def start_vllm_server(log_dir: Path, timeout_s: float = 400) -> ServerProcess:
-    """vLLM's CPU build serving the converted SmolLM2 (RECIPES.md)."""
+def start_vllm_server(
+    log_dir: Path, timeout_s: float = 400, extra_args: list[str] | None = None
+) -> ServerProcess:
+    """vLLM's CPU build serving the converted SmolLM2 (RECIPES.md), with ``extra_args``
+    after the usual ones."""
     py, model = vllm_python(), vllm_model_dir()
     if not py.is_file():
         raise ServerStartError(f"vLLM venv missing ({py}): run scripts/setup-test-servers.sh")
@@ -216,6 +219,7 @@ def start_vllm_server(log_dir: Path, timeout_s: float = 400) -> ServerProcess:
         "--enforce-eager",
         "--served-model-name",
         "smollm2",
+        *(extra_args or []),
     ]
     with log.open("wb") as f:
         proc = subprocess.Popen(

@@ -62,3 +62,11 @@ def counter(url: str, name: str) -> float:
         text = r.read().decode()
     pat = re.compile(r"^" + re.escape(name) + r"(?:\{[^}]*\})? ([0-9.eE+-]+)$", re.M)
     return sum(float(v) for v in pat.findall(text))
+
+
+def block_size(url: str) -> int | None:
+    """The KV-cache block size vLLM says it runs with (vllm:cache_config_info's label)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    m = re.search(r'^vllm:cache_config_info\{[^}]*block_size="(\d+)"', text, re.M)
+    return int(m.group(1)) if m else None

@@ -40,12 +40,18 @@ def add_load_arguments(p: argparse.ArgumentParser) -> None:
         help="search the arrival rate for the highest load whose SLO attainment stays at or "
         "above --attainment (needs --slo)",
     )
+    a(
+        "--capacity-by",
+        choices=("rate", "concurrency"),
+        help="what --find-capacity searches: the arrival rate (default) or the number of "
+        "users sending back to back",
+    )
     a("--attainment", type=float, metavar="F", help="share of good requests (default 0.9)")
     a("--probe-s", type=float, metavar="S", help="seconds each capacity probe sends (default 20)")
     a(
         "--input-len",
         metavar="DIST",
-        help="prompt tokens per request: fixed:N, uniform:A,B, normal:MEAN,SD",
+        help="prompt tokens per request: fixed:N, uniform:A,B, normal:MEAN,SD or file:PATH",
     )
     a("--output-len", metavar="DIST", help="output tokens per request (same forms as --input-len)")
     a(
@@ -93,6 +99,7 @@ def load_values(args: argparse.Namespace) -> dict[str, Any]:
         "attainment": getattr(args, "attainment", None),
         "probe_s": getattr(args, "probe_s", None),
         "capacity_budget_s": getattr(args, "capacity_budget", None),
+        "capacity_by": getattr(args, "capacity_by", None),
         "input_len": getattr(args, "input_len", None),
         "output_len": getattr(args, "output_len", None),
         "dataset": getattr(args, "dataset", None),
@@ -128,12 +135,12 @@ def print_slo_and_capacity(summary: dict[str, Any]) -> None:
         cap = e.get("capacity_search")
         if cap:
             lo, hi = cap["interval"]
-            at = cap["target"]
-            text = "none found" if lo is None else f"{lo:g} req/s"
+            at, unit = cap["target"], cap.get("unit", "req/s")
+            text = "none found" if lo is None else f"{lo:g} {unit}"
             print(
                 f"{e['name']}: capacity at {_pct(at)} attainment: {text}, interval "
                 f"[{'—' if lo is None else f'{lo:g}'}, {'—' if hi is None else f'{hi:g}'}) "
-                f"req/s after {len(cap['probes'])} probes in {cap['search_s']:.0f} s "
+                f"{unit} after {len(cap['probes'])} probes in {cap['search_s']:.0f} s "
                 f"({terminal_label(cap['done_because'], 300)})"
             )
             for note in cap["notes"]:

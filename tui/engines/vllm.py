@@ -11,12 +11,16 @@ does ``request_truth = "off"`` (the bench at concurrency > 1, where it takes the
 account per level instead: tui/bench/level_truth.py); ``"chained"`` (the bench at c = 1)
 reuses the scrape after one request as the next one's before.
 Option ``continuous_usage_stats = true`` asks vLLM for usage on every chunk, which gives
-exact per-chunk token counts.
+exact per-chunk token counts. A server started with ``--enable-prompt-tokens-details``
+puts ``usage.prompt_tokens_details.cached_tokens`` in each response: that request's own
+count of prompt tokens served from the prefix cache, kept as its ``cached_tokens`` (at
+any concurrency; with no /metrics truth, the only field of its engine truth).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, ClassVar
 
 from tui.core.events import EngineTruth
@@ -27,6 +31,16 @@ from tui.transport.http_io import TRANSPORT_ERRORS
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
 
 E2E = "vllm:e2e_request_latency_seconds"
+USAGE_CACHED_SOURCE = "vLLM usage.prompt_tokens_details.cached_tokens"
+
+
+def usage_cached_tokens(usage: dict[str, Any] | None) -> int | None:
+    """``usage.prompt_tokens_details.cached_tokens`` when the server sent it (an int ≥ 0)."""
+    details = (usage or {}).get("prompt_tokens_details")
+    n = details.get("cached_tokens") if isinstance(details, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 SETTLE_S = 1.0  # vLLM records a finished request's stats just after the last chunk
 
 
@@ -101,8 +115,17 @@ class VLLMEngine(OpenAICompatEngine):
         return await self._scrape()
 
     async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+        cached = usage_cached_tokens(state.usage)
         if not isinstance(context, Scrape):
-            return None
+            if cached is None:
+                return None
+            return EngineTruth(cached_tokens=cached, source=USAGE_CACHED_SOURCE)
+        truth = await self._truth_from_metrics(context)
+        if truth is not None and cached is not None:
+            return dataclasses.replace(truth, cached_tokens=cached)
+        return truth
+
+    async def _truth_from_metrics(self, context: Scrape) -> EngineTruth | None:
         deadline = asyncio.get_running_loop().time() + SETTLE_S
         while True:
             after = await self._scrape()

@@ -19,6 +19,10 @@ RECORD_COLUMNS = (  # taken from the request's record
     "t_end_s",
     "load_ms",
     "pre_send_wait_ms",
+    "prompt_tokens_target",  # asked of the request (tui/bench/run/workload.py)
+    "max_tokens",
+    "session",  # --turns (tui/bench/run/sessions.py)
+    "turn",
 )
 METRIC_COLUMNS = (  # taken from its metrics (tui/core/metrics.py)
     "ttft_ms",

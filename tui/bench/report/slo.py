@@ -127,14 +127,19 @@ def capacity_markdown(report: dict[str, Any]) -> list[str]:
         if not cap:
             continue
         lo, hi = cap["interval"]
+        unit = cap.get("unit", "req/s")
+        what = "number of users" if unit == "users" else "rate"
+        each = f"each sending ≥ {cap['probe_s']:g} s"
+        if cap.get("probe_min_requests"):
+            each += f" and ≥ {cap['probe_min_requests']} requests"
         lines += [f"## Capacity: {e['name']}", ""]
         lines += [
-            f"Highest rate with SLO attainment ≥ {_pct(cap['target'])}: "
-            f"**{'none found' if lo is None else f'{lo:g} req/s'}**, interval "
-            f"[{DASH if lo is None else f'{lo:g}'}, {DASH if hi is None else f'{hi:g}'}) req/s "
-            f"(highest rate that passed, lowest that failed above it); {len(cap['probes'])} "
-            f"probes in {cap['search_s']:.0f} s, each sending ≥ {cap['probe_s']:g} s and ≥ "
-            f"{cap['probe_min_requests']} requests. Stopped: {cap['done_because']}.",
+            f"Highest {what} with SLO attainment ≥ {_pct(cap['target'])}: "
+            f"**{'none found' if lo is None else f'{lo:g} {unit}'}**, interval "
+            f"[{DASH if lo is None else f'{lo:g}'}, {DASH if hi is None else f'{hi:g}'}) "
+            f"{unit} (the highest that passed, the lowest that failed above it); "
+            f"{len(cap['probes'])} probes in {cap['search_s']:.0f} s, {each}. "
+            f"Stopped: {cap['done_because']}.",
             "",
         ]
         lines += [f"- {n}" for n in cap["notes"]]
@@ -156,7 +161,7 @@ def capacity_markdown(report: dict[str, Any]) -> list[str]:
         lines += table(
             [
                 "probe",
-                "rate req/s",
+                "users" if unit == "users" else "rate req/s",
                 "attainment [95% CI]",
                 "good / judged",
                 "verdict",

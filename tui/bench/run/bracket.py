@@ -8,7 +8,9 @@ search assumes attainment falls as the rate rises, and:
    halves after a fail until one passes (giving up below ``min_rate``, or above
    ``max_rate`` where the capacity is then "at least" the highest pass);
 2. **bisects** geometrically: the next rate is √(lo·hi), where lo is the highest passing
-   rate and hi the lowest failing rate above it, until hi/lo ≤ 1 + ``rel_tol``.
+   rate and hi the lowest failing rate above it, until hi/lo ≤ 1 + ``rel_tol``. A
+   concurrency search (``integer``) bisects whole numbers, ⌊(lo + hi)/2⌋, until
+   hi − lo = 1.
 
 The capacity is lo, and the interval is [lo, hi): the true capacity under this
 workload lies at or above the highest rate measured to pass and below the lowest rate
@@ -67,6 +69,7 @@ class SearchBounds:
     min_rate: float = 0.01
     max_rate: float = 1000.0
     rel_tol: float = 0.15  # stop when hi / lo <= 1 + rel_tol
+    integer: bool = False  # a concurrency search: whole numbers, done when hi − lo = 1
 
 
 def bracket(probes: list[ProbeResult]) -> tuple[float | None, float | None]:
@@ -85,11 +88,13 @@ def next_rate(probes: list[ProbeResult], bounds: SearchBounds) -> float | None:
     lo, hi = bracket(probes)
     if lo is None:
         assert hi is not None
-        r = hi / 2
+        r = float(hi // 2) if bounds.integer else hi / 2
         return r if r >= bounds.min_rate else None
     if hi is None:
         r = lo * 2
         return r if r <= bounds.max_rate else None
+    if bounds.integer:
+        return None if hi - lo <= 1 else float((lo + hi) // 2)
     if hi / lo <= 1 + bounds.rel_tol:
         return None
     r = math.sqrt(lo * hi)
@@ -98,7 +103,7 @@ def next_rate(probes: list[ProbeResult], bounds: SearchBounds) -> float | None:
 
 
 def capacity_result(
-    probes: list[ProbeResult], bounds: SearchBounds, why_done: str
+    probes: list[ProbeResult], bounds: SearchBounds, why_done: str, unit: str = "req/s"
 ) -> dict[str, Any]:
     """The search's answer: the capacity (lo), its interval [lo, hi), every probe taken
     in order, and notes on what limits the answer."""
@@ -106,17 +111,17 @@ def capacity_result(
     notes: list[str] = []
     if lo is None:
         notes.append(
-            f"no probe met the target: the capacity is below {hi:g} req/s"
+            f"no probe met the target: the capacity is below {hi:g} {unit}"
             if hi is not None
             else "no probe ran"
         )
     elif hi is None:
-        notes.append(f"every probe met the target: the capacity is at least {lo:g} req/s")
+        notes.append(f"every probe met the target: the capacity is at least {lo:g} {unit}")
     inverted = [p.rate for p in probes if not p.passed and lo is not None and p.rate < lo]
     if inverted:
         rates = ", ".join(f"{r:g}" for r in sorted(inverted))
         notes.append(
-            f"non-monotone: probes at {rates} req/s failed below the highest pass ({lo:g}): "
+            f"non-monotone: probes at {rates} {unit} failed below the highest pass ({lo:g}): "
             "the verdicts near the capacity are within the noise of the probes"
         )
     close = [p.rate for p in probes if p.close]
@@ -126,7 +131,8 @@ def capacity_result(
             + ", ".join(f"{r:g}" for r in close)
         )
     return {
-        "capacity_rps": lo,
+        "capacity": lo,
+        "unit": unit,
         "interval": [lo, hi],
         "target": probes[0].target if probes else None,
         "probes": [p.to_dict() for p in probes],

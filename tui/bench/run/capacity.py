@@ -33,6 +33,7 @@ from tui.bench.run.loads import MakeRequest, RequestDriver
 from tui.bench.run.open_loop import Live, Watch, run_arrivals
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.records import LevelRun
+from tui.bench.run.timed_users import run_users_for
 from tui.bench.stats.slo import goodput, meets_slo
 from tui.core.timeline import RequestTimeline
 
@@ -93,44 +94,43 @@ async def find_capacity(
     """Probe until the search is done; each probe is appended to ``levels`` (so the
     report shows it like any level) and run through ``around_level(level, go)`` (the
     runner's engine-truth scrapes and progress around it)."""
-    bounds = SearchBounds(start_rate=start_rate(levels, plan))
+    by_users = plan.capacity_by == "concurrency"
+    if by_users:
+        bounds = SearchBounds(start_rate=1.0, min_rate=1, max_rate=1024, integer=True)
+    else:
+        bounds = SearchBounds(start_rate=start_rate(levels, plan))
+    unit = "users" if by_users else "req/s"
     probes: list[ProbeResult] = []
     t0 = time.monotonic()
     why = "converged"
     while True:
         rate = next_rate(probes, bounds)
         if rate is None:
-            why = _why_done(probes, bounds)
+            why = _why_done(probes, bounds, unit)
             break
         rate = float(f"{rate:.3g}")
         if any(p.rate == rate for p in probes):
             why = "converged (the next rate rounds to one already probed)"
             break
-        duration = max(plan.probe_s, PROBE_MIN_REQUESTS / rate)
+        duration = plan.probe_s if by_users else max(plan.probe_s, PROBE_MIN_REQUESTS / rate)
         left = plan.capacity_budget_s - (time.monotonic() - t0)
         if 2 * duration > left:
             why = (
-                f"budget: the next probe ({rate:g} req/s, up to {2 * duration:.0f} s) "
+                f"budget: the next probe ({rate:g} {unit}, up to {2 * duration:.0f} s) "
                 f"would not fit the {left:.0f} s left"
             )
             break
         k = len(probes) + 1
-        spec = plan.arrival_spec(rate, duration, seed=1000 * k)
-        if len(schedule(spec)) < PROBE_MIN_REQUESTS:  # a short draw: send the minimum
-            spec = dataclasses.replace(spec, duration_s=None, count=PROBE_MIN_REQUESTS)
-        level = LevelRun(engine_name, f"probe {k}: {spec.label()}", "probe", rate=rate)
+        if by_users:
+            level = LevelRun(engine_name, f"probe {k}: c={rate:g}", "probe", concurrency=int(rate))
+            go = _users_probe(driver, make_request, level, int(rate), duration)
+        else:
+            spec = plan.arrival_spec(rate, duration, seed=1000 * k)
+            if len(schedule(spec)) < PROBE_MIN_REQUESTS:  # a short draw: send the minimum
+                spec = dataclasses.replace(spec, duration_s=None, count=PROBE_MIN_REQUESTS)
+            level = LevelRun(engine_name, f"probe {k}: {spec.label()}", "probe", rate=rate)
+            go = _rate_probe(driver, make_request, level, spec, duration, plan)
         levels.append(level)
-
-        async def go(level: LevelRun = level, spec: Any = spec, duration: float = duration) -> None:
-            await run_arrivals(
-                driver,
-                spec,
-                make_request,
-                level,
-                drain_s=duration,
-                watch=saturation_watch(plan.slo, plan.attainment),
-            )
-
         await around_level(level, go)
         g = goodput(level.records, plan.slo, level.wall_s)
         probes.append(
@@ -149,17 +149,52 @@ async def find_capacity(
         if driver.stopped:
             why = "stopped by the user"
             break
-    out = capacity_result(probes, bounds, why)
+    out = capacity_result(probes, bounds, why, unit)
+    out["by"] = plan.capacity_by
     out["search_s"] = time.monotonic() - t0
     out["probe_s"] = plan.probe_s
     out["probe_min_requests"] = PROBE_MIN_REQUESTS
     return out
 
 
-def _why_done(probes: list[ProbeResult], bounds: SearchBounds) -> str:
+def _rate_probe(
+    driver: RequestDriver,
+    make_request: MakeRequest,
+    level: LevelRun,
+    spec: Any,
+    duration: float,
+    plan: BenchPlan,
+) -> Callable[[], Awaitable[None]]:
+    async def go() -> None:
+        await run_arrivals(
+            driver,
+            spec,
+            make_request,
+            level,
+            drain_s=duration,
+            watch=saturation_watch(plan.slo, plan.attainment),
+        )
+
+    return go
+
+
+def _users_probe(
+    driver: RequestDriver, make_request: MakeRequest, level: LevelRun, c: int, duration: float
+) -> Callable[[], Awaitable[None]]:
+    async def go() -> None:
+        await run_users_for(
+            driver, c, duration, duration, make_request, level, min_requests=PROBE_MIN_REQUESTS
+        )
+
+    return go
+
+
+def _why_done(probes: list[ProbeResult], bounds: SearchBounds, unit: str) -> str:
     lo, hi = bracket(probes)
     if lo is None:
-        return f"no probe passed down to {bounds.min_rate:g} req/s"
+        return f"no probe passed down to {bounds.min_rate:g} {unit}"
     if hi is None:
-        return f"every probe passed up to {bounds.max_rate:g} req/s"
+        return f"every probe passed up to {bounds.max_rate:g} {unit}"
+    if bounds.integer:
+        return f"converged: {lo:g} passed, {hi:g} failed"
     return f"converged: hi/lo = {hi / lo:.3f} ≤ {1 + bounds.rel_tol:g}"

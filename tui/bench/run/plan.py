@@ -57,6 +57,7 @@ class BenchPlan:
     attainment: float = 0.9
     probe_s: float = 20.0
     capacity_budget_s: float = 600.0
+    capacity_by: str = "rate"  # or "concurrency": probes of c users for probe_s seconds
     # the workload (tui/bench/run/workload.py): length distributions ("fixed:N",
     # "uniform:A,B", "normal:MEAN,SD"), a dataset file of prompts, a system prompt of N
     # tokens shared by every request, and whether prefix caching is asked for
@@ -169,6 +170,8 @@ class BenchPlan:
         if self.find_capacity:
             if not self.slo:
                 raise BenchError("--find-capacity needs --slo (the objectives to attain)")
+            if self.capacity_by not in ("rate", "concurrency"):
+                raise BenchError(f"--capacity-by: rate or concurrency (got {self.capacity_by!r})")
             if not 0 < self.attainment < 1:
                 raise BenchError(f"--attainment must be between 0 and 1 (got {self.attainment})")
             if not (self.probe_s > 0 and math.isfinite(self.probe_s)):

@@ -334,7 +334,7 @@ class BenchRunner:
         """After a level: the engine's account of it, and what the bench sent that was not
         measured; at c = 1 with per-request scrapes, the time between requests is left
         out of the level's wall time (tui/bench/level_truth.py)."""
-        finished = sum(1 for r in level.records if r.status != "cancelled")
+        finished = sum(1 for r in level.records if r.status not in ("cancelled", "cut"))
         level.engine_truth, level.extra_requests = await truth.end(finished)
         level_scrapes = 2 if level.engine_truth is not None else 0
         per_request = level.extra_requests.get("GET /metrics", 0) - level_scrapes

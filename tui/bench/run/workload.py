@@ -4,12 +4,14 @@ By default every request gets a distinct prompt of ``--prompt-tokens`` engine-co
 tokens and ``--max-tokens`` output tokens (tui/bench/run/prompts.py). Here:
 
 - **Length distributions** (``--input-len`` / ``--output-len``): ``fixed:N``,
-  ``uniform:A,B`` (integers A..B, each equally likely) or ``normal:MEAN,SD`` (rounded,
-  truncated to at least 1). Request i draws its lengths from ``Random(seed·1000003 + i)``,
-  so a request's lengths do not depend on the order requests are made in. An input
-  length L is reached by interpolating the filler's words with the engine's tokens per
-  word measured at calibration (two counted points; with one, 1/0.75, an estimate); the
-  report sets each request's asked length beside the engine's count.
+  ``uniform:A,B`` (integers A..B, each equally likely), ``normal:MEAN,SD`` (rounded,
+  truncated to at least 1) or ``file:PATH`` (one length a line: each request draws one of
+  them, each line equally likely — the file's empirical distribution). Request i draws
+  its lengths from ``Random(seed·1000003 + i)``, so a request's lengths do not depend on
+  the order requests are made in. An input length L is reached by interpolating the
+  filler's words with the engine's tokens per word measured at calibration (two counted
+  points; with one, 1/0.75, an estimate); the report sets each request's asked length
+  beside the engine's count.
 - **Dataset** (``--dataset FILE``, tui/bench/run/dataset.py): request i sends prompt
   i mod n of the file, verbatim (its length is the prompt's own).
 - **Shared system prompt** (``--shared-prefix N``): every request starts with the same
@@ -45,24 +47,65 @@ class LengthDist:
     kind: str
     a: float
     b: float = 0.0
+    values: tuple[int, ...] = ()  # file: the lengths read from it
 
     def draw(self, rng: random.Random) -> int:
         if self.kind == "fixed":
             return int(self.a)
+        if self.kind == "file":
+            return rng.choice(self.values)
         if self.kind == "uniform":
             return rng.randint(int(self.a), int(self.b))
         return max(1, round(rng.gauss(self.a, self.b)))
 
 
+LENGTHS_MAX_BYTES = 16 * 2**20
+LENGTHS_MAX_VALUES = 1_000_000
+
+
+@functools.lru_cache(maxsize=8)
+def lengths_file(path: str, flag: str) -> tuple[int, ...]:
+    """Lengths from a file (untrusted): one whole number 1..MAX_LENGTH a line, blank lines
+    and lines starting with # skipped; at most 16 MiB and 1,000,000 values; an error names
+    the file and the line."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(LENGTHS_MAX_BYTES + 1)
+    except OSError as e:
+        raise WorkloadError(f"{flag}: {path}: cannot read: {e.strerror or e}") from None
+    if len(raw) > LENGTHS_MAX_BYTES:
+        raise WorkloadError(f"{flag}: {path}: larger than {LENGTHS_MAX_BYTES} bytes: refused")
+    out: list[int] = []
+    for n, line in enumerate(raw.split(b"\n"), start=1):
+        text = line.strip()
+        if not text or text.startswith(b"#"):
+            continue
+        if not (text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_LENGTH):
+            shown = text[:40].decode("ascii", "replace")
+            raise WorkloadError(
+                f"{flag}: {path}: line {n}: {shown!r} is not a length (1 to {MAX_LENGTH})"
+            )
+        if len(out) >= LENGTHS_MAX_VALUES:
+            raise WorkloadError(f"{flag}: {path}: more than {LENGTHS_MAX_VALUES} lengths")
+        out.append(int(text))
+    if not out:
+        raise WorkloadError(f"{flag}: {path}: no lengths in it")
+    return tuple(out)
+
+
 def parse_length(text: str, flag: str) -> LengthDist:
     kind, _, rest = text.partition(":")
+    if kind == "file" and rest:
+        return LengthDist("file", 0.0, 0.0, lengths_file(rest, flag))
     try:
         nums = [float(x) for x in rest.split(",")] if rest else []
     except ValueError:
         nums = []
     shapes = {"fixed": 1, "uniform": 2, "normal": 2}
     if kind not in shapes or len(nums) != shapes[kind] or any(x != x for x in nums):
-        raise WorkloadError(f"{flag} {text!r}: expected fixed:N, uniform:A,B or normal:MEAN,SD")
+        raise WorkloadError(
+            f"{flag} {text!r}: expected fixed:N, uniform:A,B, normal:MEAN,SD or file:PATH"
+        )
     a, b = nums[0], (nums[1] if len(nums) > 1 else 0.0)
     if kind in ("fixed", "uniform") and (a != int(a) or b != int(b)):
         raise WorkloadError(f"{flag} {text!r}: lengths are whole numbers of tokens")
