@@ -24,7 +24,7 @@ from tui.chat.catalog import Catalog, Choice
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
-from tui.chat.host import IDLE
+from tui.chat.host import IDLE, EngineHost
 from tui.chat.server_watch import watch_server
 
 SERVER_KINDS = frozenset({"ollama", "llama-server", "vllm", "openai"})  # they list models
@@ -81,6 +81,13 @@ class ChatEngines(Screen[None]):
             self.b_chosen = True
         if old == name:
             return  # unchanged
+        self._slot_now_runs(slot, name)
+        if old is not None:
+            self._close(self.core.release(old), old)
+
+    def _slot_now_runs(self, slot: str, name: str) -> None:
+        """Slot ``slot`` now runs engine ``name``: its panels start afresh and it loads
+        (slot B only in A/B mode)."""
         if slot == "A":
             self.query_one(ServerPanel).show_lines(None)
             self.view.show_kv(name, None)
@@ -89,14 +96,16 @@ class ChatEngines(Screen[None]):
         self.view.show_slot(slot)
         if slot == "A" or self.core.ab:
             self._start_load(slot)
-        released = self.core.release(old) if old is not None else None
-        if released is not None:
+
+    def _close(self, host: EngineHost | None, name: str) -> None:
+        """Close a released engine in a thread (its worker process, its connections)."""
+        if host is not None:
             self.run_worker(
-                released.close,
+                host.close,
                 thread=True,
-                group=f"close-{old}",
+                group=f"close-{name}",
                 exit_on_error=False,
-                description=f"close engine {old}",
+                description=f"close engine {name}",
             )
 
     def use_model(self, slot: str, name: str, model: str) -> None:
@@ -110,22 +119,10 @@ class ChatEngines(Screen[None]):
             return
         if slot == "B":
             self.b_chosen = True
-        closing = [stale]
+        self._close(stale, name)
         if old is not None and old != name:
-            closing.append(self.core.release(old))
-        for host in closing:
-            if host is not None:
-                self.run_worker(
-                    host.close, thread=True, exit_on_error=False, description="close engine"
-                )
-        if slot == "A":
-            self.query_one(ServerPanel).show_lines(None)
-            self.view.show_kv(name, None)
-            self.post_message(EngineChosen(name))
-            self.hardware.follow(name)
-        self.view.show_slot(slot)
-        if slot == "A" or self.core.ab:
-            self._start_load(slot)
+            self._close(self.core.release(old), old)
+        self._slot_now_runs(slot, name)
         self.notify(f"slot {slot}: {name} › {model}", timeout=3)
         self.focus_prompt()
 
