@@ -24,6 +24,7 @@ HEADLESS = [
     "tui.proxy.watch",
     "tui.config",
     "tui.config_trust",
+    "tui.config_keys",
     "tui.chat",
     "tui.chat.core",
     "tui.chat.hardware",
@@ -80,7 +81,8 @@ def test_every_headless_module_file_is_checked():
 # chat and bench build on all of those and never on each other; proxy (forwarding and
 # measuring other clients' traffic) needs only core, transport and the engines' stream
 # readers; app (Textual) draws on top; cli, at the very top, may use anything. Every
-# package of tui/ is listed (a test below checks it), and tui.config_trust is config's.
+# package of tui/ is listed (a test below checks it); tui.config_trust and tui.config_keys
+# are config's.
 BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
 LAYERS = {
     "tui.core": set(),
@@ -97,9 +99,12 @@ LAYERS = {
 }
 
 
+CONFIG_PARTS = {"tui.config_trust", "tui.config_keys"}
+
+
 def layer_of(module: str) -> str:
     top = ".".join(module.split(".")[:2])
-    return "tui.config" if top == "tui.config_trust" else top
+    return "tui.config" if top in CONFIG_PARTS else top
 
 
 def test_every_package_has_a_layer():
@@ -121,7 +126,9 @@ def test_layers_import_only_what_is_below_them():
         here = root / package.replace(".", "/")
         paths = here.rglob("*.py") if here.is_dir() else [here.with_suffix(".py")]
         if package == "tui.config":
-            paths = [here.with_suffix(".py"), root / "tui" / "config_trust.py"]
+            paths = [here.with_suffix(".py")] + [
+                root / "tui" / f"{part.split('.')[1]}.py" for part in sorted(CONFIG_PARTS)
+            ]
         for path in paths:
             tree = ast.parse(path.read_text(), str(path))
             for node in ast.walk(tree):

@@ -29,7 +29,8 @@ from config_documents import PATH, Doc, inject, valid_doc
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from hypothesis import given, settings
 
-from tui.config import Config, ConfigError, key_text, load_config, parse_config
+from tui.config import Config, ConfigError, load_config, parse_config
+from tui.config_keys import key_text
 
 
 def check_error(e: ConfigError) -> str:
