@@ -341,7 +341,7 @@ def test_telemetry_must_be_a_string(tmp_path):
 
 
 def test_an_exporter_password_stays_out_of_reports(tmp_path):
-    from tui.bench.run.runner import spec_for_report
+    from tui.bench.run.results import spec_for_report
     from tui.telemetry.sources import parse_source
 
     cfg = load_config(write(tmp_path, GOOD + 'telemetry = "http://u:s3cret@dgx:9400"\n'))

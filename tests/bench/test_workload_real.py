@@ -17,7 +17,8 @@ from tui.bench.report.markdown import markdown
 from tui.bench.run.dataset import load_dataset
 from tui.bench.run.loads import RequestDriver, prompt_counter
 from tui.bench.run.plan import BenchPlan
-from tui.bench.run.runner import BenchResult, BenchRunner
+from tui.bench.run.results import BenchResult
+from tui.bench.run.runner import BenchRunner
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 

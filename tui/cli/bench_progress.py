@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tui.bench.run.runner import BenchUpdate
+from tui.bench.run.results import BenchUpdate
 from tui.core.safe_text import terminal_label
 
 

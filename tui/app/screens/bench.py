@@ -33,7 +33,8 @@ from textual.widgets import (
 )
 
 from tui.bench.run.plan import BenchError, BenchPlan, parse_concurrency
-from tui.bench.run.runner import BenchResult, BenchRunner, BenchUpdate
+from tui.bench.run.results import BenchResult, BenchUpdate
+from tui.bench.run.runner import BenchRunner
 from tui.config import Config, ConfigError
 from tui.core.safe_text import terminal_label, terminal_safe
 

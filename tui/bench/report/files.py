@@ -20,7 +20,7 @@ from tui.bench.report.markdown import markdown
 from tui.bench.report.model_file import model_file
 from tui.bench.report.plots import plots
 from tui.bench.run.records import finite
-from tui.bench.run.runner import BenchResult
+from tui.bench.run.results import BenchResult
 from tui.bench.stats.aggregate import summarize_result
 from tui.bench.stats.samples import N_BOOT
 

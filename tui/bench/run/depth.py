@@ -35,7 +35,7 @@ from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
 
 if TYPE_CHECKING:
-    from tui.bench.run.runner import EngineRun
+    from tui.bench.run.results import EngineRun
 
 ASSISTANT_REPLY = "Noted."
 CONTEXT_COUNTS = 8  # calibration counts per depth (tokenizer or 1-token probes)

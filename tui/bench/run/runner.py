@@ -10,30 +10,34 @@ no new request starts, those in flight are cancelled, and the result is marked p
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import math
 import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from tui.bench.run import hooks
-from tui.bench.run.depth import DepthContext, DepthSweep
+from tui.bench.run.depth import DepthSweep
+from tui.bench.run.fairness import check_fairness
 from tui.bench.run.level_truth import LevelTruth, pause_between
 from tui.bench.run.loads import (
-    TOKENIZER,
     RequestDriver,
-    prompt_counter,
     run_concurrency,
     run_sequential,
 )
 from tui.bench.run.open_levels import run_open_levels
 from tui.bench.run.plan import BenchError, BenchPlan, check_fits
-from tui.bench.run.prompts import PromptShape, calibrate
 from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.results import (
+    BenchResult,
+    BenchUpdate,
+    EngineRun,
+    setup_requests,
+    spec_for_report,
+    utc_now,
+)
 from tui.bench.run.sessions import run_sessions
 from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.bench.run.workload import request_maker
@@ -42,11 +46,8 @@ from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
 from tui.telemetry.own_cpu import ProcessCpuWindow
-from tui.transport.access import redact_url
 from tui.transport.reader_loop import HttpReader
 
-PROBE_COUNTS = 4  # 1-token probe requests at most when the engine has no tokenizer hook
-TOKENIZER_COUNTS = 10
 CHECKPOINT_EVERY_S = 30.0  # also write the (partial) report this often inside a level
 # Overrides CHECKPOINT_EVERY_S (seconds, >= 0), read when a runner is made: tests that
 # kill a bench mid-write want checkpoints often. The share below still bounds them.
@@ -54,81 +55,6 @@ CHECKPOINT_ENV = "INFERTOP_BENCH_CHECKPOINT_S"
 # ...but never let checkpoints take more than this share of the wall time: a checkpoint
 # rebuilds the whole report on the measuring process's main thread (CPU and GIL).
 CHECKPOINT_MAX_SHARE = 0.05
-
-
-@dataclass
-class EngineRun:
-    """Everything measured for one engine."""
-
-    name: str
-    kind: str
-    spec: dict[str, Any]
-    info: dict[str, Any] = field(default_factory=dict)
-    load_ms: float | None = None
-    capacity: int | None = None
-    capacity_source: str = "unknown"
-    capacity_note: str = ""
-    prompt: PromptShape | None = None
-    cold_method: str | None = None
-    cold_note: str | None = None
-    calibration: list[RequestRecord] = field(default_factory=list)
-    warmup: list[RequestRecord] = field(default_factory=list)
-    cold: LevelRun | None = None
-    levels: list[LevelRun] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None  # the engine could not be built or loaded
-    # how the engine applied the bench's cache_prompt=false / ignore_eos=true (its words)
-    controls: dict[str, str] = field(default_factory=dict)
-    depth_levels: list[LevelRun] = field(default_factory=list)  # tui.bench.run.depth
-    depth_contexts: list[DepthContext] = field(default_factory=list)
-    capacity_search: dict[str, Any] | None = None  # --find-capacity (tui/bench/run/capacity)
-    # requests made outside the levels that were not measured: the engine's small calls
-    # ("GET /props": 1) and the generation requests of calibration and warm-up
-    setup_requests: dict[str, int] = field(default_factory=dict)
-
-    def records(self) -> list[RequestRecord]:
-        out = list(self.calibration) + list(self.warmup)
-        if self.cold is not None:
-            out += self.cold.records
-        for level in self.levels + self.depth_levels:
-            out += level.records
-        return out
-
-    def measured(self) -> list[RequestRecord]:
-        """Cold and warm requests (those that enter the statistics, when ok)."""
-        return [r for r in self.records() if r.phase in ("cold", "warm")]
-
-
-@dataclass
-class BenchResult:
-    plan: BenchPlan
-    started_at: str
-    engines: list[EngineRun] = field(default_factory=list)
-    finished_at: str | None = None
-    partial: bool = True
-    partial_reason: str | None = "incomplete: written while the bench was still running"
-    environment: dict[str, Any] = field(default_factory=dict)
-    own_cpu: dict[str, Any] | None = None  # the bench's own CPU (ProcessCpu.to_dict())
-    energy: Any = None  # an EnergyTrack sampled during the run (tui/bench/energy.py)
-    energy_source: dict[str, Any] | None = None  # whose hardware, how often
-
-
-@dataclass(frozen=True)
-class BenchUpdate:
-    """Progress: ``done`` of ``total`` planned requests; ``record`` = the one just done."""
-
-    done: int
-    total: int
-    engine: str
-    stage: str
-    elapsed_s: float
-    eta_s: float | None
-    record: RequestRecord | None = None
-    message: str | None = None
-
-
-def _utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def checkpoint_floor_s() -> float:
@@ -139,15 +65,6 @@ def checkpoint_floor_s() -> float:
     except ValueError:
         return CHECKPOINT_EVERY_S
     return value if 0 <= value < math.inf else CHECKPOINT_EVERY_S
-
-
-def spec_for_report(spec: EngineSpec) -> dict[str, Any]:
-    """The spec minus anything secret-bearing (headers may carry tokens)."""
-    d = dict(spec.__dict__)
-    d["headers"] = sorted(spec.headers)  # names only
-    if spec.telemetry:
-        d["telemetry"] = redact_url(spec.telemetry)  # an exporter URL's password
-    return d
 
 
 class BenchRunner:
@@ -163,7 +80,7 @@ class BenchRunner:
         self.specs = specs
         self.on_update = on_update
         self.engine_factory = engine_factory
-        self.result = BenchResult(plan=plan, started_at=_utc_now(), environment=environment or {})
+        self.result = BenchResult(plan=plan, started_at=utc_now(), environment=environment or {})
         self._stop = threading.Event()
         self._stop_reason = "interrupted"
         self._driver: RequestDriver | None = None
@@ -254,7 +171,7 @@ class BenchRunner:
                 self._total -= self.plan.requests_per_engine()
             if not self._last_engine:
                 self._save()  # after the last one the caller writes the final report
-        self.result.finished_at = _utc_now()
+        self.result.finished_at = utc_now()
         self.result.own_cpu = own.end(helpers_cpu_s=self._helpers_cpu_s).to_dict()
         self.result.partial = self.stopped
         self.result.partial_reason = self._stop_reason if self.stopped else None
@@ -283,7 +200,10 @@ class BenchRunner:
                 run.warnings.append(f"engine info unavailable: {e}")
             if self.plan.depths and not self._depths_fit(run):
                 return
-            await self._fairness(engine, run, driver)
+            self._stage = (run.name, "fairness checks")
+            await check_fairness(
+                engine, run, driver, self.plan, self._request, lambda: self.stopped
+            )
             if self.plan.cold and not self.stopped:
                 await self._cold(engine, run, driver)
             self._stage = (spec.name, "warm-up")
@@ -429,50 +349,6 @@ class BenchRunner:
         assert run.prompt is not None
         return request_maker(self.plan, run.prompt, self._request)  # tui/bench/run/workload
 
-    async def _fairness(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
-        self._stage = (run.name, "fairness checks")
-        try:
-            run.controls = engine.request_controls(self._request("x"))
-        except Exception as e:  # noqa: BLE001 - a note, not a reason to stop
-            run.controls = {}
-            run.warnings.append(f"how {run.name} applies cache_prompt/ignore_eos is unknown: {e}")
-        cap = await hooks.engine_capacity(engine)
-        run.capacity, run.capacity_source, run.capacity_note = cap.slots, cap.source, cap.note
-        for c in self.plan.concurrency:
-            if c > 1 and cap.slots is not None and c > cap.slots:
-                run.warnings.append(
-                    f"concurrency {c} exceeds {run.name}'s parallel capacity ({cap.slots}): "
-                    "this level measures queueing, not parallel decoding"
-                )
-            elif c > 1 and cap.slots is None:
-                run.warnings.append(
-                    f"concurrency {c}: {run.name}'s parallel capacity is unknown, so this "
-                    "level may measure queueing"
-                )
-        run.cold_method = hooks.cold_start_method(engine)
-        if self.plan.cold and run.cold_method is None:
-            run.cold_note = hooks.cold_unavailable_note(engine)
-        run.prompt = await self._calibrate(engine, run, driver)
-        if self.stopped:
-            return  # a stopped calibration says nothing about the engine
-        if run.prompt.method == "estimate":
-            run.warnings.append(
-                f"{run.name} counts no prompt tokens: prompt length is an estimate "
-                f"(~{run.prompt.target_tokens} tokens at 0.75 words per token)"
-            )
-        elif run.prompt.counted_tokens != self.plan.prompt_tokens:
-            run.warnings.append(
-                f"{run.name}: closest prompt length found is {run.prompt.counted_tokens} "
-                f"tokens (asked for {self.plan.prompt_tokens})"
-            )
-
-    async def _calibrate(
-        self, engine: Engine, run: EngineRun, driver: RequestDriver
-    ) -> PromptShape:
-        count, method = await prompt_counter(engine, driver, run.calibration)
-        most = TOKENIZER_COUNTS if method == TOKENIZER else PROBE_COUNTS
-        return await calibrate(self.plan.prompt_tokens, self._request, count, method, most)
-
     async def _cold(self, engine: Engine, run: EngineRun, driver: RequestDriver) -> None:
         self._stage = (run.name, "cold")
         level = LevelRun(run.name, "cold", "cold", concurrency=1)
@@ -502,15 +378,3 @@ class BenchRunner:
 def run_bench(runner: BenchRunner) -> BenchResult:
     """Run a bench on a fresh event loop (for threads: the TUI runs it off its own loop)."""
     return asyncio.run(runner.run())
-
-
-def setup_requests(engine: Engine, run: EngineRun) -> dict[str, int]:
-    """What the bench sent an engine before its levels that was not measured: its small
-    calls so far (load, capacity, prompt counting) and the generation requests of
-    calibration and warm-up."""
-    out = dict(getattr(engine, "calls", None) or {})
-    if run.calibration:
-        out["generation (calibration)"] = len(run.calibration)
-    if run.warmup:
-        out["generation (warm-up)"] = len(run.warmup)
-    return dict(sorted(out.items()))

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.run.records import LevelRun
-from tui.bench.run.runner import BenchResult, EngineRun
+from tui.bench.run.results import BenchResult, EngineRun
 from tui.bench.stats.arrivals import arrival_summary
 from tui.bench.stats.batching import fit_batching
 from tui.bench.stats.depth import summarize_depth

@@ -9,7 +9,7 @@ from tui.bench.stats.samples import interval_dict, metric_values
 from tui.core.stats import median, ratio_ci
 
 if TYPE_CHECKING:
-    from tui.bench.run.runner import EngineRun
+    from tui.bench.run.results import EngineRun
 
 DEPTH_METRICS = ("decode_tps", "ttft_ms", "prefill_tps", "itl_ms")
 RATIO_METRICS = ("decode_tps", "ttft_ms")
