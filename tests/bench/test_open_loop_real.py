@@ -36,16 +36,10 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     model = default_model_path()
     assert model is not None
-    try:
-        sp = servers.start_llama_server(
-            model, tmp_path_factory.mktemp("ls"), ["-np", "2", "-c", "4096"]
-        )
-    except servers.ServerStartError as e:
-        servers.unavailable("llama-server", str(e))
-    try:
+    with servers.running_llama_server(
+        model, tmp_path_factory.mktemp("ls"), ["-np", "2", "-c", "4096"]
+    ) as sp:
         yield sp.url
-    finally:
-        sp.stop()
 
 
 def plan(**kw: object) -> BenchPlan:

@@ -34,14 +34,8 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     model = default_model_path()
     assert model is not None
-    try:
-        sp = servers.start_llama_server(model, tmp_path_factory.mktemp("ls"), ["-c", "2048"])
-    except servers.ServerStartError as e:
-        servers.unavailable("llama-server", str(e))
-    try:
+    with servers.running_llama_server(model, tmp_path_factory.mktemp("ls"), ["-c", "2048"]) as sp:
         yield sp.url
-    finally:
-        sp.stop()
 
 
 async def bench(url: str, **kw: object) -> tuple[BenchResult, dict]:  # type: ignore[type-arg]

@@ -51,14 +51,8 @@ def smollm2_gguf() -> Path:
 
 @pytest.fixture(scope="session")
 def llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
-    try:
-        sp = servers.start_llama_server(smollm2_gguf, server_logs)
-    except servers.ServerStartError as e:
-        _unavailable("llama-server", str(e))
-    try:
+    with servers.running_llama_server(smollm2_gguf, server_logs) as sp:
         yield sp
-    finally:
-        sp.stop()
 
 
 @pytest.fixture(scope="session")
@@ -120,13 +114,8 @@ def ollama_emu(smollm2_gguf: Path) -> Iterator[tuple[str, ollama_emulator.Ollama
 @pytest.fixture(scope="session")
 def llama_server_keyed(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
     """A second llama-server that demands an API key (real 401s)."""
-    try:
-        sp = servers.start_llama_server(
-            smollm2_gguf, server_logs, ["--api-key", servers.TEST_API_KEY]
-        )
-    except servers.ServerStartError as e:
-        _unavailable("llama-server (--api-key)", str(e))
-    try:
+    args = ["--api-key", servers.TEST_API_KEY]
+    with servers.running_llama_server(
+        smollm2_gguf, server_logs, args, "llama-server (--api-key)"
+    ) as sp:
         yield sp
-    finally:
-        sp.stop()

@@ -45,14 +45,9 @@ def router(smollm2_gguf: Path, server_logs: Path, tmp_path_factory) -> Iterator[
     models = tmp_path_factory.mktemp("router-models")
     for name in ("smol-a.gguf", "smol-b.gguf"):
         (models / name).symlink_to(smollm2_gguf)
-    try:
-        sp = servers.start_llama_server(None, server_logs, ["--models-dir", str(models)])
-    except servers.ServerStartError as e:
-        servers.unavailable("llama-server (router mode)", str(e))
-    try:
+    args = ["--models-dir", str(models)]
+    with servers.running_llama_server(None, server_logs, args, "llama-server (router mode)") as sp:
         yield int(sp.url.rsplit(":", 1)[1])
-    finally:
-        sp.stop()
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,6 +189,22 @@ def start_llama_server(
     sp = ServerProcess("llama-server", proc, f"http://127.0.0.1:{port}", log)
     _wait_ready(sp, "/health", timeout_s)
     return sp
+
+
+@contextmanager
+def running_llama_server(
+    model: Path | None, log_dir: Path, extra_args: list[str] | None = None, what: str = ""
+) -> Iterator[ServerProcess]:
+    """A fixture's llama-server: started (or :func:`unavailable`, named ``what``), yielded,
+    stopped."""
+    try:
+        sp = start_llama_server(model, log_dir, extra_args)
+    except ServerStartError as e:
+        unavailable(what or "llama-server", str(e))
+    try:
+        yield sp
+    finally:
+        sp.stop()
 
 
 def start_vllm_server(
