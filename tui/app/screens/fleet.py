@@ -19,15 +19,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
+from tui.app.screens.sorted_table import SortedTableScreen
 from tui.app.widgets.fleet_table import FleetTable
 from tui.fleet.columns import BY_KEY, Column, detail_text, fit_columns, sort_rows
 from tui.fleet.rows import EndpointRow, FleetSnapshot
-
-SCROLLBAR = 2  # the table keeps room for its vertical scrollbar
 
 
 class FleetSource(Protocol):
@@ -44,7 +42,8 @@ class FleetUpdated(Message):
         self.snapshot = snapshot
 
 
-class FleetScreen(Screen[None]):
+class FleetScreen(SortedTableScreen):
+    by_key = BY_KEY
     CSS_PATH = "fleet.tcss"
 
     BINDINGS = [
@@ -56,14 +55,11 @@ class FleetScreen(Screen[None]):
     ]
 
     def __init__(self, fleet: FleetSource, interval_s: float = 2.0) -> None:
-        super().__init__(id="fleet")
+        super().__init__("name", id="fleet")
         self.fleet = fleet
         self.interval_s = interval_s
         self.rows: list[EndpointRow] = []
         self.snapshot: FleetSnapshot | None = None
-        self.sort_key = "name"
-        self.sort_reverse = False
-        self.columns: list[tuple[Column, int]] = []
         self._wake = threading.Event()
         self._paused = threading.Event()
         self.apply_ms: deque[float] = deque(maxlen=1000)  # time to put each snapshot in
@@ -114,18 +110,8 @@ class FleetScreen(Screen[None]):
             self._wake.clear()
 
     # -- the table ----------------------------------------------------------------------
-    def on_resize(self, event) -> None:  # type: ignore[no-untyped-def]
-        self._set_columns(event.size.width)
-
-    def _set_columns(self, width: int) -> None:
-        cols = fit_columns(max(20, width - SCROLLBAR))
-        if [(c.key, w) for c, w in cols] != [(c.key, w) for c, w in self.columns]:
-            self.columns = cols
-            self._fill()
-
-    def _header(self, col: Column) -> str:
-        arrow = ("▼" if self.sort_reverse else "▲") if col.key == self.sort_key else ""
-        return col.header + arrow
+    def fit(self, width: int) -> list[tuple[Column, int]]:
+        return fit_columns(width)
 
     @on(FleetUpdated)
     def _updated(self, msg: FleetUpdated) -> None:
@@ -143,7 +129,7 @@ class FleetScreen(Screen[None]):
     def _fill(self) -> None:
         """The rows in sort order, the highlighted row kept."""
         rows = sort_rows(self.rows, self.sort_key, self.sort_reverse)
-        self.table.show(self.columns, rows, [self._header(c) for c, _ in self.columns])
+        self.table.show(self.columns, rows, self.headers())
         self._show_detail()
 
     def highlighted_row(self) -> EndpointRow | None:
@@ -174,27 +160,6 @@ class FleetScreen(Screen[None]):
         self._show_detail()
 
     # -- keys -----------------------------------------------------------------------
-    def _sort_by(self, key: str, reverse: bool) -> None:
-        self.sort_key, self.sort_reverse = key, reverse
-        self._fill()
-
-    def action_sort(self, step: int) -> None:
-        """s / S: sort by the next / previous column shown (numbers: largest first)."""
-        keys = [c.key for c, _ in self.columns]
-        i = keys.index(self.sort_key) if self.sort_key in keys else 0
-        key = keys[(i + step) % len(keys)]
-        self._sort_by(key, reverse=BY_KEY[key].numeric)
-
-    def action_reverse(self) -> None:
-        self._sort_by(self.sort_key, not self.sort_reverse)
-
-    @on(FleetTable.HeaderClicked)
-    def _header_clicked(self, msg: FleetTable.HeaderClicked) -> None:
-        if msg.column == self.sort_key:
-            self.action_reverse()
-        else:
-            self._sort_by(msg.column, reverse=BY_KEY[msg.column].numeric)
-
     class EndpointChosen(Message):
         """Enter on a row: the chat should talk to this endpoint."""
 

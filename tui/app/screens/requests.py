@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui.app.messages import TelemetrySampled
+from tui.app.screens.sorted_table import SortedTableScreen
 from tui.app.widgets.hardware_panel import source_tag
 from tui.app.widgets.metric_lines import MetricLines
 from tui.app.widgets.metrics_panel import values_text
@@ -33,7 +33,6 @@ from tui.proxy.rows import RequestRow
 from tui.proxy.watch import ProxyWatch, WatchSnapshot
 
 REFRESH_S = 0.5
-SCROLLBAR = 2
 SPARK_ROWS = [
     ("ttft", "TTFT ms", "ms"),
     ("itl", "ITL ms", "ms"),
@@ -97,7 +96,8 @@ def hardware_line(s: Any, width: int) -> str:
     return terminal_label(" ".join(parts), width)
 
 
-class RequestsScreen(Screen[None]):
+class RequestsScreen(SortedTableScreen):
+    by_key = BY_KEY
     CSS_PATH = "requests.tcss"
 
     BINDINGS = [
@@ -109,15 +109,12 @@ class RequestsScreen(Screen[None]):
     ]
 
     def __init__(self, feed: str | RequestsFeed) -> None:
-        super().__init__(id="requests")
+        super().__init__("age_ms", id="requests")  # newest first
         self.url = feed if isinstance(feed, str) else ""
         self.feed: RequestsFeed = ProxyWatch(feed) if isinstance(feed, str) else feed
         self.snapshot: WatchSnapshot | None = None
         self.rows: list[RequestRow] = []
         self.shown: list[RequestRow] = []  # in the table's order
-        self.sort_key = "age_ms"
-        self.sort_reverse = False  # newest first
-        self.columns: list[tuple[Column, int]] = []
         self.sample: Any = None
         self._drawn_version = -1
 
@@ -145,14 +142,11 @@ class RequestsScreen(Screen[None]):
         self.feed.stop()
 
     # -- drawing ------------------------------------------------------------------------
-    def on_resize(self, event: events.Resize) -> None:
-        self._set_columns(event.size.width)
+    def fit(self, width: int) -> list[tuple[Column, int]]:
+        return fit_columns(width)
 
-    def _set_columns(self, width: int) -> None:
-        cols = fit_columns(max(20, width - SCROLLBAR))
-        if [(c.key, w) for c, w in cols] != [(c.key, w) for c, w in self.columns]:
-            self.columns = cols
-            self._fill()
+    def first_reverse(self, key: str) -> bool:
+        return BY_KEY[key].numeric and key != "age_ms"  # age: newest first
 
     def refresh_rows(self) -> None:
         """Copy the feed and redraw what changed (the timer's tick)."""
@@ -172,14 +166,10 @@ class RequestsScreen(Screen[None]):
             current = values[-1] if values else None
             lines.show(key, values, values_text(unit, values, current))
 
-    def _header(self, col: Column) -> str:
-        arrow = ("▼" if self.sort_reverse else "▲") if col.key == self.sort_key else ""
-        return col.header + arrow
-
     def _fill(self) -> None:
         rows = sort_rows(self.rows, self.sort_key, self.sort_reverse)
         self.shown = rows
-        headers = [self._header(c) for c, _ in self.columns]
+        headers = self.headers()
         # FleetTable's signature names the fleet's rows and columns; RequestsTable draws
         # the proxy's, which have the same shape (a row's key; a column's key, header,
         # text and numeric)
@@ -207,32 +197,11 @@ class RequestsScreen(Screen[None]):
         line.display = True
 
     # -- keys ---------------------------------------------------------------------------
-    def _sort_by(self, key: str, reverse: bool) -> None:
-        self.sort_key, self.sort_reverse = key, reverse
-        self._fill()
-
-    def action_sort(self, step: int) -> None:
-        """s / S: sort by the next / previous column shown (numbers: largest first)."""
-        keys = [c.key for c, _ in self.columns]
-        i = keys.index(self.sort_key) if self.sort_key in keys else 0
-        key = keys[(i + step) % len(keys)]
-        self._sort_by(key, reverse=BY_KEY[key].numeric and key != "age_ms")
-
-    def action_reverse(self) -> None:
-        self._sort_by(self.sort_key, not self.sort_reverse)
-
     def action_follow(self) -> None:
         """f: newest first again, the cursor on the top row."""
         self.sort_key, self.sort_reverse = "age_ms", False
         self._fill()
         self.table.move_to(0)
-
-    @on(RequestsTable.HeaderClicked)
-    def _header_clicked(self, msg: RequestsTable.HeaderClicked) -> None:
-        if msg.column == self.sort_key:
-            self.action_reverse()
-        else:
-            self._sort_by(msg.column, reverse=BY_KEY[msg.column].numeric)
 
     def action_open(self) -> None:
         """Enter: the highlighted request's timeline."""
