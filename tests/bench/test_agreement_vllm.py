@@ -24,6 +24,17 @@ tools agree when their mean values differ by no more than twice that noise, and 
 less than 15 % (two runs are a thin estimate of noise; on this shared machine speed
 drifts ±15 % within minutes, docs/bench.md), nor more than 50 %: a run noisier than
 that cannot show agreement, and the test fails rather than pass on anything.
+
+TTFT has one more allowance, from how vLLM schedules: a request that arrives during a
+decode step waits for that step to end, then gets its own step, so its TTFT is one step
+plus a part U of a step (U uniform in [0, 1), the arrival's phase; TTFT here is about two
+ITLs). With arrivals one second apart, the requests of one run share much of their phase,
+so a run's TTFT median moves by up to a step with it, and two runs are two phase samples,
+not a noise estimate. The mean of two runs' phases per tool differs between the tools by
+a standard deviation of ~0.29 step (of U1 + U2 − U3 − U4, halved); two of those,
+:data:`PHASE_STEPS` = 0.57 step ÷ TTFT, is a band that such phases alone exceed ~5 % of
+the time. Seen: TTFT ratios of 1.136 (quiet) and 0.887 (both cores busy), ITL ÷ TTFT
+≈ 0.45, while every other metric agreed within 4 %.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ pytestmark = pytest.mark.engine
 N, RATE, OUT, IN = 30, 1.0, 32, 32
 SLO = {"ttft_ms": 4000.0, "tpot_ms": 400.0}
 FLOOR, CAP = 0.15, 0.5
+PHASE_STEPS = 0.57  # TTFT: two SDs of the tools' mean phase difference, in decode steps
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +139,12 @@ async def test_infertop_agrees_with_vllm_bench_serve(vllm_url: str, tmp_path: Pa
     rows = []
     for m in ("ttft", "tpot", "itl", "out_tps", "goodput"):
         noise = max(abs(a1[m] / a2[m] - 1), abs(b1[m] / b2[m] - 1))
-        band = min(max(2 * noise, FLOOR), CAP)
         a, b = (a1[m] + a2[m]) / 2, (b1[m] + b2[m]) / 2
+        floor = FLOOR
+        if m == "ttft":  # + the arrival phase within a decode step (the module docstring)
+            step = (a1["itl"] + a2["itl"] + b1["itl"] + b2["itl"]) / 4
+            floor = max(FLOOR, PHASE_STEPS * step / ((a + b) / 2))
+        band = min(max(2 * noise, floor), CAP)
         rows.append((m, a1[m], a2[m], b1[m], b2[m], b / a, band))
     print("\nmetric | vLLM run 1 | vLLM run 2 | infertop run 1 | infertop run 2 | ratio | band")
     for row in rows:
