@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+import weakref
 from collections.abc import Callable
 
 
@@ -20,10 +21,16 @@ def raw_exchange(url: str, request: bytes, timeout: float = 10.0) -> bytes:
             out += data
 
 
+# Bytes read past the end of a response, per socket: a pipelined answer's next response
+# may come in the same read as the one before it (a busy machine reads late).
+_LEFTOVER: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
+
+
 def read_response(s: socket.socket, timeout: float = 10.0) -> tuple[bytes, bytes]:
-    """One response from ``s``: (head, body de-chunked or by length)."""
+    """One response from ``s``: (head, body de-chunked or by length). What was read past
+    it is kept for the next call on the same socket."""
     s.settimeout(timeout)
-    buf = b""
+    buf = _LEFTOVER.pop(s, b"")
     while b"\r\n\r\n" not in buf:
         data = s.recv(65536)
         if not data:
@@ -31,6 +38,7 @@ def read_response(s: socket.socket, timeout: float = 10.0) -> tuple[bytes, bytes
         buf += data
     head, _, rest = buf.partition(b"\r\n\r\n")
     if head.split(b" ")[1] in (b"204", b"304"):
+        _LEFTOVER[s] = rest
         return head, b""  # no body, whatever the fields say
     low = head.lower()
     if b"transfer-encoding: chunked" in low:
@@ -45,6 +53,7 @@ def read_response(s: socket.socket, timeout: float = 10.0) -> tuple[bytes, bytes
             body += rest[:size]
             rest = rest[size + 2 :]
             if size == 0:
+                _LEFTOVER[s] = rest
                 return head, body
     n = 0
     for line in head.split(b"\r\n")[1:]:
@@ -53,6 +62,7 @@ def read_response(s: socket.socket, timeout: float = 10.0) -> tuple[bytes, bytes
             n = int(v)
     while len(rest) < n:
         rest += s.recv(65536)
+    _LEFTOVER[s] = rest[n:]
     return head, rest[:n]
 
 
