@@ -1,0 +1,172 @@
+"""Where a request's time goes inside `infertop proxy` before it reaches the upstream.
+
+The proxy runs in its own process (this file with ``--serve``), its request path timed
+at six points with ``perf_counter_ns`` (the functions wrapped here, nothing changed in
+tui/): the client's bytes handed to the connection (``data_received``), the head parse
+begun and done, the request complete, the exchange's task started (``forward``), the
+upstream send begun and returned. A client in this process sends --requests one-stream
+requests (4 tokens, a token every 10 ms) to a pace server (tests/support/pace_server.py)
+through it and, interleaved, directly; each segment's p50 / p90 is printed, and each
+path's TTFT − first-token lag (the request's way in: TTFT minus the first token's way
+out) for scale. The first 5 requests are left out (warm-up).
+
+This is the one-stream TTFT path of benchmarks/proxy_overhead.py (goal: added TTFT p50
+≤ 0.3 ms): between requests the proxy sleeps 20+ ms while the client and the server run,
+so its path runs with cold caches, and Python code costs several times what a loop of
+the same calls costs hot (the head parse: ~9 µs hot, ~50 µs here).
+
+    .venv/bin/python benchmarks/proxy_request_path.py [--requests 41]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+
+POINTS = ["bytes in", "parse begun", "parse done", "request whole", "task runs", "send begun"]
+POINTS += ["send returned"]
+
+
+def serve(upstream: str, port: int) -> None:
+    """The proxy, its request path wrapped with stamps; prints the segments on SIGTERM."""
+    from tui.proxy import client_conn
+    from tui.proxy.server import Proxy, ProxyConfig, run_loop
+    from tui.transport import tcp
+
+    pc = time.perf_counter_ns
+    requests: list[dict[str, int]] = []
+
+    def mark(name: str) -> None:
+        if requests:
+            requests[-1].setdefault(name, pc())
+
+    data_received = client_conn.ClientConnection.data_received
+
+    def data_in(self: Any, data: bytes) -> None:
+        if self.task is None and self.head is None:
+            requests.append({"bytes in": pc()})
+        data_received(self, data)
+
+    parse = client_conn.parse_request_head
+
+    def parse_head(raw: bytes) -> Any:
+        mark("parse begun")
+        head = parse(raw)
+        mark("parse done")
+        return head
+
+    whole = client_conn.ClientRequest
+
+    def request(*a: Any) -> Any:
+        mark("request whole")
+        return whole(*a)
+
+    forward = client_conn.forward
+
+    async def forwarded(*a: Any) -> Any:
+        mark("task runs")
+        return await forward(*a)
+
+    send = tcp.StampedConn.send
+
+    async def sent(self: Any, data: bytes) -> None:
+        mark("send begun")
+        await send(self, data)
+        mark("send returned")
+
+    client_conn.ClientConnection.data_received = data_in  # type: ignore[method-assign]
+    client_conn.parse_request_head = parse_head
+    client_conn.ClientRequest = request  # type: ignore[misc, assignment]
+    client_conn.forward = forwarded
+    tcp.StampedConn.send = sent  # type: ignore[method-assign]
+
+    def report(*_: Any) -> None:
+        rows = [r for r in requests if all(p in r for p in POINTS)][5:]
+        for a, b in zip(POINTS, POINTS[1:]):
+            d = sorted((r[b] - r[a]) / 1e3 for r in rows)
+            print(f"{a:>13} → {b:<13} p50 {statistics.median(d):6.1f} µs  p90 "
+                  f"{d[int(len(d) * 0.9)]:6.1f} µs")  # fmt: skip
+        total = [(r[POINTS[-1]] - r[POINTS[0]]) / 1e3 for r in rows]
+        print(f"bytes in → send returned: p50 {statistics.median(total):.1f} µs "
+              f"({len(rows)} requests)", flush=True)  # fmt: skip
+        sys.exit(0)
+
+    async def main() -> None:
+        config = ProxyConfig(upstream=upstream, kind="openai", listen_port=port)
+        await Proxy(config).start()
+        print("up", flush=True)
+        await asyncio.Event().wait()
+
+    signal.signal(signal.SIGTERM, report)
+    run_loop(main())
+
+
+def measure(requests: int) -> None:
+    import proxy_overhead as po
+    from proxy_paths import free_port, start_servers, wait_up
+
+    from tui.transport.http1 import Http1Pool
+
+    servers = start_servers(10.0, 16, None)
+    port = free_port()
+    here = [sys.executable, __file__, "--serve", servers.pace_url, str(port)]
+    proxy = subprocess.Popen(here, stdout=subprocess.PIPE, text=True)
+    assert proxy.stdout is not None
+    try:
+        proxy.stdout.readline()
+        url = f"http://127.0.0.1:{port}"
+        wait_up(url + "/infertop/health")
+        paths = {"direct": servers.paths["direct"], "ours": url}
+
+        class Paths:
+            pace_url = servers.pace_url
+
+        Paths.paths = paths  # type: ignore[attr-defined]
+
+        async def run() -> dict[str, Any]:
+            pools = {n: Http1Pool({"User-Agent": "request-path"}, po.TIMEOUTS) for n in paths}
+            res = {n: po.Result() for n in paths}
+            seed = [70_000]
+            for i in range(requests):
+                order = list(paths) if i % 2 else list(paths)[::-1]
+                await po.latency_round(pools, Paths, order, 1, 4, res, seed)  # type: ignore[arg-type]
+            for pool in pools.values():
+                pool.close()
+            return res
+
+        res = asyncio.run(run())
+        for name, r in res.items():
+            way_in = statistics.median(a - b for a, b in zip(r.ttft_ms, r.first_lag_ms))
+            print(f"{name:>6}: TTFT − first-token lag p50 {way_in:.3f} ms, first-token lag p50 "
+                  f"{statistics.median(r.first_lag_ms):.3f} ms, failed {r.failed}")  # fmt: skip
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        out, _ = proxy.communicate(timeout=30)
+        print(out, end="")
+        servers.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=41)
+    ap.add_argument("--serve", nargs=2, metavar=("UPSTREAM", "PORT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]))
+        return 0
+    measure(args.requests)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
