@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 METRICS_TESTS = ("tests/core/test_metrics.py", "tests/core/test_metrics_properties.py")
 STATS_TESTS = ("tests/core/test_stats.py", "tests/bench/test_statistics.py")
 AGGREGATE_TESTS = ("tests/bench/test_statistics.py", "tests/bench/test_reports.py")
+SLO_TESTS = (*AGGREGATE_TESTS, "tests/bench/test_slo_attainment.py")  # tui/bench/stats/slo.py
 PROM_TESTS = (
     "tests/http/test_prometheus.py",
     "tests/fuzz/test_fuzz_prometheus.py",
@@ -153,18 +154,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- tui/bench/stats/aggregate.py -------------------------------------------------
     Mutation(
         "aggregate-slo-at-limit",
-        "tui/bench/stats/aggregate.py",
-        "if v is None or v > limit:",
-        "if v is None or v >= limit:",
-        AGGREGATE_TESTS,
+        "tui/bench/stats/slo.py",
+        "return v is not None and v <= limit",
+        "return v is not None and v < limit",
+        SLO_TESTS,
         "a request exactly at an SLO limit fails it",
     ),
     Mutation(
         "aggregate-slo-missing-metric",
-        "tui/bench/stats/aggregate.py",
-        "if v is None or v > limit:",
-        "if v is not None and v > limit:",
-        AGGREGATE_TESTS,
+        "tui/bench/stats/slo.py",
+        "return v is not None and v <= limit",
+        "return v is None or v <= limit",
+        SLO_TESTS,
         "a request without the metric (no token) meets the SLO",
     ),
     Mutation(
@@ -177,17 +178,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "aggregate-goodput-fraction-of-ok",
-        "tui/bench/stats/aggregate.py",
-        '"fraction": len(good) / len(recs) if recs else None,',
-        '"fraction": len(good) / len(ok) if ok else None,',
-        AGGREGATE_TESTS,
+        "tui/bench/stats/slo.py",
+        '"attainment": len(good) / n if n else None,',
+        '"attainment": len(good) / max(1, n - sum(1 for r in judged if not r.ok)),',
+        SLO_TESTS,
         "goodput's fraction leaves failed requests out of the whole",
     ),
     Mutation(
         "aggregate-short-outputs",
         "tui/bench/stats/aggregate.py",
-        "(r.metrics.output_tokens or 0) < max_tokens)",
-        "(r.metrics.output_tokens or 0) <= max_tokens)",
+        "(r.metrics.output_tokens or 0) < (r.max_tokens or max_tokens)",
+        "(r.metrics.output_tokens or 0) <= (r.max_tokens or max_tokens)",
         AGGREGATE_TESTS,
         "a full-length answer counted as short",
     ),
@@ -374,10 +375,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "bench-poisson-arrivals-doubled",
-        "tui/bench/run/loads.py",
-        "due += rng.expovariate(rate)",
-        "due += 2 * rng.expovariate(rate)",
-        ("tests/bench/test_runner_pace.py",),
+        "tui/bench/run/arrivals.py",
+        "return rng.expovariate(spec.rate)",
+        "return 2 * rng.expovariate(spec.rate)",
+        ("tests/bench/test_arrivals.py", "tests/bench/test_runner_pace.py"),
         "Poisson arrivals at half the rate asked for",
     ),
     Mutation(
