@@ -1,10 +1,13 @@
 """Where a request's time goes inside `infertop proxy` before it reaches the upstream.
 
 The proxy runs in its own process (this file with ``--serve``), its request path timed
-at six points with ``perf_counter_ns`` (the functions wrapped here, nothing changed in
+at seven points with ``perf_counter_ns`` (the functions wrapped here, nothing changed in
 tui/): the client's bytes handed to the connection (``data_received``), the head parse
-begun and done, the request complete, the exchange's task started (``forward``), the
-upstream send begun and returned. A client in this process sends --requests one-stream
+begun and done, the request complete, the upstream send from the read callback begun
+and returned (``send_early``: the upstream head built, the request counted, the send),
+and the exchange's task started (``forward``; after the send, off the way in). A
+request with no kept-alive upstream connection is sent from its task instead, and left
+out. A client in this process sends --requests one-stream
 requests (4 tokens, a token every 10 ms) to a pace server (tests/support/pace_server.py)
 through it and, interleaved, directly; each segment's p50 / p90 is printed, and each
 path's TTFT − first-token lag (the request's way in: TTFT minus the first token's way
@@ -33,15 +36,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
-POINTS = ["bytes in", "parse begun", "parse done", "request whole", "task runs", "send begun"]
-POINTS += ["send returned"]
+POINTS = ["bytes in", "parse begun", "parse done", "request whole", "send begun"]
+POINTS += ["send returned", "task runs"]
 
 
 def serve(upstream: str, port: int) -> None:
     """The proxy, its request path wrapped with stamps; prints the segments on SIGTERM."""
     from tui.proxy import client_conn
     from tui.proxy.server import Proxy, ProxyConfig, run_loop
-    from tui.transport import tcp
 
     pc = time.perf_counter_ns
     requests: list[dict[str, int]] = []
@@ -77,18 +79,19 @@ def serve(upstream: str, port: int) -> None:
         mark("task runs")
         return await forward(*a)
 
-    send = tcp.StampedConn.send
+    send_early = client_conn.send_early
 
-    async def sent(self: Any, data: bytes) -> None:
+    def sent(ex: Any) -> None:
         mark("send begun")
-        await send(self, data)
-        mark("send returned")
+        send_early(ex)
+        if ex.early is not None:
+            mark("send returned")
 
     client_conn.ClientConnection.data_received = data_in  # type: ignore[method-assign]
     client_conn.parse_request_head = parse_head
     client_conn.ClientRequest = request  # type: ignore[misc, assignment]
     client_conn.forward = forwarded
-    tcp.StampedConn.send = sent  # type: ignore[method-assign]
+    client_conn.send_early = sent
 
     def report(*_: Any) -> None:
         rows = [r for r in requests if all(p in r for p in POINTS)][5:]
@@ -96,7 +99,7 @@ def serve(upstream: str, port: int) -> None:
             d = sorted((r[b] - r[a]) / 1e3 for r in rows)
             print(f"{a:>13} → {b:<13} p50 {statistics.median(d):6.1f} µs  p90 "
                   f"{d[int(len(d) * 0.9)]:6.1f} µs")  # fmt: skip
-        total = [(r[POINTS[-1]] - r[POINTS[0]]) / 1e3 for r in rows]
+        total = [(r["send returned"] - r["bytes in"]) / 1e3 for r in rows]
         print(f"bytes in → send returned: p50 {statistics.median(total):.1f} µs "
               f"({len(rows)} requests)", flush=True)  # fmt: skip
         sys.exit(0)

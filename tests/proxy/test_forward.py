@@ -262,3 +262,72 @@ def test_a_stalled_upstream_stream_ends_in_time(start_proxy, stall: bool) -> Non
         assert rec.timeline.error_kind == ("timeout" if stall else "protocol")
     finally:
         up.stop()
+
+
+def test_a_request_goes_upstream_from_the_read_callback(start_proxy) -> None:
+    """On a kept-alive upstream connection, the request is sent from the client's read
+    callback (before its task runs): once a request's bytes are handed to the proxy's
+    connection, the upstream has them before the loop turns again."""
+    up = ScriptedUpstream(lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"  # an upstream connection now kept alive
+            p = proxy.proxy
+            assert p is not None and len(p.connections) == 1
+
+            def hand_over() -> bool:
+                (conn,) = p.connections
+                conn.data_received(b"GET /second HTTP/1.1\r\nHost: p\r\n\r\n")
+                task = conn.task
+                return task is not None and not task.done() and p.pool.idle_conn() is None
+
+            assert proxy.call(hand_over)  # its task made, not yet run; the connection taken
+            wait_until(lambda: len(up.requests) == 2)
+            assert up.requests[1].startswith(b"GET /second HTTP/1.1\r\n")
+            assert read_response(s)[1] == b"ok"
+        assert up.connections == 1
+    finally:
+        up.stop()
+
+
+def test_a_client_gone_before_its_task_ran_still_cancels_upstream(start_proxy) -> None:
+    """A request sent from the read callback whose client goes away in the same loop turn
+    (its task cancelled before it began): the upstream connection is closed (the engine
+    stops), and the request is booked as cancelled, not left in flight."""
+    sse = chunked(*SSE[:3])
+
+    def script(req: bytes) -> list:
+        if req.startswith(b"GET"):
+            return [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]
+        return [(0, sse_head())] + [(0.05, sse[:10])] * 200  # a long answer
+
+    up = ScriptedUpstream(script)
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"
+            p = proxy.proxy
+            assert p is not None
+
+            def request_then_gone() -> bool:
+                (conn,) = p.connections
+                conn.data_received(REQUEST)
+                started = conn.task is not None and not conn.task.done()
+                conn.connection_lost(ConnectionResetError("reset by peer"))
+                return started
+
+            assert proxy.call(request_then_gone)
+            wait_until(up.closed_by_peer.is_set)  # its upstream connection was closed
+            assert len(up.requests) == 2 and up.requests[1].startswith(b"POST /v1/chat")
+
+            def booked() -> tuple[int, list[str]]:
+                return p.book.active, [r.state for r in p.book.recent]
+
+            wait_until(lambda: proxy.call(booked) == (0, ["cancelled"]))
+    finally:
+        up.stop()

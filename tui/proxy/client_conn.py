@@ -28,7 +28,7 @@ import httpx
 
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
-from tui.proxy.forward import ClientRequest, error_response, forward
+from tui.proxy.forward import ClientRequest, Exchange, error_response, forward, send_early
 from tui.proxy.peer import same_user
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
@@ -266,15 +266,21 @@ class ClientConnection(asyncio.Protocol):
         self._disarm()
         self.head, self.chunks, self.body, self.started = None, None, [], False
         req = ClientRequest(head, body, time.perf_counter_ns())
-        self.task = asyncio.get_running_loop().create_task(self._handle(req))
+        ex = None
+        if not req.head.path.startswith(own_routes.PREFIX):
+            ex = Exchange(self.proxy, self, req)
+            send_early(ex)  # from this callback: no task's start-up on its way in
+        self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
+        if ex is not None and ex.early is not None:
+            self.task.add_done_callback(ex.never_ran)
 
-    async def _handle(self, req: ClientRequest) -> None:
+    async def _handle(self, req: ClientRequest, ex: Exchange | None) -> None:
         keep = False
         try:
-            if req.head.path.startswith(own_routes.PREFIX):
+            if ex is None:
                 keep = await own_routes.serve(self.proxy, self, req)
             else:
-                keep = await forward(self.proxy, self, req)
+                keep = await forward(self.proxy, self, req, ex)
         except asyncio.CancelledError:
             return
         except Exception as e:  # noqa: BLE001 - a bug must not take the proxy down

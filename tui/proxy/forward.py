@@ -132,6 +132,17 @@ class ObserveQueue:
             feed(t_ns, data)
 
 
+@dataclass
+class EarlySend:
+    """A request sent from the client's read callback (:func:`send_early`): on which
+    kept-alive connection, the whole message, when, and how many bytes the socket took."""
+
+    conn: UpstreamConn
+    message: bytes
+    t_ns: int
+    sent: int
+
+
 class Exchange:
     """One request's trip through the proxy. Its record (a generation request's
     timeline) is made once the request is on its way upstream, so a burst of requests
@@ -142,6 +153,29 @@ class Exchange:
         self.dialect = routes.dialect(req.head.method, req.head.path)
         self.rec: ProxiedRequest | None = None
         self.departure: Departure | None = None
+        self.early: EarlySend | None = None
+        self.entered = False  # forward() began: it owns the exchange's ending from then
+
+    def message(self) -> bytes:
+        """What goes upstream: the head (tui/proxy/wire.py, upstream_request), the body."""
+        proxy, req = self.proxy, self.req
+        head = upstream_request(req.head, proxy.host_header, len(req.body), proxy.path_prefix)
+        return head + req.body
+
+    def never_ran(self, task: asyncio.Task[None]) -> None:
+        """The done-callback of an exchange sent early: its task was cancelled before it
+        began (the client went away in the same loop turn), so :func:`forward` never ran
+        to end it. Ended here as forward would have: the upstream connection closed, the
+        request booked as cancelled."""
+        early, self.early = self.early, None
+        if self.entered or early is None:
+            return
+        early.conn.close()
+        self.sent(early.t_ns, _stamps(early.conn))
+        rec = self.booked()
+        if rec is not None:
+            _client_gone(self, rec)
+            self.proxy.book.end(rec)
 
     def depart(self) -> None:
         """It is about to be sent: counted (its record comes after the send)."""
@@ -177,25 +211,59 @@ class Exchange:
         return self.rec
 
 
+def _stamps(conn: UpstreamConn) -> str:
+    return KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS
+
+
+def send_early(ex: Exchange) -> None:
+    """Send ``ex`` upstream now, from the client's read callback, on a kept-alive
+    connection: before a task is made and first run, which costs ~50 µs on every
+    request's way in with the proxy's caches cold between requests
+    (benchmarks/proxy_request_path.py). What the socket does not take now, a request
+    with no idle connection to go on, and a failed send go on in the exchange's task
+    (:func:`_send`); a burst of requests still all leave before any is booked."""
+    conn = ex.proxy.pool.idle_conn()
+    if conn is None:
+        return
+    message = ex.message()
+    ex.depart()
+    t_ns = time.perf_counter_ns()
+    try:
+        sent = conn.sock.send(message)
+    except (BlockingIOError, InterruptedError):
+        sent = 0
+    except OSError:  # the upstream had closed it: the task retries on a new connection
+        conn.close()
+        return
+    ex.early = EarlySend(conn, message, t_ns, sent)
+
+
 async def _send(ex: Exchange) -> tuple[UpstreamConn, Any, list[Stamped]]:
     """Send the request upstream (on a kept-alive connection, or a new one) and read the
     answer's head. After sending, the task yields once: requests that came together are
     all forwarded before any is booked. A kept-alive connection the upstream had closed
-    is retried once on a new one, as HTTP clients do."""
-    proxy, req = ex.proxy, ex.req
-    sent_head = upstream_request(req.head, proxy.host_header, len(req.body), proxy.path_prefix)
-    message = sent_head + req.body
+    is retried once on a new one, as HTTP clients do. A request :func:`send_early` sent
+    goes on from where it stopped."""
+    proxy = ex.proxy
+    early, ex.early = ex.early, None
+    message = early.message if early is not None else ex.message()
     for reused_first in (True, False):
-        conn = proxy.pool.idle_conn() if reused_first else None
+        now, early = early, None
+        conn = now.conn if now is not None else proxy.pool.idle_conn() if reused_first else None
         reused = conn is not None
         if conn is None:
             conn = await proxy.pool.connect()
         try:
-            ex.depart()
-            t_ns = time.perf_counter_ns()
-            await conn.send(message)
-            await asyncio.sleep(0)
-            ex.sent(t_ns, KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS)
+            if now is not None:
+                t_ns = now.t_ns
+                if now.sent < len(message):
+                    await conn.send(message[now.sent :])
+            else:
+                ex.depart()
+                t_ns = time.perf_counter_ns()
+                await conn.send(message)
+                await asyncio.sleep(0)
+            ex.sent(t_ns, _stamps(conn))
             head, rest, _t = await read_response_head(conn, proxy.config.read_timeout)
             return conn, head, rest
         except (NoResponse, OSError) as e:
@@ -211,10 +279,14 @@ async def _send(ex: Exchange) -> tuple[UpstreamConn, Any, list[Stamped]]:
     raise UpstreamError("the upstream closed every connection")  # pragma: no cover
 
 
-async def forward(proxy: Proxy, client: Client, req: ClientRequest) -> bool:
+async def forward(
+    proxy: Proxy, client: Client, req: ClientRequest, ex: Exchange | None = None
+) -> bool:
     """Forward ``req`` and pass its answer on; True when the client connection stays
-    open for another request."""
-    ex = Exchange(proxy, client, req)
+    open for another request. ``ex``: its exchange, made (and perhaps sent:
+    :func:`send_early`) by the caller."""
+    ex = ex or Exchange(proxy, client, req)
+    ex.entered = True
     failed = cancelled = False
     try:
         return await _exchange(ex)
