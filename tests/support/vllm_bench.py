@@ -64,6 +64,24 @@ def counter(url: str, name: str) -> float:
     return sum(float(v) for v in pat.findall(text))
 
 
+def histogram_totals(url: str, names: list[str]) -> dict[str, float]:
+    """``NAME_sum`` and ``NAME_count`` of each histogram in ``names``, and ``NAME_le1``:
+    its observations ≤ 1 (the ``le="1.0"`` bucket), each summed over its series, from one
+    /metrics read."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for name in names:
+        for part in ("_sum", "_count"):
+            pat = re.compile("^" + re.escape(name + part) + r"(?:\{[^}]*\})? ([0-9.eE+-]+)$", re.M)
+            out[name + part] = sum(float(v) for v in pat.findall(text))
+        le1 = re.compile(
+            "^" + re.escape(name) + r'_bucket\{[^}]*le="1(?:\.0)?"[^}]*\} (\S+)$', re.M
+        )
+        out[name + "_le1"] = sum(float(v) for v in le1.findall(text))
+    return out
+
+
 def block_size(url: str) -> int | None:
     """The KV-cache block size vLLM says it runs with (vllm:cache_config_info's label)."""
     with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
