@@ -5,7 +5,7 @@ vLLM whose counters grow when it finishes a request (the real one: tests/http)."
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Iterator
 
 import httpx
 from proxy_support import wait_until
@@ -22,16 +22,18 @@ FRAMES = [
 
 
 class FakeVLLM:
-    """Generation: six SSE frames 60 ms apart; /metrics: counters of the requests it has
-    finished (20 ms prefill, 60 ms decode, 3 tokens out, 5 in, each)."""
+    """Generation: six SSE frames 60 ms apart (a request whose prompt is "side": at once;
+    with ``gate`` set up, the last frame waits for it); /metrics: counters of the requests
+    it has finished (20 ms prefill, 60 ms decode, 3 tokens out, 5 in, each)."""
 
     def __init__(self) -> None:
+        self.gate: threading.Event | None = None
         self.up = ScriptedUpstream(self.script)
 
     def finished(self) -> int:
         return sum(1 for e in self.up.exchanges if e.request.startswith(b"POST") and e.done)
 
-    def script(self, req: bytes) -> list[tuple[float, bytes]]:
+    def script(self, req: bytes) -> Iterator[tuple[float, bytes]]:
         if req.startswith(b"GET /metrics"):
             n = self.finished()
             text = (
@@ -43,17 +45,25 @@ class FakeVLLM:
                 f"vllm:generation_tokens_total {n * 3}\n"
                 f"vllm:prompt_tokens_total {n * 5}\n"
             ).encode()
-            return [(0, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text))]
-        head = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
+            yield 0, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text)
+            return
+        yield (
+            0.0,
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            ),
         )
-        pieces = [(0.0, head)] + [(0.06, b"%x\r\n%s\r\n" % (len(f), f)) for f in FRAMES]
-        return pieces + [(0.0, b"0\r\n\r\n")]
+        side = b'"content":"side"' in req
+        for i, f in enumerate(FRAMES):
+            if i == len(FRAMES) - 1 and self.gate is not None and not side:
+                self.gate.wait(30)
+            yield (0.0 if side else 0.06), b"%x\r\n%s\r\n" % (len(f), f)
+        yield 0.0, b"0\r\n\r\n"
 
 
-def _chat(url: str) -> None:
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+def _chat(url: str, content: str = "x") -> None:
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": content}]}
     with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=10) as r:
         r.read()
 
@@ -102,15 +112,22 @@ def test_a_request_alone_gets_vllms_account_scraped_while_idle(start_proxy) -> N
 
 def test_a_client_past_the_proxy_makes_the_account_unattributable(start_proxy) -> None:
     """Another client talks to vLLM directly meanwhile: two requests finish in vLLM's
-    window, and the proxy reports none rather than a mix."""
+    window, and the proxy reports none rather than a mix. The other request starts once
+    ours has reached vLLM and ends before ours may (its last frame waits for that), so
+    both finish inside our window however slow the machine."""
     fake = FakeVLLM()
+    fake.gate = threading.Event()
     try:
         proxy = start_proxy(fake.up.url, kind="vllm")
-        side = threading.Thread(target=_chat, args=(fake.up.url,))
-        side.start()
-        time.sleep(0.05)  # it ends before ours does: both finish inside our window
-        _chat(proxy.url)
-        side.join()
+        book = proxy.proxy.book
+        wait_until(lambda: proxy.call(lambda: book.truth.last is not None))  # idle scrape
+        ours = threading.Thread(target=_chat, args=(proxy.url,))
+        ours.start()
+        wait_until(lambda: any(e.request.startswith(b"POST") for e in fake.up.exchanges))
+        _chat(fake.up.url, "side")  # past the proxy, straight to vLLM
+        wait_until(lambda: fake.finished() == 1)  # (its server thread marks it done)
+        fake.gate.set()
+        ours.join()
         rec = _recent(proxy, 1)[-1]
         assert rec.timeline.truth is None and "not 1" in rec.truth_note
     finally:
