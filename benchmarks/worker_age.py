@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,12 +35,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from watch_cost import PROMPT, headless  # noqa: E402  (the same headless arm)
 
 from tui.chat.core import ChatCore  # noqa: E402
 from tui.config import load_config  # noqa: E402
 from tui.engines.base import GenerationRequest  # noqa: E402
 
-PROMPT = "Write a long story about a lighthouse keeper and a storm."
 REST_S = 2.0
 ARMS = ("fresh run", "new core", "kept core")
 
@@ -53,24 +53,6 @@ def config_text(tmp: Path, tokens: int) -> str:
         f"[generation]\nmax_tokens = {tokens}\ntemperature = 0.0\nseed = 1\n"
         '[engines.local]\nkind = "llamacpp"\nmodel = "default"\n'
     )
-
-
-def fresh_run(cfg: Path, tmp: Path, tokens: int) -> float:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_STATE_HOME=str(tmp / "state"))
-    out = subprocess.run(
-        [sys.executable, "-m", "tui", "--config", str(cfg), "run", "--prompt", PROMPT]
-        + ["--max-tokens", str(tokens), "--temperature", "0", "--seed", "1", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp,
-        timeout=600,
-    )
-    if out.returncode != 0:
-        print(f"  fresh run failed: {out.stderr.strip()[-300:]}")
-        return math.nan
-    truth = json.loads(out.stdout).get("engine_truth") or {}
-    return float(truth.get("decode_tps") or math.nan)
 
 
 class Core:
@@ -116,7 +98,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 for arm in ARMS[r % 3 :] + ARMS[: r % 3]:
                     await asyncio.sleep(REST_S)
                     if arm == "fresh run":
-                        value = await asyncio.to_thread(fresh_run, path, tmp, args.tokens)
+                        got_tps = await asyncio.to_thread(headless, path, tmp, args.tokens)
+                        value = got_tps or math.nan
                     elif arm == "new core":
                         new = Core(cfg, args.tokens)
                         try:
