@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 from proxy_support import wait_until
-from scripted_upstream import ScriptedUpstream
+from scripted_upstream import Exchange, ScriptedUpstream
 
 FRAMES = [
     b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n',
@@ -24,19 +24,32 @@ FRAMES = [
 class FakeVLLM:
     """Generation: six SSE frames 60 ms apart (a request whose prompt is "side": at once;
     with ``gate`` set up, the last frame waits for it); /metrics: counters of the requests
-    it has finished (20 ms prefill, 60 ms decode, 3 tokens out, 5 in, each)."""
+    it has recorded (20 ms prefill, 60 ms decode, 3 tokens out, 5 in, each) and a gauge of
+    those it runs, set together as vLLM sets them. A request is recorded once its stream
+    ended; with ``hold`` set up, one not "side" only once ``hold`` is set too (vLLM
+    records a request just after its last chunk: here, as late as a test likes)."""
 
     def __init__(self) -> None:
         self.gate: threading.Event | None = None
+        self.hold: threading.Event | None = None
         self.up = ScriptedUpstream(self.script)
 
+    def _posts(self) -> list[Exchange]:
+        return [e for e in self.up.exchanges if e.request.startswith(b"POST")]
+
+    def _recorded(self, e: Exchange) -> bool:
+        held = self.hold is not None and not self.hold.is_set() and b'"side"' not in e.request
+        return e.done and not held
+
     def finished(self) -> int:
-        return sum(1 for e in self.up.exchanges if e.request.startswith(b"POST") and e.done)
+        return sum(1 for e in self._posts() if self._recorded(e))
 
     def script(self, req: bytes) -> Iterator[tuple[float, bytes]]:
         if req.startswith(b"GET /metrics"):
-            n = self.finished()
+            posts = self._posts()
+            n = sum(1 for e in posts if self._recorded(e))
             text = (
+                f'vllm:num_requests_running{{model_name="m"}} {len(posts) - n}\n'
                 f'vllm:e2e_request_latency_seconds_count{{model_name="m"}} {n}\n'
                 f'vllm:e2e_request_latency_seconds_sum{{model_name="m"}} {n * 0.2}\n'
                 f"vllm:request_prefill_time_seconds_sum {n * 0.02}\n"
@@ -130,5 +143,35 @@ def test_a_client_past_the_proxy_makes_the_account_unattributable(start_proxy) -
         ours.join()
         rec = _recent(proxy, 1)[-1]
         assert rec.timeline.truth is None and "not 1" in rec.truth_note
+    finally:
+        fake.up.stop()
+
+
+def test_a_client_past_the_proxy_ending_first_is_not_taken_for_ours(start_proxy) -> None:
+    """The other client's request ends inside our window and vLLM records it; ours has
+    ended too, but vLLM has not recorded it yet (it still counts one running). The count
+    grew by one, and that one is not ours: the proxy waits until vLLM runs nothing, and
+    then two finished, so it reports none."""
+    fake = FakeVLLM()
+    fake.gate, fake.hold = threading.Event(), threading.Event()
+    try:
+        proxy = start_proxy(fake.up.url, kind="vllm")
+        truth = proxy.proxy.book.truth
+        wait_until(lambda: proxy.call(lambda: truth.last is not None))  # idle scrape
+        ours = threading.Thread(target=_chat, args=(proxy.url,))
+        ours.start()
+        wait_until(lambda: any(e.request.startswith(b"POST") for e in fake.up.exchanges))
+        _chat(fake.up.url, "side")
+        wait_until(lambda: fake.finished() == 1)
+        fake.gate.set()
+        ours.join()
+        scraped = proxy.call(lambda: truth.scrapes)
+        # the proxy reads vLLM twice after ours ended (it saw one finished, one running)
+        wait_until(lambda: proxy.call(lambda: truth.scrapes) >= scraped + 2)
+        fake.hold.set()
+        rec = _recent(proxy, 1)[-1]
+        # (on a machine slower than vLLM's settle time, it gave up waiting: none either)
+        assert rec.timeline.truth is None, rec.truth_note
+        assert "2 requests finished" in rec.truth_note or "not recorded" in rec.truth_note
     finally:
         fake.up.stop()

@@ -2,7 +2,8 @@
 
 vLLM's stream carries no timings, but its /metrics histograms do. Around each request
 the engine scrapes /metrics before sending and after the stream ends; when exactly one
-request finished in between (e2e_request_latency count grew by 1), that request's
+request finished in between (e2e_request_latency count grew by 1, read once vLLM runs
+no request: :func:`recorded`), that request's
 prefill time (request_prefill_time_seconds), decode time (request_decode_time_seconds,
 first to last token: N − 1 tokens), queue time and token counters are its own. With
 other requests overlapping the window nothing can be attributed, and no engine truth is
@@ -42,6 +43,23 @@ def usage_cached_tokens(usage: dict[str, Any] | None) -> int | None:
 
 
 SETTLE_S = 1.0  # vLLM records a finished request's stats just after the last chunk
+BUSY_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def recorded(before: Scrape, after: Scrape) -> bool:
+    """Whether ``after`` holds vLLM's record of every request that ended before it was
+    taken: its count of finished requests grew since ``before``, and it counts no request
+    as running or waiting. vLLM sets those gauges and records the requests a step
+    finished in one call, so a request it still runs is not yet in the histograms; a
+    count that grew by one while a request still runs may be someone else's that ended
+    first. Without the gauges (other builds) a grown count is all there is; a count
+    missing or reset ends the wait too (nothing better will come)."""
+    grown = counter_delta(before, after, E2E + "_count")
+    if grown is None:
+        return True
+    if grown < 1:
+        return False
+    return all(not after.total(name) for name in BUSY_GAUGES)
 
 
 def truth_from_scrapes(a: Scrape, b: Scrape) -> EngineTruth | None:
@@ -131,9 +149,9 @@ class VLLMEngine(OpenAICompatEngine):
             after = await self._scrape()
             if after is None:
                 return None
-            grown = counter_delta(context, after, E2E + "_count")
-            if grown is None or grown >= 1 or asyncio.get_running_loop().time() > deadline:
+            done = recorded(context, after)
+            if done or asyncio.get_running_loop().time() > deadline:
                 if self.request_truth == "chained":
                     self._chained = after
-                return truth_from_scrapes(context, after)
+                return truth_from_scrapes(context, after) if done else None
             await asyncio.sleep(0.02)

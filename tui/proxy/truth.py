@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from tui.core.events import EngineTruth
-from tui.engines.vllm import E2E, SETTLE_S, truth_from_scrapes
+from tui.engines.vllm import E2E, SETTLE_S, recorded, truth_from_scrapes
 from tui.transport.http1 import Http1Pool
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
@@ -120,15 +120,16 @@ class ScrapedTruth:
                 return None, "vLLM's /metrics could not be read"
             if self.starts() != starts:
                 return None, "another request began before vLLM's account was read"
-            grown = counter_delta(before, after, E2E + "_count")
-            if grown is None or grown >= 1 or loop.time() > deadline:
+            done = recorded(before, after)
+            if done or loop.time() > deadline:
                 self.last, self.last_starts = after, starts
+                if not done:
+                    return None, f"vLLM had not recorded it after {SETTLE_S:g} s"
                 truth = truth_from_scrapes(before, after)
                 if truth is None:
-                    return None, (
-                        f"{grown or 0:g} requests finished in vLLM meanwhile, not 1 "
-                        "(a client past the proxy?)"
-                    )
+                    n = counter_delta(before, after, E2E + "_count")
+                    why = f"{n or 0:g} requests finished in vLLM meanwhile, not 1"
+                    return None, why + " (a client past the proxy?)"
                 return truth, ""
             await asyncio.sleep(0.02)
 
