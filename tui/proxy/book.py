@@ -95,12 +95,16 @@ class RequestBook:
         self.tokens_ended = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
+        # observes the reads waiting (tui/proxy/observe_queue.py): run before records
+        # are read, so a row in flight is as current as its bytes
+        self.settle: Callable[[], None] = _nothing
 
     def next_id(self) -> str:
         self.seq += 1
         return f"{self.run}-{self.seq}"
 
     def find(self, rid: str) -> ProxiedRequest | None:
+        self.settle()
         rec = self.in_flight.get(rid)
         if rec is not None:
             return rec
@@ -214,6 +218,7 @@ class RequestBook:
 
     # -- watchers -------------------------------------------------------------------------
     def totals(self) -> dict[str, int]:
+        self.settle()
         live = sum(r.tokens for r in self.in_flight.values())
         return {
             "started": self.starts,
@@ -225,6 +230,7 @@ class RequestBook:
         }
 
     def hello(self) -> bytes:
+        self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.recent]
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
@@ -245,6 +251,11 @@ class RequestBook:
         """The rows in flight, live, to every watcher (a heartbeat when none)."""
         if not self.watchers:
             return
+        self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
         self.publish({"event": "tick", "rows": rows, "totals": self.totals()})
+
+
+def _nothing() -> None:
+    """No reads wait to be observed (a book without a proxy's queue)."""

@@ -105,33 +105,6 @@ def error_response(status: int, reason: str, message: str, close: bool) -> bytes
     return simple_response(status, reason, body, "application/json", close)
 
 
-class ObserveQueue:
-    """Reads to be observed once the loop has forwarded everything that came with them.
-
-    An engine's batched decode step emits a token for every running request at the same
-    moment; reading those streams one after another, the proxy forwards each read at once
-    and queues its observation here, to run after the loop's I/O callbacks of this turn:
-    so the last stream of a burst waits for the others' forwarding only, not for their
-    parsing too. :meth:`run` is also called before a request ends (its last reads first).
-    """
-
-    def __init__(self) -> None:
-        self.items: list[tuple[Any, int, bytes]] = []
-        self.scheduled = False
-
-    def put(self, feed: Any, t_ns: int, data: bytes) -> None:
-        self.items.append((feed, t_ns, data))
-        if not self.scheduled:
-            self.scheduled = True
-            asyncio.get_running_loop().call_soon(self.run)
-
-    def run(self) -> None:
-        self.scheduled = False
-        items, self.items = self.items, []
-        for feed, t_ns, data in items:
-            feed(t_ns, data)
-
-
 @dataclass
 class EarlySend:
     """A request sent from the client's read callback (:func:`send_early`): on which

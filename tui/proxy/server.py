@@ -17,7 +17,7 @@ from tui.proxy.book import TICK_S, RequestBook
 from tui.proxy.client_conn import ClientConnection
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
-from tui.proxy.forward import ObserveQueue
+from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -64,11 +64,12 @@ class Proxy:
             "version": config.version,
             "listen": None,
         }
+        self.observing = ObserveQueue()  # reads forwarded, to observe (observe_queue.py)
         self.book = RequestBook(
             self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info
         )
+        self.book.settle = self.observing.run
         self.connections: set[ClientConnection] = set()
-        self.observing = ObserveQueue()  # reads observed after the loop's forwarding
         self.server: asyncio.base_events.Server | None = None
         self._ticks: asyncio.Task[None] | None = None
         self.notes: list[str] = []
@@ -107,11 +108,13 @@ class Proxy:
         return self.address
 
     async def _tick(self) -> None:
-        """Every SWEEP_S: client deadlines; every TICK_S: the watchers' tick."""
+        """Every SWEEP_S: reads waiting observed, client deadlines; every TICK_S: the
+        watchers' tick."""
         loop = asyncio.get_running_loop()
         next_tick = loop.time() + TICK_S
         while True:
             await asyncio.sleep(SWEEP_S)
+            self.observing.run()
             now = loop.time()
             for conn in list(self.connections):
                 conn.check_deadline(now)
@@ -189,10 +192,13 @@ class ProxyThread:
         return self.url
 
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
-        """``fn()`` on the proxy's loop (to read its state safely from another thread)."""
+        """``fn()`` on the proxy's loop (to read its state safely from another thread),
+        once the reads waiting have been observed."""
         assert self.loop is not None
 
         async def run() -> Any:
+            if self.proxy is not None:
+                self.proxy.observing.run()
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
