@@ -77,8 +77,10 @@ def test_every_target_becomes_a_row_in_a_fixed_number_of_requests(prom) -> None:
         assert getattr(two, key) == pytest.approx(want[key], rel=1e-6), key
     assert two.itl_mean_ms == pytest.approx(one.itl_mean_ms, rel=1e-6)
     # both engines' tokens: the same rate as fixture 1 alone (one engine's would be 2/3 or
-    # 1/3 of it, their mean 1/2), within the jitter of two targets' scrape times
-    assert two.gen_tps == pytest.approx(one.gen_tps, rel=0.2)
+    # 1/3 of it, their mean 1/2), within the jitter of two targets' scrape times. Each
+    # counter steps once per scrape served, so a scrape Prometheus gave up on (the
+    # machine busy) puts two steps in one interval: a loaded run saw 1.22× here
+    assert 0.8 <= two.gen_tps / one.gen_tps <= 1.5, (two.gen_tps, one.gen_tps)
     llama = rows[urls[3]]
     assert llama.kind == "llama-server" and llama.up and llama.gen_tps > 0
     assert llama.prefix_cache_hit_pct == pytest.approx(100 * 30 / 130, rel=1e-6)
