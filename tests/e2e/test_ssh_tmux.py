@@ -87,7 +87,7 @@ def test_infertop_over_ssh_in_tmux(sshd, tmp_path: Path):
     session_dir = tmp_path / "sessions"
     cfg.write_text(
         f'session_dir = "{session_dir}"\n'
-        "[generation]\nmax_tokens = 40\ntemperature = 0.0\nseed = 3\n"
+        "[generation]\nmax_tokens = 120\ntemperature = 0.0\nseed = 3\n"
         '[engines.local]\nkind = "llamacpp"\nmodel = "default"\nn_threads = 1\n'
         f'[engines.synth]\nkind = "synthetic"\noptions = {{ load_stderr = "{NOISE}" }}\n'
     )
