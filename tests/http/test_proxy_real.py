@@ -260,12 +260,23 @@ def test_prometheus_scrapes_the_proxy_and_the_fleet_lists_it(
     try:
         ps.wait_targets_up(prom.url, 2)
         body = {"messages": CHAT, "max_tokens": 24, "stream": True}
-        for _ in range(3):
+
+        def ask() -> None:
             with httpx.stream(
                 "POST", proxy.url + "/v1/chat/completions", json=body, timeout=60
             ) as r:
                 r.read()
-        time.sleep(2.5)  # two more scrapes
+
+        # rate() counts growth between two samples of a series: Prometheus must have
+        # scraped the token counter once before the last requests grow it. (Three quick
+        # requests between two scrapes once left it a single value, and the rate 0.)
+        ask()
+        ps.wait_until(prom.url, "infertop_proxy_output_tokens_total")
+        ask()
+        ask()
+        ps.wait_until(
+            prom.url, 'sum(infertop_proxy_requests_total{route="/v1/chat/completions"}) >= 3'
+        )
         out = subprocess.run(
             [sys.executable, "-m", "tui", "fleet", "--prometheus", prom.url, "--window", "30",
              "--once", "--json"],

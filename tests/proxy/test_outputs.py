@@ -61,6 +61,38 @@ def test_the_exposition_parses_and_its_histograms_add_up() -> None:
     assert s.total("infertop_proxy_info", kind="llama-server") == 1
 
 
+def test_a_requests_series_exist_at_zero_while_it_runs(pace, start_proxy) -> None:
+    """Prometheus' rate() counts growth between two samples only: a series first seen
+    already holding the first request's tokens would lose them. So they exist at 0 from
+    the moment a request for their (model, route) starts."""
+    url, _ = pace
+    proxy = start_proxy(url)
+    lab = {"model": "pace", "route": "/v1/chat/completions"}
+    body = {"model": "pace", "stream": True, "max_tokens": 60, "messages": []}
+    with httpx.Client(timeout=10) as c:
+        assert (
+            "infertop_proxy_output_tokens_total{" not in c.get(proxy.url + "/infertop/metrics").text
+        )
+        with c.stream("POST", proxy.url + "/v1/chat/completions", json=body) as r:
+            lines = r.iter_lines()
+            next(lines)  # the answer is streaming
+            during = parse(c.get(proxy.url + "/infertop/metrics").text)
+            for _ in lines:
+                pass
+        wait_until(lambda: proxy.call(lambda: proxy.proxy.metrics.in_flight) == 0)
+        after = parse(c.get(proxy.url + "/infertop/metrics").text)
+    for name in (
+        "requests_total",
+        "output_tokens_total",
+        "ttft_seconds_count",
+        "e2e_seconds_count",
+    ):
+        assert during.total("infertop_proxy_" + name, **lab) == 0, name
+    assert during.total("infertop_proxy_requests_in_flight") == 1
+    assert after.total("infertop_proxy_requests_total", **lab) == 1
+    assert after.total("infertop_proxy_output_tokens_total", **lab) == 60
+
+
 def test_labels_from_clients_are_escaped_and_bounded() -> None:
     pm = ProxyMetrics('up"stream', "openai")
     hostile = ['a"b\\c\nd', "x" * 500, "\x1b]52;c;AAAA\x07", "}", "model with spaces"]

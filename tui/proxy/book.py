@@ -138,6 +138,7 @@ class RequestBook:
         rec.truth_before, rec.alone = d.before, d.alone
         self.in_flight[rec.id] = rec
         self.metrics.in_flight += 1
+        self.metrics.generation_started(rec.model, rec.path)
         if self.watchers:
             self.publish({"event": "start", "row": rec.row().to_json()})
 

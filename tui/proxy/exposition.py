@@ -20,7 +20,11 @@ Counted per (upstream, model, route); labels are bounded (:mod:`tui.proxy.routes
 - ``infertop_proxy_info`` (gauge, 1) — the upstream's URL and detected kind.
 
 Histograms, ITL and token counters are updated when a request ends; the gauge when one
-starts and ends. No label ever holds a header, a query string or any text of a request.
+starts and ends. A (model, route)'s series are written at 0 from the moment its first
+request starts: Prometheus' ``rate()`` and ``increase()`` only count growth between two
+samples, so a series that first appeared already holding a request's tokens would lose
+them (the client libraries' advice: initialise labelled series to 0).
+No label ever holds a header, a query string or any text of a request.
 """
 
 from __future__ import annotations
@@ -90,6 +94,23 @@ class ProxyMetrics:
             self.cancelled[key] += 1
         elif failed:
             self.failed[key] += 1
+
+    def generation_started(self, model: str | None, path: str) -> None:
+        """A generation request started: its (model, route) series exist from now, at 0
+        if nothing was counted under them yet."""
+        key = self.key(model, path)
+        for series in (
+            self.requests,
+            self.failed,
+            self.cancelled,
+            self.prompt_tokens,
+            self.output_tokens,
+            self.output_estimated,
+        ):
+            series[key] += 0
+        _hist(self.ttft, key, TTFT_BUCKETS)
+        _hist(self.itl, key, ITL_BUCKETS)
+        _hist(self.e2e, key, E2E_BUCKETS)
 
     def generation_ended(
         self, model: str | None, path: str, state: str, streamed: bool, m: RequestMetrics
