@@ -188,6 +188,9 @@ def serve(config: Any, evidence: str, log: bool) -> int:
         await proxy.close()
         return 0
 
+    from tui.core.pauses import settle_heap
+
+    settle_heap()  # start-up's objects frozen: the collections that follow scan the proxy's
     return int(run_loop(run()) or 0)
 
 

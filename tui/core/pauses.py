@@ -17,6 +17,12 @@ the next shrinks). ``settle_heap()`` runs between requests: a full collection no
 that run during the next stream scan only what was allocated since. ``gc.unfreeze()``
 first, so objects frozen last time that have become garbage are still collected.
 
+The headless proxy (``infertop proxy``) settles its heap once, before it serves: a
+full collection there scanned every object of its start-up (~29k) and held every stream
+passing through for 8-25 ms, collecting nothing (benchmarks/proxy_overhead.py, 64
+streams: p99 of added TTFT +17 ms before, +7.5 after; with the proxy's request cycles
+also gone, tests/proxy/test_heap.py).
+
 While a request streams, :func:`defer_full_collections` also stops CPython from starting
 a full collection on its own (its generation-2 threshold is set out of reach; young
 collections, ~1 ms, go on): measured in benchmarks/ui_itl_under_load.py, those came

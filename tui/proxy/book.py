@@ -179,6 +179,7 @@ class RequestBook:
 
     def _finish(self, rec: ProxiedRequest) -> None:
         m = rec.finalize()
+        rec.observer = None  # its reads are all in: no cycle left for the collector
         self.ended += 1
         if rec.state == "failed":
             self.failed += 1

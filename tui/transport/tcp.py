@@ -258,19 +258,7 @@ class StampedConn:
         self._cancel_timer()
         self._sink, self._sink_end = sink, None
         start = time.perf_counter_ns()
-
-        def watchdog() -> None:  # re-armed until a wait is too long
-            read = self._read_ns > start  # a read came since the pump began
-            since, limit = (self._read_ns, stall) if read else (start, first)
-            left = limit - (time.perf_counter_ns() - since) / 1e9
-            w = self._waiter
-            if left > 0:  # at most `stall` on: a read now and then silence ends sooner
-                self._timer = self.loop.call_later(min(left, stall), watchdog)
-            elif w is not None and not w.done():
-                self._waiter = None
-                w.set_exception(TimeoutError())
-
-        self._timer = self.loop.call_later(min(first, stall), watchdog)
+        self._timer = self.loop.call_later(min(first, stall), self._pump_watch, start, first, stall)
         try:
             while self._sink_end is None and not self.closed:
                 self._waiter = self.loop.create_future()
@@ -282,6 +270,22 @@ class StampedConn:
         if isinstance(end, BaseException):
             raise end
         return end is True
+
+    def _pump_watch(self, start: int, first: float, stall: float) -> None:
+        """:meth:`pump`'s watchdog, re-armed until a wait is too long. (A method, not a
+        closure: a closure that re-arms itself refers to itself, a reference cycle per
+        pump left for the cycle collector, whose full collections stall every stream.)"""
+        read = self._read_ns > start  # a read came since the pump began
+        since, limit = (self._read_ns, stall) if read else (start, first)
+        left = limit - (time.perf_counter_ns() - since) / 1e9
+        w = self._waiter
+        if left > 0:  # at most `stall` on: a read now and then silence ends sooner
+            self._timer = self.loop.call_later(
+                min(left, stall), self._pump_watch, start, first, stall
+            )
+        elif w is not None and not w.done():
+            self._waiter = None
+            w.set_exception(TimeoutError())
 
     def _wake(self) -> None:
         w = self._waiter
