@@ -389,6 +389,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/engines/test_handoff.py",),
         "the consumer rests after every batch, slow streams too",
     ),
+    Mutation(
+        "proxy-series-born-at-the-end",
+        "tui/proxy/book.py",
+        "        self.metrics.generation_started(rec.model, rec.path)\n",
+        "",
+        ("tests/proxy/test_outputs.py",),
+        "the proxy's series appear with a first request's end: rate() loses that request",
+    ),
 )
 
 
