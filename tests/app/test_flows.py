@@ -216,7 +216,9 @@ async def test_narrow_layout_sparklines_with_the_answer_and_panels_key(
     """80x24 on the real model: while the first answer streams, the sparkline block above
     it already moves (ITL gaps of this request, its TTFT and tok/s so far); afterwards it
     holds the request's numbers; F2 swaps chat and panels and back."""
-    app = build_app(make_config(gen(60) + LOCAL))
+    # 240 tokens: a 60-token answer streamed in ~0.5 s on a quiet machine (~110 tok/s) and
+    # once ended before a poll saw it streaming with numbers
+    app = build_app(make_config(gen(240) + LOCAL))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
         assert not app.chat.query_one("#side").display
