@@ -238,3 +238,41 @@ def test_strip_drops_ram_then_hardware_before_the_ratios_kv_and_hint():
     bare = strip_text(ratios, kv, s, len(no_ram) - 1)
     assert bare == f"{ratios} │ {kv} │ F2 panels"
     assert strip_text("", "", None, 80) == "F2 panels"
+
+
+def _textual_sparkline(data, width, low, high, base):  # type: ignore[no-untyped-def]
+    """Textual's own Sparkline renderable at height 1, as the panels drew it before."""
+    from rich.segment import Segment
+    from textual.renderables.sparkline import Sparkline
+
+    bars = Sparkline(data, width=width, min_color=low.color, max_color=high.color)
+    return [
+        Segment(seg.text, base + seg.style if seg.style else base)
+        for seg in bars.__rich_console__(None, None)  # type: ignore[arg-type]
+        if isinstance(seg, Segment)
+    ]
+
+
+def test_spark_segments_draw_textuals_sparkline_cell_for_cell():
+    """The panels' own sparkline (fast: integer buckets, cached bar styles) gives the
+    same cells and styles as Textual's renderable, for empty, one-value, flat, short,
+    long and random data at many widths."""
+    import random
+
+    from rich.style import Style
+
+    from tui.app.widgets.metric_lines import spark_segments
+
+    rng = random.Random(19)
+    base = Style(color="#c0c0c0", bgcolor="#101820")
+    low, high = Style(color="#203040"), Style(color="#40a0ff")
+    cases = [[], [3.0], [2.0, 2.0, 2.0], [1.0, 5.0], [0.0, 1e-9, 1.0]]
+    cases += [[rng.uniform(0, 100) for _ in range(rng.randint(2, 300))] for _ in range(200)]
+    cases += [[float(rng.randint(0, 3)) for _ in range(rng.randint(2, 40))] for _ in range(50)]
+    for data in cases:
+        for width in (4, 7, 13, 40, 61):
+            ours = spark_segments(list(data), width, low, high, base)
+            want = _textual_sparkline(list(data), width, low, high, base)
+            assert "".join(s.text for s in ours) == "".join(s.text for s in want)
+            cells = [(ch, s.style) for s in ours for ch in s.text]
+            assert cells == [(ch, s.style) for s in want for ch in s.text], (data, width)
