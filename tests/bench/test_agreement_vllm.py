@@ -45,6 +45,7 @@ difference in the server's mean e2e ÷ the mean duration.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,6 +171,9 @@ def server_means(before: dict[str, float], after: dict[str, float]) -> dict[str,
 
 
 @pytest.mark.timing
+# the vLLM server's start (the module's fixture), four runs of 30 requests at 1/s, and
+# vLLM's CLI started twice: past 300 s on a quiet 2-core AMD EPYC (2026-12-02)
+@pytest.mark.timeout(900)
 async def test_infertop_agrees_with_vllm_bench_serve(vllm_url: str, tmp_path: Path) -> None:
     from vllm_bench import counter
 
@@ -201,10 +205,17 @@ async def test_infertop_agrees_with_vllm_bench_serve(vllm_url: str, tmp_path: Pa
     duration = sum(run["duration"] for run in runs) / 4
     speed = abs(e2e_a - e2e_b) / 1000 / duration  # the server's speed, not the tools
     for m in ("out_tps", "goodput"):
-        rows.append((m, [run[m] for run in runs], FLOOR + speed))
+        values = [run[m] for run in runs]
+        if m == "goodput" and 0 in (values[0], values[2]):
+            # vLLM's own count says no request met the SLO in one of its runs: on this
+            # machine the SLO is at or past the server's reach, and both tools' goodput
+            # is then the server's edge, not their agreement (seen on a 2-core AMD EPYC)
+            print(f"goodput not compared: vLLM's runs met the SLO {values[0]}, {values[2]}/s")
+            continue
+        rows.append((m, values, FLOOR + speed))
     table = []
     for name, (x1, y1, x2, y2), floor in rows:
-        noise = max(abs(x1 / x2 - 1), abs(y1 / y2 - 1))
+        noise = max(_apart(x1, x2), _apart(y1, y2))
         ratio = ((y1 + y2) / 2) / ((x1 + x2) / 2)
         table.append((name, x1, x2, y1, y2, ratio, min(max(2 * noise, floor), CAP)))
     print("\nmetric | vLLM run 1 | vLLM run 2 | infertop run 1 | infertop run 2 | ratio | band")
@@ -217,6 +228,13 @@ async def test_infertop_agrees_with_vllm_bench_serve(vllm_url: str, tmp_path: Pa
     for m, *_vals, ratio, band in table:
         if "median" not in m:
             assert abs(ratio - 1) <= band, (m, ratio, band, table, server)
+
+
+def _apart(a: float, b: float) -> float:
+    """|a ÷ b − 1|, and for b = 0: 0 when a is 0 too, else infinitely apart."""
+    if b == 0:
+        return 0.0 if a == 0 else math.inf
+    return abs(a / b - 1)
 
 
 async def test_vllm_reports_the_shared_prefix_it_served_from_cache(vllm_url: str) -> None:

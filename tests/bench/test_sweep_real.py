@@ -82,7 +82,12 @@ def test_perplexity_matches_a_token_by_token_evaluation(model_path):
     finally:
         llm.close()
     expected = math.exp(nll / (len(tokens) - 1))
-    assert result.perplexity == pytest.approx(expected, rel=2e-3)
+    # A batch of tokens and one token at a time run different llama.cpp kernels, whose
+    # rounding differs by CPU: within 0.2 % on the Xeon VMs this ran on before, 0.24 %
+    # on an AVX2 AMD EPYC (2026-12-02). The errors this test is for are far larger:
+    # dividing by N instead of N - 1 moves it 10 % here (26 tokens), scoring the first
+    # token or another log base more.
+    assert result.perplexity == pytest.approx(expected, rel=1e-2)
 
     # windows smaller than the text: every token still scored once, from less context
     windowed = measure_perplexity(model_path, SENTENCE, "test", window=8, n_threads=1)
