@@ -151,8 +151,7 @@ def spark_segments(
     if len(data) == 1:
         return [Segment(BARS[-1] * width, _bar_style(base, high.color))]
     n = len(data)
-    buckets = [data[n * b // width : n * (b + 1) // width] for b in range(width)]
-    buckets = [part for part in buckets if part]
+    buckets = [part for b in range(width) if (part := data[n * b // width : n * (b + 1) // width])]
     minimum, maximum = min(data), max(data)
     extent = maximum - minimum or 1
     top = len(BARS) - 1
@@ -162,7 +161,7 @@ def spark_segments(
     for _ in range(width):
         ratio = (max(buckets[int(index)]) - minimum) / extent
         colour = blend_colors(lo, hi, ratio)  # type: ignore[arg-type]
-        out.append(Segment(BARS[int(ratio * top) % len(BARS)], _bar_style(base, colour)))
+        out.append(Segment(BARS[int(ratio * top)], _bar_style(base, colour)))  # ratio ≤ 1
         index += step
     return out
 
