@@ -225,7 +225,7 @@ async def test_ab_table_rows_and_ratios():
         assert table.border_title == "B/A · concurrent (different machines)"
 
 
-def test_strip_drops_ram_then_hardware_before_the_ratios_kv_and_hint():
+def test_strip_drops_ram_hardware_hint_then_kv_to_fit():
     from tui.app.widgets.strip import strip_text
 
     s = _sample(NvmlSample("absent", "no NVIDIA GPU"))
@@ -237,6 +237,9 @@ def test_strip_drops_ram_then_hardware_before_the_ratios_kv_and_hint():
     assert " RAM " not in no_ram and "CPU " in no_ram and len(no_ram) < len(full)
     bare = strip_text(ratios, kv, s, len(no_ram) - 1)
     assert bare == f"{ratios} │ {kv} │ F2 panels"
+    # then the hint, then the KV cache: the strip crops, so a line that fits is chosen
+    assert strip_text(ratios, kv, s, len(bare) - 1) == f"{ratios} │ {kv}"
+    assert strip_text(ratios, kv, s, len(ratios) + 5) == ratios
     assert strip_text("", "", None, 80) == "F2 panels"
 
 

@@ -22,7 +22,7 @@ from rich.cells import cell_len, chop_cells
 HEIGHT_STEPS = 2
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # never reaches the terminal raw
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # never reaches the terminal raw
 _TOKEN = re.compile(r"[^ ]+| +")
 
 
@@ -95,7 +95,7 @@ class TailLines:
 
     def add(self, text: str) -> None:
         """Append ``text`` to the wrapped lines."""
-        parts = (self._open + _CONTROL.sub("", text)).split("\n")
+        parts = (self._open + CONTROL_CHARS.sub("", text)).split("\n")
         for k, part in enumerate(parts):
             first = self._open_first if k == 0 else True
             wrapped = wrap_paragraph(part.expandtabs(), self.width, first)

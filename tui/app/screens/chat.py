@@ -17,7 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from tui.app.compositor import use_cropped_compositor
 from tui.app.messages import CoreEvent, KvUpdated, ServerSampled, TelemetrySampled
@@ -32,6 +32,7 @@ from tui.app.widgets.kv_line import KvLine
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.server_panel import ServerPanel
+from tui.app.widgets.text_lines import TextLines
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import (
     AnswerEnded,
@@ -103,7 +104,7 @@ class ChatScreen(ChatEngines):
     # -- layout ---------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield EngineBar(id="engine-bar")
-        yield Static("", id="strip", markup=False)
+        yield TextLines(id="strip", wrap=False)
         yield CompactMetrics(id="compact")
         with Horizontal(id="main"):
             with Vertical(id="chat-col"):
@@ -113,7 +114,7 @@ class ChatScreen(ChatEngines):
                 yield ABTable(id="ab-table")
                 yield PromptInput(id="prompt")
             with Vertical(id="side"):
-                yield Static("", id="ratios", markup=False)
+                yield TextLines(id="ratios", wrap=False)
                 yield MetricsPanel(id="metrics")
                 yield KvLine(id="kv")
                 yield MetricsPanel(id="metrics-B")

@@ -11,7 +11,6 @@ the core's (tui/chat/core.py).
 from __future__ import annotations
 
 from textual.screen import Screen
-from textual.widgets import Static
 
 from tui.app.answer_energy import AnswerEnergy
 from tui.app.format import summary_line
@@ -23,6 +22,7 @@ from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.strip import strip_text
+from tui.app.widgets.text_lines import TextLines
 from tui.chat.core import ChatCore
 from tui.chat.events import AnswerEnded, AnswerWaiting, TurnEnded
 from tui.chat.hardware import HardwareWatch, roofline_text
@@ -159,7 +159,7 @@ class ChatView:
         """B/A while both stream (live values), else of the last finished turn."""
         how = "seq" if self.core.ab_plan().schedule == SEQUENTIAL else "conc"
         text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.core.last_metrics, how)
-        self.screen.query_one("#ratios", Static).update(text, layout=False)
+        self.screen.query_one("#ratios", TextLines).update(text)
         self.ratios = text
 
     def update_strip(self) -> None:
@@ -167,7 +167,7 @@ class ChatView:
             return
         ratios = self.ratios if self.core.ab else ""
         text = strip_text(ratios, self.kv_short, self.last_sample, self.screen.size.width - 2)
-        self.screen.query_one("#strip", Static).update(text, layout=False)
+        self.screen.query_one("#strip", TextLines).update(text)
 
     def show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
         """The engine's own token count (ContextFill) with its model's KV layout."""

@@ -15,9 +15,10 @@ from urllib.parse import urlsplit
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Static
+from textual.widgets import Label
 
 from tui.app.format import gib, mib
+from tui.app.widgets.text_lines import TextLines
 from tui.core.safe_text import terminal_label
 from tui.telemetry.nvml import ABSENT, ERROR, GpuSample
 from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
@@ -42,30 +43,25 @@ class HardwarePanel(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield Label("CPU %")
-            yield Static("", id="cpu-spark", markup=False)
-        yield Static("waiting for the first sample…", classes="hw", markup=False)
-
-    _lines: tuple[int, bool] = (-1, False)
+            yield TextLines(id="cpu-spark", wrap=False)
+        yield TextLines("waiting for the first sample…", classes="hw")
 
     def on_mount(self) -> None:
         self.border_title = "hardware"
 
     def show(self, sample: TelemetrySample, cpu_history: list[float], roofline: str | None) -> None:
-        self.border_title = panel_title(sample.source)
-        spark = self.query_one("#cpu-spark", Static)
+        title = panel_title(sample.source)
+        if title != self.border_title:  # setting it repaints the whole panel
+            self.border_title = title
+        spark = self.query_one("#cpu-spark", TextLines)
         width = max(1, spark.size.width or 40)
-        spark.update(core_bars(cpu_history[-width:]), layout=False)  # one fixed-size line
-        text = hardware_text(sample, roofline)
-        # a re-layout of the screen costs far more than the repaint: only when lines change
-        hw = self.query_one(".hw", Static)
-        width = hw.content_size.width or 1
-        lines = (text.plain.count("\n"), any(len(x) > width for x in text.plain.splitlines()))
-        hw.update(text, layout=lines != self._lines)
-        self._lines = lines
+        spark.update(core_bars(cpu_history[-width:]))
+        # only the lines that changed are repainted; a layout only when their number does
+        self.query_one(".hw", TextLines).show_text(hardware_text(sample, roofline))
 
     @property
     def text(self) -> str:
-        return str(self.query_one(".hw", Static).render())
+        return self.query_one(".hw", TextLines).plain
 
 
 def panel_title(source: str) -> str:

@@ -16,8 +16,7 @@ and ``KvState.estimate``). Hidden until an engine reports a state.
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
+from tui.app.widgets.text_lines import TextLines
 from tui.core.kv import KvState
 
 BAR_WIDTH = 16
@@ -113,15 +112,14 @@ def kv_short(state: KvState | None) -> str:
     return text
 
 
-class KvLine(Static):
+class KvLine(TextLines):
     DEFAULT_CSS = """
     KvLine { height: 2; padding: 0 1; display: none; }
     """
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__("", markup=False, **kw)  # type: ignore[arg-type]
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(wrap=False, id=id)
         self.state: KvState | None = None
-        self._text = ""
 
     def show(self, state: KvState | None) -> None:
         """Draw ``state``; None hides the line (this engine reports no KV state). Its
@@ -131,11 +129,8 @@ class KvLine(Static):
         if self.display != shown:
             self.display = shown
         if state is not None:
-            text = "\n".join(kv_lines(state, self.content_size.width))
-            if text != self._text:
-                self._text = text
-                self.update(text, layout=False)
+            self.show_lines(kv_lines(state, self.content_size.width))  # repaints what changed
 
     @property
     def text(self) -> str:
-        return str(self.render())
+        return self.plain

@@ -10,7 +10,8 @@ from tui.telemetry.sampler import TelemetrySample
 def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
     """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
     hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
-    hardware part dropped when the line would not fit ``width``."""
+    hardware part, then the F2 hint (the footer has it too), then the KV cache dropped when
+    the line would not fit ``width``: the line is never cut mid-word."""
     hw: list[str] = []
     if s is not None:
         tag = source_tag(s)
@@ -22,8 +23,9 @@ def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> s
         g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
         gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
         hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
-    for part in hw or [""]:
-        text = " │ ".join(p for p in (ratios, kv, part, "F2 panels") if p)
+    tries = [(ratios, kv, part, "F2 panels") for part in hw or [""]] + [(ratios, kv), (ratios,)]
+    for parts in tries:
+        text = " │ ".join(p for p in parts if p)
         if len(text) <= width:
             return text
     return text

@@ -1,0 +1,92 @@
+"""TextLines: what it draws (wrapped, styled, control characters dropped) and what it asks
+Textual to repaint (only changed rows; a layout only when the row count changes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+
+from tui.app.widgets.text_lines import TextLines
+
+
+class Host(App[None]):
+    CSS = "TextLines { width: 20; }"
+
+    def compose(self) -> ComposeResult:
+        yield TextLines("first line", id="lines")
+
+
+def rows(widget: TextLines) -> list[str]:
+    return [widget.render_line(y).text for y in range(widget.size.height)]
+
+
+async def test_lines_wrap_by_words_to_the_width_and_keep_their_style() -> None:
+    async with Host().run_test() as pilot:
+        w = pilot.app.query_one(TextLines)
+        w.show_lines(["a short one", ("the second line is longer than twenty cells", "bold red")])
+        await pilot.pause()
+        assert [r.rstrip() for r in rows(w)] == [
+            "a short one",
+            "the second line is",
+            "longer than twenty",
+            "cells",
+        ]
+        assert all(len(r) == 20 for r in rows(w))  # each row fills the width
+        seg = w.render_line(1)._segments[0]
+        assert seg.style is not None and seg.style.bold and seg.style.color is not None
+        assert seg.style.color.name == "red"
+        plain = w.render_line(0)._segments[0].style
+        assert plain == w.rich_style and not (plain or Style()).bold
+        assert w.plain == "a short one\nthe second line is longer than twenty cells"
+        assert str(w.render()) == w.plain
+
+
+async def test_control_characters_never_reach_the_terminal() -> None:
+    async with Host().run_test() as pilot:
+        w = pilot.app.query_one(TextLines)
+        w.update("\x1b]52;c;aGk=\x07\x1b[31mred\x9b2J\tend")
+        await pilot.pause()
+        drawn = "".join(rows(w))
+        assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in drawn)
+        assert "red" in drawn and "2J" in drawn and "end" in drawn
+
+
+async def test_only_changed_rows_are_repainted_and_layout_only_on_a_new_row_count() -> None:
+    async with Host().run_test() as pilot:
+        w = pilot.app.query_one(TextLines)
+        w.update("one\ntwo\nthree")
+        await pilot.pause()
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        real = w.refresh
+
+        def spy(*regions: Any, **kw: Any) -> Any:
+            calls.append((regions, kw))
+            return real(*regions, **kw)
+
+        w.refresh = spy  # type: ignore[method-assign]
+        w.update("one\ntwo\nthree")
+        assert calls == []  # the same text: nothing to repaint
+        w.update("one\nTWO\nthree")
+        assert calls == [((Region(0, 1, 20, 1),), {})]
+        await pilot.pause()
+        assert rows(w)[1].rstrip() == "TWO"
+        calls.clear()
+        w.update("one\nTWO\nthree\nfour")
+        assert calls == [((), {"layout": True})]
+        await pilot.pause()
+        assert w.size.height == 4 and rows(w)[3].rstrip() == "four"
+
+
+async def test_unwrapped_lines_are_cropped_not_wrapped() -> None:
+    class Cropped(App[None]):
+        CSS = "TextLines { width: 10; height: 1; }"
+
+        def compose(self) -> ComposeResult:
+            yield TextLines("0123456789abcdef", wrap=False)
+
+    async with Cropped().run_test() as pilot:
+        w = pilot.app.query_one(TextLines)
+        assert rows(w) == ["0123456789"]

@@ -1,0 +1,141 @@
+"""TextLines: a few lines of plain text, each drawn as one cached strip.
+
+A ``Static`` turns its content into a Visual and wraps and styles all of it again on each
+update and on each repaint of any of its lines: measured in the chat screen while an
+answer streams (80×24 and 120×40, real model, ~110 tok/s), the hardware panel's text took
+~1–1.5 ms a render and the narrow layout's one-line strip ~1.3 ms, several times a second.
+Here a line is wrapped once when it changes (:func:`tui.app.tail.wrap_paragraph`, greedy
+by words, wide characters counted by cells), drawn as one segment in its style, kept as a
+strip, and only the lines that changed are repainted; a layout is asked for only when the
+number of lines changes.
+
+What is drawn is what is given, minus control characters (dropped, as in the answer's
+tail): callers pass text already made terminal-safe (tui/core/safe_text.py), this is the
+last guard.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tui.app.tail import CONTROL_CHARS, wrap_paragraph
+
+Line = str | tuple[str, str]  # a line, or (a line, a Rich style such as "dim" or "bold red")
+
+
+class TextLines(Widget):
+    """Lines of text, wrapped to the widget's width (``wrap=False``: cropped)."""
+
+    DEFAULT_CSS = "TextLines { height: auto; }"
+
+    def __init__(
+        self, text: str = "", *, wrap: bool = True, id: str | None = None, classes: str = ""
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.wrap = wrap
+        self._given: list[tuple[str, str]] = []
+        self._rows: list[tuple[str, str]] = []  # the given lines, wrapped to _width
+        self._width = -1
+        self._strips: dict[int, Strip] = {}
+        self._base: Style | None = None
+        if text:
+            self.update(text)
+
+    # -- what is shown --------------------------------------------------------------------
+    def update(self, text: str) -> None:
+        """Show ``text`` (lines split at newlines), in the widget's own style."""
+        self.show_lines(text.split("\n") if text else [])
+
+    def show_text(self, text: Text) -> None:
+        """Show a Rich ``Text`` whose lines each carry at most one style (the style of the
+        line's first span, over the whole line)."""
+        lines: list[Line] = []
+        for line in text.split("\n", allow_blank=True):
+            span = line.spans[0] if line.spans else None
+            lines.append((line.plain, str(span.style) if span is not None else ""))
+        self.show_lines(lines)
+
+    def show_lines(self, lines: Sequence[Line]) -> None:
+        """Show ``lines``; repaint only the rows that changed (all of them, and a layout,
+        when the number of rows changed)."""
+        given = [(x, "") if isinstance(x, str) else x for x in lines]
+        given = [(CONTROL_CHARS.sub("", t.expandtabs()), s) for t, s in given]
+        if given == self._given:
+            return
+        self._given = given
+        old = self._rows
+        if self._width < 0:  # not laid out yet: that wraps it
+            self.refresh(layout=True)
+            return
+        self._rows = self._wrapped(self._width)
+        if len(self._rows) != len(old):
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        for y, (a, b) in enumerate(zip(old, self._rows, strict=True)):
+            if a != b:
+                self._strips.pop(y, None)
+                self.refresh(Region(0, y, max(1, self.size.width), 1))
+
+    @property
+    def plain(self) -> str:
+        """The text as given (before wrapping)."""
+        return "\n".join(t for t, _ in self._given)
+
+    def render(self) -> str:
+        """The plain text (what ``str(widget.render())`` reads; drawing is render_line's)."""
+        return self.plain
+
+    # -- drawing --------------------------------------------------------------------------
+    def _wrapped(self, width: int) -> list[tuple[str, str]]:
+        if not self.wrap:
+            return list(self._given)
+        return [
+            (row, style)
+            for text, style in self._given
+            for _, row in wrap_paragraph(text, max(1, width))
+        ]
+
+    def _reflow(self, width: int) -> None:
+        if width != self._width:
+            self._width = width
+            self._rows = self._wrapped(width)
+            self._strips.clear()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._reflow(width)
+        return len(self._rows)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return max((len(t) for t, _ in self._given), default=0)
+
+    def notify_style_update(self) -> None:
+        self._base = None  # a theme or class change: every row again
+        self._strips.clear()
+        super().notify_style_update()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        self._reflow(width)
+        if self._base is None:
+            self._base = self.rich_style
+        strip = self._strips.get(y)
+        if strip is None or strip.cell_length != width:
+            text, style = self._rows[y] if y < len(self._rows) else ("", "")
+            line_style = self._base + _parsed(style) if style else self._base
+            strip = Strip([Segment(text, line_style)]).crop_extend(0, width, self._base)
+            self._strips[y] = strip
+        return strip
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(style: str) -> Style:
+    return Style.parse(style)
