@@ -90,3 +90,64 @@ async def test_unwrapped_lines_are_cropped_not_wrapped() -> None:
     async with Cropped().run_test() as pilot:
         w = pilot.app.query_one(TextLines)
         assert rows(w) == ["0123456789"]
+
+
+class Both(App[None]):
+    """A TextLines and an answer's tail, in a coloured container, and one with padding
+    (which must take Textual's own path)."""
+
+    CSS = """
+    Vertical { background: $panel; }
+    #lines { width: 24; background: $boost; }
+    #padded { width: 24; padding: 0 1; }
+    TailText { width: 30; height: 3; }
+    """
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Vertical
+
+        from tui.app.widgets.conversation import TailText
+
+        with Vertical():
+            yield TextLines(id="lines")
+            yield TextLines(id="padded")
+            yield TailText()
+
+
+def _cells(strips: list[Any]) -> list[list[tuple[str, Any]]]:
+    return [[(seg.text, seg.style) for seg in strip.simplify()] for strip in strips]
+
+
+async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every line filter Textual may apply (ANSI to truecolor; NO_COLOR's monochrome),
+    and none (``ansi_color``), on a dark and a light theme."""
+    from tui.app.widgets.conversation import TailText
+
+    for theme, ansi, no_color in (
+        ("textual-dark", False, False),
+        ("textual-light", False, False),
+        ("textual-dark", True, False),
+        ("textual-light", False, True),
+    ):
+        if no_color:
+            monkeypatch.setenv("NO_COLOR", "1")
+        app = Both(ansi_color=ansi)
+        assert len(app.get_line_filters()) == (0 if ansi else 1 + no_color)
+        async with app.run_test() as pilot:
+            app.theme = theme
+            lines = ["a line", ("a warning that wraps over two rows", "bold yellow"), ("dim", "dim")]
+            for w in app.query(TextLines):
+                w.show_lines(lines)
+            tail = app.query_one(TailText)
+            tail.show(["the tail's first line", "", "and its last"])
+            await pilot.pause()
+            for w in [*app.query(TextLines), tail]:
+                width, height = w.region.size
+                assert height >= 3
+                for crop in (Region(0, 0, width, height), Region(0, 1, width, 1), Region(3, 0, 7, 2)):
+                    ours = w.render_lines(crop)
+                    w._styles_cache.clear()
+                    textuals = w._styles_cache.render_widget(w, crop)
+                    assert _cells(ours) == _cells(textuals), (theme, w, crop)
+            assert app.query_one("#lines", TextLines)._plain_box()
+            assert not app.query_one("#padded", TextLines)._plain_box()

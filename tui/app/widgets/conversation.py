@@ -37,6 +37,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, box_height, scroll_step
+from tui.app.widgets.text_lines import PlainBoxLines
 from tui.core.safe_text import terminal_safe
 
 COMMIT_S = 1.0  # at most this long between Markdown appends while the user scrolls back
@@ -78,7 +79,7 @@ class AnswerSegment(Markdown):
         return self._height
 
 
-class TailText(Widget):
+class TailText(PlainBoxLines):
     """The plain-text tail: lines already wrapped (tui/app/tail.py), drawn as they are.
 
     A ``Static`` re-wrapped and re-styled its whole text on every update (~6 ms for a

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -31,7 +32,59 @@ from tui.app.tail import CONTROL_CHARS, wrap_paragraph
 Line = str | tuple[str, str]  # a line, or (a line, a Rich style such as "dim" or "bold red")
 
 
-class TextLines(Widget):
+class PlainBoxLines(Widget):
+    """A widget whose ``render_line`` draws each full line itself, repainted without
+    Textual's styles cache when it has no box around its content.
+
+    Textual passes every repaint through ``StylesCache.render_widget``, which composes
+    borders, padding, outline, tint, opacity, text opacity and hatch around the content
+    line; with none of them it returns the content line unchanged, after the app's line
+    filters. Its set-up (the ancestors' colours, titles, each style rule) cost ~0.1 ms a
+    call on an idle machine and ~0.5 ms in the chat screen while an engine decoded, for
+    a one-line repaint of the answer's tail ten times a second. Here such a widget's lines
+    are its ``render_line`` strips, through the same filters with the same background;
+    a widget with any of those styles takes Textual's path (tests/app/test_text_lines.py
+    compares the two)."""
+
+    _filter_background: Color | None = None
+
+    def notify_style_update(self) -> None:
+        self._filter_background = None
+        super().notify_style_update()
+
+    def _plain_box(self) -> bool:
+        styles = self.styles
+        return (
+            not any(styles.padding)
+            and not any(edge for edge, _ in styles.border)
+            and not any(edge for edge, _ in styles.outline)
+            and not styles.tint.a
+            and styles.opacity == 1.0
+            and styles.text_opacity == 1.0
+            and (not styles.has_rule("hatch") or styles.hatch == "none")
+            and self.opacity == 1.0
+        )
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if not self._plain_box():
+            return super().render_lines(crop)
+        background = self._filter_background
+        if background is None:
+            background = self._filter_background = self.background_colors[1]
+        filters = self.get_line_filters()
+        strips = []
+        for y in crop.line_range:
+            strip = self.render_line(y)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            strips.append(strip)
+        if crop.column_span != (0, self.size.width):
+            x1, x2 = crop.column_span
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+
+class TextLines(PlainBoxLines):
     """Lines of text, wrapped to the widget's width (``wrap=False``: cropped)."""
 
     DEFAULT_CSS = "TextLines { height: auto; }"
