@@ -93,8 +93,8 @@ async def test_unwrapped_lines_are_cropped_not_wrapped() -> None:
 
 
 class Both(App[None]):
-    """A TextLines and an answer's tail, in a coloured container, and one with padding
-    (which must take Textual's own path)."""
+    """A TextLines, an answer's tail and metric rows in a coloured container, and a
+    TextLines with padding (which must take Textual's own path)."""
 
     CSS = """
     Vertical { background: $panel; }
@@ -107,11 +107,13 @@ class Both(App[None]):
         from textual.containers import Vertical
 
         from tui.app.widgets.conversation import TailText
+        from tui.app.widgets.metric_lines import MetricLines
 
         with Vertical():
             yield TextLines(id="lines")
             yield TextLines(id="padded")
             yield TailText()
+            yield MetricLines([("itl", "ITL"), ("tps", "tok/s")], label_width=6, values_width=8)
 
 
 def _cells(strips: list[Any]) -> list[list[tuple[str, Any]]]:
@@ -122,6 +124,7 @@ async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatc
     """Every line filter Textual may apply (ANSI to truecolor; NO_COLOR's monochrome),
     and none (``ansi_color``), on a dark and a light theme."""
     from tui.app.widgets.conversation import TailText
+    from tui.app.widgets.metric_lines import MetricLines
 
     for theme, ansi, no_color in (
         ("textual-dark", False, False),
@@ -135,16 +138,26 @@ async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatc
         assert len(app.get_line_filters()) == (0 if ansi else 1 + no_color)
         async with app.run_test() as pilot:
             app.theme = theme
-            lines = ["a line", ("a warning that wraps over two rows", "bold yellow"), ("dim", "dim")]
+            lines = [
+                "a line",
+                ("a warning that wraps over two rows", "bold yellow"),
+                ("dim", "dim"),
+            ]
             for w in app.query(TextLines):
                 w.show_lines(lines)
             tail = app.query_one(TailText)
             tail.show(["the tail's first line", "", "and its last"])
+            metrics = app.query_one(MetricLines)
+            metrics.show("itl", [3.0, 9.5, 4.2, 12.0, 7.7], "12.0 ms")
             await pilot.pause()
-            for w in [*app.query(TextLines), tail]:
+            for w in [*app.query(TextLines), tail, metrics]:
                 width, height = w.region.size
-                assert height >= 3
-                for crop in (Region(0, 0, width, height), Region(0, 1, width, 1), Region(3, 0, 7, 2)):
+                assert height >= 2
+                for crop in (
+                    Region(0, 0, width, height),
+                    Region(0, 1, width, 1),
+                    Region(3, 0, 7, 2),
+                ):
                     ours = w.render_lines(crop)
                     w._styles_cache.clear()
                     textuals = w._styles_cache.render_widget(w, crop)

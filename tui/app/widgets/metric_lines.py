@@ -23,7 +23,8 @@ from textual.geometry import Region
 from textual.renderables._blend_colors import blend_colors
 from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.strip import Strip
-from textual.widget import Widget
+
+from tui.app.widgets.text_lines import PlainBoxLines
 
 BARS = SparklineBars.BARS  # "▁▂▃▄▅▆▇█"
 
@@ -42,7 +43,7 @@ class MetricLine:
         return self.values
 
 
-class MetricLines(Widget):
+class MetricLines(PlainBoxLines):
     """Rows of ``label`` (``label_width`` cells) · a sparkline (the rest, at least
     ``min_spark`` cells) · ``values`` (``values_width`` cells, one blank cell first)."""
 
