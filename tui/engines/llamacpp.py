@@ -218,8 +218,9 @@ class LlamaCppEngine(BatchedEngine):
         self, request: GenerationRequest, cancel: CancelToken, out: EventSink
     ) -> None:
         """Answer ``request`` with every event handed to ``out.put`` *in the generation
-        thread*, then ``out.close()``. The worker process uses this to send each token the
-        moment it is stamped, with no event-loop hop in between (see worker_main)."""
+        thread*, then ``out.close()``. The worker process uses this to send events from the
+        generation thread, with no event-loop hop in between: the first token the moment it
+        is stamped, then gathered into frames (see worker_main's frame sink)."""
         if self._llm is None or self._executor is None:
             now = time.perf_counter_ns()
             out.put(RequestSent(now))
