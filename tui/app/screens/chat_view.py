@@ -10,7 +10,10 @@ the core's (tui/chat/core.py).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from textual.screen import Screen
+from textual.widget import Widget
 
 from tui.app.answer_energy import AnswerEnergy
 from tui.app.format import summary_line
@@ -32,6 +35,8 @@ from tui.core.live import LiveSnapshot
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
+W = TypeVar("W", bound=Widget)
+
 
 class ChatView:
     def __init__(
@@ -44,6 +49,7 @@ class ChatView:
         self.ratios = ""  # B/A, live while both stream (A/B mode)
         self.kv_short = ""  # slot A's KV cache, for the narrow strip
         self._kv_fill_shown: dict[str, ContextFill] = {}
+        self._widgets: dict[str, Widget] = {}  # see _one
 
     # -- answers -------------------------------------------------------------------------
     async def add_turn(self, slot: str, prompt: str, request_id: str) -> None:
@@ -108,11 +114,20 @@ class ChatView:
             self._energy.settle(self.hardware.sampler.energy)
 
     # -- panels ----------------------------------------------------------------------
+    def _one(self, selector: str, kind: type[W]) -> W:
+        """A widget of the screen's own layout (composed once, never replaced), looked up
+        once: a query walks the DOM, and the frames look these up several times each."""
+        found = self._widgets.get(selector)
+        if found is None:
+            found = self._widgets[selector] = self.screen.query_one(selector, kind)
+        assert isinstance(found, kind)
+        return found
+
     def _narrow(self) -> bool:
         return self.screen.has_class("-narrow")
 
     def metrics_panel(self, slot: str) -> MetricsPanel:
-        return self.screen.query_one("#metrics" if slot == "A" else "#metrics-B", MetricsPanel)
+        return self._one("#metrics" if slot == "A" else "#metrics-B", MetricsPanel)
 
     def show_slot(self, slot: str) -> None:
         """The engine bar's slot, and the metrics panels' titles (A/B says whose)."""
@@ -135,7 +150,7 @@ class ChatView:
         hist = {k: w.snapshot() for k, w in self.core.history[slot].items()}
         last = self.core.last_metrics[slot]
         self.metrics_panel(slot).show_history(hist, last)
-        self.screen.query_one(CompactMetrics).slot(slot).show_history(hist, last)
+        self._one("#compact", CompactMetrics).slot(slot).show_history(hist, last)
         self.update_strip()
 
     def refresh_live(self) -> None:
@@ -149,7 +164,7 @@ class ChatView:
                 if not narrow or self.screen.has_class("-show-panels"):
                     self.metrics_panel(slot).show_live(snap)
                 if narrow:
-                    self.screen.query_one(CompactMetrics).slot(slot).show_live(snap)
+                    self._one("#compact", CompactMetrics).slot(slot).show_live(snap)
                 self.show_context_fill(slot, snap.context_fill)
         if self.core.ab:
             self.show_ratios(snaps)
@@ -159,7 +174,7 @@ class ChatView:
         """B/A while both stream (live values), else of the last finished turn."""
         how = "seq" if self.core.ab_plan().schedule == SEQUENTIAL else "conc"
         text = ab_ratio_text(snaps.get("A"), snaps.get("B"), self.core.last_metrics, how)
-        self.screen.query_one("#ratios", TextLines).update(text)
+        self._one("#ratios", TextLines).update(text)
         self.ratios = text
 
     def update_strip(self) -> None:
@@ -167,7 +182,7 @@ class ChatView:
             return
         ratios = self.ratios if self.core.ab else ""
         text = strip_text(ratios, self.kv_short, self.last_sample, self.screen.size.width - 2)
-        self.screen.query_one("#strip", TextLines).update(text)
+        self._one("#strip", TextLines).update(text)
 
     def show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
         """The engine's own token count (ContextFill) with its model's KV layout."""
@@ -180,7 +195,7 @@ class ChatView:
         """Slot A's engine's KV cache (None: it has none to show)."""
         if engine != self.core.slot_engine["A"]:
             return
-        self.screen.query_one(KvLine).show(state)
+        self._one("#kv", KvLine).show(state)
         self.kv_short = kv_short(state) if state is not None else ""
         self.update_strip()
 
@@ -195,7 +210,7 @@ class ChatView:
             m = self.core.last_metrics["A"]
             roof = roofline_text(self.core.config, spec, self.core.info(name), m, sample)
         history = self.hardware.sampler.cpu.snapshot()
-        self.screen.query_one(HardwarePanel).show(sample, history, roof)
+        self._one("#hardware", HardwarePanel).show(sample, history, roof)
 
 
 def short_model(model: str, width: int = 40) -> str:

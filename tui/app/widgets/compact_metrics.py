@@ -18,6 +18,8 @@ none). The full panels (F2) carry prefill, the phase bar and the engine's own nu
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
@@ -63,14 +65,19 @@ class SlotSparks(Vertical):
             ROWS, label_width=6, values_width=21, min_spark=4, classes="-muted-labels"
         )
 
+    @cached_property
+    def lines(self) -> MetricLines:
+        """The rows (composed once: looked up once; a query walks the DOM each time)."""
+        return self.query_one(MetricLines)
+
     def row(self, key: str) -> MetricLine:
-        return self.query_one(MetricLines).row(key)
+        return self.lines.row(key)
 
     def _show(
         self, key: str, values: list[float], current: float | None, estimated: bool = False
     ) -> None:
         text = row_values(key, values, current, estimated)
-        self.query_one(MetricLines).show(key, values, text)
+        self.lines.show(key, values, text)
 
     def show_history(self, history: dict[str, list[float]], last: RequestMetrics | None) -> None:
         self.history, self.last = history, last
@@ -104,4 +111,11 @@ class CompactMetrics(Horizontal):
         yield SlotSparks("B")
 
     def slot(self, slot: str) -> SlotSparks:
-        return self.query_one(f"#sparks-{slot}", SlotSparks)
+        found = self._slots.get(slot)
+        if found is None:
+            found = self._slots[slot] = self.query_one(f"#sparks-{slot}", SlotSparks)
+        return found
+
+    @cached_property
+    def _slots(self) -> dict[str, SlotSparks]:
+        return {}

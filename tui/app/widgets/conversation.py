@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from functools import cached_property
 from typing import Any
 
 from rich.segment import Segment
@@ -232,7 +233,7 @@ class Turn(Vertical):
         height changes only in steps (see tui/app/tail.py), so most updates repaint only
         the box's last line, not the whole screen. ``added``: what was appended to the
         tail since the last call (wrapped on its own, the lines above stay as they are)."""
-        tail = self.query_one(".tail", TailText)
+        tail = self._tail_box
         wrapped = self._lines
         if wrapped is None or (wrapped.width, wrapped.limit) != (width, limit):
             wrapped = self._lines = TailLines(width, limit)
@@ -246,6 +247,10 @@ class Turn(Vertical):
             tail.styles.height = height
             tail.display = height > 0
         tail.show(lines)
+
+    @cached_property
+    def _tail_box(self) -> TailText:  # composed once: looked up once (a frame's append)
+        return self.query_one(".tail", TailText)
 
     def _box(self) -> tuple[int, int]:
         """(width, most lines) of the tail box: the turn's width, the pane's height."""

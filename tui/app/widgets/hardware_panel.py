@@ -10,6 +10,7 @@ trouble is the first line (the last good numbers stay below it, marked by it).
 
 from __future__ import annotations
 
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from rich.text import Text
@@ -53,15 +54,23 @@ class HardwarePanel(Vertical):
         title = panel_title(sample.source)
         if title != self.border_title:  # setting it repaints the whole panel
             self.border_title = title
-        spark = self.query_one("#cpu-spark", TextLines)
+        spark = self._spark
         width = max(1, spark.size.width or 40)
         spark.update(core_bars(cpu_history[-width:]))
         # only the lines that changed are repainted; a layout only when their number does
-        self.query_one(".hw", TextLines).show_text(hardware_text(sample, roofline))
+        self._text.show_text(hardware_text(sample, roofline))
 
     @property
     def text(self) -> str:
-        return self.query_one(".hw", TextLines).plain
+        return self._text.plain
+
+    @cached_property
+    def _spark(self) -> TextLines:  # composed once: looked up once
+        return self.query_one("#cpu-spark", TextLines)
+
+    @cached_property
+    def _text(self) -> TextLines:
+        return self.query_one(".hw", TextLines)
 
 
 def panel_title(source: str) -> str:

@@ -8,6 +8,8 @@ estimate and is labelled "(est.)".
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -61,12 +63,17 @@ class MetricsPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "metrics"
 
+    @cached_property
+    def lines(self) -> MetricLines:
+        """The rows (composed once: looked up once; a query walks the DOM each time)."""
+        return self.query_one(MetricLines)
+
     def row(self, key: str) -> MetricLine:
-        return self.query_one(MetricLines).row(key)
+        return self.lines.row(key)
 
     def _show_row(self, key: str, values: list[float], current: float | None, note: str) -> None:
         unit = UNITS[key]
-        self.query_one(MetricLines).show(key, values, values_text(unit, values, current, note))
+        self.lines.show(key, values, values_text(unit, values, current, note))
 
     def show_history(self, history: dict[str, list[float]], last: RequestMetrics | None) -> None:
         """``history``: per key (ttft, itl, decode, prefill) one value per recent request."""
