@@ -34,6 +34,24 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
+class StatClock:
+    """utime + stime (seconds) of one process or thread, re-read from a /proc stat file
+    kept open (``os.pread`` at offset 0): ~10 µs a reading, for polls that run while the
+    engine they measure decodes (opening the files and listing a process's threads each
+    time cost ~0.9 ms a poll, ~1.8 % of a core at 20 polls a second)."""
+
+    def __init__(self, pid: int, tid: int | None = None) -> None:
+        path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def seconds(self) -> float:
+        fields = os.pread(self._fd, 4096, 0).rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
 def cpu_share(pid: int, seconds: float) -> float:
     """Share of one core the process used over the next ``seconds`` (1.0 = one core)."""
     c0, t0 = cpu_seconds(pid), time.monotonic()

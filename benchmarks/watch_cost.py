@@ -50,11 +50,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
+from ui_common import ROOT, StatClock, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SIZES = ((80, 24), (120, 40))
@@ -99,29 +100,34 @@ class Watched:
         self.tmp = tmp
         self.log_dir = tmp / "sessions"
         self.before = set(self.log_dir.glob("*.jsonl")) if self.log_dir.exists() else set()
-        self._read: dict[Path, tuple[int, bytes]] = {}  # log → (bytes read, a partial line)
+        self._log: BinaryIO | None = None  # the app's session log, once it exists
+        self._partial = b""  # a record not yet whole
         self._records: list[dict] = []
         self.app = TmuxApp(["--config", str(cfg)], size=size, env=env_for(tmp))
         self.app.wait(lambda s: s.count("ready") >= 1 and "loading" not in s, 60)
         self.server_pid = int(self.app.tmux("display", "-p", "#{pid}").strip())
+        self._clocks = (  # the UI thread, the app process, the terminal (tmux's server)
+            StatClock(self.app.pid, self.app.pid),
+            StatClock(self.app.pid),
+            StatClock(self.server_pid),
+        )
 
     def records(self) -> list[dict]:
-        """The app's session-log records so far. Read incrementally (only bytes appended
-        since the last call): this is polled every 50 ms while the app streams, and
-        re-parsing the whole log each time cost this process a few per cent of a core
-        by the last rounds, taken from the engine it measures."""
-        for p in sorted(self.log_dir.glob("*.jsonl")):
-            if p in self.before:
-                continue
-            done, partial = self._read.get(p, (0, b""))
-            if p.stat().st_size == done:
-                continue
-            with p.open("rb") as f:
-                f.seek(done)
-                data = f.read()
-            lines = (partial + data).split(b"\n")
+        """The app's session-log records so far (the app writes one log, found once).
+        Read incrementally from an open handle: this is polled every 50 ms while the app
+        streams, and re-parsing the whole log each time (then listing the folder and
+        opening the file each time) cost this process up to a few per cent of a core,
+        taken from the engine it measures."""
+        if self._log is None:
+            new = [p for p in sorted(self.log_dir.glob("*.jsonl")) if p not in self.before]
+            if not new:
+                return self._records
+            self._log = new[0].open("rb")
+        data = self._log.read()
+        if data:
+            lines = (self._partial + data).split(b"\n")
             self._records += [json.loads(x) for x in lines[:-1] if x.strip()]
-            self._read[p] = (done + len(data), lines[-1])
+            self._partial = lines[-1]
         return self._records
 
     def turn(self, prompt: str, expect: int) -> dict[str, float]:
@@ -151,12 +157,8 @@ class Watched:
         return {k: 100 * (b[i] - a[i]) / dt for i, k in ((1, "ui"), (2, "app"), (3, "term"))}
 
     def _reading(self) -> tuple[int, float, float, float]:
-        return (
-            time.monotonic_ns(),
-            thread_cpu(self.app.pid)["main"],
-            cpu_seconds(self.app.pid),
-            cpu_seconds(self.server_pid),
-        )
+        ui, app, term = self._clocks
+        return (time.monotonic_ns(), ui.seconds(), app.seconds(), term.seconds())
 
     def frozen_turn(self, prompt: str) -> None:
         """The control: the same app and engine worker, the app SIGSTOPped from the
@@ -211,6 +213,10 @@ class Watched:
         time.sleep(0.5)
 
     def close(self) -> None:
+        for clock in self._clocks:
+            clock.close()
+        if self._log is not None:
+            self._log.close()
         self.app.close()
 
 
