@@ -43,6 +43,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import statistics
 import subprocess
@@ -243,6 +244,35 @@ def headless(cfg: Path, tmp: Path, tokens: int) -> float | None:
     return truth.get("decode_tps")
 
 
+def headless_in_terminal(cfg: Path, tmp: Path, tokens: int) -> float | None:
+    """The same headless run, started in a tmux session as the TUI is (its JSON to a file):
+    it decodes ~2 % slower than started from here (docs/performance.md#watching), a cost
+    of the terminal, not of watching."""
+    out = tmp / f"run-{time.time_ns()}.json"
+    env = " ".join(
+        f"{k}={shlex.quote(v)}" for k, v in {**env_for(tmp), "PYTHONPATH": str(ROOT)}.items()
+    )
+    argv = [sys.executable, "-m", "tui", "--config", str(cfg), "run", "--prompt", PROMPT]
+    argv += ["--max-tokens", str(tokens), "--temperature", "0", "--seed", "1", "--json"]
+    cmd = f"cd {shlex.quote(str(tmp))} && env {env} {shlex.join(argv)} > {shlex.quote(str(out))}"
+    sock = f"infertop-headless-{os.getpid()}"
+    subprocess.run(
+        ["tmux", "-L", sock, "new-session", "-d", "-x", "120", "-y", "40", cmd], check=True
+    )
+    deadline = time.monotonic() + 600
+    while subprocess.run(["tmux", "-L", sock, "has-session"], capture_output=True).returncode == 0:
+        if time.monotonic() > deadline:
+            subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+            return None
+        time.sleep(0.2)
+    try:
+        truth = json.loads(out.read_text()).get("engine_truth") or {}
+    except (OSError, ValueError):
+        print("  headless run in tmux failed")
+        return None
+    return truth.get("decode_tps")
+
+
 def part_tui(
     tmp: Path, rounds: int, tokens: int, turns: int, threads: int | None, ui: str = ""
 ) -> None:
@@ -256,14 +286,18 @@ def part_tui(
         own.mkdir()
         cfg = config(own, tokens, engine, "local", ui)  # --threads, --ui: the TUI's only
         cfgs[name] = (cfg, (w, h), own)
-    got: dict[str, list[float]] = {k: [] for k in ["headless"] + sizes}
+    arms = ["headless", "in tmux"] + sizes
+    got: dict[str, list[float]] = {k: [] for k in arms}
     frozen: dict[str, list[float]] = {k: [] for k in sizes}
     cpu: dict[str, list[dict[str, float]]] = {k: [] for k in sizes}
     for r in range(rounds):
-        for k, arm in enumerate((["headless"] + sizes)[r % 3 :] + (["headless"] + sizes)[: r % 3]):
+        for k, arm in enumerate(arms[r % len(arms) :] + arms[: r % len(arms)]):
             time.sleep(REST_S)
             if arm == "headless":
                 got[arm].append(headless(headless_cfg, tmp, tokens) or math.nan)
+                continue
+            if arm == "in tmux":
+                got[arm].append(headless_in_terminal(headless_cfg, tmp, tokens) or math.nan)
                 continue
             app = Watched(*cfgs[arm])  # one app on the machine at a time, as a user has
             try:
@@ -279,7 +313,8 @@ def part_tui(
             finally:
                 app.close()
         print(
-            f"round {r + 1}: headless {got['headless'][-1]:.1f}  "
+            f"round {r + 1}: headless {got['headless'][-1]:.1f} (in tmux "
+            f"{got['in tmux'][-1]:.1f})  "
             + "  ".join(f"{a} {got[a][-1]:.1f} (frozen {frozen[a][-1]:.1f})" for a in sizes)
             + f" tok/s (engine's clock)   {load()}"
         )
@@ -287,13 +322,17 @@ def part_tui(
         c = cpu[arm]
         vs_frozen = [a / b for a, b in zip(got[arm], frozen[arm], strict=True)]
         vs_headless = [a / b for a, b in zip(got[arm], got["headless"], strict=True)]
+        vs_tmux = [a / b for a, b in zip(got[arm], got["in tmux"], strict=True)]
         print(
             f"{arm:>8}: engine decode watched {med(got[arm]):.1f} tok/s, the app frozen "
-            f"{med(frozen[arm]):.1f}, headless run {med(got['headless']):.1f}\n"
+            f"{med(frozen[arm]):.1f}, headless run {med(got['headless']):.1f} (in tmux "
+            f"{med(got['in tmux']):.1f})\n"
             f"          watched ÷ frozen (same worker, back to back): median "
             f"{med(vs_frozen):.3f} (rounds {' '.join(f'{x:.2f}' for x in vs_frozen)})\n"
             f"          watched ÷ headless run (same round): median {med(vs_headless):.3f} "
             f"(rounds {' '.join(f'{x:.2f}' for x in vs_headless)})\n"
+            f"          watched ÷ the headless run started in tmux (same round): median "
+            f"{med(vs_tmux):.3f} (rounds {' '.join(f'{x:.2f}' for x in vs_tmux)})\n"
             f"          while streaming: UI (main thread) {med([x['ui'] for x in c]):.1f}%, "
             f"app process {med([x['app'] for x in c]):.1f}%, terminal (tmux) "
             f"{med([x['term'] for x in c]):.1f}% of a core"
