@@ -3,7 +3,9 @@
 One run, four parts (``--parts``, default all), on this machine:
 
 tui   The embedded SmolLM2 (in-process llama.cpp, its worker process) answers the same
-      prompt, greedy, ``--tokens`` tokens, (a) headless — ``infertop run --json`` — and
+      prompt, greedy, ``--tokens`` tokens, (a) headless — ``infertop run --json`` —
+      started from here and, as a second control, started in a tmux session as the TUI
+      is (a terminal alone costs the engine ~2 %, docs/performance.md#watching), and
       (b) in the real TUI in a real terminal (tmux) at 80×24 and 120×40, the conversation
       cleared between answers (each answer starts from the same context), and (c) in the
       same TUI with the app SIGSTOPped from its worker's start on the prompt until the
