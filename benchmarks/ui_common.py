@@ -14,10 +14,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def stat_seconds(stat: str | bytes) -> float:
+    """utime + stime, in seconds, from the text of a /proc ``stat`` file (its fields after
+    the command name, which may hold spaces and parentheses)."""
+    text = stat.decode() if isinstance(stat, bytes) else stat
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (all its threads), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return stat_seconds(Path(f"/proc/{pid}/stat").read_text())
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
@@ -29,8 +36,7 @@ def thread_cpu(pid: int) -> dict[str, float]:
         except OSError:
             continue
         name = "main" if task.name == str(pid) else f"tid {task.name}"
-        fields = stat.rsplit(")", 1)[1].split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        out[name] = out.get(name, 0.0) + stat_seconds(stat)
     return out
 
 
@@ -45,8 +51,7 @@ class StatClock:
         self._fd = os.open(path, os.O_RDONLY)
 
     def seconds(self) -> float:
-        fields = os.pread(self._fd, 4096, 0).rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return stat_seconds(os.pread(self._fd, 4096, 0))
 
     def close(self) -> None:
         os.close(self._fd)

@@ -228,11 +228,23 @@ def truth_decode(rec: dict) -> float | None:
     return truth.get("decode_tps")
 
 
+def run_argv(cfg: Path, tokens: int) -> list[str]:
+    """The headless run: the prompt, greedy, ``tokens`` tokens, its result as JSON."""
+    return [sys.executable, "-m", "tui", "--config", str(cfg), "run", "--prompt", PROMPT] + [
+        "--max-tokens",
+        str(tokens),
+        "--temperature",
+        "0",
+        "--seed",
+        "1",
+        "--json",
+    ]
+
+
 def headless(cfg: Path, tmp: Path, tokens: int) -> float | None:
     env = dict(os.environ, **env_for(tmp), PYTHONPATH=str(ROOT))
     out = subprocess.run(
-        [sys.executable, "-m", "tui", "--config", str(cfg), "run", "--prompt", PROMPT]
-        + ["--max-tokens", str(tokens), "--temperature", "0", "--seed", "1", "--json"],
+        run_argv(cfg, tokens),
         capture_output=True,
         text=True,
         env=env,
@@ -254,9 +266,8 @@ def headless_in_terminal(cfg: Path, tmp: Path, tokens: int) -> float | None:
     env = " ".join(
         f"{k}={shlex.quote(v)}" for k, v in {**env_for(tmp), "PYTHONPATH": str(ROOT)}.items()
     )
-    argv = [sys.executable, "-m", "tui", "--config", str(cfg), "run", "--prompt", PROMPT]
-    argv += ["--max-tokens", str(tokens), "--temperature", "0", "--seed", "1", "--json"]
-    cmd = f"cd {shlex.quote(str(tmp))} && env {env} {shlex.join(argv)} > {shlex.quote(str(out))}"
+    argv = shlex.join(run_argv(cfg, tokens))
+    cmd = f"cd {shlex.quote(str(tmp))} && env {env} {argv} > {shlex.quote(str(out))}"
     sock = f"infertop-headless-{os.getpid()}"
     subprocess.run(
         ["tmux", "-L", sock, "new-session", "-d", "-x", "120", "-y", "40", cmd], check=True

@@ -111,11 +111,8 @@ class CompactMetrics(Horizontal):
         yield SlotSparks("B")
 
     def slot(self, slot: str) -> SlotSparks:
-        found = self._slots.get(slot)
-        if found is None:
-            found = self._slots[slot] = self.query_one(f"#sparks-{slot}", SlotSparks)
-        return found
+        return self._slots[slot]
 
     @cached_property
-    def _slots(self) -> dict[str, SlotSparks]:
-        return {}
+    def _slots(self) -> dict[str, SlotSparks]:  # composed once: looked up once
+        return {s.slot: s for s in self.query(SlotSparks)}
