@@ -262,3 +262,24 @@ async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatc
         assert f"{PARA} 0\n\n" in turn.source and box.size.height >= conv.size.height - 2
         await turn.finish("done")
         assert turn.source == turn.text
+
+
+async def test_the_text_keeps_its_width_when_the_scrollbar_appears():
+    """The conversation keeps a gutter for its scrollbar: when an answer first overflows
+    the pane, the scrollbar takes the gutter, and no line of the conversation re-wraps
+    (a narrower pane re-wrapped every Markdown block and laid the screen out twice more
+    mid-stream: benchmarks/watch_cost.py)."""
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        await turn.append(f"{PARA}\n\n")
+        await pilot.pause()
+        assert not conv.show_vertical_scrollbar
+        width, turn_width = conv.scrollable_content_region.width, turn.size.width
+        for i in range(30):
+            await turn.append(f"{PARA} {i}\n\n")
+        await pilot.pause()
+        assert conv.show_vertical_scrollbar  # it overflowed
+        assert conv.scrollable_content_region.width == width
+        assert turn.size.width == turn_width == app.size.width - 2  # padding 1 + gutter 1
