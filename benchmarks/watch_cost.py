@@ -5,11 +5,12 @@ One run, four parts (``--parts``, default all), on this machine:
 tui   The embedded SmolLM2 (in-process llama.cpp, its worker process) answers the same
       prompt, greedy, ``--tokens`` tokens, (a) headless — ``infertop run --json`` —
       started from here and, as a second control, started in a tmux session as the TUI
-      is (a terminal alone costs the engine ~2 %, docs/performance.md#watching), and
+      is (a terminal alone may cost the engine ~1-2 %, docs/performance.md#watching), and
       (b) in the real TUI in a real terminal (tmux) at 80×24 and 120×40, the conversation
       cleared between answers (each answer starts from the same context), and (c) in the
-      same TUI with the app SIGSTOPped from its worker's start on the prompt until the
-      worker goes idle: the same worker and context, nothing of the UI running while it
+      same TUI with the app and its terminal stopped (SIGSTOP; tmux would resume the app
+      alone) from its worker's start on the prompt until the worker goes idle, the stop
+      checked in /proc: the same worker and context, nothing of the UI running while it
       decodes — the tightest control, back to back with (b) (order alternating). A
       headless run is a new process with a fresh model load each time, and its rate
       wanders more (here 87 to 135 tok/s between rounds). Each TUI arm starts its
@@ -164,7 +165,7 @@ class Watched:
         return (time.monotonic_ns(), ui.seconds(), app.seconds(), term.seconds())
 
     def frozen_turn(self, prompt: str) -> None:
-        """The control: the same app and engine worker, the app SIGSTOPped from the
+        """The control: the same app and engine worker, the app stopped (:meth:`pause`) from the
         moment its worker starts on the prompt until the worker goes idle (decode over),
         so nothing of the UI runs while the engine decodes; then it wakes, draws and
         records the answer. The start is seen in the worker's CPU time (/proc, every
@@ -203,12 +204,23 @@ class Watched:
         return next(k.pid for k in kids if "worker_main" in " ".join(k.cmdline()))
 
     def pause(self) -> None:
-        """SIGSTOP the app (not its engine worker): nothing of the UI runs, not even
-        its idle timers."""
+        """Stop the app (not its engine worker): nothing of the UI runs, not even its
+        idle timers. The terminal is stopped first: tmux sends SIGCONT at once to a
+        pane's process that something else stopped, so SIGSTOP to the app alone did not
+        hold (runs before 2026-12-03 measured the app running in their "frozen" arm).
+        Every thread of the app is seen stopped before this returns."""
+        os.kill(self.server_pid, signal.SIGSTOP)
         os.kill(self.app.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 2.0
+        while not stopped(self.app.pid):
+            if time.monotonic() > deadline:
+                self.resume()
+                raise RuntimeError(f"the app (pid {self.app.pid}) did not stop")
+            time.sleep(0.001)
 
     def resume(self) -> None:
         os.kill(self.app.pid, signal.SIGCONT)
+        os.kill(self.server_pid, signal.SIGCONT)
         time.sleep(0.3)  # let it catch up on its timers before the next prompt
 
     def keys(self, *keys: str) -> None:
@@ -221,6 +233,17 @@ class Watched:
         if self._log is not None:
             self._log.close()
         self.app.close()
+
+
+def stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (state T or t in /proc)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # a thread that just ended
+    return bool(states) and all(st in "Tt" for st in states)
 
 
 def truth_decode(rec: dict) -> float | None:
