@@ -51,11 +51,12 @@ def test_first_token_and_end_at_once_tokens_between_gathered(clock: Clock) -> No
     assert len(server.frames) == 2  # before the first token, nothing waits
     sink.put(chunk(0))
     assert [e for f in server.frames for e in f[2]][-1] == chunk(0)  # the first token: at once
-    for i in range(1, 6):  # 5 tokens 3 ms apart: under GATHER_S since the last frame
-        clock.now += 0.003
+    step = GATHER_S / 7
+    for i in range(1, 6):  # 5 tokens GATHER_S / 7 apart: under GATHER_S since the last frame
+        clock.now += step
         sink.put(chunk(i))
     assert len(server.frames) == 3
-    clock.now += 0.006  # 21 ms since the first token's frame
+    clock.now += 2.5 * step  # just over GATHER_S since the first token's frame
     sink.put(chunk(6))
     assert len(server.frames) == 4 and server.frames[-1][2] == [chunk(i) for i in range(1, 7)]
     clock.now += 0.001
@@ -79,8 +80,8 @@ def test_the_timer_sends_what_waits_after_a_stall(clock: Clock) -> None:
     server = Server()
     sink = _FrameSink(server, 1)  # type: ignore[arg-type]
     sink.put(chunk(0))
-    clock.now += 0.005
-    sink.put(chunk(1))  # waits: 5 ms since the last frame
+    clock.now += GATHER_S / 4
+    sink.put(chunk(1))  # waits: under GATHER_S since the last frame
     sink.flush()
     assert len(server.frames) == 1  # not yet GATHER_S
     clock.now += GATHER_S

@@ -32,7 +32,7 @@ from tui.core.events import Failed, RequestSent, StampSource, TextChunk
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.worker_wire import FrameReader, WireClosed, send_frame
 
-GATHER_S = 0.02  # after the first token, a frame at most this often (the UI draws at 10 Hz)
+GATHER_S = 0.05  # after the first token, a frame at most this often (the UI draws at 10 Hz)
 FLUSH_EVERY_S = 0.05  # what waits is sent at least this often, even if no event follows
 
 
@@ -149,7 +149,9 @@ class _FrameSink:
     seen as soon as it exists), as does the end (Finished, Failed); between, events gather
     until :data:`GATHER_S` has passed since the last frame. A frame per token cost the
     parent a wake-up of its engine loop per token, ~2.5 % of a core at ~100 tok/s on a
-    2-core machine (benchmarks/watch_cost.py), taken from the engine it watches. The
+    2-core machine (benchmarks/watch_cost.py), taken from the engine it watches; a frame
+    per 20 ms still cost the app ~0.6 % of a core more than one per 50 ms (6.05 -> 5.42 %
+    at 120x40, 2026-12-03), and the UI draws at 10 Hz, so 50 ms is twice what it needs. The
     stamps were taken before, in the generation thread: gathering changes when the parent
     sees an event, never its time. :meth:`flush` (the worker loop's timer, every
     :data:`FLUSH_EVERY_S`) sends what waits, so a stream that stalls after a token still
