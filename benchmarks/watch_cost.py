@@ -5,7 +5,7 @@ One run, four parts (``--parts``, default all), on this machine:
 tui   The embedded SmolLM2 (in-process llama.cpp, its worker process) answers the same
       prompt, greedy, ``--tokens`` tokens, (a) headless — ``infertop run --json`` —
       started from here and, as a second control, started in a tmux session as the TUI
-      is (a terminal alone may cost the engine ~1-2 %, docs/performance.md#watching), and
+      is (a terminal alone costs the engine ~1 % or nothing, docs/performance.md#watching), and
       (b) in the real TUI in a real terminal (tmux) at 80×24 and 120×40, the conversation
       cleared between answers (each answer starts from the same context), and (c) in the
       same TUI with the app and its terminal stopped (SIGSTOP; tmux would resume the app
