@@ -46,6 +46,7 @@ import argparse
 import json
 import math
 import os
+import random
 import shlex
 import signal
 import statistics
@@ -73,6 +74,18 @@ def load() -> str:
 def med(xs: list[float]) -> float:
     xs = [x for x in xs if not math.isnan(x)]
     return statistics.median(xs) if xs else math.nan
+
+
+def med_ci(xs: list[float], resamples: int = 2000) -> str:
+    """The median and its 95 % bootstrap interval (percentile; a fixed seed, so a run's
+    output is reproducible from its per-round figures)."""
+    xs = [x for x in xs if not math.isnan(x)]
+    if not xs:
+        return "nan"
+    rnd = random.Random(1)
+    meds = sorted(statistics.median(rnd.choices(xs, k=len(xs))) for _ in range(resamples))
+    lo, hi = meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
+    return f"{statistics.median(xs):.3f} (95 % CI {lo:.3f}–{hi:.3f})"
 
 
 def env_for(tmp: Path) -> dict[str, str]:
@@ -364,11 +377,11 @@ def part_tui(
             f"{med(frozen[arm]):.1f}, headless run {med(got['headless']):.1f} (in tmux "
             f"{med(got['in tmux']):.1f})\n"
             f"          watched ÷ frozen (same worker, back to back): median "
-            f"{med(vs_frozen):.3f} (rounds {' '.join(f'{x:.2f}' for x in vs_frozen)})\n"
-            f"          watched ÷ headless run (same round): median {med(vs_headless):.3f} "
+            f"{med_ci(vs_frozen)} (rounds {' '.join(f'{x:.2f}' for x in vs_frozen)})\n"
+            f"          watched ÷ headless run (same round): median {med_ci(vs_headless)} "
             f"(rounds {' '.join(f'{x:.2f}' for x in vs_headless)})\n"
             f"          watched ÷ the headless run started in tmux (same round): median "
-            f"{med(vs_tmux):.3f} (rounds {' '.join(f'{x:.2f}' for x in vs_tmux)})\n"
+            f"{med_ci(vs_tmux)} (rounds {' '.join(f'{x:.2f}' for x in vs_tmux)})\n"
             f"          while streaming: UI (main thread) {med([x['ui'] for x in c]):.1f}%, "
             f"app process {med([x['app'] for x in c]):.1f}%, terminal (tmux) "
             f"{med([x['term'] for x in c]):.1f}% of a core"
