@@ -77,7 +77,10 @@ def main(args: argparse.Namespace) -> int:
 
 # What the TUI costs while an answer streams, measured by benchmarks/watch_cost.py on a
 # 2-core x86_64 VM (README's measured table): the UI's main thread at 100 tok/s.
-UI_STREAMING_COST = "about 5% of a core at 100 tok/s (benchmarks/watch_cost.py)"
+UI_STREAMING_COST = (
+    "about 5-6% of a core at ~130 tok/s, which a decoding engine on the same cores "
+    "loses (benchmarks/watch_cost.py: ~5% of its speed on 2 cores)"
+)
 
 
 def _check_own_cost(spec: EngineSpec, interval_s: float) -> None:
@@ -114,7 +117,8 @@ def _check_own_cost(spec: EngineSpec, interval_s: float) -> None:
             WARN,
             "shared cores",
             f"{cores} cores shared by infertop and the engine {spec.name!r}: what infertop "
-            "uses is taken from the engine (headless numbers: `infertop run`, `bench`)",
+            "uses is taken from the engine (headless numbers: `infertop run`, `bench`; "
+            "`ui.refresh_hz = 5` draws half as often: ~1 point of a core less)",
         )
 
 
