@@ -14,11 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def stat_seconds(stat: str | bytes) -> float:
-    """utime + stime, in seconds, from the text of a /proc ``stat`` file (its fields after
-    the command name, which may hold spaces and parentheses)."""
+def stat_fields(stat: str | bytes) -> list[str]:
+    """The fields of a /proc ``stat`` file after the command name (which may hold spaces
+    and parentheses): [0] the state, [11] utime, [12] stime, ..."""
     text = stat.decode() if isinstance(stat, bytes) else stat
-    fields = text.rsplit(")", 1)[1].split()
+    return text.rsplit(")", 1)[1].split()
+
+
+def stat_seconds(stat: str | bytes) -> float:
+    """utime + stime, in seconds, from the text of a /proc ``stat`` file."""
+    fields = stat_fields(stat)
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 

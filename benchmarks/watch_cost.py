@@ -60,7 +60,14 @@ from typing import BinaryIO
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ui_common import ROOT, StatClock, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
+from ui_common import (  # noqa: E402
+    ROOT,
+    StatClock,
+    TmuxApp,
+    cpu_seconds,
+    stat_fields,
+    thread_cpu,
+)
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SIZES = ((80, 24), (120, 40))
@@ -253,7 +260,7 @@ def stopped(pid: int) -> bool:
     states = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+            states.append(stat_fields((task / "stat").read_text())[0])
         except (OSError, IndexError):
             continue  # a thread that just ended
     return bool(states) and all(st in "Tt" for st in states)
