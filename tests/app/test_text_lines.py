@@ -164,3 +164,42 @@ async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatc
                     assert _cells(ours) == _cells(textuals), (theme, w, crop)
             assert app.query_one("#lines", TextLines)._plain_box()
             assert not app.query_one("#padded", TextLines)._plain_box()
+
+
+class HiddenHost(App[None]):
+    CSS = "#side { display: none; } TextLines { width: 20; }"
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Vertical
+
+        with Vertical(id="side"):
+            yield TextLines("first line", id="lines")
+
+
+async def test_a_hidden_widget_asks_for_no_layout_and_shows_its_last_text_once_shown() -> None:
+    """At 80×24 the side panels are hidden and still fed every frame: a layout asked for
+    by a hidden widget lays out the whole screen for nothing."""
+    async with HiddenHost().run_test() as pilot:
+        w = pilot.app.query_one(TextLines)
+        await pilot.pause()
+        calls: list[dict[str, Any]] = []
+        real = w.refresh
+
+        def spy(*regions: Any, **kw: Any) -> Any:
+            calls.append(kw)
+            return real(*regions, **kw)
+
+        w.refresh = spy  # type: ignore[method-assign]
+        for text in ("one", "one\ntwo", "a line long enough to wrap twice over\nthree"):
+            w.update(text)
+        assert not any(kw.get("layout") for kw in calls)
+        pilot.app.query_one("#side").display = True
+        await pilot.pause()
+        assert [r.rstrip() for r in rows(w)] == [
+            "a line long enough",
+            "to wrap twice over",
+            "three",
+        ]
+        calls.clear()
+        w.update("a line long enough to wrap twice over\nthree\nfour")  # shown: as before
+        assert calls == [{"layout": True}]

@@ -7,7 +7,7 @@ answer streams (80×24 and 120×40, real model, ~110 tok/s), the hardware panel'
 Here a line is wrapped once when it changes (:func:`tui.app.tail.wrap_paragraph`, greedy
 by words, wide characters counted by cells), drawn as one segment in its style, kept as a
 strip, and only the lines that changed are repainted; a layout is asked for only when the
-number of lines changes.
+number of lines changes, and never while the widget is hidden.
 
 What is drawn is what is given, minus control characters (dropped, as in the answer's
 tail): callers pass text already made terminal-safe (tui/core/safe_text.py), this is the
@@ -125,8 +125,15 @@ class TextLines(PlainBoxLines):
             return
         self._given = given
         old = self._rows
-        if self._width < 0:  # not laid out yet: that wraps it
-            self.refresh(layout=True)
+        shown = self._displayed()
+        if self._width < 0 or not shown:
+            # Not laid out yet, or hidden: wrapped when it is next laid out. A hidden
+            # widget asks for no layout: Textual would lay out the whole screen for it
+            # (at 80×24 the side panels are hidden and still fed: a layout per update).
+            self._width = -1
+            self._strips.clear()
+            if shown:
+                self.refresh(layout=True)
             return
         self._rows = self._wrapped(self._width)
         if len(self._rows) != len(old):
@@ -137,6 +144,10 @@ class TextLines(PlainBoxLines):
             if a != b:
                 self._strips.pop(y, None)
                 self.refresh(Region(0, y, max(1, self.size.width), 1))
+
+    def _displayed(self) -> bool:
+        """Whether this widget and every container above it are displayed."""
+        return all(node.display for node in self.ancestors_with_self)
 
     @property
     def plain(self) -> str:
