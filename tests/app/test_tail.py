@@ -14,7 +14,7 @@ from textual.widgets import Markdown
 from virtual_time import VirtualClock
 
 from tui.app import tail as tail_mod
-from tui.app.tail import TailLines, box_height, last_lines, wrap_paragraph
+from tui.app.tail import TailLines, last_lines, scroll_step, wrap_paragraph
 from tui.app.widgets import conversation
 from tui.app.widgets.conversation import (
     AnswerSegment,
@@ -110,15 +110,10 @@ def test_wrap_paragraph_is_greedy_keeps_the_indent_and_cuts_long_words():
     assert wrap_paragraph("", 5) == [(0, "")]
 
 
-def test_box_height_steps_and_caps(monkeypatch):
-    # a box of at most 20 lines grows in steps of 10: 2 heights while it fills the pane
-    assert box_height(0, 20) == 0
-    assert [box_height(n, 20) for n in (1, 10, 11, 20)] == [10, 10, 20, 20]
-    assert box_height(50, 20) == 20
-    assert len({box_height(n, 20) for n in range(1, 21)}) == 2
-    assert [box_height(n, 1) for n in (1, 2)] == [1, 1]  # a one-line pane
-    monkeypatch.setattr(tail_mod, "HEIGHT_STEPS", 4)
-    assert box_height(5, 20) == 5 and box_height(6, 20) == 10 and box_height(19, 20) == 20
+def test_a_full_box_scrolls_by_a_step_of_its_height(monkeypatch):
+    assert [scroll_step(n) for n in (1, 2, 19, 20)] == [1, 1, 10, 10]  # halves, >= 1 line
+    monkeypatch.setattr(tail_mod, "SCROLL_STEPS", 4)
+    assert scroll_step(20) == 5 and scroll_step(3) == 1
 
 
 class Host(App):
@@ -138,10 +133,12 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         conv = app.query_one(Conversation)
         turn = await conv.add_turn("q", "synth", "r1")
         await pilot.pause()
+        box = turn.query_one(".tail", TailText)
+        full = box.size.height  # a pane high from the start: no layout mid-stream
+        assert box.display and full == conv.size.height - 3  # the prompt line stays in view
         await turn.append(PARA + "\n\n")
         await turn.append("half a para")
         await pilot.pause()
-        box = turn.query_one(".tail", TailText)
         # nothing committed yet (under COMMIT_S): all of it is in the plain tail
         assert turn.source == "" and box.display
         assert "half a para" in box.plain
@@ -151,19 +148,19 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
         clock.sleep(0.25)
         await turn.append(" and more\n\nnext")
         await pilot.pause()
-        # due: the complete blocks went to Markdown, the open one stays in the tail
-        assert turn.source == f"{PARA}\n\nhalf a para and more\n\n"
-        assert box.plain.strip() == "next"
+        # due, but all of it is in the box: nothing above it to commit
+        assert turn.source == "" and box.plain.endswith("half a para and more\n\nnext")
         # a long tail shows only the last lines that fit the pane (fixed-height box)
         await turn.append(" ".join(["word"] * 2000))
         await pilot.pause()
-        assert 0 < box.size.height <= conv.size.height
-        full = box.size.height
+        assert box.size.height == full and box.plain.split("\n")[-1].startswith("word")
         clock.sleep(0.25)
         await turn.append("\n\n" + " ".join(["more"] * 2000))  # due: a commit
         await pilot.pause()
-        # the block above the box went to Markdown; the box kept its lines and its height
-        assert turn.source.endswith("word word\n\n") and box.size.height == full
+        # the blocks above the box went to Markdown; the box kept its lines and its height
+        words = " ".join(["word"] * 2000)
+        assert turn.source == f"{PARA}\n\nhalf a para and more\n\nnext{words}\n\n"
+        assert box.size.height == full
         await turn.finish("done")
         await pilot.pause()
         assert turn.source == turn.text and not box.display
@@ -195,7 +192,7 @@ async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatc
     monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.0)
     monkeypatch.setattr(conversation, "SEGMENT_BLOCKS", 4)
     app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
+    async with app.run_test(size=(60, 12)) as pilot:  # a box of 9 lines: blocks pass above
         conv = app.query_one(Conversation)
         turn = await conv.add_turn("q", "synth", "r1")
         for i in range(12):
@@ -203,6 +200,10 @@ async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatc
             await pilot.pause()  # a layout after each block: a stale height would show
         await turn.append("```\ncode 1\n\ncode 2\n\ncode 3\n\ncode 4\n\ncode 5\n```\n\n")
         await turn.append("- a\n\n- b\n\n- c\n\n- d\n\n- e\n\n")
+        for i in range(8):  # the code and the list go above the box, a block at a time
+            await turn.append(f"{PARA} after {i}\n\n")
+            await pilot.pause()
+        assert "- e" in turn.source  # committed while streaming
         await turn.append("the end\n\n")
         await turn.finish("done")
         await pilot.pause()
@@ -251,7 +252,7 @@ async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatc
             await turn.append(f"{PARA} {i}\n\n")
         await pilot.pause()
         box = turn.query_one(".tail", TailText)
-        assert box.size.height >= conv.size.height - 2 and turn.source == ""
+        assert box.size.height == conv.size.height - 3 and turn.source == ""
         monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
         await turn.append(f"{PARA} more\n\n")
         await pilot.pause()
@@ -259,7 +260,7 @@ async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatc
         conv.release_anchor()  # the user scrolled up: what is above must be there
         await turn.append(f"{PARA} again\n\n")
         await pilot.pause()
-        assert f"{PARA} 0\n\n" in turn.source and box.size.height >= conv.size.height - 2
+        assert f"{PARA} 0\n\n" in turn.source and box.size.height == conv.size.height - 3
         await turn.finish("done")
         assert turn.source == turn.text
 
@@ -267,8 +268,8 @@ async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatc
 async def test_the_text_keeps_its_width_when_the_scrollbar_appears():
     """The conversation keeps a gutter for its scrollbar: when an answer first overflows
     the pane, the scrollbar takes the gutter, and no line of the conversation re-wraps
-    (a narrower pane re-wrapped every Markdown block and laid the screen out twice more
-    mid-stream: benchmarks/watch_cost.py)."""
+    (a narrower pane re-wrapped every Markdown block and laid the screen out twice more:
+    benchmarks/watch_cost.py)."""
     app = Host()
     async with app.run_test(size=(60, 20)) as pilot:
         conv = app.query_one(Conversation)
@@ -280,6 +281,65 @@ async def test_the_text_keeps_its_width_when_the_scrollbar_appears():
         for i in range(30):
             await turn.append(f"{PARA} {i}\n\n")
         await pilot.pause()
-        assert conv.show_vertical_scrollbar  # it overflowed
+        assert not conv.show_vertical_scrollbar  # streaming: the box is a pane high
+        await turn.finish("done")
+        await pilot.pause()
+        assert conv.show_vertical_scrollbar  # the answer, all Markdown, overflowed
         assert conv.scrollable_content_region.width == width
         assert turn.size.width == turn_width == app.size.width - 2  # padding 1 + gutter 1
+
+
+async def test_an_answer_streams_without_laying_out_the_screen(monkeypatch):
+    """The tail box is a pane high from the prompt until the answer ends, and the status
+    line keeps its one line: from the first token on, past a pane of text, the screen is
+    never laid out again until the answer ends (each layout, twice over, took ~25 ms of
+    the UI's time at 120x40 while the engine decoded: benchmarks/watch_cost.py)."""
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        await pilot.pause()
+        box = turn.query_one(".tail", TailText)
+        height = box.size.height
+        assert box.display and height == conv.size.height - 3  # before the first token
+        screen = type(app.screen)
+        real = screen._refresh_layout
+        layouts: list[int] = []
+
+        def counted(self, *a, **k):  # type: ignore[no-untyped-def]
+            layouts.append(1)
+            return real(self, *a, **k)
+
+        monkeypatch.setattr(screen, "_refresh_layout", counted)
+        turn.waiting("waiting for A")
+        for i in range(40):  # the first token, then past a pane of text
+            await turn.append(f"{PARA} {i}\n\n")
+            await pilot.pause()
+        assert layouts == [] and box.size.height == height
+        assert box.plain.endswith("one token at a time. 39")
+        await turn.finish("done")
+        await pilot.pause()
+        assert layouts and not box.display and turn.source == turn.text
+
+
+async def test_the_box_follows_the_pane_height_before_and_while_streaming():
+    """The pane grows once a prompt is sent (its input box shrinks) or when the terminal is
+    resized: the box re-fits in that layout, not at the next token; a turn still being
+    mounted is left alone."""
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        conv = app.query_one(Conversation)
+        turn = await conv.add_turn("q", "synth", "r1")
+        await pilot.pause()
+        box = turn.query_one(".tail", TailText)
+        await pilot.resize_terminal(60, 26)
+        await pilot.pause()
+        assert box.size.height == conv.size.height - 3 == 23
+        await turn.append("first token")
+        await pilot.pause()
+        assert box.size.height == 23 and box.plain == "first token"
+        await turn.finish("done")
+        conv.mount(conversation.Turn("q2", "synth", "r2"))  # not awaited: not composed yet
+        conv.on_resize()
+        await pilot.pause()
+        assert conv.turns[-1].query_one(".tail", TailText).size.height == 23

@@ -107,10 +107,12 @@ async def test_conversation_streams_markdown_and_stops_following_on_scroll_up(mo
     conv = Conversation()
     async with Host(conv).run_test(size=SIZE) as pilot:
         turn = await conv.add_turn("hello", "local", "r1")
-        for i in range(80):
+        for i in range(400):
             await turn.append(f"line **{i}**\n\n")
         await pilot.pause(0.2)
-        assert "line **79**" in turn.source
+        # the blocks above the tail box (a pane of plain text) went to Markdown
+        assert "line **200**" in turn.source and "line **399**" not in turn.source
+        assert "line **399**" in turn.query_one(".tail", conversation.TailText).plain
         assert conv.following and conv.max_scroll_y > 0
         assert conv.scroll_y == conv.max_scroll_y
         conv.focus()

@@ -1,9 +1,9 @@
 """The plain-text tail of a streaming answer: its last lines, wrapped to a width.
 
 While an answer streams, the text not yet handed to the Markdown widget is shown as
-plain text in a fixed-height box (see widgets/conversation.py). Keeping that box's height
-fixed lets each update repaint only the box (no screen layout); these helpers compute
-what it shows and how tall it is.
+plain text in a box a pane high (see widgets/conversation.py). Its height never changes
+while the answer streams, so each update repaints only the box (no screen layout); these
+helpers compute what it shows.
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ from collections import deque
 
 from rich.cells import cell_len, chop_cells
 
-# The box grows in steps of half its largest height (at least 1 line). Each change of
-# its height lays out the whole screen twice (the box, then the scroll sizes it
-# changed): 20-40 ms a time at 120×40 here. Growing one line at a time cost ~9 layouts a
-# second at 40 tok/s, a quarter of a core (benchmarks/watch_cost.py); in halves, a
-# full-pane answer costs two. The price: up to half the box blank under the text while
-# it fills (the pane still follows the last line).
-HEIGHT_STEPS = 2
+# A full box scrolls in jumps of 1/SCROLL_STEPS of its height (at least 1 line): the
+# lines above the last stay put between jumps, so most frames repaint one line.
+SCROLL_STEPS = 2
 
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # never reaches the terminal raw
@@ -150,14 +146,5 @@ def last_lines(text: str, width: int, limit: int) -> list[str]:
 
 
 def scroll_step(limit: int) -> int:
-    """Lines the box grows by, and scrolls by once full: ``limit / HEIGHT_STEPS``, >= 1."""
-    return max(1, -(-limit // HEIGHT_STEPS))
-
-
-def box_height(lines: int, limit: int) -> int:
-    """The box's height for ``lines`` lines: rounded up to a :func:`scroll_step`, at
-    most ``limit``."""
-    if lines <= 0:
-        return 0
-    step = scroll_step(limit)
-    return min(limit, -(-lines // step) * step)
+    """Lines a full box of ``limit`` lines scrolls by: ``limit / SCROLL_STEPS``, >= 1."""
+    return max(1, -(-limit // SCROLL_STEPS))

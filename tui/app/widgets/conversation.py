@@ -28,6 +28,7 @@ import time
 from functools import cached_property
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import ComposeResult
@@ -37,7 +38,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
-from tui.app.tail import TailLines, box_height, scroll_step
+from tui.app.tail import TailLines, scroll_step
 from tui.app.widgets.text_lines import PlainBoxLines
 from tui.core.safe_text import terminal_safe
 
@@ -160,6 +161,22 @@ class Turn(Vertical):
         self._lines: TailLines | None = None  # the tail, wrapped for the box
         self.finished = False
         self.summary = ""
+        self._said = ""  # the summary line as shown
+
+    def on_mount(self) -> None:
+        # The tail box is a pane high from the start until the answer ends, so neither
+        # the first token nor a growing answer changes the screen's layout while the
+        # engine decodes: each change of the box's height laid the whole screen out twice
+        # (the box, then the scroll sizes it changed), ~25 ms of the UI's time at 120x40,
+        # once when the first token came and once per step as the box grew. The prompt
+        # sits at the pane's top while the answer streams below it, the status line at
+        # the pane's bottom; at the end the box goes and the answer takes its own height.
+        self._size_box(self._box()[1])
+
+    def fit_box(self) -> None:
+        """Size the tail box to the pane, once mounted, until the answer ends."""
+        if self.is_mounted and not self.finished:
+            self._size_box(self._box()[1])
 
     def compose(self) -> ComposeResult:
         shown = self.prompt if len(self.prompt) <= 2000 else self.prompt[:2000] + " …"
@@ -167,9 +184,8 @@ class Turn(Vertical):
         yield Static(f"› {terminal_safe(shown)}", classes="prompt", markup=False)
         yield AnswerSegment("", classes="answer")
         yield TailText(classes="tail")
-        yield Static(
-            f"{self.engine} · waiting for the first token…", classes="summary", markup=False
-        )
+        self._said = f"{self.engine} · waiting for the first token…"
+        yield Static(self._said, classes="summary", markup=False)
 
     @property
     def answer(self) -> Markdown:
@@ -191,20 +207,16 @@ class Turn(Vertical):
         if not self._streaming:
             self._streaming = True
             self._committed_at = time.monotonic()
-            self.query_one(".summary", Static).update(f"{self.engine} · streaming…")
+            self._say(f"{self.engine} · streaming…")
         self.text += fragment
         self._tail += fragment
         width, limit = self._box()
         due = time.monotonic() - self._committed_at >= self._commit_every()
         due = due or len(self._tail) > TAIL_MAX
-        # A tail longer than the box keeps (at least) what the box shows: only blocks that
-        # end above it are committed, so the box keeps its height (no extra layouts).
-        # Once the box is full (a fast stream), it stays full until the end: committing
-        # the blocks it shows would shrink it and grow it back, a layout each time.
+        # The tail keeps (at least) what the box shows: only blocks that end above it are
+        # committed.
         above = len(self._tail) - limit * (width + 1)
         cut = self._tail.rfind("\n\n", 0, above) if above > 0 else -1
-        if cut < 0 and self._tail_height < limit:
-            cut = self._tail.rfind("\n\n")
         if cut >= 0 and due:
             head, self._tail = self._tail[: cut + 2], self._tail[cut + 2 :]
             self._lines = None  # the tail lost its head: wrap it anew
@@ -229,24 +241,35 @@ class Turn(Vertical):
         await segment.append(text)
 
     def _show_tail(self, width: int, limit: int, added: str = "") -> None:
-        """Show the last ``limit`` lines of the tail, wrapped to ``width``, in a box whose
-        height changes only in steps (see tui/app/tail.py), so most updates repaint only
-        the box's last line, not the whole screen. ``added``: what was appended to the
-        tail since the last call (wrapped on its own, the lines above stay as they are)."""
-        tail = self._tail_box
+        """Show the last ``limit`` lines of the tail, wrapped to ``width``, in the box (a
+        pane high: see :meth:`on_mount`), so most updates repaint only the box's last
+        line, not the whole screen. ``added``: what was appended to the tail since the
+        last call (wrapped on its own, the lines above stay as they are)."""
         wrapped = self._lines
         if wrapped is None or (wrapped.width, wrapped.limit) != (width, limit):
             wrapped = self._lines = TailLines(width, limit)
             wrapped.reset(self._tail)
         else:
             wrapped.add(added)
-        lines = wrapped.view(scroll_step(limit))
-        height = limit if wrapped.top > 0 else box_height(len(lines), limit)
+        self._size_box(limit)  # the same height unless the pane was resized
+        self._tail_box.show(wrapped.view(scroll_step(limit)))
+
+    def _size_box(self, height: int) -> None:
+        """The tail box's height (0: hidden); a change lays out the screen."""
         if height != self._tail_height:
             self._tail_height = height
-            tail.styles.height = height
-            tail.display = height > 0
-        tail.show(lines)
+            box = self._tail_box
+            box.styles.height = height
+            box.display = height > 0
+
+    def _say(self, text: str) -> None:
+        """Show ``text`` on the summary line: a repaint, and a layout only where its
+        height may change (a line that fits its width before and after keeps it)."""
+        line = self.query_one(".summary", Static)
+        width = line.size.width
+        fits = all(0 < cell_len(t) <= width and "\n" not in t for t in (self._said, text))
+        self._said = text
+        line.update(text, layout=not fits)
 
     @cached_property
     def _tail_box(self) -> TailText:  # composed once: looked up once (a frame's append)
@@ -256,33 +279,37 @@ class Turn(Vertical):
         """(width, most lines) of the tail box: the turn's width, the pane's height."""
         pane = self.parent.size if isinstance(self.parent, Widget) else None
         width = self.size.width if self.size.width > 8 else 76
-        limit = max(4, pane.height - 2) if pane is not None and pane.height > 6 else 24
+        # a pane less the prompt's (last) line, the summary line and the turn's margin
+        limit = max(4, pane.height - 3) if pane is not None and pane.height > 6 else 24
         return width, limit
 
     def waiting(self, why: str) -> None:
         """Before the first token: say why this answer has not started (A/B in turn)."""
         if not self._streaming and not self.finished:
-            self.query_one(".summary", Static).update(f"{self.engine} · {why}")
+            self._say(f"{self.engine} · {why}")
 
     async def finish(self, summary: str, state: str = "") -> None:
         """Commit the tail and show the summary; ``state``: '', 'cancelled' or 'error'."""
         text, self._tail = self._tail, ""
         self._lines = None
         await self._commit(text)
-        self._show_tail(*self._box())
+        self._tail_box.show([])
+        self._size_box(0)
         if state == "cancelled":
             await self.answer.append("\n\n*[cancelled — partial answer kept]*")
         self.finished = True
         self.summary = f"{self.engine} · {summary}"
         line = self.query_one(".summary", Static)
-        line.update(terminal_safe(self.summary))
+        self._said = terminal_safe(self.summary)
+        line.update(self._said)
         if state:
             line.add_class(f"-{state}")
 
     def add_to_summary(self, text: str) -> None:
         """Append to the summary line (what is known only later: the answer's energy)."""
         self.summary = f"{self.summary} · {text}"
-        self.query_one(".summary", Static).update(terminal_safe(self.summary))
+        self._said = terminal_safe(self.summary)
+        self.query_one(".summary", Static).update(self._said)
 
 
 class Conversation(VerticalScroll):
@@ -304,6 +331,14 @@ class Conversation(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
+
+    def on_resize(self) -> None:
+        # A pane that changed height (the prompt box shrinks once a prompt is sent, a
+        # terminal resized) re-sizes the streaming answer's tail box in this layout's
+        # second pass, not at its next token, mid-stream.
+        last = self.children[-1] if self.children else None
+        if isinstance(last, Turn):
+            last.fit_box()
 
     async def add_turn(self, prompt: str, engine: str, request_id: str) -> Turn:
         turn = Turn(prompt, engine, request_id)
