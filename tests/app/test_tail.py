@@ -4,6 +4,9 @@ at the end."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +23,7 @@ from tui.app.widgets.conversation import (
     AnswerSegment,
     Conversation,
     TailText,
+    Turn,
     can_split_before,
 )
 
@@ -121,6 +125,15 @@ class Host(App):
         yield Conversation(id="conv")
 
 
+@asynccontextmanager
+async def one_turn(size: tuple[int, int]) -> AsyncIterator[tuple[Any, Conversation, Turn]]:
+    """A conversation pane of ``size`` with one turn added: (pilot, pane, turn)."""
+    app = Host()
+    async with app.run_test(size=size) as pilot:
+        conv = app.query_one(Conversation)
+        yield pilot, conv, await conv.add_turn("q", "synth", "r1")
+
+
 async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
     # the turn's commit clock is virtual: "due" is when the test moves it on, not when a
     # busy machine gets round to the next line (tests/support/virtual_time.py)
@@ -128,10 +141,7 @@ async def test_turn_streams_into_a_tail_then_commits_markdown(monkeypatch):
     monkeypatch.setattr(conversation, "time", clock.time)
     monkeypatch.setattr(conversation, "COMMIT_S", 0.2)
     monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.2)
-    app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         await pilot.pause()
         box = turn.query_one(".tail", TailText)
         full = box.size.height  # a pane high from the start: no layout mid-stream
@@ -191,10 +201,11 @@ async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatc
     monkeypatch.setattr(conversation, "COMMIT_S", 0.0)
     monkeypatch.setattr(conversation, "COMMIT_FOLLOWING_S", 0.0)
     monkeypatch.setattr(conversation, "SEGMENT_BLOCKS", 4)
-    app = Host()
-    async with app.run_test(size=(60, 12)) as pilot:  # a box of 9 lines: blocks pass above
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 12)) as (
+        pilot,
+        conv,
+        turn,
+    ):  # a box of 9 lines: blocks pass above
         for i in range(12):
             await turn.append(f"{PARA} {i}\n\n")
             await pilot.pause()  # a layout after each block: a stale height would show
@@ -225,10 +236,7 @@ async def test_a_long_answer_streams_into_segments_that_render_as_one(monkeypatc
 
 async def test_segment_height_follows_width_after_it_is_cached():
     """AnswerSegment caches its content height; a narrower pane must still re-wrap it."""
-    app = Host()
-    async with app.run_test(size=(100, 40)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(100, 40)) as (pilot, conv, turn):
         await turn.append(f"{PARA} {PARA}\n\n{PARA}\n\n")
         await turn.finish("done")
         await pilot.pause()
@@ -244,10 +252,7 @@ async def test_nothing_is_committed_while_the_pane_follows_the_stream(monkeypatc
     """While the pane follows the stream the tail shows what is on screen: no block goes
     to Markdown (each commit lays out the screen) until the user scrolls up."""
     monkeypatch.setattr(conversation, "COMMIT_S", 3600.0)
-    app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         for i in range(40):  # not due yet: all of it in the tail, which fills the pane
             await turn.append(f"{PARA} {i}\n\n")
         await pilot.pause()
@@ -270,10 +275,7 @@ async def test_the_text_keeps_its_width_when_the_scrollbar_appears():
     the pane, the scrollbar takes the gutter, and no line of the conversation re-wraps
     (a narrower pane re-wrapped every Markdown block and laid the screen out twice more:
     benchmarks/watch_cost.py)."""
-    app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         await turn.append(f"{PARA}\n\n")
         await pilot.pause()
         assert not conv.show_vertical_scrollbar
@@ -286,7 +288,7 @@ async def test_the_text_keeps_its_width_when_the_scrollbar_appears():
         await pilot.pause()
         assert conv.show_vertical_scrollbar  # the answer, all Markdown, overflowed
         assert conv.scrollable_content_region.width == width
-        assert turn.size.width == turn_width == app.size.width - 2  # padding 1 + gutter 1
+        assert turn.size.width == turn_width == pilot.app.size.width - 2  # padding 1 + gutter 1
 
 
 async def test_an_answer_streams_without_laying_out_the_screen(monkeypatch):
@@ -294,15 +296,12 @@ async def test_an_answer_streams_without_laying_out_the_screen(monkeypatch):
     line keeps its one line: from the first token on, past a pane of text, the screen is
     never laid out again until the answer ends (each layout, twice over, took ~25 ms of
     the UI's time at 120x40 while the engine decoded: benchmarks/watch_cost.py)."""
-    app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         await pilot.pause()
         box = turn.query_one(".tail", TailText)
         height = box.size.height
         assert box.display and height == conv.size.height - 3  # before the first token
-        screen = type(app.screen)
+        screen = type(pilot.app.screen)
         real = screen._refresh_layout
         layouts: list[int] = []
 
@@ -326,10 +325,7 @@ async def test_the_box_follows_the_pane_height_before_and_while_streaming():
     """The pane grows once a prompt is sent (its input box shrinks) or when the terminal is
     resized: the box re-fits in that layout, not at the next token; a turn still being
     mounted is left alone."""
-    app = Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        conv = app.query_one(Conversation)
-        turn = await conv.add_turn("q", "synth", "r1")
+    async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         await pilot.pause()
         box = turn.query_one(".tail", TailText)
         await pilot.resize_terminal(60, 26)
