@@ -78,8 +78,8 @@ def main(args: argparse.Namespace) -> int:
 # What the TUI costs while an answer streams, measured by benchmarks/watch_cost.py on a
 # 2-core x86_64 VM (README's measured table): the UI's main thread at 100 tok/s.
 UI_STREAMING_COST = (
-    "about 5-6% of a core at ~130 tok/s, which a decoding engine on the same cores "
-    "loses (benchmarks/watch_cost.py: ~5% of its speed on 2 cores)"
+    "about 5-6% of a core (its UI thread 4-5%) at ~100 tok/s, which a decoding engine "
+    "on the same cores loses (benchmarks/watch_cost.py)"
 )
 
 

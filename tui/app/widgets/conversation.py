@@ -161,7 +161,6 @@ class Turn(Vertical):
         self._lines: TailLines | None = None  # the tail, wrapped for the box
         self.finished = False
         self.summary = ""
-        self._said = ""  # the summary line as shown
 
     def on_mount(self) -> None:
         # The tail box is a pane high from the start until the answer ends, so neither
@@ -184,8 +183,9 @@ class Turn(Vertical):
         yield Static(f"› {terminal_safe(shown)}", classes="prompt", markup=False)
         yield AnswerSegment("", classes="answer")
         yield TailText(classes="tail")
-        self._said = f"{self.engine} · waiting for the first token…"
-        yield Static(self._said, classes="summary", markup=False)
+        yield Static(
+            f"{self.engine} · waiting for the first token…", classes="summary", markup=False
+        )
 
     @property
     def answer(self) -> Markdown:
@@ -267,8 +267,10 @@ class Turn(Vertical):
         height may change (a line that fits its width before and after keeps it)."""
         line = self.query_one(".summary", Static)
         width = line.size.width
-        fits = all(0 < cell_len(t) <= width and "\n" not in t for t in (self._said, text))
-        self._said = text
+        shown = line.content
+        fits = all(
+            isinstance(t, str) and 0 < cell_len(t) <= width and "\n" not in t for t in (shown, text)
+        )
         line.update(text, layout=not fits)
 
     @cached_property
@@ -300,16 +302,14 @@ class Turn(Vertical):
         self.finished = True
         self.summary = f"{self.engine} · {summary}"
         line = self.query_one(".summary", Static)
-        self._said = terminal_safe(self.summary)
-        line.update(self._said)
+        line.update(terminal_safe(self.summary))
         if state:
             line.add_class(f"-{state}")
 
     def add_to_summary(self, text: str) -> None:
         """Append to the summary line (what is known only later: the answer's energy)."""
         self.summary = f"{self.summary} · {text}"
-        self._said = terminal_safe(self.summary)
-        self.query_one(".summary", Static).update(self._said)
+        self.query_one(".summary", Static).update(terminal_safe(self.summary))
 
 
 class Conversation(VerticalScroll):
