@@ -172,3 +172,43 @@ async def test_in_process_llamacpp_gets_the_threads_chosen_for_the_ui(
         assert info.parameters["n_threads"] == ui_threads(os.cpu_count() or 1)
         assert app.core.host("pinned").spec.n_threads == 1
         assert cfg.engines["local"].n_threads is None  # the config itself is unchanged
+
+
+async def test_a_long_prompt_keeps_its_box_until_the_answer_ends(
+    make_config, build_app, wait_for, monkeypatch
+):
+    """A prompt of several lines keeps its input box's height while the answer streams,
+    and the box shrinks at the answer's end: the pane above it keeps its height, so the
+    answer's tail box is sized once. (A box that shrank at submit grew the pane just as the
+    turn mounted: the tail box was sized for the old pane, then the new one, a second
+    layout of the whole screen while the engine began to decode.)"""
+    from tui.app.widgets.conversation import Turn
+
+    sized: list[int] = []
+    real = Turn._size_box
+
+    def recorded(self: Turn, height: int) -> None:
+        if height != self._tail_height:
+            sized.append(height)
+        real(self, height)
+
+    monkeypatch.setattr(Turn, "_size_box", recorded)
+    slow = SYNTH.replace("tokens_per_s = 200", "tokens_per_s = 40")  # streams for 1 s
+    app = build_app(make_config('default_engine = "synth"\n' + gen(40) + slow))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "ready" in bar(app))
+        prompt = app.chat.query_one(PromptInput)
+        prompt.load_text("a prompt long enough to wrap " * 8)
+        prompt.focus()
+        await pilot.pause()
+        held = prompt.region.height
+        assert held > 3  # more than its one line of text
+        await pilot.press("enter")
+        conv = app.chat.query_one("#conv-A", Conversation)
+        await wait_for(pilot, lambda: bool(conv.turns) and conv.turns[0]._streaming)
+        assert not conv.turns[0].finished
+        assert prompt.text == "" and prompt.region.height == held
+        await wait_for(pilot, lambda: conv.turns[0].finished)
+        await pilot.pause()
+        assert prompt.region.height == 3
+        assert sized == [conv.size.height - 3 - (held - 3), 0]

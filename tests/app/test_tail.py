@@ -322,9 +322,8 @@ async def test_an_answer_streams_without_laying_out_the_screen(monkeypatch):
 
 
 async def test_the_box_follows_the_pane_height_before_and_while_streaming():
-    """The pane grows once a prompt is sent (its input box shrinks) or when the terminal is
-    resized: the box re-fits in that layout, not at the next token; a turn still being
-    mounted is left alone."""
+    """When the pane changes height (the terminal is resized) the box re-fits in that
+    layout, not at the next token; a turn still being mounted is left alone."""
     async with one_turn(size=(60, 20)) as (pilot, conv, turn):
         await pilot.pause()
         box = turn.query_one(".tail", TailText)

@@ -182,7 +182,7 @@ class ChatScreen(ChatEngines):
     @on(PromptInput.Submitted)
     async def _submitted(self, msg: PromptInput.Submitted) -> None:
         if await self.submit_text(msg.text):
-            msg.prompt_input.clear()
+            msg.prompt_input.clear_holding_height()
 
     async def submit_text(self, text: str) -> bool:
         """Start a turn for ``text`` (both slots in A/B mode); False when refused."""
@@ -252,6 +252,7 @@ class ChatScreen(ChatEngines):
                 self._ends_drawing -= 1
         elif isinstance(event, TurnEnded):
             self._frame_timer.pause()
+            self.query_one("#prompt", PromptInput).release_height()
             self.call_after_refresh(self._settle_heap)  # after the final answer is painted
             self.view.turn_ended(event)
         elif isinstance(event, Notice):

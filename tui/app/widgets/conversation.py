@@ -333,9 +333,9 @@ class Conversation(VerticalScroll):
         self.anchor()
 
     def on_resize(self) -> None:
-        # A pane that changed height (the prompt box shrinks once a prompt is sent, a
-        # terminal resized) re-sizes the streaming answer's tail box in this layout's
-        # second pass, not at its next token, mid-stream.
+        # A pane that changed height (a terminal resized; the prompt box keeps its height
+        # until the answer ends: PromptInput.clear_holding_height) re-sizes the streaming
+        # answer's tail box in this layout's second pass, not at its next token.
         last = self.children[-1] if self.children else None
         if isinstance(last, Turn):
             last.fit_box()

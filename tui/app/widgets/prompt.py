@@ -35,6 +35,22 @@ class PromptInput(TextArea):
         self._hist_pos: int | None = None
         self._draft = ""
 
+    def clear_holding_height(self) -> None:
+        """Empty the box after a submit, keeping its height until :meth:`release_height`
+        (the turn's end). A box of two lines or more shrank as it emptied, so the pane
+        above it grew just as the answer's turn mounted: the turn sized its tail box for
+        the old pane, then again for the new one, a second layout of the whole screen
+        (~15 ms of the UI's time at 120x40) while the engine began to decode. Held, the
+        box shrinks at the turn's end, in the layout the finished answer needs anyway."""
+        if self.region.height > 0:
+            self.styles.min_height = self.region.height
+        self.clear()
+
+    def release_height(self) -> None:
+        """The height the box's text needs again (its CSS ``min-height``)."""
+        if self.styles.inline.has_rule("min_height"):
+            self.styles.min_height = None
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.prevent_default()
