@@ -181,7 +181,9 @@ async def test_a_long_prompt_keeps_its_box_until_the_answer_ends(
     and the box shrinks at the answer's end: the pane above it keeps its height, so the
     answer's tail box is sized once. (A box that shrank at submit grew the pane just as the
     turn mounted: the tail box was sized for the old pane, then the new one, a second
-    layout of the whole screen while the engine began to decode.)"""
+    layout of the whole screen while the engine began to decode.) The turn, its prompt
+    wrapped over several lines, fills the pane exactly: a line more made the pane's
+    scrollbar appear, another layout."""
     from tui.app.widgets.conversation import Turn
 
     sized: list[int] = []
@@ -208,7 +210,10 @@ async def test_a_long_prompt_keeps_its_box_until_the_answer_ends(
         await wait_for(pilot, lambda: bool(conv.turns) and conv.turns[0]._streaming)
         assert not conv.turns[0].finished
         assert prompt.text == "" and prompt.region.height == held
+        assert conv.turns[0].query_one(".prompt").size.height > 1
+        assert conv.virtual_size.height == conv.size.height
+        assert not conv.vertical_scrollbar.display
         await wait_for(pilot, lambda: conv.turns[0].finished)
         await pilot.pause()
         assert prompt.region.height == 3
-        assert sized == [conv.size.height - 3 - (held - 3), 0]
+        assert len(sized) == 2 and sized[0] > 0 and sized[1] == 0

@@ -159,6 +159,7 @@ class Turn(Vertical):
         self._streaming = False
         self._tail_height = 0
         self._lines: TailLines | None = None  # the tail, wrapped for the box
+        self._prompt_fit = (0, 1)  # (width, the prompt's lines at that width)
         self.finished = False
         self.summary = ""
 
@@ -278,12 +279,27 @@ class Turn(Vertical):
         return self.query_one(".tail", TailText)
 
     def _box(self) -> tuple[int, int]:
-        """(width, most lines) of the tail box: the turn's width, the pane's height."""
-        pane = self.parent.size if isinstance(self.parent, Widget) else None
-        width = self.size.width if self.size.width > 8 else 76
-        # a pane less the prompt's (last) line, the summary line and the turn's margin
-        limit = max(4, pane.height - 3) if pane is not None and pane.height > 6 else 24
-        return width, limit
+        """(width, most lines) of the tail box: the turn's width (the pane's, before the
+        turn is laid out), and the pane's height less the prompt's lines, the summary line
+        and the turn's margin. So a new turn fills the pane exactly: one a line over it
+        (a prompt that wraps) made the pane's scrollbar appear, which lays the whole
+        screen out again, as the engine begins to decode."""
+        pane = self.parent if isinstance(self.parent, Widget) else None
+        width = self.size.width
+        if width <= 8 and pane is not None:
+            width = pane.scrollable_content_region.width
+        width = width if width > 8 else 76
+        if pane is None or pane.size.height <= 6:
+            return width, 24
+        return width, max(4, pane.size.height - self._prompt_lines(width) - 2)
+
+    def _prompt_lines(self, width: int) -> int:
+        """The prompt's height in lines at ``width`` (kept until the width changes)."""
+        if self._prompt_fit[0] != width:
+            line = self.query_one(".prompt", Static)
+            height = line.get_content_height(Size(width, 0), self.app.size, width)
+            self._prompt_fit = (width, max(1, height))
+        return self._prompt_fit[1]
 
     def waiting(self, why: str) -> None:
         """Before the first token: say why this answer has not started (A/B in turn)."""
