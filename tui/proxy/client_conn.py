@@ -302,13 +302,13 @@ class ClientConnection(asyncio.Protocol):
         conn = proxy.pool.idle_conn()
         if conn is None:
             return False
-        raw, body = bytes(buf[: start - 4]), bytes(buf[start : start + length])
         t_received = time.perf_counter_ns()
-        message = plain_upstream_head(m, proxy.host_header, proxy.path_prefix) + body
+        head_bytes = plain_upstream_head(m, proxy.host_header, proxy.path_prefix)
+        early = send_now(conn, head_bytes + buf[start : start + length])
+        raw, body = bytes(buf[: start - 4]), bytes(buf[start : start + length])
         del buf[: start + length]  # (only now: m's groups are read from buf)
         self._disarm()
         self.started = False
-        early = send_now(conn, message)
         try:
             head = parse_request_head(raw)
         except BadMessage as e:  # never (tests/proxy/test_plain_head.py), but if it were:
