@@ -66,8 +66,8 @@ def serve(upstream: str, port: int, strict: bool) -> None:
 
     match_plain = client_conn.match_plain
 
-    def matched(buf: Any) -> Any:
-        m = None if strict else match_plain(buf)
+    def matched(buf: Any, end: int) -> Any:
+        m = None if strict else match_plain(buf, end)
         if m is not None:
             mark("head matched")
         return m

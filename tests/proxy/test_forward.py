@@ -404,7 +404,7 @@ def test_a_plain_head_the_strict_parser_refuses_is_cut_off(start_proxy, monkeypa
 
     loose = re.compile(rb"POST (?P<target>\S+) HTTP/1\.1\r\n(?P<fields>(?:.*\r\n)*?)\r\n")
 
-    def too_loose(buf: bytes):  # type: ignore[no-untyped-def]
+    def too_loose(buf: bytes, end: int):  # type: ignore[no-untyped-def]
         m = loose.match(buf)
         return m if m is None else _WithLength(m)
 
@@ -439,3 +439,41 @@ class _WithLength:
 
     def end(self, *group: str) -> int:
         return self.m.end(*group)
+
+
+def test_a_head_in_pieces_is_matched_once_whole(start_proxy, monkeypatch) -> None:
+    """The plain regex runs once a head's blank line is in, not on each read of a head
+    that drips in (each run scans the whole buffer: byte by byte, a 64 KiB head would
+    cost a scan of 64 KiB per byte)."""
+    from tui.proxy import client_conn
+
+    ends: list[int] = []
+    match_plain = client_conn.match_plain
+
+    def counted(buf: bytes, end: int):  # type: ignore[no-untyped-def]
+        ends.append(end)
+        return match_plain(buf, end)
+
+    monkeypatch.setattr(client_conn, "match_plain", counted)
+    up = ScriptedUpstream(_ok_or_sse)
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"
+            p = proxy.proxy
+            assert p is not None
+            ends.clear()
+
+            def drip() -> None:
+                (conn,) = p.connections
+                for i in range(len(REQUEST)):
+                    conn.data_received(REQUEST[i : i + 1])
+
+            proxy.call(drip)
+            assert read_response(s)[1] == b"".join(SSE)
+            assert ends == [REQUEST.index(b"\r\n\r\n")]
+        assert up.requests[1].endswith(b'\r\n\r\n{"model":"m","stream":true}')
+    finally:
+        up.stop()

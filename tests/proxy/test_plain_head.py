@@ -15,6 +15,7 @@ plain, and the common clients' heads that must be.
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -136,9 +137,14 @@ def request(rng: random.Random) -> bytes:
     return eol.join(lines) + end + body
 
 
+def matched(raw: bytes) -> re.Match[bytes] | None:
+    """match_plain as the client connection calls it: with the blank line found first."""
+    return match_plain(raw, raw.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4))
+
+
 def check(raw: bytes) -> bool:
     """The equivalence for one input; whether the head was plain."""
-    m = match_plain(raw)
+    m = matched(raw)
     if m is None:
         return False
     end = raw.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
@@ -242,8 +248,8 @@ NOT_PLAIN = {
 
 @pytest.mark.parametrize("raw", NOT_PLAIN.values(), ids=NOT_PLAIN.keys())
 def test_hostile_heads_are_not_plain(raw: bytes) -> None:
-    assert match_plain(raw) is None
-    assert match_plain(raw + b'{"model":"m","stream":true}') is None
+    assert matched(raw) is None
+    assert matched(raw + b'{"model":"m","stream":true}') is None
 
 
 SDK_LIKE = plain(  # as httpx (the openai SDK) sends it, less some X-Stainless fields
@@ -273,3 +279,14 @@ SDK_LIKE = plain(  # as httpx (the openai SDK) sends it, less some X-Stainless f
 )
 def test_common_heads_are_plain_with_the_same_upstream_bytes(raw: bytes) -> None:
     assert check(raw + b'{"model":"m","stream":true}')
+
+
+def test_head_limit_holds_whatever_end_match_plain_is_given() -> None:
+    def padded(end: int) -> bytes:  # a plain head whose blank line begins at ``end``
+        short = len(plain(CL, b"X-Pad: ")) - 4
+        return plain(CL, b"X-Pad: " + b"p" * (end - short))
+
+    assert check(padded(HEAD_LIMIT))
+    raw = padded(HEAD_LIMIT + 1)
+    assert match_plain(raw, raw.find(b"\r\n\r\n")) is None
+    assert match_plain(raw, -1) is None

@@ -223,16 +223,18 @@ class ClientConnection(asyncio.Protocol):
 
     def _advance(self) -> None:
         """Parse what came; start the exchange once a request is whole."""
-        if self.head is None and self._plain():
-            return
         config = self.proxy.config
         if self.head is None:
-            while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
-                del self.buf[:2]
+            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
+            if end > 0 and self._plain(end):
+                return
+            if self.buf[:2] == b"\r\n":
+                while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
+                    del self.buf[:2]
+                end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
             if self.buf and not self.started:  # its first byte: the deadline starts
                 self.started = True
                 self._arm(config.client_timeout)
-            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
             if end < 0:
                 if len(self.buf) > HEAD_LIMIT:
                     self._refuse(431, "Request Header Fields Too Large", "request head too long")
@@ -286,14 +288,15 @@ class ClientConnection(asyncio.Protocol):
             send_early(ex)  # from this callback: no task's start-up on its way in
         self._run(req, ex)
 
-    def _plain(self) -> bool:
-        """A plain request (:mod:`tui.proxy.plain_head`), whole in the buffer, not the
-        proxy's own, with a kept-alive upstream connection idle: sent upstream now, as
-        :func:`~tui.proxy.forward.send_early` would send it, then parsed and checked as
-        every request is, and its exchange made (all off its way in). False, with
-        nothing done: anything else, which the strict path takes."""
+    def _plain(self, end: int) -> bool:
+        """A plain request (:mod:`tui.proxy.plain_head`; its head's blank line at
+        ``end``), whole in the buffer, not the proxy's own, with a kept-alive upstream
+        connection idle: sent upstream now, as :func:`~tui.proxy.forward.send_early`
+        would send it, then parsed and checked as every request is, and its exchange
+        made (all off its way in). False, with nothing done: anything else, which the
+        strict path takes."""
         buf, proxy = self.buf, self.proxy
-        m = match_plain(buf)
+        m = match_plain(buf, end)
         if m is None or m["target"].startswith(OWN_PREFIX):
             return False
         start, length = m.end(), int(m["length"])
