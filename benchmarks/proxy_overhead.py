@@ -22,6 +22,7 @@ stamped with the kernel's receive time.
 
     .venv/bin/python benchmarks/proxy_overhead.py                  # the full run (~4 min)
     .venv/bin/python benchmarks/proxy_overhead.py --quick          # a smoke run (~40 s)
+    .venv/bin/python benchmarks/proxy_overhead.py --one-stream --rounds 48  # 1 stream only
 
 Goals (issue 22): added TTFT p50 ≤ 0.3 ms and p99 ≤ 2 ms; CPU per token within 2× nginx's;
 256 streams held 60 s with every request accounted for. Timing on a shared 2-core machine
@@ -248,7 +249,8 @@ def run(args: argparse.Namespace) -> list[str]:
         f"proxy_overhead.py on {os.cpu_count()} cores ({os.uname().machine}), "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     ]
-    for streams, interval in ((1, 10.0), (args.streams, args.interval_ms)):
+    levels = [(1, 10.0)] + ([] if args.one_stream else [(args.streams, args.interval_ms)])
+    for streams, interval in levels:
         servers = start_servers(interval, max(256, args.soak_streams + 8), None)
         try:
             res = asyncio.run(measure_latency(servers, streams, args.tokens, args.rounds))
@@ -264,6 +266,8 @@ def run(args: argparse.Namespace) -> list[str]:
         )
         for name, r in res.items():
             lines.append(latency_row(name, r, res))
+    if args.one_stream:
+        return lines
     servers = start_servers(args.cpu_interval_ms, 256, None)
     try:
         cpu = asyncio.run(
@@ -306,6 +310,7 @@ def run(args: argparse.Namespace) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a short smoke run")
+    ap.add_argument("--one-stream", action="store_true", help="only the one-stream latency")
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--interval-ms", type=float, default=20.0, help="at --streams")
     ap.add_argument("--tokens", type=int, default=32)

@@ -1,13 +1,16 @@
 """Where a request's time goes inside `infertop proxy` before it reaches the upstream.
 
 The proxy runs in its own process (this file with ``--serve``), its request path timed
-at seven points with ``perf_counter_ns`` (the functions wrapped here, nothing changed in
-tui/): the client's bytes handed to the connection (``data_received``), the head parse
-begun and done, the request complete, the upstream send from the read callback begun
-and returned (``send_early``: the upstream head built, the request counted, the send),
-and the exchange's task started (``forward``; after the send, off the way in). A
-request with no kept-alive upstream connection is sent from its task instead, and left
-out. A client in this process sends --requests one-stream
+with ``perf_counter_ns`` at the points it passes (the functions wrapped here, nothing
+changed in tui/): the client's bytes handed to the connection (``data_received``), a
+plain head matched (tui/proxy/plain_head.py), the head parse begun and done, the request
+complete (``ClientRequest``), the upstream send from the read callback begun and
+returned (``send_now``: the send itself), and the exchange's task started (``forward``).
+A plain request is sent before its head is parsed; any other (or every one, with
+--strict) is parsed, then its upstream head built and sent (``send_early``). The
+segments are printed in the order the points came, for the requests that took the most
+common way; a request with no kept-alive upstream connection is sent from its task
+instead, and left out. A client in this process sends --requests one-stream
 requests (4 tokens, a token every 10 ms) to a pace server (tests/support/pace_server.py)
 through it and, interleaved, directly; each segment's p50 / p90 is printed, and each
 path's TTFT − first-token lag (the request's way in: TTFT minus the first token's way
@@ -18,7 +21,7 @@ This is the one-stream TTFT path of benchmarks/proxy_overhead.py (goal: added TT
 so its path runs with cold caches, and Python code costs several times what a loop of
 the same calls costs hot (the head parse: ~9 µs hot, ~50 µs here).
 
-    .venv/bin/python benchmarks/proxy_request_path.py [--requests 41]
+    .venv/bin/python benchmarks/proxy_request_path.py [--requests 41] [--strict]
 """
 
 from __future__ import annotations
@@ -30,19 +33,21 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
-POINTS = ["bytes in", "parse begun", "parse done", "request whole", "send begun"]
-POINTS += ["send returned", "task runs"]
+POINTS = ["bytes in", "head matched", "parse begun", "parse done", "request whole"]
+POINTS += ["send begun", "send returned", "task runs"]
 
 
-def serve(upstream: str, port: int) -> None:
-    """The proxy, its request path wrapped with stamps; prints the segments on SIGTERM."""
-    from tui.proxy import client_conn
+def serve(upstream: str, port: int, strict: bool) -> None:
+    """The proxy, its request path wrapped with stamps; prints the segments on SIGTERM.
+    ``strict``: no request is taken as plain (each takes the strict path)."""
+    from tui.proxy import client_conn, forward
     from tui.proxy.server import Proxy, ProxyConfig, run_loop
 
     pc = time.perf_counter_ns
@@ -59,6 +64,14 @@ def serve(upstream: str, port: int) -> None:
             requests.append({"bytes in": pc()})
         data_received(self, data)
 
+    match_plain = client_conn.match_plain
+
+    def matched(buf: Any, end: int) -> Any:
+        m = None if strict else match_plain(buf, end)
+        if m is not None:
+            mark("head matched")
+        return m
+
     parse = client_conn.parse_request_head
 
     def parse_head(raw: bytes) -> Any:
@@ -73,35 +86,41 @@ def serve(upstream: str, port: int) -> None:
         mark("request whole")
         return whole(*a)
 
-    forward = client_conn.forward
+    run_forward = client_conn.forward
 
     async def forwarded(*a: Any) -> Any:
         mark("task runs")
-        return await forward(*a)
+        return await run_forward(*a)
 
-    send_early = client_conn.send_early
+    send_now = forward.send_now
 
-    def sent(ex: Any) -> None:
+    def sent(conn: Any, message: bytes) -> Any:
         mark("send begun")
-        send_early(ex)
-        if ex.early is not None:
-            mark("send returned")
+        early = send_now(conn, message)
+        mark("send returned")
+        return early
 
     client_conn.ClientConnection.data_received = data_in  # type: ignore[method-assign]
+    client_conn.match_plain = matched
     client_conn.parse_request_head = parse_head
     client_conn.ClientRequest = request  # type: ignore[misc, assignment]
     client_conn.forward = forwarded
-    client_conn.send_early = sent
+    client_conn.send_now = sent
+    forward.send_now = sent  # (send_early's, on the strict path)
 
     def report(*_: Any) -> None:
-        rows = [r for r in requests if all(p in r for p in POINTS)][5:]
-        for a, b in zip(POINTS, POINTS[1:]):
+        done = [r for r in requests if "send returned" in r and "task runs" in r][5:]
+        paths = Counter(tuple(sorted(r, key=r.__getitem__)) for r in done)
+        order, _n = paths.most_common(1)[0]
+        rows = [r for r in done if tuple(sorted(r, key=r.__getitem__)) == order]
+        for a, b in zip(order, order[1:]):
             d = sorted((r[b] - r[a]) / 1e3 for r in rows)
             print(f"{a:>13} → {b:<13} p50 {statistics.median(d):6.1f} µs  p90 "
                   f"{d[int(len(d) * 0.9)]:6.1f} µs")  # fmt: skip
         total = [(r["send returned"] - r["bytes in"]) / 1e3 for r in rows]
+        other = len(done) - len(rows)
         print(f"bytes in → send returned: p50 {statistics.median(total):.1f} µs "
-              f"({len(rows)} requests)", flush=True)  # fmt: skip
+              f"({len(rows)} requests; {other} another way)", flush=True)  # fmt: skip
         sys.exit(0)
 
     async def main() -> None:
@@ -114,7 +133,7 @@ def serve(upstream: str, port: int) -> None:
     run_loop(main())
 
 
-def measure(requests: int) -> None:
+def measure(requests: int, strict: bool) -> None:
     import proxy_overhead as po
     from proxy_paths import free_port, start_servers, wait_up
 
@@ -123,6 +142,7 @@ def measure(requests: int) -> None:
     servers = start_servers(10.0, 16, None)
     port = free_port()
     here = [sys.executable, __file__, "--serve", servers.pace_url, str(port)]
+    here += ["--strict"] if strict else []
     proxy = subprocess.Popen(here, stdout=subprocess.PIPE, text=True)
     assert proxy.stdout is not None
     try:
@@ -162,12 +182,13 @@ def measure(requests: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=41)
+    ap.add_argument("--strict", action="store_true", help="no request taken as plain")
     ap.add_argument("--serve", nargs=2, metavar=("UPSTREAM", "PORT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        serve(args.serve[0], int(args.serve[1]))
+        serve(args.serve[0], int(args.serve[1]), args.strict)
         return 0
-    measure(args.requests)
+    measure(args.requests, args.strict)
     return 0
 
 

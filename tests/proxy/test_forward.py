@@ -334,3 +334,146 @@ def test_a_client_gone_before_its_task_ran_still_cancels_upstream(start_proxy) -
             wait_until(lambda: proxy.call(booked) == (0, ["cancelled"]))
     finally:
         up.stop()
+
+
+def _ok_or_sse(req: bytes) -> list:
+    if req.startswith(b"GET"):
+        return [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]
+    return [(0, sse_head()), (0.01, chunked(*SSE))]
+
+
+def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypatch) -> None:
+    """On a kept-alive upstream connection, a plain request (tui/proxy/plain_head.py) goes
+    upstream before its head is parsed, as the strict path sends it, and is booked the
+    same; one that is not plain (a tab in a value) is parsed first, as before."""
+    from tui.proxy import client_conn
+    from tui.proxy import forward as forward_module
+
+    order: list[str] = []
+    parse, send_now = client_conn.parse_request_head, client_conn.send_now
+
+    def parsed(raw: bytes):  # type: ignore[no-untyped-def]
+        order.append("parsed")
+        return parse(raw)
+
+    def sent(conn, message: bytes):  # type: ignore[no-untyped-def]
+        order.append("sent")
+        return send_now(conn, message)
+
+    monkeypatch.setattr(client_conn, "parse_request_head", parsed)
+    monkeypatch.setattr(client_conn, "send_now", sent)
+    monkeypatch.setattr(forward_module, "send_now", sent)  # (send_early's)
+    up = ScriptedUpstream(_ok_or_sse)
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"  # an upstream connection now kept alive
+            order.clear()
+            s.sendall(REQUEST)
+            assert read_response(s)[1] == b"".join(SSE)
+            assert order == ["sent", "parsed"]
+            order.clear()
+            s.sendall(REQUEST.replace(b"X-Custom: Mixed Case", b"X-Custom: Mixed\tCase"))
+            assert read_response(s)[1] == b"".join(SSE)
+            assert order == ["parsed", "sent"]
+        assert up.connections == 1
+        assert up.requests[1] == (
+            b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: " + up.url[7:].encode()
+            + b"\r\nUser-Agent: test/1\r\nAuthorization: Bearer sk-secret\r\n"
+            b"X-Custom: Mixed Case\r\nContent-Type: application/json\r\nContent-Length: 27\r\n"
+            b'\r\n{"model":"m","stream":true}'
+        )  # fmt: skip
+        assert up.requests[2] == up.requests[1].replace(b"Mixed Case", b"Mixed\tCase")
+        rows = proxy.call(lambda: [r.row() for r in proxy.proxy.book.recent])
+        assert [(r.route, r.model, r.stream, r.state, r.output_tokens) for r in rows] == [
+            ("/v1/chat/completions", "m", True, "done", 2)
+        ] * 2
+    finally:
+        up.stop()
+
+
+def test_a_plain_head_the_strict_parser_refuses_is_cut_off(start_proxy, monkeypatch) -> None:
+    """Were a head taken as plain that the strict parser refuses (the equivalence tests
+    in test_plain_head.py say none is), the upstream connection it went on is closed,
+    the client gets a 400, and no row is made."""
+    import re
+
+    from tui.proxy import client_conn
+
+    loose = re.compile(rb"POST (?P<target>\S+) HTTP/1\.1\r\n(?P<fields>(?:.*\r\n)*?)\r\n")
+
+    def too_loose(buf: bytes, end: int):  # type: ignore[no-untyped-def]
+        m = loose.match(buf)
+        return m if m is None else _WithLength(m)
+
+    monkeypatch.setattr(client_conn, "match_plain", too_loose)
+    up = ScriptedUpstream(_ok_or_sse)
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"
+            p = proxy.proxy
+            assert p is not None
+            (conn,) = proxy.call(lambda: list(p.pool._idle))
+            s.sendall(REQUEST.replace(b"User-Agent:", b"User-Agent :"))
+            head, body = read_response(s)
+            assert head.startswith(b"HTTP/1.1 400 ") and b"bad header line" in body
+            assert conn.closed
+            assert proxy.call(lambda: (len(p.book.recent), p.book.active)) == (0, 0)
+    finally:
+        up.stop()
+
+
+class _WithLength:
+    """A match whose ``length`` group is 27 (REQUEST's body)."""
+
+    def __init__(self, m) -> None:  # type: ignore[no-untyped-def]
+        self.m = m
+
+    def __getitem__(self, group: str) -> bytes:
+        return b"27" if group == "length" else self.m[group]
+
+    def end(self, *group: str) -> int:
+        return self.m.end(*group)
+
+
+def test_a_head_in_pieces_is_matched_once_whole(start_proxy, monkeypatch) -> None:
+    """The plain regex runs once a head's blank line is in, not on each read of a head
+    that drips in (each run scans the whole buffer: byte by byte, a 64 KiB head would
+    cost a scan of 64 KiB per byte)."""
+    from tui.proxy import client_conn
+
+    ends: list[int] = []
+    match_plain = client_conn.match_plain
+
+    def counted(buf: bytes, end: int):  # type: ignore[no-untyped-def]
+        ends.append(end)
+        return match_plain(buf, end)
+
+    monkeypatch.setattr(client_conn, "match_plain", counted)
+    up = ScriptedUpstream(_ok_or_sse)
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert read_response(s)[1] == b"ok"
+            p = proxy.proxy
+            assert p is not None
+            ends.clear()
+
+            def drip() -> None:
+                (conn,) = p.connections
+                for i in range(len(REQUEST)):
+                    conn.data_received(REQUEST[i : i + 1])
+
+            proxy.call(drip)
+            assert read_response(s)[1] == b"".join(SSE)
+            assert ends == [REQUEST.index(b"\r\n\r\n")]
+        assert up.requests[1].endswith(b'\r\n\r\n{"model":"m","stream":true}')
+    finally:
+        up.stop()

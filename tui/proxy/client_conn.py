@@ -13,7 +13,9 @@ nobody else's), and a client that reads nothing for ``client_stall`` seconds is 
 (its upstream request cancelled).
 
 Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
-request is forwarded (:mod:`tui.proxy.forward`).
+request is forwarded (:mod:`tui.proxy.forward`). A plain request (:mod:`tui.proxy.plain_head`)
+whole in the buffer, with a kept-alive upstream connection idle, is sent upstream before
+its head is parsed; the parse, the same as every request's, follows the send.
 """
 
 from __future__ import annotations
@@ -28,8 +30,17 @@ import httpx
 
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
-from tui.proxy.forward import ClientRequest, Exchange, error_response, forward, send_early
+from tui.proxy.forward import (
+    ClientRequest,
+    EarlySend,
+    Exchange,
+    error_response,
+    forward,
+    send_early,
+    send_now,
+)
 from tui.proxy.peer import same_user
+from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
 
@@ -39,6 +50,7 @@ if TYPE_CHECKING:
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
 PIPELINE_LIMIT = 64 * 1024
+OWN_PREFIX = own_routes.PREFIX.encode()
 
 
 def format_peer(peer: Any) -> str:
@@ -213,12 +225,16 @@ class ClientConnection(asyncio.Protocol):
         """Parse what came; start the exchange once a request is whole."""
         config = self.proxy.config
         if self.head is None:
-            while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
-                del self.buf[:2]
+            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
+            if end > 0 and self._plain(end):
+                return
+            if self.buf[:2] == b"\r\n":
+                while self.buf[:2] == b"\r\n":  # blank lines before a request (RFC 9112 2.2)
+                    del self.buf[:2]
+                end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
             if self.buf and not self.started:  # its first byte: the deadline starts
                 self.started = True
                 self._arm(config.client_timeout)
-            end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
             if end < 0:
                 if len(self.buf) > HEAD_LIMIT:
                     self._refuse(431, "Request Header Fields Too Large", "request head too long")
@@ -270,6 +286,52 @@ class ClientConnection(asyncio.Protocol):
         if not req.head.path.startswith(own_routes.PREFIX):
             ex = Exchange(self.proxy, self, req)
             send_early(ex)  # from this callback: no task's start-up on its way in
+        self._run(req, ex)
+
+    def _plain(self, end: int) -> bool:
+        """A plain request (:mod:`tui.proxy.plain_head`; its head's blank line at
+        ``end``), whole in the buffer, not the proxy's own, with a kept-alive upstream
+        connection idle: sent upstream now, as :func:`~tui.proxy.forward.send_early`
+        would send it, then parsed and checked as every request is, and its exchange
+        made (all off its way in). False, with nothing done: anything else, which the
+        strict path takes."""
+        buf, proxy = self.buf, self.proxy
+        m = match_plain(buf, end)
+        if m is None or m["target"].startswith(OWN_PREFIX):
+            return False
+        start, length = m.end(), int(m["length"])
+        if len(buf) < start + length or length > proxy.config.max_body:
+            return False
+        conn = proxy.pool.idle_conn()
+        if conn is None:
+            return False
+        t_received = time.perf_counter_ns()
+        head_bytes = plain_upstream_head(m, proxy.host_header, proxy.path_prefix)
+        early = send_now(conn, head_bytes + buf[start : start + length])
+        raw, body = bytes(buf[: start - 4]), bytes(buf[start : start + length])
+        del buf[: start + length]  # (only now: m's groups are read from buf)
+        self._disarm()
+        self.started = False
+        try:
+            head = parse_request_head(raw)
+        except BadMessage as e:  # never (tests/proxy/test_plain_head.py), but if it were:
+            if early is not None:
+                early.conn.close()  # the upstream drops the request it began to get
+            self._refuse(400, "Bad Request", str(e))
+            return True
+        self._sent(ClientRequest(head, body, t_received), early)
+        return True
+
+    def _sent(self, req: ClientRequest, early: EarlySend | None) -> None:
+        """The exchange of a request :meth:`_plain` sent (None: the send failed, and the
+        exchange's task sends it on a new connection)."""
+        ex = Exchange(self.proxy, self, req)
+        ex.early = early
+        ex.depart()
+        self._run(req, ex)
+
+    def _run(self, req: ClientRequest, ex: Exchange | None) -> None:
+        """The request's task: its exchange (forward), or the proxy's own route."""
         self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
         if ex is not None and ex.early is not None:
             self.task.add_done_callback(ex.never_ran)

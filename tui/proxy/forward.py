@@ -198,17 +198,23 @@ def send_early(ex: Exchange) -> None:
     conn = ex.proxy.pool.idle_conn()
     if conn is None:
         return
-    message = ex.message()
-    ex.depart()
+    ex.early = send_now(conn, ex.message())
+    ex.depart()  # after the send, off the way in: nothing else runs in between
+
+
+def send_now(conn: UpstreamConn, message: bytes) -> EarlySend | None:
+    """Send ``message`` on ``conn``, an idle kept-alive connection, from a read callback:
+    what its socket takes now (:class:`EarlySend`; the exchange's task sends the rest).
+    None: the upstream had closed it (closed now; the task retries on a new one)."""
     t_ns = time.perf_counter_ns()
     try:
         sent = conn.sock.send(message)
     except (BlockingIOError, InterruptedError):
         sent = 0
-    except OSError:  # the upstream had closed it: the task retries on a new connection
+    except OSError:
         conn.close()
-        return
-    ex.early = EarlySend(conn, message, t_ns, sent)
+        return None
+    return EarlySend(conn, message, t_ns, sent)
 
 
 async def _send(ex: Exchange) -> tuple[UpstreamConn, Any, list[Stamped]]:
