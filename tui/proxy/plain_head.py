@@ -33,6 +33,7 @@ Anything else is not plain, and takes the strict path as before.
 from __future__ import annotations
 
 import re
+import sys
 
 from tui.proxy.wire import HEAD_LIMIT, HOP_BY_HOP, MAX_HEADERS
 
@@ -47,11 +48,13 @@ _FIELD = rb"(?!(?i:" + b"|".join(map(re.escape, _NOT_PLAIN)) + rb"):)" + _NAME +
 _HOST = rb"(?i:host): " + _VALUE
 _CONNECTION = rb"(?i:connection): (?i:keep-alive|close)"
 _ANY = rb"(?:(?:" + b"|".join((_FIELD, _HOST, _CONNECTION)) + rb")\r\n){0,%d}+" % MAX_HEADERS
+# Possessive quantifiers (no backtracking, so linear in the head) are Python 3.11's; on
+# 3.10 there is no fast path and every head takes the strict one.
 _PLAIN = re.compile(
     rb"POST (?P<target>/[\x21-\x7e]*+) HTTP/1\.1\r\n"
     rb"(?P<fields>" + _ANY + rb"(?i:content-length): (?P<length>[1-9][0-9]{0,18})\r\n"
     + _ANY + rb")\r\n"
-)  # fmt: skip
+) if sys.version_info >= (3, 11) else None  # fmt: skip
 # The fields upstream_request does not pass on as they came, among a plain head's.
 _DROPPED = re.compile(rb"^(?:host|content-length|connection):[^\n]*+\n", re.I | re.M)
 
@@ -63,7 +66,7 @@ def match_plain(buf: bytes | bytearray, end: int) -> re.Match[bytes] | None:
     ``end()`` is where the body begins; its groups: ``target``, ``fields`` (the header
     lines, each with its CRLF) and ``length`` (the Content-Length's digits), read from
     ``buf`` when asked for: ``buf`` must not change while the match is in use."""
-    if not 0 < end <= HEAD_LIMIT:
+    if _PLAIN is None or not 0 < end <= HEAD_LIMIT:
         return None
     m = _PLAIN.match(buf, 0, end + 4)
     if m is None or buf.count(b"\r\n", 0, end) > MAX_HEADERS:
