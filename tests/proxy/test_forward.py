@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from proxy_support import raw_exchange, read_response, wait_until
@@ -27,6 +30,16 @@ REQUEST = (
 )
 
 
+def as_forwarded(up: ScriptedUpstream) -> bytes:
+    """REQUEST as the upstream gets it: the same bytes, its Host set to the upstream's."""
+    return (
+        b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: " + up.url[7:].encode()
+        + b"\r\nUser-Agent: test/1\r\nAuthorization: Bearer sk-secret\r\n"
+        b"X-Custom: Mixed Case\r\nContent-Type: application/json\r\nContent-Length: 27\r\n"
+        b'\r\n{"model":"m","stream":true}'
+    )  # fmt: skip
+
+
 def test_the_answer_reaches_the_client_byte_for_byte(start_proxy) -> None:
     body = chunked(*SSE)
     # the upstream's writes cut the chunk framing in awkward places
@@ -44,12 +57,7 @@ def test_the_answer_reaches_the_client_byte_for_byte(start_proxy) -> None:
             b"Transfer-Encoding: chunked\r\nConnection: close"
         )
         # and the request reached the upstream as it came (Host set to the upstream's)
-        assert up.requests[0] == (
-            b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: " + up.url[7:].encode()
-            + b"\r\nUser-Agent: test/1\r\nAuthorization: Bearer sk-secret\r\n"
-            b"X-Custom: Mixed Case\r\nContent-Type: application/json\r\nContent-Length: 27\r\n"
-            b'\r\n{"model":"m","stream":true}'
-        )  # fmt: skip
+        assert up.requests[0] == as_forwarded(up)
         rec = proxy.call(lambda: proxy.proxy.book.recent[-1])
         assert rec.state == "done" and rec.metrics.output_tokens == 2
         assert rec.metrics.output_tokens_source == "usage" and rec.timeline.text == "Hello"
@@ -267,19 +275,29 @@ def test_a_stalled_upstream_stream_ends_in_time(start_proxy, stall: bool) -> Non
         up.stop()
 
 
+@contextmanager
+def kept_alive(start_proxy: Any, up: ScriptedUpstream) -> Iterator[tuple[Any, Any, socket.socket]]:
+    """A proxy in front of ``up`` and a client whose first request (GET /v1/models, which
+    ``up`` answers "ok") left one upstream connection kept alive: (the proxy's thread, the
+    proxy, the client's socket)."""
+    proxy = start_proxy(up.url)
+    host, port = proxy.url[7:].split(":")
+    with socket.create_connection((host, int(port))) as s:
+        s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+        assert read_response(s)[1] == b"ok"
+        p = proxy.proxy
+        assert p is not None
+        yield proxy, p, s
+
+
 def test_a_request_goes_upstream_from_the_read_callback(start_proxy) -> None:
     """On a kept-alive upstream connection, the request is sent from the client's read
     callback (before its task runs): once a request's bytes are handed to the proxy's
     connection, the upstream has them before the loop turns again."""
     up = ScriptedUpstream(lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
     try:
-        proxy = start_proxy(up.url)
-        host, port = proxy.url[7:].split(":")
-        with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"  # an upstream connection now kept alive
-            p = proxy.proxy
-            assert p is not None and len(p.connections) == 1
+        with kept_alive(start_proxy, up) as (proxy, p, s):
+            assert len(p.connections) == 1
 
             def hand_over() -> bool:
                 (conn,) = p.connections
@@ -309,13 +327,7 @@ def test_a_client_gone_before_its_task_ran_still_cancels_upstream(start_proxy) -
 
     up = ScriptedUpstream(script)
     try:
-        proxy = start_proxy(up.url)
-        host, port = proxy.url[7:].split(":")
-        with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"
-            p = proxy.proxy
-            assert p is not None
+        with kept_alive(start_proxy, up) as (proxy, p, s):
 
             def request_then_gone() -> bool:
                 (conn,) = p.connections
@@ -365,11 +377,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
     monkeypatch.setattr(forward_module, "send_now", sent)  # (send_early's)
     up = ScriptedUpstream(_ok_or_sse)
     try:
-        proxy = start_proxy(up.url)
-        host, port = proxy.url[7:].split(":")
-        with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"  # an upstream connection now kept alive
+        with kept_alive(start_proxy, up) as (proxy, p, s):
             order.clear()
             s.sendall(REQUEST)
             assert read_response(s)[1] == b"".join(SSE)
@@ -379,12 +387,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
             assert read_response(s)[1] == b"".join(SSE)
             assert order == ["parsed", "sent"]
         assert up.connections == 1
-        assert up.requests[1] == (
-            b"POST /v1/chat/completions?trace=1 HTTP/1.1\r\nHost: " + up.url[7:].encode()
-            + b"\r\nUser-Agent: test/1\r\nAuthorization: Bearer sk-secret\r\n"
-            b"X-Custom: Mixed Case\r\nContent-Type: application/json\r\nContent-Length: 27\r\n"
-            b'\r\n{"model":"m","stream":true}'
-        )  # fmt: skip
+        assert up.requests[1] == as_forwarded(up)
         assert up.requests[2] == up.requests[1].replace(b"Mixed Case", b"Mixed\tCase")
         rows = proxy.call(lambda: [r.row() for r in proxy.proxy.book.recent])
         assert [(r.route, r.model, r.stream, r.state, r.output_tokens) for r in rows] == [
@@ -411,13 +414,7 @@ def test_a_plain_head_the_strict_parser_refuses_is_cut_off(start_proxy, monkeypa
     monkeypatch.setattr(client_conn, "match_plain", too_loose)
     up = ScriptedUpstream(_ok_or_sse)
     try:
-        proxy = start_proxy(up.url)
-        host, port = proxy.url[7:].split(":")
-        with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"
-            p = proxy.proxy
-            assert p is not None
+        with kept_alive(start_proxy, up) as (proxy, p, s):
             (conn,) = proxy.call(lambda: list(p.pool._idle))
             s.sendall(REQUEST.replace(b"User-Agent:", b"User-Agent :"))
             head, body = read_response(s)
@@ -457,13 +454,7 @@ def test_a_head_in_pieces_is_matched_once_whole(start_proxy, monkeypatch) -> Non
     monkeypatch.setattr(client_conn, "match_plain", counted)
     up = ScriptedUpstream(_ok_or_sse)
     try:
-        proxy = start_proxy(up.url)
-        host, port = proxy.url[7:].split(":")
-        with socket.create_connection((host, int(port))) as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"
-            p = proxy.proxy
-            assert p is not None
+        with kept_alive(start_proxy, up) as (proxy, p, s):
             ends.clear()
 
             def drip() -> None:
