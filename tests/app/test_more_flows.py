@@ -9,7 +9,7 @@ import os
 import pytest
 from app_support import LOCAL, SIZE, SYNTH, gen
 
-from tui.app.widgets.conversation import Conversation
+from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.prompt import PromptInput
@@ -184,8 +184,6 @@ async def test_a_long_prompt_keeps_its_box_until_the_answer_ends(
     layout of the whole screen while the engine began to decode.) The turn, its prompt
     wrapped over several lines, fills the pane exactly: a line more made the pane's
     scrollbar appear, another layout."""
-    from tui.app.widgets.conversation import Turn
-
     sized: list[int] = []
     real = Turn._size_box
 
