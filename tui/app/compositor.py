@@ -17,7 +17,11 @@ asks a widget only for
   the part of one widget in front of it is not asked. Compositing never blends two
   widgets' lines (the front widget's strip wins every cut it covers; transparency is
   resolved inside a widget from its ancestors' colours, not by mixing strips), so such a
-  widget's lines were rendered only to be thrown away.
+  widget's lines were rendered only to be thrown away;
+- and it finds those widgets among the ones **on the region's rows** (an index of the
+  visible widgets by screen row, made anew with Textual's map of them), not by testing
+  every widget on the screen for each region: a streamed line's row has ~6 of the chat
+  screen's ~30.
 
 A chop (the part of a line between two cuts) is filled from a region's pass only when it
 overlaps that region, so the widget that wins it is the front-most one covering it, as in
@@ -36,10 +40,19 @@ from collections.abc import Iterable
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
+
+ROWS_MERGED = 4  # taller updates look at every visible widget (merging rows costs more)
+Shown = tuple[Widget, Region, Region]  # a widget, its region, its visible part (clipped)
 
 
 class CroppedCompositor(Compositor):
     """Textual's compositor, rendering only the lines a partial update shows."""
+
+    _indexed: object = None  # the map of visible widgets indexed below (see _index)
+    _front: list[Shown]  # every visible widget, front first
+    _rows: list[list[Shown]]  # per screen row, the widgets visible on it, front first
+    _rank: dict[Widget, int]  # a widget's place in _front
 
     def render_partial_update(self) -> ChopsUpdate | None:
         screen = self.size.region
@@ -79,18 +92,48 @@ class CroppedCompositor(Compositor):
             return
         top, bottom, left, right = crop.y, crop.bottom, crop.x, crop.right
         in_front: list[Region] = []  # the parts inside ``crop`` of widgets drawn so far
-        for widget, (region, clip) in self.visible_widgets.items():
-            shown = region.intersection(clip)
-            y0, y1 = max(shown.y, top), min(shown.bottom, bottom)
-            if y1 <= y0 or shown.x >= right or shown.right <= left:
+        for widget, region, shown in self._showing(top, bottom):
+            if shown.x >= right or shown.right <= left:
                 continue  # nothing of it inside the crop
             part = shown.intersection(crop)
             if any(front.contains_region(part) for front in in_front):
                 continue  # hidden there by a widget in front of it
             in_front.append(part)
+            y0, y1 = max(shown.y, top), min(shown.bottom, bottom)
             rows = Region(shown.x, y0, shown.width, y1 - y0)
             crop_in_widget = Region(shown.x - region.x, y0 - region.y, shown.width, y1 - y0)
             yield region, rows, widget.render_lines(crop_in_widget)
+
+    def _showing(self, top: int, bottom: int) -> list[Shown]:
+        """(widget, region, its visible part) of each widget visible on a screen row
+        from ``top`` to ``bottom``, front first. A streamed line's update looks only at
+        the widgets on its row (not at the panels', the footer's, ...)."""
+        self._index()
+        if bottom - top == 1:
+            return self._rows[top] if 0 <= top < len(self._rows) else []
+        if bottom - top > ROWS_MERGED:  # a tall update: one pass over every widget
+            return [e for e in self._front if e[2].y < bottom and e[2].bottom > top]
+        seen: dict[Widget, Shown] = {}
+        for row in self._rows[max(0, top) : bottom]:
+            for entry in row:
+                seen.setdefault(entry[0], entry)
+        rank = self._rank
+        return sorted(seen.values(), key=lambda entry: rank[entry[0]])
+
+    def _index(self) -> None:
+        """Index the visible widgets by screen row, front first, whenever Textual makes
+        its map of them anew (after a layout, a scroll, a resize: a new map object)."""
+        visible = self.visible_widgets
+        if self._indexed is visible:
+            return
+        front = [(w, region, region.intersection(clip)) for w, (region, clip) in visible.items()]
+        rows: list[list[Shown]] = [[] for _ in range(self.size.height)]
+        for entry in front:
+            shown = entry[2]
+            for row in rows[max(0, shown.y) : shown.bottom]:
+                row.append(entry)
+        self._front, self._rows, self._indexed = front, rows, visible
+        self._rank = {entry[0]: n for n, entry in enumerate(front)}
 
 
 def stacked(regions: Iterable[Region]) -> list[Region]:
