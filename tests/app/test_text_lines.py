@@ -166,6 +166,26 @@ async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatc
             assert not app.query_one("#padded", TextLines)._plain_box()
 
 
+async def test_the_direct_path_follows_style_changes_made_later() -> None:
+    """Whether a widget is a plain box is kept until its styles change (Textual's count
+    of them): an inline style, a class, and an ancestor's opacity, each seen at once."""
+    async with Both().run_test() as pilot:
+        w = pilot.app.query_one("#lines", TextLines)
+        w.show_lines(["a line"])
+        await pilot.pause()
+        assert w._plain_box()
+        w.styles.padding = (0, 1)
+        assert not w._plain_box()
+        w.styles.padding = 0
+        assert w._plain_box()
+        w.styles.tint = "red 50%"
+        assert not w._plain_box()
+        w.styles.clear_rule("tint")
+        assert w._plain_box()
+        w.parent.styles.opacity = 0.5  # type: ignore[union-attr]
+        assert not w._plain_box()
+
+
 class HiddenHost(App[None]):
     CSS = "#side { display: none; } TextLines { width: 20; }"
 

@@ -36,6 +36,8 @@ thread's compositing per frame while an answer streams.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import MappingProxyType
+from typing import cast
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -44,6 +46,9 @@ from textual.widget import Widget
 
 ROWS_MERGED = 4  # taller updates look at every visible widget (merging rows costs more)
 Shown = tuple[Widget, Region, Region]  # a widget, its region, its visible part (clipped)
+# A row the update leaves alone: read-only, so a write to it would fail, not spread.
+NO_CHOPS = cast(dict[int, Strip | None], MappingProxyType({}))
+NO_ENDS: list[int] = []
 
 
 class CroppedCompositor(Compositor):
@@ -62,10 +67,14 @@ class CroppedCompositor(Compositor):
             return None
         spans = list(self._regions_to_spans(dirty))
         cuts = self.cuts
-        chops: list[dict[int, Strip | None]] = [dict.fromkeys(line[:-1]) for line in cuts]
+        # Only the rows of the spans are rendered (ChopsUpdate reads no other row).
+        chops: list[dict[int, Strip | None]] = [NO_CHOPS] * len(cuts)
+        ends: list[list[int]] = [NO_ENDS] * len(cuts)
+        for y in {y for y, _, _ in spans if 0 <= y < len(cuts)}:
+            chops[y], ends[y] = dict.fromkeys(cuts[y][:-1]), cuts[y][1:]
         for region in stacked(region.intersection(screen) for region in dirty):
             self._fill(chops, region)
-        return ChopsUpdate(chops, spans, [line[1:] for line in cuts])
+        return ChopsUpdate(chops, spans, ends)
 
     def _fill(self, chops: list[dict[int, Strip | None]], region: Region) -> None:
         """Fill the empty chops that overlap ``region``, front widget first."""

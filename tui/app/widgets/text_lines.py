@@ -47,6 +47,8 @@ class PlainBoxLines(Widget):
     compares the two)."""
 
     _filter_background: Color | None = None
+    _box_key = -1  # the styles' cache key _box_plain was found for
+    _box_plain = False
 
     def notify_style_update(self) -> None:
         self._filter_background = None
@@ -54,16 +56,19 @@ class PlainBoxLines(Widget):
 
     def _plain_box(self) -> bool:
         styles = self.styles
-        return (
-            not any(styles.padding)
-            and not any(edge for edge, _ in styles.border)
-            and not any(edge for edge, _ in styles.outline)
-            and not styles.tint.a
-            and styles.opacity == 1.0
-            and styles.text_opacity == 1.0
-            and (not styles.has_rule("hatch") or styles.hatch == "none")
-            and self.opacity == 1.0
-        )
+        key = styles._cache_key  # Textual's count of this widget's style changes
+        if key != self._box_key:  # the box's own styles, looked up once per change
+            self._box_key = key
+            self._box_plain = (
+                not any(styles.padding)
+                and not any(edge for edge, _ in styles.border)
+                and not any(edge for edge, _ in styles.outline)
+                and not styles.tint.a
+                and styles.opacity == 1.0
+                and styles.text_opacity == 1.0
+                and (not styles.has_rule("hatch") or styles.hatch == "none")
+            )
+        return self._box_plain and self.opacity == 1.0  # (the ancestors' opacity too)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if not self._plain_box():
