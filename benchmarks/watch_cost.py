@@ -25,7 +25,9 @@ tui   The embedded SmolLM2 (in-process llama.cpp, its worker process) answers th
       then the median. Beside it, while the TUI streams (first to last token, on the
       answer's own stamps; CPU read every 50 ms): the app process's CPU (its main thread
       = the UI; the whole process) and the terminal's (the tmux server's: a terminal
-      costs CPU too, on this machine when local).
+      costs CPU too, on this machine when local); and the UI's and the app's from half
+      a second after the first token on (an answer's start costs the UI ~3× its later
+      rate: the new turn's layouts; --parts ui measures mid-way through a long answer).
 ui    The UI alone at a fixed pace: the synthetic engine at 100 tok/s (its clock is a
       sleeping thread), 15 s of streaming at each size: the app's main thread and
       process CPU.
@@ -72,6 +74,10 @@ from ui_common import (  # noqa: E402
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SIZES = ((80, 24), (120, 40))
 REST_S = 2.0  # idle before every measured answer: each starts on a machine at rest
+# The UI's CPU is also given from this long after an answer's first token on: its start
+# costs more (a new turn laid out twice, then repainted), docs/performance.md#watching.
+START_S = 0.5
+Reading = tuple[int, float, float, float]  # monotonic ns; CPU s of UI thread, app, terminal
 
 
 def load() -> str:
@@ -172,15 +178,14 @@ class Watched:
         chunks = [c for c in rec["timeline"]["chunks"] if c[1]]
         t0 = rec["t_sent_ns"] + chunks[0][0]
         t1 = rec["t_sent_ns"] + chunks[-1][0]
-        a = max((r for r in readings if r[0] <= t0), key=lambda r: r[0], default=readings[0])
-        b = min((r for r in readings if r[0] >= t1), key=lambda r: r[0], default=readings[-1])
-        dt = (b[0] - a[0]) / 1e9
         time.sleep(0.3)
         self.app.keys("C-l")  # a fresh context for the next answer
         time.sleep(0.3)
-        return {k: 100 * (b[i] - a[i]) / dt for i, k in ((1, "ui"), (2, "app"), (3, "term"))}
+        shares = cpu_shares(readings, t0, t1)
+        late = cpu_shares(readings, t0 + int(START_S * 1e9), t1)
+        return shares | {f"{k}_late": v for k, v in late.items()}
 
-    def _reading(self) -> tuple[int, float, float, float]:
+    def _reading(self) -> Reading:
         ui, app, term = self._clocks
         return (time.monotonic_ns(), ui.seconds(), app.seconds(), term.seconds())
 
@@ -253,6 +258,16 @@ class Watched:
         if self._log is not None:
             self._log.close()
         self.app.close()
+
+
+def cpu_shares(readings: list[Reading], t0: int, t1: int) -> dict[str, float]:
+    """% of a core the UI thread, the app and the terminal used from ``t0`` to ``t1``
+    (monotonic ns), between the last reading at or before ``t0`` and the first at or
+    after ``t1``."""
+    a = max((r for r in readings if r[0] <= t0), key=lambda r: r[0], default=readings[0])
+    b = min((r for r in readings if r[0] >= t1), key=lambda r: r[0], default=readings[-1])
+    dt = (b[0] - a[0]) / 1e9
+    return {k: 100 * (b[i] - a[i]) / dt for i, k in ((1, "ui"), (2, "app"), (3, "term"))}
 
 
 def stopped(pid: int) -> bool:
@@ -391,7 +406,9 @@ def part_tui(
             f"{med_ci(vs_tmux)} (rounds {' '.join(f'{x:.2f}' for x in vs_tmux)})\n"
             f"          while streaming: UI (main thread) {med([x['ui'] for x in c]):.1f}%, "
             f"app process {med([x['app'] for x in c]):.1f}%, terminal (tmux) "
-            f"{med([x['term'] for x in c]):.1f}% of a core"
+            f"{med([x['term'] for x in c]):.1f}% of a core; from {START_S:g} s after the "
+            f"first token on: UI {med([x['ui_late'] for x in c]):.1f}%, app "
+            f"{med([x['app_late'] for x in c]):.1f}%"
         )
 
 
