@@ -39,6 +39,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, scroll_step
+from tui.app.widgets.sizes import laid_out_size
 from tui.app.widgets.text_lines import PlainBoxLines
 from tui.core.safe_text import terminal_safe
 
@@ -108,7 +109,7 @@ class TailText(PlainBoxLines):
         ]
         if not changed:
             return
-        width = self.size.width
+        width = laid_out_size(self).width  # (shown while it streams)
         if len(changed) > 2 or not width:
             self.refresh()
         else:
@@ -126,7 +127,7 @@ class TailText(PlainBoxLines):
     def render_line(self, y: int) -> Strip:
         if self._style is None:
             self._style = self.rich_style
-        width, style = self.size.width, self._style
+        width, style = laid_out_size(self).width, self._style
         line = self.lines[y] if y < len(self.lines) else ""
         strip = self._strips.get(line)
         if strip is None or strip.cell_length != width:
@@ -285,13 +286,14 @@ class Turn(Vertical):
         (a prompt that wraps) made the pane's scrollbar appear, which lays the whole
         screen out again, as the engine begins to decode."""
         pane = self.parent if isinstance(self.parent, Widget) else None
-        width = self.size.width
+        width = laid_out_size(self).width
         if width <= 8 and pane is not None:
             width = pane.scrollable_content_region.width
         width = width if width > 8 else 76
-        if pane is None or pane.size.height <= 6:
+        height = laid_out_size(pane).height if pane is not None else 0
+        if height <= 6:
             return width, 24
-        return width, max(4, pane.size.height - self._prompt_lines(width) - 2)
+        return width, max(4, height - self._prompt_lines(width) - 2)
 
     def _prompt_lines(self, width: int) -> int:
         """The prompt's height in lines at ``width`` (kept until the width changes)."""

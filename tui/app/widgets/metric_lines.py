@@ -24,6 +24,7 @@ from textual.renderables._blend_colors import blend_colors
 from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.strip import Strip
 
+from tui.app.widgets.sizes import laid_out_size
 from tui.app.widgets.text_lines import PlainBoxLines
 
 BARS = SparklineBars.BARS  # "▁▂▃▄▅▆▇█"
@@ -101,7 +102,7 @@ class MetricLines(PlainBoxLines):
         super().notify_style_update()
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = laid_out_size(self).width
         if y >= len(self.lines):
             return Strip.blank(width, self.rich_style)
         strip = self._strips.get(y)

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.app.tail import CONTROL_CHARS, wrap_paragraph
+from tui.app.widgets.sizes import laid_out_size
 
 Line = str | tuple[str, str]  # a line, or (a line, a Rich style such as "dim" or "bold red")
 
@@ -83,7 +84,7 @@ class PlainBoxLines(Widget):
             for line_filter in filters:
                 strip = strip.apply_filter(line_filter, background)
             strips.append(strip)
-        if crop.column_span != (0, self.size.width):
+        if crop.column_span != (0, laid_out_size(self).width):
             x1, x2 = crop.column_span
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
@@ -148,7 +149,7 @@ class TextLines(PlainBoxLines):
         for y, (a, b) in enumerate(zip(old, self._rows, strict=True)):
             if a != b:
                 self._strips.pop(y, None)
-                self.refresh(Region(0, y, max(1, self.size.width), 1))
+                self.refresh(Region(0, y, max(1, laid_out_size(self).width), 1))
 
     def _displayed(self) -> bool:
         """Whether this widget and every container above it are displayed."""
@@ -192,7 +193,7 @@ class TextLines(PlainBoxLines):
         super().notify_style_update()
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = laid_out_size(self).width
         self._reflow(width)
         if self._base is None:
             self._base = self.rich_style
