@@ -36,3 +36,11 @@ def test_stamps_are_the_send_times_of_each_token():
     assert all(b > a for a, b in zip(sent, sent[1:], strict=False))
     # absolute schedule: token i is not sent before start + ttft (5 ms) + i × 5 ms
     assert (sent[-1] - t_before) / 1e6 >= 5.0 + 19 * 5.0
+    # the request read whole: after it was written, and the first token one TTFT later
+    received = body["received_ns"]["pace-1"]
+    assert t_before < received < sent[0]
+    assert (sent[0] - received) / 1e6 >= 5.0
+    # and just before each write: after the previous token's send, before its own
+    before = body["write_ns"]["pace-1"]
+    assert len(before) == 20 and received < before[0] <= sent[0]
+    assert all(s0 <= b1 <= s1 for s0, b1, s1 in zip(sent, before[1:], sent[1:], strict=False))

@@ -22,8 +22,14 @@ seen), GET /stamps: for the last ``stamps_kept`` streamed requests (by response 
 ``pace-N``), the ``time.perf_counter_ns()`` right after each token's bytes were handed to
 the socket — the server's actual send times, on the clock (CLOCK_MONOTONIC on Linux) that
 infertop's own stamps use, so a client's measured gaps can be checked against the real send
-gaps — and each request's ``seed`` (when its body had one: the bench gives every request a
-distinct seed, so a client record finds its stamps even when many requests overlap).
+gaps — the same clock's reading just *before* each token's write (``write_ns``: when a
+process woken by the write preempts this one, as a proxy asking for a short scheduler
+slice does, the stamp after the write is taken only once that process has run, so a
+path's time measured from it would leave out what that process did), and when the request
+had been read whole (``received_ns``: a client's request way in is then its own write
+stamp to this one, the server's wait out) — and each request's ``seed`` (when its body
+had one: the bench gives every request a distinct seed, so a client record finds its
+stamps even when many requests overlap).
 
 Run: ``python tests/support/pace_server.py --port N --interval-ms 10`` or import it and
 use :func:`start_in_thread`. Standard library only.
@@ -67,6 +73,7 @@ class PaceStats:
 class HttpRequest:
     def __init__(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
         self.method, self.path, self.headers, self.body = method, path, headers, body
+        self.received_ns = time.perf_counter_ns()  # read whole (made right after the read)
 
     @property
     def keep_alive(self) -> bool:
@@ -138,6 +145,8 @@ class PaceServer:
         self._writers: set[asyncio.StreamWriter] = set()
         self.sent_ns: dict[str, list[int]] = {}  # response id -> token send times (ns)
         self.seeds: dict[str, int] = {}  # response id -> the request's seed (kept alike)
+        self.received_ns: dict[str, int] = {}  # response id -> request read whole (alike)
+        self.write_ns: dict[str, list[int]] = {}  # response id -> before each token's write
         self._bursts: dict[tuple[bool, int, bool, int, bool], bytes] = {}  # prebuilt answers
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
@@ -199,7 +208,13 @@ class PaceServer:
             }
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "GET" and req.path == "/stamps":
-            body = {"clock": "time.perf_counter_ns", "sent_ns": self.sent_ns, "seed": self.seeds}
+            body = {
+                "clock": "time.perf_counter_ns",
+                "sent_ns": self.sent_ns,
+                "received_ns": self.received_ns,
+                "write_ns": self.write_ns,
+                "seed": self.seeds,
+            }
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "POST" and req.path in ("/v1/chat/completions", "/v1/completions"):
             try:
@@ -208,12 +223,13 @@ class PaceServer:
             except (ValueError, AssertionError):
                 err = {"error": {"message": "request body is not a JSON object", "code": 400}}
                 return await self._json(writer, "400 Bad Request", err, ka)
-            return await self._generate(req.path.endswith("chat/completions"), body, writer, ka)
+            chat = req.path.endswith("chat/completions")
+            return await self._generate(chat, body, writer, ka, req.received_ns)
         err = {"error": {"message": f"no route {req.method} {req.path}", "code": 404}}
         await self._json(writer, "404 Not Found", err, ka)
 
     async def _generate(
-        self, chat: bool, body: dict, writer: asyncio.StreamWriter, ka: bool
+        self, chat: bool, body: dict, writer: asyncio.StreamWriter, ka: bool, received_ns: int = 0
     ) -> None:
         cfg = self.config
         n = int(body.get("max_tokens") or cfg.tokens)
@@ -236,7 +252,9 @@ class PaceServer:
             s.active += 1
             s.max_active = max(s.max_active, s.active)
             try:
-                await self._emit(chat, n, usage, stream, include_usage, writer, ka, seed)
+                await self._emit(
+                    chat, n, usage, stream, include_usage, writer, ka, seed, received_ns
+                )
             finally:
                 s.active -= 1
 
@@ -250,6 +268,7 @@ class PaceServer:
         writer: asyncio.StreamWriter,
         ka: bool,
         seed: object = None,
+        received_ns: int = 0,
     ) -> None:
         cfg = self.config
         if stream and cfg.burst:
@@ -285,17 +304,23 @@ class PaceServer:
             writer.write(chunk(frame([ROLE_CHOICE])))
         await writer.drain()
         sent = self.sent_ns[rid] = []
+        before = self.write_ns[rid] = []
         if isinstance(seed, int):
             self.seeds[rid] = seed
+        self.received_ns[rid] = received_ns
         while len(self.sent_ns) > cfg.stamps_kept:
             old = next(iter(self.sent_ns))
             del self.sent_ns[old]
             self.seeds.pop(old, None)
+            self.received_ns.pop(old, None)
+            self.write_ns.pop(old, None)
         for i in range(n):
             delay = t0 + ttft + i * step - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            writer.write(chunk(frame([choice(chat, f"tok{i} ", None)])))
+            data = chunk(frame([choice(chat, f"tok{i} ", None)]))
+            before.append(time.perf_counter_ns())
+            writer.write(data)
             sent.append(time.perf_counter_ns())
             self.stats.tokens_sent += 1
             await writer.drain()
