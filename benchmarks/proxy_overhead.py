@@ -8,10 +8,22 @@ its own process). The client is infertop's lean HTTP client in this process, eve
 stamped with the kernel's receive time.
 
 1. Added latency, at 1 and at --streams concurrent streams, the paths interleaved (each
-   round runs all three, in a rotating order): per token, *arrival at the client − the
-   pace server's send* (the network path alone; the server's own jitter is out); per
-   request, TTFT = first token's arrival − request written. "Added" = a path's p50 / p99
-   minus direct's p50 / p99 (so the client's own cost cancels out).
+   round runs all of them, in a rotating order). Per token: *arrival at the client − the
+   pace server's stamp just before its write* (the network path alone; the server's own
+   jitter is out). Until 2026-12-03 the stamp after the write was used; a proxy that
+   preempts the server on that write (ours, asking for a short scheduler slice) runs
+   before that stamp is taken, so its forward would not have counted. Per request: TTFT =
+   first token's arrival − request written. "Added" = a path's p50 / p99 minus direct's
+   p50 / p99 (so the client's own cost cancels out). Beside it, the same TTFT with the
+   pace server's own wait taken out (its ~20 ms timer, whose jitter of up to a
+   millisecond or more is the same for every path and the largest noise in a p50 of tens
+   of requests): *way in* (the server has the request whole − request written) + *first
+   token's way out* (its arrival − the stamp before its write), each on the server's and
+   the client's one clock; and ours − nginx in the same rounds: nginx, a C streaming
+   proxy, shows what a proxy's two extra loopback hops and wake-ups cost on this machine
+   at all. Scheduler slices: ours asks Linux for 0.1 ms (tui/core/sched_slice.py);
+   ``--nginx-slice-ms`` gives nginx the same, ``--default-slice-too`` adds ours with the
+   kernel's default slice as the path ``ours@default``.
 2. CPU per token: the proxy process's CPU time (utime + stime from /proc; nginx: master
    and worker) over a run of --cpu-streams streams, ÷ tokens forwarded; ours and nginx
    alternate, medians of --cpu-rounds.
@@ -59,6 +71,8 @@ TIMEOUTS = HttpTimeouts(10.0, 60.0, 60.0)
 class Result:
     ttft_ms: list[float] = field(default_factory=list)  # first token arrived − request written
     first_lag_ms: list[float] = field(default_factory=list)  # first token: arrival − send
+    way_in_ms: list[float] = field(default_factory=list)  # server has the request − written
+    path_ttft_ms: list[float] = field(default_factory=list)  # way in + first token's way out
     lag_ms: list[float] = field(default_factory=list)  # every token: arrival − send
     failed: int = 0
 
@@ -114,9 +128,11 @@ async def latency_round(
                 r.failed += 1
                 continue
             t0, stamps = one
-            server = sent["sent_ns"][rid]
+            server = sent["write_ns"][rid]
             r.ttft_ms.append((stamps[0] - t0) / 1e6)
             r.first_lag_ms.append((stamps[0] - server[0]) / 1e6)
+            r.way_in_ms.append((sent["received_ns"][rid] - t0) / 1e6)
+            r.path_ttft_ms.append(r.way_in_ms[-1] + r.first_lag_ms[-1])
             r.lag_ms.extend((a - b) / 1e6 for a, b in zip(stamps, server))
 
 
@@ -244,14 +260,49 @@ def latency_row(name: str, r: Result, res: dict[str, Result]) -> str:
     )
 
 
+def _plus(res: dict[str, Result], name: str, attr: str, q: float) -> str:
+    return f"{added(res, name, attr, q):+7.3f}" if name != "direct" else f"{'–':>7}"
+
+
+def path_rows(res: dict[str, Result]) -> list[str]:
+    """TTFT less the pace server's own wait, per path, and ours − nginx."""
+    out = [
+        "TTFT less the server's wait = way in + first token's way out (ms):",
+        "path        p50      p99 |  +p50     +p99 | way in p50  +p50 | way out p50  +p50",
+    ]
+    for name, r in res.items():
+        if not r.path_ttft_ms:
+            continue
+        out.append(
+            f"{name:<8} {percentile(r.path_ttft_ms, 50):7.3f} {percentile(r.path_ttft_ms, 99):8.3f}"
+            f" | {_plus(res, name, 'path_ttft_ms', 50)} {_plus(res, name, 'path_ttft_ms', 99)} "
+            f"| {percentile(r.way_in_ms, 50):10.3f} {_plus(res, name, 'way_in_ms', 50)} "
+            f"| {percentile(r.first_lag_ms, 50):11.3f} {_plus(res, name, 'first_lag_ms', 50)}"
+        )
+    if res["ours"].path_ttft_ms and res.get("nginx") and res["nginx"].path_ttft_ms:
+        d = [
+            percentile(res["ours"].path_ttft_ms, q) - percentile(res["nginx"].path_ttft_ms, q)
+            for q in (50, 99)
+        ]
+        out.append(f"ours − nginx (same rounds): p50 {d[0]:+.3f} ms, p99 {d[1]:+.3f} ms")
+    return out
+
+
+def slices(args: argparse.Namespace) -> tuple[float, bool]:
+    return args.nginx_slice_ms, args.default_slice_too
+
+
 def run(args: argparse.Namespace) -> list[str]:
     lines: list[str] = [
         f"proxy_overhead.py on {os.cpu_count()} cores ({os.uname().machine}), "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
+        f"{time.strftime('%Y-%m-%d %H:%M')}",
+        "scheduler slices: ours as it asks (infertop proxy --slice-ms, default 0.1 ms), nginx "
+        + (f"{args.nginx_slice_ms:g} ms" if args.nginx_slice_ms else "the kernel's default")
+        + (", ours@default the kernel's default" if args.default_slice_too else ""),
     ]
     levels = [(1, 10.0)] + ([] if args.one_stream else [(args.streams, args.interval_ms)])
     for streams, interval in levels:
-        servers = start_servers(interval, max(256, args.soak_streams + 8), None)
+        servers = start_servers(interval, max(256, args.soak_streams + 8), None, *slices(args))
         try:
             res = asyncio.run(measure_latency(servers, streams, args.tokens, args.rounds))
         finally:
@@ -266,9 +317,10 @@ def run(args: argparse.Namespace) -> list[str]:
         )
         for name, r in res.items():
             lines.append(latency_row(name, r, res))
+        lines += path_rows(res)
     if args.one_stream:
         return lines
-    servers = start_servers(args.cpu_interval_ms, 256, None)
+    servers = start_servers(args.cpu_interval_ms, 256, None, *slices(args))
     try:
         cpu = asyncio.run(
             measure_cpu(servers, args.cpu_streams, 256, args.cpu_requests, args.cpu_rounds)
@@ -323,6 +375,17 @@ def main() -> int:
     ap.add_argument("--soak-s", type=float, default=60.0)
     ap.add_argument("--soak-tokens", type=int, default=100)
     ap.add_argument("--soak-interval-ms", type=float, default=50.0)
+    ap.add_argument(
+        "--default-slice-too",
+        action="store_true",
+        help="also ours with the kernel's default scheduler slice (path ours@default)",
+    )
+    ap.add_argument(
+        "--nginx-slice-ms",
+        type=float,
+        default=0.0,
+        help="give nginx this scheduler slice, as ours asks for its own (0: the kernel's)",
+    )
     ap.add_argument("--out", type=Path, help="also write the report here")
     args = ap.parse_args()
     if args.quick:

@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tui.core.sched_slice import request_for_process  # noqa: E402
+
 PACE = ROOT / "tests" / "support" / "pace_server.py"
 TICKS = os.sysconf("SC_CLK_TCK")
 NGINX_CONF = """
@@ -104,7 +108,32 @@ class Servers:
                     p.wait(5)
 
 
-def start_servers(interval_ms: float, concurrency: int, events: Path | None) -> Servers:
+def start_ours(pace: str, slice_ms: float | None, events: Path | None) -> tuple[Any, str]:
+    """``infertop proxy`` in front of ``pace`` (``slice_ms``: its --slice-ms, None: its
+    default): (process, URL)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
+           f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
+    if slice_ms is not None:
+        cmd += ["--slice-ms", f"{slice_ms:g}"]
+    if events is not None:
+        cmd += ["--events", str(events)]
+    ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    wait_up(url + "/infertop/health")
+    return ours, url
+
+
+def start_servers(
+    interval_ms: float,
+    concurrency: int,
+    events: Path | None,
+    nginx_slice_ms: float = 0.0,
+    default_slice_too: bool = False,
+) -> Servers:
+    """The pace server, nginx and ours; ``nginx_slice_ms``: give nginx's processes that
+    scheduler slice (tui/core/sched_slice.py), as ours asks for its own; ``default_slice_too``:
+    also ours with the kernel's default slice, as the path ``ours@default``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
     procs: list[subprocess.Popen[bytes]] = []
     pace_port = free_port()
@@ -148,14 +177,16 @@ def start_servers(interval_ms: float, concurrency: int, events: Path | None) -> 
         import psutil
 
         cpu_pids["nginx"] = [p.pid] + [c.pid for c in psutil.Process(p.pid).children()]
-    port = free_port()
-    cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
-           f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
-    if events is not None:
-        cmd += ["--events", str(events)]
-    ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        if nginx_slice_ms:
+            for pid in cpu_pids["nginx"]:
+                for r in request_for_process(pid, round(nginx_slice_ms * 1e6)):
+                    if not r.granted:
+                        raise SystemExit(f"nginx's slice: {r.describe()}")
+    if default_slice_too:
+        ours, paths["ours@default"] = start_ours(pace, 0.0, None)
+        procs.append(ours)
+        cpu_pids["ours@default"] = [ours.pid]
+    ours, paths["ours"] = start_ours(pace, None, events)
     procs.append(ours)
-    paths["ours"] = f"http://127.0.0.1:{port}"
-    wait_up(paths["ours"] + "/infertop/health")
     cpu_pids["ours"] = [ours.pid]
     return Servers(pace, paths, cpu_pids, procs, work)

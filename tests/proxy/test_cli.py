@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from tests.support.sched import kernel_keeps_slices
+from tui.core.sched_slice import PROXY_SLICE_NS, get_attr
 from tui.core.session import read_session
 
 SECRET = "sk-cli-SECRET-9"
@@ -41,6 +43,13 @@ def test_listening_beyond_loopback_needs_public(pace, cli_env, args, words) -> N
     url, _ = pace
     r = _run(["--upstream", url, "--kind", "openai", *args], cli_env)
     assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("value", ["500", "-1", "nan"])
+def test_a_slice_out_of_range_is_refused(pace, cli_env, value: str) -> None:
+    url, _ = pace
+    r = _run(["--upstream", url, "--kind", "openai", f"--slice-ms={value}"], cli_env)
+    assert r.returncode == 2 and "--slice-ms" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -96,6 +105,7 @@ def test_the_headless_proxy_with_curl_log_and_events(pace, cli_env, tmp_path) ->
         proxy = line.split()[-1]
         direct, through = _curl(url), _curl(proxy)
         assert through == direct and through.endswith(b"data: [DONE]\n\n")
+        slices = {get_attr(int(t))[5] for t in os.listdir(f"/proc/{proc.pid}/task")}
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
@@ -104,6 +114,12 @@ def test_the_headless_proxy_with_curl_log_and_events(pace, cli_env, tmp_path) ->
     logged = [x for x in err.splitlines() if "/v1/chat/completions" in x]
     assert len(logged) == 1 and " 200 done " in logged[0] and "out=~6" in logged[0]
     assert SECRET not in err
+    # every thread of the proxy forwards with the short slice it asked for, and it says so
+    if kernel_keeps_slices():
+        assert slices == {PROXY_SLICE_NS}
+        assert "scheduler slice: 0.1 ms, asked for with sched_setattr (SCHED_OTHER)" in err
+    else:
+        assert "scheduler slice: the kernel's default: " in err
     (rec,) = read_session(events).records
     assert rec["metrics"]["output_tokens"] == 6 and SECRET not in events.read_text()
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from tui.cli.common import CLIError, fail
 
 DEFAULT_LISTEN = "127.0.0.1:8800"
+PROXY_SLICE_MS = 0.1  # tui/core/sched_slice.py says why
 KINDS = ("ollama", "llama-server", "vllm", "openai")
 ANNOUNCE = "infertop proxy listening on "
 
@@ -64,6 +65,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-engine-truth",
         action="store_true",
         help="vLLM: never read its /metrics (by default read only while no request passes)",
+    )
+    p.add_argument(
+        "--slice-ms",
+        type=float,
+        default=PROXY_SLICE_MS,
+        metavar="MS",
+        help=f"the scheduler slice to ask Linux 6.12+ for, so a woken proxy passes bytes on at "
+        f"once (default {PROXY_SLICE_MS:g}; 0: the kernel's default)",
     )
     p.add_argument("--max-body-mb", type=float, default=32.0, metavar="MB", help="default 32")
     p.add_argument("--max-clients", type=int, default=1024, metavar="N", help="default 1024")
@@ -129,6 +138,8 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str]:
         )
     if not 0 < args.max_body_mb <= 4096 or not 0 < args.read_timeout <= 86_400:
         raise CLIError("--max-body-mb and --read-timeout must be positive and sane")
+    if not 0 <= args.slice_ms <= 100:
+        raise CLIError(f"--slice-ms {args.slice_ms:g}: from 0.1 to 100 (0: the kernel's default)")
     url = upstream_url(args.upstream)
     kind, version, evidence = detect(url, args.kind)
     config = ProxyConfig(
@@ -154,10 +165,16 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     if args.ui:
         return _with_ui(args, config)
-    return serve(config, evidence, log=args.log)
+    from tui.core.sched_slice import request_slice
+
+    slice_ns = round(args.slice_ms * 1e6)
+    sched = (
+        request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
+    )
+    return serve(config, evidence, log=args.log, sched=sched)
 
 
-def serve(config: Any, evidence: str, log: bool) -> int:
+def serve(config: Any, evidence: str, log: bool, sched: str = "") -> int:
     """Run the proxy until SIGINT/SIGTERM (the headless command)."""
     import asyncio
 
@@ -180,6 +197,8 @@ def serve(config: Any, evidence: str, log: bool) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if sched:
+            print(f"infertop proxy: scheduler slice: {sched}", file=sys.stderr, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -228,6 +247,8 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
         str(config.max_clients),
         "--read-timeout",
         str(args.read_timeout),
+        "--slice-ms",
+        str(args.slice_ms),
     ]
     if args.public:
         argv.append("--public")
