@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from tests.support.sched import kernel_keeps_slices
+
 pytestmark = pytest.mark.engine
 
 
@@ -110,6 +112,12 @@ def test_doctor_finds_the_default_engine(infertop_cmd, cli_env):
     ui = cores if cores <= 4 else cores - 1
     assert f"{ui} under the TUI, {cores} headless" in proc.stdout
     assert ("shared cores" in proc.stdout) == (cores <= 4)
+    # the scheduler slice the proxy asks for: kept on Linux 6.12+, else why not
+    (sched,) = [ln for ln in proc.stdout.splitlines() if "proxy slice" in ln]
+    if kernel_keeps_slices():
+        assert sched.startswith("[ok]") and "0.1 ms, asked for with sched_setattr" in sched
+    else:
+        assert "the kernel's default" in sched
 
 
 @pytest.mark.parametrize("sig", ["SIGSEGV", "SIGKILL"])

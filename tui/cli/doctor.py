@@ -56,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
     _check_hardware()
     _check_optional()
     _check_receive_stamps()
+    _check_proxy_slice()
     if getattr(args, "url", None):
         _check_url(args.url, verify_tls=not getattr(args, "insecure", False))
     if cfg is not None:
@@ -257,6 +258,27 @@ def _check_receive_stamps() -> None:
     else:
         detail = "this kernel stamps loopback reads when read: HTTP stamps are read times"
     _line(OK if arrival else INFO, "HTTP receive stamps", detail)
+
+
+def _check_proxy_slice() -> None:
+    """Whether this kernel keeps the short scheduler slice ``infertop proxy`` asks for
+    (tried on a thread of its own, which ends with it)."""
+    import threading
+
+    from tui.core.sched_slice import PROXY_SLICE_NS, SliceResult, request_slice
+
+    found: list[SliceResult] = []
+    probe = threading.Thread(target=lambda: found.append(request_slice(PROXY_SLICE_NS)))
+    probe.start()
+    probe.join(5)
+    if not found:
+        _line(INFO, "proxy slice", "the probe did not answer")
+        return
+    r = found[0]
+    detail = f"{r.describe()}: infertop proxy forwards a read as soon as it is woken"
+    if not r.granted:
+        detail = f"{r.describe()}; infertop proxy forwards as the scheduler lets it"
+    _line(OK if r.granted else INFO, "proxy slice", detail)
 
 
 def _check_url(url: str, verify_tls: bool = True) -> None:
