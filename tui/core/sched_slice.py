@@ -25,6 +25,7 @@ import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from errno import EINVAL
 
 SLICE_MIN_NS = 100_000  # the kernel clamps a custom slice to [0.1 ms, 100 ms]
 SLICE_MAX_NS = 100_000_000
@@ -101,7 +102,11 @@ def request_slice(ns: int, tid: int = 0) -> SliceResult:
     attr = ATTR.pack(ATTR.size, policy, flags & RESET_ON_FORK, nice, priority, ns, 0, 0, 0, 0)
     buf = ctypes.create_string_buffer(attr)
     if syscall(set_nr, ctypes.c_long(tid), buf, ctypes.c_uint(0)) != 0:
-        return SliceResult(ns, None, f"sched_setattr refused: {os.strerror(ctypes.get_errno())}")
+        errno = ctypes.get_errno()
+        why = f"sched_setattr refused: {os.strerror(errno)}"
+        if errno == EINVAL:  # an older kernel that checks the field
+            why += f" (kernel {platform.release()}; custom slices need 6.12+)"
+        return SliceResult(ns, None, why)
     after = get_attr(tid)
     if ns == 0:
         return SliceResult(0, None, "as asked")
