@@ -44,10 +44,13 @@ def readings_of(sample: TelemetrySample) -> tuple[EnergyReading, ...]:
     return tuple(out)
 
 
-def monotonic_from_perf_ns(t_ns: int) -> float:
+def monotonic_from_perf_ns(t_ns: int, offset: float | None = None) -> float:
     """A ``perf_counter_ns()`` stamp on ``time.monotonic()``'s clock (the same clock on
-    Linux and macOS; the offset is taken now in case it is not)."""
-    offset = time.monotonic() - time.perf_counter()
+    Linux and macOS; the offset is taken now in case it is not). Stamps that must keep
+    their distance (a window's two ends) share one ``offset``: two readings of it differ
+    by however long this thread was held between its two clock reads."""
+    if offset is None:
+        offset = time.monotonic() - time.perf_counter()
     return t_ns / 1e9 + offset
 
 
@@ -98,6 +101,9 @@ class EnergyTrack:
 
     def window_ns(self, t0_ns: int, t1_ns: int, output_tokens: int | None) -> EnergyUse | None:
         """:meth:`window` for ``perf_counter_ns()`` stamps (a request's timeline)."""
+        offset = time.monotonic() - time.perf_counter()  # one for both ends: t1 − t0 kept
         return self.window(
-            monotonic_from_perf_ns(t0_ns), monotonic_from_perf_ns(t1_ns), output_tokens
+            monotonic_from_perf_ns(t0_ns, offset),
+            monotonic_from_perf_ns(t1_ns, offset),
+            output_tokens,
         )
