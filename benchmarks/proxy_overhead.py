@@ -70,10 +70,11 @@ TIMEOUTS = HttpTimeouts(10.0, 60.0, 60.0)
 @dataclass
 class Result:
     ttft_ms: list[float] = field(default_factory=list)  # first token arrived − request written
-    first_lag_ms: list[float] = field(default_factory=list)  # first token: arrival − send
+    first_lag_ms: list[float] = field(default_factory=list)  # first token: arrival − write
     way_in_ms: list[float] = field(default_factory=list)  # server has the request − written
     path_ttft_ms: list[float] = field(default_factory=list)  # way in + first token's way out
-    lag_ms: list[float] = field(default_factory=list)  # every token: arrival − send
+    lag_ms: list[float] = field(default_factory=list)  # every token: arrival − write
+    # (write: the pace server's stamp just before its write; see the module docstring)
     failed: int = 0
 
 

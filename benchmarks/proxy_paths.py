@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tui.core.sched_slice import request_for_process  # noqa: E402
+from tui.core.sched_slice import SliceResult, request_slice  # noqa: E402
 
 PACE = ROOT / "tests" / "support" / "pace_server.py"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -106,6 +106,16 @@ class Servers:
                 except subprocess.TimeoutExpired:
                     os.kill(p.pid, signal.SIGKILL)
                     p.wait(5)
+
+
+def request_for_process(pid: int, ns: int) -> list[SliceResult]:
+    """:func:`request_slice` for every thread of process ``pid`` (to give nginx the slice
+    ours asks for, and compare like with like)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError as e:
+        return [SliceResult(ns, None, f"cannot list the threads of {pid}: {e.strerror}")]
+    return [request_slice(ns, tid) for tid in tids]
 
 
 def start_ours(pace: str, slice_ms: float | None, events: Path | None) -> tuple[Any, str]:

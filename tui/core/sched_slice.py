@@ -19,6 +19,7 @@ On other kernels and systems nothing changes and :func:`request_slice` says why.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import struct
@@ -59,6 +60,7 @@ class SliceResult:
         return f"the kernel's default: {self.why}"
 
 
+@functools.cache  # the C library loaded once: a request reads, sets and reads again
 def _libc_syscall() -> tuple[Callable[..., int], int, int] | str:
     if not sys.platform.startswith("linux"):
         return f"custom slices are Linux's; this is {sys.platform}"
@@ -107,22 +109,12 @@ def request_slice(ns: int, tid: int = 0) -> SliceResult:
         if errno == EINVAL:  # an older kernel that checks the field
             why += f" (kernel {platform.release()}; custom slices need 6.12+)"
         return SliceResult(ns, None, why)
-    after = get_attr(tid)
     if ns == 0:
         return SliceResult(0, None, "as asked")
+    after = get_attr(tid)
     if isinstance(after, str) or after[5] != ns:
         release = platform.release()
         return SliceResult(
             ns, None, f"kernel {release} does not keep one: custom slices need 6.12+"
         )
     return SliceResult(ns, ns, f"asked for with sched_setattr ({FAIR_POLICIES[policy]})")
-
-
-def request_for_process(pid: int, ns: int) -> list[SliceResult]:
-    """:func:`request_slice` for every thread of process ``pid`` (Linux; a benchmark gives
-    another program the same slice to compare like with like)."""
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError as e:
-        return [SliceResult(ns, None, f"cannot list the threads of {pid}: {e.strerror}")]
-    return [request_slice(ns, tid) for tid in tids]
