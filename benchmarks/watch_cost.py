@@ -174,6 +174,7 @@ class Watched:
                 raise TimeoutError(self.app.screen())
             time.sleep(0.05)
             readings.append(self._reading())
+        readings.append(self._reading())  # the record may have come after the last one
         rec = self.records()[n0]
         chunks = [c for c in rec["timeline"]["chunks"] if c[1]]
         t0 = rec["t_sent_ns"] + chunks[0][0]
@@ -267,6 +268,8 @@ def cpu_shares(readings: list[Reading], t0: int, t1: int) -> dict[str, float]:
     a = max((r for r in readings if r[0] <= t0), key=lambda r: r[0], default=readings[0])
     b = min((r for r in readings if r[0] >= t1), key=lambda r: r[0], default=readings[-1])
     dt = (b[0] - a[0]) / 1e9
+    if dt <= 0:  # no reading on one side of the window: no share (a crash lost a run)
+        return {k: math.nan for k in ("ui", "app", "term")}
     return {k: 100 * (b[i] - a[i]) / dt for i, k in ((1, "ui"), (2, "app"), (3, "term"))}
 
 
