@@ -97,3 +97,15 @@ def test_the_tui_gives_llamacpp_every_core_on_small_machines_and_leaves_one_on_b
     assert ui_engine_spec(pinned, 16).n_threads == 3  # configured: kept
     server = EngineSpec(name="s", kind="openai", url="http://127.0.0.1:1")
     assert ui_engine_spec(server, 2) is server
+
+
+def test_an_engine_shares_the_uis_cores_when_it_runs_here_on_few_of_them():
+    from tui.engines.placement import shares_cores_with_ui
+
+    here = [spec("l"), spec("s", "http://127.0.0.1:8080/v1"), spec("o", "http://localhost:11434")]
+    there = spec("r", "https://gpu-box.example:8000/v1")
+    for n in (1, 2, 4):
+        assert all(shares_cores_with_ui(e, n) for e in here), n
+        assert not shares_cores_with_ui(there, n)
+    for n in (5, 16):  # the engine leaves the UI a core of its own
+        assert not any(shares_cores_with_ui(e, n) for e in here), n

@@ -121,6 +121,15 @@ def ui_threads(cores: int) -> int:
     return cores if cores <= ALL_CORES_UP_TO else cores - 1
 
 
+def shares_cores_with_ui(spec: EngineSpec, cores: int | None = None) -> bool:
+    """Whether an engine's work takes the cores the TUI draws on: it runs on this
+    machine, and that has at most :data:`ALL_CORES_UP_TO` cores (where an in-process
+    engine gets every core, :func:`ui_threads`, and any other one competes with the UI
+    for so few). There the chat screen paints a new turn before the engine starts on it
+    (tui/app/screens/chat.py)."""
+    return engine_host(spec) == THIS_MACHINE and (cores or os.cpu_count() or 1) <= ALL_CORES_UP_TO
+
+
 def ui_engine_spec(spec: EngineSpec, cores: int | None = None) -> EngineSpec:
     """The spec an engine runs with under the TUI: an in-process llama.cpp engine with no
     ``n_threads`` in config gets :func:`ui_threads`; a configured ``n_threads`` is kept."""

@@ -45,11 +45,13 @@ from tui.chat.events import (
 from tui.chat.hardware import HardwareWatch
 from tui.chat.host import EngineHost
 from tui.core.pauses import settle_heap
-from tui.engines.placement import ABPlan
+from tui.engines.base import GenerationRequest
+from tui.engines.placement import ABPlan, shares_cores_with_ui
 
 NARROW_WIDTH = 110
 SHORT_HEIGHT = 30
 NUMBERS_EVERY = 5  # live numbers and hardware are drawn every this many frames (2 Hz)
+START_AT_LATEST_S = 0.25  # a turn's engine work starts after its first paint, or by then
 
 
 class ChatScreen(ChatEngines):
@@ -196,8 +198,15 @@ class ChatScreen(ChatEngines):
             return False
         for slot, req in requests.items():
             await self.view.add_turn(slot, text, req.request_id)
-        names = " vs ".join(self.core.engine_of(s) for s in requests)
         self._frame_timer.resume()
+        if any(shares_cores_with_ui(self.host(slot).spec) for slot in requests):
+            self._start_when_painted(requests)
+        else:
+            self._start(requests)
+        return True
+
+    def _start(self, requests: dict[str, GenerationRequest]) -> None:
+        names = " vs ".join(self.core.engine_of(s) for s in requests)
         self.run_worker(
             self.core.run_turn(requests),
             group="turn",
@@ -205,7 +214,26 @@ class ChatScreen(ChatEngines):
             exit_on_error=False,
             description=f"turn {self.core.turn_no} on {names}",
         )
-        return True
+
+    def _start_when_painted(self, requests: dict[str, GenerationRequest]) -> None:
+        """Run the turn once the screen has been refreshed with its new turn, for an
+        engine that shares the UI's few cores: laying out and painting a new turn is the
+        UI's costliest moment of an answer (~3x its rate while text streams), and done
+        before the engine starts it takes no core from the engine's prefill and first
+        tokens (docs/performance.md#watching). What waits is the request's send, from
+        which every number is measured (20-70 ms on 2 cores); at most
+        :data:`START_AT_LATEST_S`, should no refresh come."""
+        started = False
+
+        def start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                timer.stop()
+                self._start(requests)
+
+        timer = self.set_timer(START_AT_LATEST_S, start)
+        self.call_after_refresh(start)
 
     async def autoplay(self, prompts: list[str]) -> None:
         """Submit prompts one after another (``infertop replay``); a worker runs this."""
