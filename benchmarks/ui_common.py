@@ -27,6 +27,12 @@ def stat_seconds(stat: str | bytes) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def schedstat_seconds(schedstat: str | bytes) -> float:
+    """The run time, in seconds, from the text of a /proc ``schedstat`` file (its first
+    field: the scheduler's account of the task's time on a CPU, in ns)."""
+    return int(schedstat.split(None, 1)[0]) / 1e9
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time of a process (all its threads, exited ones too), in seconds: to the ns
     from its CPU-time clock, else utime + stime from /proc (10 ms ticks)."""
@@ -42,7 +48,7 @@ def thread_cpu(pid: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            seconds = int((task / "schedstat").read_text().split(None, 1)[0]) / 1e9
+            seconds = schedstat_seconds((task / "schedstat").read_text())
         except (OSError, ValueError, IndexError):
             try:
                 seconds = stat_seconds((task / "stat").read_text())
@@ -92,9 +98,7 @@ class StatClock:
         if self._clock is not None:
             return time.clock_gettime_ns(self._clock) / 1e9
         text = os.pread(self._fd, 4096, 0)
-        if self.precise:
-            return int(text.split(None, 1)[0]) / 1e9
-        return stat_seconds(text)
+        return schedstat_seconds(text) if self.precise else stat_seconds(text)
 
     def close(self) -> None:
         if self._fd >= 0:
