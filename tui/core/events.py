@@ -8,7 +8,15 @@ HTTP engines. Never where it is drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+# What a chunk of generated text is (TextChunk.part). A reasoning model's stream carries
+# its thinking apart from its answer (``reasoning_content``, ``thinking_delta``, a
+# ``<think>`` block, ...); a tool call is an answer too, written as ``name(arguments)``.
+ANSWER: Final = "answer"
+REASONING: Final = "reasoning"
+TOOL: Final = "tool"
+PARTS: Final = (ANSWER, REASONING, TOOL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,11 @@ class TextChunk:
     ``tokens`` is how many generated tokens the engine says this chunk carries, or
     ``None`` when the engine does not say.
 
+    ``part`` says what the text is: :data:`ANSWER` (the answer's text), :data:`REASONING`
+    (the model's thinking, apart from its answer) or :data:`TOOL` (a tool call being
+    written: ``name(`` then its arguments as they stream, then ``)``). A tool call is an
+    answer: it ends the thinking (TTFO, :mod:`tui.core.metrics`).
+
     Not frozen, unlike the other events: there is one per token, a frozen dataclass
     costs about 3x as much to build, and a request's timeline keeps the event itself as
     its :class:`~tui.core.timeline.ChunkStamp`. Treat it as read-only all the same.
@@ -50,6 +63,7 @@ class TextChunk:
     t_ns: int
     text: str
     tokens: int | None = None
+    part: str = ANSWER
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +120,18 @@ class EngineTruth:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the engine reports them (OpenAI ``usage``, Ollama counts, ids)."""
+    """Token counts as the engine reports them (OpenAI ``usage``, Ollama counts, ids).
+
+    ``output_tokens`` counts every generated token, reasoning included;
+    ``reasoning_tokens`` is the part of them the engine says was reasoning
+    (``completion_tokens_details.reasoning_tokens``, the Responses API's
+    ``output_tokens_details.reasoning_tokens``), None where it does not say.
+    """
 
     t_ns: int
     prompt_tokens: int | None
     output_tokens: int | None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

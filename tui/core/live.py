@@ -9,7 +9,10 @@ message at a time (updates are coalesced: a frame shows the latest state).
 Live numbers (exact definitions; final metrics come from compute_metrics):
 - ``tokens``: sum of engine-given per-chunk token counts (a chunk without one counts 1,
   and ``tokens_estimated`` becomes True).
-- ``ttft_ms``: first content chunk − request sent.
+- ``ttft_ms``: first content chunk (of any part) − request sent.
+- ``ttfo_ms``: first chunk of answer text or of a tool call − request sent.
+- ``reasoning_tokens``: the part of ``tokens`` that came in reasoning chunks (counted the
+  same way); ``thinking``: the latest chunk was reasoning.
 - ``last_itl_ms``: the latest gap between content chunks, divided by that chunk's tokens.
 - ``decode_tps``: (tokens − 1) / (t_last − t_first) once two content chunks arrived.
 - ``context_fill``: the engine's latest count of tokens in its context (ContextFill).
@@ -23,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tui.core.events import (
+    ANSWER,
+    REASONING,
     ContextFill,
     Failed,
     Finished,
@@ -45,6 +50,9 @@ class LiveSnapshot:
     done: bool
     itl_recent: list[float]
     context_fill: ContextFill | None = None
+    ttfo_ms: float | None = None
+    reasoning_tokens: int = 0
+    thinking: bool = False
 
 
 class LiveRequest:
@@ -56,6 +64,10 @@ class LiveRequest:
         self._notify = notify
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._pending_parts: list[str] = []  # what each pending text is, once one is not
+        self._t_first_answer: int | None = None
+        self._reasoning_tokens = 0
+        self._thinking = False
         self._notified = False
         self._tokens = 0
         self._estimated = False
@@ -82,6 +94,16 @@ class LiveRequest:
                     self._t_first = event.t_ns
                 self._t_last = event.t_ns
                 self._tokens += k
+                part = event.part
+                self._thinking = part == REASONING
+                if self._thinking:
+                    self._reasoning_tokens += k
+                elif self._t_first_answer is None:
+                    self._t_first_answer = event.t_ns
+                if self._pending_parts or part != ANSWER:
+                    if not self._pending_parts:
+                        self._pending_parts = [ANSWER] * len(self._pending)
+                    self._pending_parts.append(part)
                 self._pending.append(event.text)
             elif isinstance(event, (Finished, Failed)):
                 self.done = True
@@ -96,12 +118,29 @@ class LiveRequest:
         self._notify()
 
     def drain(self) -> str:
-        """The text that arrived since the last drain; re-arms the notification."""
+        """The text that arrived since the last drain, of every part; re-arms the
+        notification."""
+        return "".join(text for _, text in self.drain_parts())
+
+    def drain_parts(self) -> list[tuple[str, str]]:
+        """The text that arrived since the last drain as (part, text) runs, in order,
+        one run per change of part (:data:`~tui.core.events.PARTS`); re-arms the
+        notification."""
         with self._lock:
-            text = "".join(self._pending)
-            self._pending.clear()
+            pending, parts = self._pending, self._pending_parts
+            self._pending, self._pending_parts = [], []
             self._notified = False
-            return text
+        if not pending:
+            return []
+        if not parts:
+            return [(ANSWER, "".join(pending))]
+        runs: list[tuple[str, str]] = []
+        start = 0
+        for i in range(1, len(parts) + 1):
+            if i == len(parts) or parts[i] != parts[start]:
+                runs.append((parts[start], "".join(pending[start:i])))
+                start = i
+        return runs
 
     def snapshot(self) -> LiveSnapshot:
         with self._lock:
@@ -113,6 +152,9 @@ class LiveRequest:
             tps = None
             if self._t_first is not None and self._t_last and self._t_last > self._t_first:
                 tps = (self._tokens - 1) / ((self._t_last - self._t_first) / 1e9)
+            ttfo = None
+            if t0 is not None and self._t_first_answer is not None:
+                ttfo = (self._t_first_answer - t0) / 1e6
             return LiveSnapshot(
                 tokens=self._tokens,
                 tokens_estimated=self._estimated,
@@ -123,4 +165,7 @@ class LiveRequest:
                 done=self.done,
                 itl_recent=self.itl_window.snapshot(),
                 context_fill=self.context_fill,
+                ttfo_ms=ttfo,
+                reasoning_tokens=self._reasoning_tokens,
+                thinking=self._thinking and not self.done,
             )

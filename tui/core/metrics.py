@@ -3,8 +3,22 @@
 All times come from :class:`~tui.core.timeline.RequestTimeline`, stamped at the source.
 Let t0 = request sent, t_first = first chunk with non-empty text, t_last = last chunk
 with non-empty text, t_end = end of the stream, N = output tokens (engine-counted).
+A chunk's text is the answer, reasoning (a model's thinking, streamed apart from its
+answer) or a tool call (an answer too); "chunk" below means any of them unless it says.
 
-- TTFT = t_first − t0. A role-only or empty chunk is not the first token.
+- TTFT = t_first − t0: the first token of any kind, reasoning included (what vLLM's
+  ``bench serve``, AIPerf and GuideLLM call TTFT). A role-only or empty chunk is not the
+  first token.
+- TTFO (time to first output token) = t_first_answer − t0, t_first_answer = the first
+  chunk of answer text or of a tool call. Without reasoning, TTFO = TTFT.
+- Thinking time = t_first_answer − t_first_reasoning; when no answer came after the
+  reasoning, t_last_reasoning − t_first_reasoning; None when no reasoning was streamed.
+- Reasoning tokens R: the engine's count (usage ``reasoning_tokens``); else the sum of
+  engine-given per-chunk counts of the reasoning chunks; else the number of reasoning
+  chunks, marked as an estimate. Answer tokens A = N − R (an estimate when R or N is).
+- Reasoning tok/s = (R − 1) / (t_last_reasoning − t_first_reasoning); answer tok/s =
+  (A − 1) / (t_last_answer − t_first_answer), each over its own chunks that carry
+  tokens.
 - TTFR = first response byte of any kind − t0.
 - ITL (per chunk) = gaps between successive content chunks.
 - ITL (per token) = each gap spread over the tokens its chunk carries: a chunk with k
@@ -61,6 +75,14 @@ class RequestMetrics:
     decode_tps_vs_engine: float | None = None
     finish_reason: str | None = None
     error: str | None = None
+    ttfo_ms: float | None = None
+    thinking_ms: float | None = None
+    reasoning_tokens: int | None = None
+    reasoning_tokens_source: str | None = None  # usage | engine-chunks | chunk-count-...
+    answer_tokens: int | None = None
+    answer_tokens_estimated: bool = False
+    reasoning_tps: float | None = None
+    answer_tps: float | None = None
 
     @property
     def output_tokens_estimated(self) -> bool:
@@ -167,7 +189,58 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
     )
     _add_prefill(m, tl)
     _add_engine_comparison(m, tl)
+    if tl.chunk_part or tl.usage_reasoning_tokens:
+        _add_reasoning(m, tl)
+    else:
+        m.ttfo_ms = m.ttft_ms
+        m.answer_tokens = n_out
+        m.answer_tokens_estimated = m.output_tokens_estimated
+        m.answer_tps = m.decode_tps
     return m
+
+
+def _rate(stamps: list[int], n: int | None) -> float | None:
+    """(n − 1) / (last − first) in tokens per second, over ``stamps``."""
+    if n is None or n < 2 or len(stamps) < 2 or stamps[-1] <= stamps[0]:
+        return None
+    return (n - 1) / ((stamps[-1] - stamps[0]) / 1e9)
+
+
+def reasoning_token_count(tl: RequestTimeline) -> tuple[int | None, str | None]:
+    """R and where it came from (see the module docstring); (None, None) when the
+    request streamed no reasoning and the engine counted none."""
+    if tl.usage_reasoning_tokens is not None:
+        return tl.usage_reasoning_tokens, "usage"
+    _, tokens = tl.part_columns(reasoning=True)
+    if not tokens:
+        return None, None
+    if all(k is not None for k in tokens):
+        return sum(k or 0 for k in tokens), "engine-chunks"
+    return len(tokens), "chunk-count-estimate"
+
+
+def _add_reasoning(m: RequestMetrics, tl: RequestTimeline) -> None:
+    """TTFO, thinking time and the reasoning/answer split (the module docstring)."""
+    t0 = tl.t_sent_ns
+    r_stamps, r_tokens = tl.part_columns(reasoning=True)
+    a_stamps, a_tokens = tl.part_columns(reasoning=False)
+    if t0 is not None and a_stamps:
+        m.ttfo_ms = _ms(a_stamps[0] - t0)
+    if r_stamps:
+        end = a_stamps[0] if a_stamps else r_stamps[-1]
+        m.thinking_ms = _ms(end - r_stamps[0])
+    n_r, r_source = reasoning_token_count(tl)
+    m.reasoning_tokens, m.reasoning_tokens_source = n_r, r_source
+    n_out = m.output_tokens
+    if n_out is not None:
+        m.answer_tokens = max(n_out - (n_r or 0), 0)
+        m.answer_tokens_estimated = m.output_tokens_estimated or (
+            r_source not in (None, "usage", "engine-chunks")
+        )
+    r_stamps, _ = token_columns(r_stamps, r_tokens)
+    a_stamps, _ = token_columns(a_stamps, a_tokens)
+    m.reasoning_tps = _rate(r_stamps, n_r)
+    m.answer_tps = _rate(a_stamps, m.answer_tokens)
 
 
 def _add_prefill(m: RequestMetrics, tl: RequestTimeline) -> None:

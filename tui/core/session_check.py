@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tui.core.events import PARTS
+
 MAX_NS = 10**15  # ~11.6 days: a recorded time past this is no request's
 _TEXT_FIELDS = ("finish_reason", "error", "error_kind", "stamp_source")
 _TRUTH_NUMBERS = (
@@ -56,9 +58,11 @@ def record_problem(rec: Any) -> str | None:
     if not isinstance(chunks, list):
         return "timeline.chunks is not a list"
     for i, chunk in enumerate(chunks):
-        if not (isinstance(chunk, list) and len(chunk) == 3):
-            return f"chunk {i} is not [time, text, tokens]"
-        t, text, tokens = chunk
+        if not (isinstance(chunk, list) and len(chunk) in (3, 4)):
+            return f"chunk {i} is not [time, text, tokens] or [time, text, tokens, part]"
+        t, text, tokens = chunk[:3]
+        if len(chunk) == 4 and chunk[3] not in PARTS:
+            return f"chunk {i}'s part is not one of {', '.join(PARTS)}"
         if not (_is_number(t) and 0 <= t <= MAX_NS):
             return f"chunk {i}'s time is not a time in ns >= 0 ({str(t)[:40]})"
         if not isinstance(text, str):
@@ -69,7 +73,7 @@ def record_problem(rec: Any) -> str | None:
         why = _time_problem(f"timeline.{key}", tl.get(key))
         if why:
             return why
-    for key in ("prompt_tokens", "usage_output_tokens"):
+    for key in ("prompt_tokens", "usage_output_tokens", "usage_reasoning_tokens"):
         if tl.get(key) is not None and not _is_count(tl[key]):
             return f"timeline.{key} is not a whole number >= 0"
     for key in _TEXT_FIELDS:

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.core.events import (
+    ANSWER,
+    PARTS,
+    REASONING,
     EngineReport,
     EngineTruth,
     Failed,
@@ -26,10 +29,12 @@ ChunkStamp = TextChunk
 class RequestTimeline:
     """Everything measured about one request; metrics are computed from this alone.
 
-    Chunks are kept as three parallel lists (arrival stamp, text, engine-given token
-    count), not an object per chunk: ints and strings are not tracked by the garbage
-    collector, so a bench holding thousands of timelines does not make every collection
-    rescan a quarter of a million chunk objects. :attr:`chunks` builds the objects.
+    Chunks are kept as parallel lists (arrival stamp, text, engine-given token count, and
+    what the text is: answer, reasoning or tool call), not an object per chunk: ints and
+    strings are not tracked by the garbage collector, so a bench holding thousands of
+    timelines does not make every collection rescan a quarter of a million chunk objects.
+    :attr:`chunks` builds the objects. ``chunk_part`` stays empty while every chunk is an
+    answer (most streams), and is filled in from the first chunk that is not.
     """
 
     t_sent_ns: int | None = None
@@ -38,8 +43,10 @@ class RequestTimeline:
     chunk_ns: list[int] = field(default_factory=list)
     chunk_text: list[str] = field(default_factory=list)
     chunk_tokens: list[int | None] = field(default_factory=list)
+    chunk_part: list[str] = field(default_factory=list)
     prompt_tokens: int | None = None
     usage_output_tokens: int | None = None
+    usage_reasoning_tokens: int | None = None
     truth: EngineTruth | None = None
     finish_reason: str | None = None
     error: str | None = None
@@ -54,6 +61,10 @@ class RequestTimeline:
             self.chunk_ns.append(event.t_ns)
             self.chunk_text.append(event.text)
             self.chunk_tokens.append(event.tokens)
+            if self.chunk_part:
+                self.chunk_part.append(event.part)
+            elif event.part != ANSWER:
+                self.chunk_part = [ANSWER] * (len(self.chunk_ns) - 1) + [event.part]
         elif isinstance(event, RequestSent):
             self.t_sent_ns = event.t_ns
         elif isinstance(event, FirstByte):
@@ -66,6 +77,8 @@ class RequestTimeline:
                 self.prompt_tokens = event.prompt_tokens
             if event.output_tokens is not None:
                 self.usage_output_tokens = event.output_tokens
+            if event.reasoning_tokens is not None:
+                self.usage_reasoning_tokens = event.reasoning_tokens
         elif isinstance(event, EngineReport):
             self.truth = event.truth
         elif isinstance(event, Finished):
@@ -78,16 +91,36 @@ class RequestTimeline:
             self.finish_reason = "error"
 
     @property
+    def parts(self) -> list[str]:
+        """What each chunk is (:data:`~tui.core.events.PARTS`), in arrival order."""
+        return self.chunk_part or [ANSWER] * len(self.chunk_ns)
+
+    @property
     def chunks(self) -> list[ChunkStamp]:
         """Every chunk, in arrival order (built on each call)."""
         return [
-            ChunkStamp(t, x, k)
-            for t, x, k in zip(self.chunk_ns, self.chunk_text, self.chunk_tokens)
+            ChunkStamp(t, x, k, p)
+            for t, x, k, p in zip(self.chunk_ns, self.chunk_text, self.chunk_tokens, self.parts)
         ]
 
     @property
     def text(self) -> str:
-        return "".join(self.chunk_text)
+        """The answer: the text of every chunk that is not reasoning (tool calls
+        included, as ``name(arguments)``)."""
+        if not self.chunk_part:
+            return "".join(self.chunk_text)
+        return "".join(x for x, p in zip(self.chunk_text, self.chunk_part) if p != REASONING)
+
+    @property
+    def reasoning_text(self) -> str:
+        """The model's thinking, apart from its answer ("" when it showed none)."""
+        if not self.chunk_part:
+            return ""
+        return "".join(x for x, p in zip(self.chunk_text, self.chunk_part) if p == REASONING)
+
+    @property
+    def has_reasoning(self) -> bool:
+        return REASONING in self.chunk_part
 
     @property
     def content_chunks(self) -> list[ChunkStamp]:
@@ -96,11 +129,23 @@ class RequestTimeline:
 
     def content_columns(self) -> tuple[list[int], list[int | None]]:
         """Stamps and token counts of the chunks that carry text (:attr:`content_chunks`
-        without building them)."""
+        without building them), of every part."""
         texts = self.chunk_text
         if all(texts):
             return self.chunk_ns, self.chunk_tokens
         keep = [i for i, x in enumerate(texts) if x]
+        return [self.chunk_ns[i] for i in keep], [self.chunk_tokens[i] for i in keep]
+
+    def part_columns(self, reasoning: bool) -> tuple[list[int], list[int | None]]:
+        """Stamps and token counts of the chunks with text that are reasoning
+        (``reasoning=True``) or answer and tool calls (``False``)."""
+        if not self.chunk_part:
+            return ([], []) if reasoning else self.content_columns()
+        keep = [
+            i
+            for i, (x, p) in enumerate(zip(self.chunk_text, self.chunk_part))
+            if x and (p == REASONING) == reasoning
+        ]
         return [self.chunk_ns[i] for i in keep], [self.chunk_tokens[i] for i in keep]
 
     @property
@@ -114,14 +159,19 @@ class RequestTimeline:
         def rel(t: int | None) -> int | None:
             return None if t is None else t - t0
 
+        chunks: list[list[Any]] = [
+            [t - t0, x, k] for t, x, k in zip(self.chunk_ns, self.chunk_text, self.chunk_tokens)
+        ]
+        for c, p in zip(chunks, self.chunk_part):  # a 4th item only where it is not answer
+            if p != ANSWER:
+                c.append(p)
         return {
             "t_first_byte_ns": rel(self.t_first_byte_ns),
             "t_end_ns": rel(self.t_end_ns),
-            "chunks": [
-                [t - t0, x, k] for t, x, k in zip(self.chunk_ns, self.chunk_text, self.chunk_tokens)
-            ],
+            "chunks": chunks,
             "prompt_tokens": self.prompt_tokens,
             "usage_output_tokens": self.usage_output_tokens,
+            "usage_reasoning_tokens": self.usage_reasoning_tokens,
             "finish_reason": self.finish_reason,
             "error": self.error,
             "error_kind": self.error_kind,
@@ -132,6 +182,7 @@ class RequestTimeline:
     def from_dict(cls, d: dict[str, Any], truth: EngineTruth | None = None) -> RequestTimeline:
         """Inverse of :meth:`to_dict` (times come back relative to a start at 0)."""
         chunks = d.get("chunks", [])
+        parts = [str(c[3]) if len(c) > 3 and c[3] in PARTS else ANSWER for c in chunks]
         return cls(
             t_sent_ns=0,
             t_first_byte_ns=d.get("t_first_byte_ns"),
@@ -139,8 +190,10 @@ class RequestTimeline:
             chunk_ns=[int(c[0]) for c in chunks],
             chunk_text=[str(c[1]) for c in chunks],
             chunk_tokens=[c[2] for c in chunks],
+            chunk_part=parts if any(p != ANSWER for p in parts) else [],
             prompt_tokens=d.get("prompt_tokens"),
             usage_output_tokens=d.get("usage_output_tokens"),
+            usage_reasoning_tokens=d.get("usage_reasoning_tokens"),
             truth=truth,
             finish_reason=d.get("finish_reason"),
             error=d.get("error"),
