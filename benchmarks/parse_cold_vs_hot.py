@@ -6,7 +6,7 @@ read, every read callback runs right after the process has waited in epoll for t
 token, and code and data that were not touched since (the chain's functions, the
 connection's framing, decoder and state objects) are fetched again. This script measures
 that on the real objects, one pace-server token (``data: {...}`` in one HTTP chunk) per
-call: ``Chunked.feed`` → ``SSEDecoder.feed_payloads`` → ``OpenAIStreamState.on_data`` →
+call: ``Chunked.feed`` → ``OpenAIChatDecoder.feed`` (its SSE framing, then the payload) →
 ``RequestTimeline.add``, as the read callback runs them.
 
 - hot: calls back to back;
@@ -47,9 +47,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tui.core.timeline import RequestTimeline  # noqa: E402
-from tui.engines.openai_stream import OpenAIStreamState  # noqa: E402
+from tui.engines.dialects.openai_chat import OpenAIChatDecoder  # noqa: E402
 from tui.transport.http_framing import Chunked  # noqa: E402
-from tui.transport.sse import SSEDecoder  # noqa: E402
 
 
 def token_read(i: int) -> bytes:
@@ -66,14 +65,12 @@ def token_read(i: int) -> bytes:
 
 def chain() -> Callable[[bytes, int], None]:
     """One stream's parse chain, as the read callback runs it for each read."""
-    body, decoder = Chunked(), SSEDecoder()
-    state, timeline = OpenAIStreamState("completions"), RequestTimeline()
+    body, timeline = Chunked(), RequestTimeline()
+    decoder = OpenAIChatDecoder("completions")
+    add = timeline.add
 
     def on_read(data: bytes, t_ns: int) -> None:
-        for payload in decoder.feed_payloads(body.feed(data)):
-            ev = state.on_data(payload, t_ns)
-            if ev is not None:
-                timeline.add(ev)
+        decoder.feed(body.feed(data), t_ns, add)
 
     return on_read
 

@@ -166,7 +166,7 @@ ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "connect_timeout_s": (_NUM, "connect timeout"),
     "read_timeout_s": (_NUM, "HTTP: wait for the response to start (queue + prefill)"),
     "stall_timeout_s": (_NUM, "HTTP: longest gap between streamed bytes (default: read)"),
-    "endpoint": ((str,), "'chat' or 'completions'"),
+    "endpoint": ((str,), "'chat', 'completions' or 'responses' (the OpenAI API's)"),
     "options": ((dict,), "engine-specific options passed through"),
     "telemetry": (
         (str,),
@@ -339,8 +339,10 @@ def _check_values(cfg: Config, v: Validator) -> None:
         if spec.kind not in ENGINE_KINDS:
             known = ", ".join(sorted(ENGINE_KINDS))
             raise v.error(("engines", name, "kind"), f"unknown kind {spec.kind!r} (known: {known})")
-        if spec.endpoint not in ("chat", "completions"):
-            raise v.error(("engines", name, "endpoint"), "must be 'chat' or 'completions'")
+        if spec.endpoint not in ("chat", "completions", "responses"):
+            raise v.error(
+                ("engines", name, "endpoint"), "must be 'chat', 'completions' or 'responses'"
+            )
         for rule in ENGINE_RANGES:
             _in_range(v, ("engines", name, rule[0]), getattr(spec, rule[0]), rule)
         _check_options(v, name, spec.kind, spec.options)

@@ -62,12 +62,16 @@ def test_the_definition_names_every_rule() -> None:
         assert words in SLO_DEFINITION
 
 
-def test_vllm_usage_cached_tokens_are_read_only_when_well_formed() -> None:
-    from tui.engines.vllm import usage_cached_tokens
+def test_usage_cached_tokens_are_read_only_when_well_formed() -> None:
+    from tui.engines.dialects.openai_chat import OpenAIChatDecoder
 
-    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": 192}}) == 192
-    assert usage_cached_tokens({"prompt_tokens_details": None}) is None
-    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": True}}) is None
-    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": -1}}) is None
-    assert usage_cached_tokens({"prompt_tokens_details": {"cached_tokens": "5"}}) is None
-    assert usage_cached_tokens(None) is None
+    def cached(usage: object) -> int | None:
+        dec = OpenAIChatDecoder()
+        dec._take_usage({"completion_tokens": 1, "prompt_tokens_details": usage}, 1)
+        return dec.cached_tokens
+
+    assert cached({"cached_tokens": 192}) == 192
+    assert cached(None) is None
+    assert cached({"cached_tokens": True}) is None
+    assert cached({"cached_tokens": -1}) is None
+    assert cached({"cached_tokens": "5"}) is None

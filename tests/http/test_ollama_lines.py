@@ -1,22 +1,18 @@
-"""Ollama's NDJSON line parser (read_line) and truth_from_final on hostile values."""
+"""Ollama's NDJSON line decoder (tui/engines/dialects/ollama.py) and truth_from_final on
+hostile values."""
 
 from __future__ import annotations
 
 import pytest
 
-from tui.core.events import EngineReport, StreamEvent, TextChunk
-from tui.engines.ollama import (
-    StreamProtocolError,
-    StreamServerError,
-    StreamState,
-    read_line,
-    truth_from_final,
-)
+from tui.core.events import ANSWER, REASONING, EngineReport, StreamEvent, TextChunk
+from tui.engines.dialects.ollama import OllamaDecoder, truth_from_final
+from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 
 
 def read(line: str) -> list[StreamEvent]:
     out: list[StreamEvent] = []
-    read_line(line, 1, StreamState(), out.append)
+    OllamaDecoder().payload(line, 1, out.append)
     return out
 
 
@@ -26,9 +22,10 @@ def test_thinking_with_content_that_is_not_text_keeps_the_thinking() -> None:
     assert isinstance(ev, TextChunk) and ev.text == "hmm"
 
 
-def test_thinking_then_content_are_one_chunk() -> None:
-    (ev,) = read('{"message": {"thinking": "a", "content": "b"}}')
-    assert isinstance(ev, TextChunk) and ev.text == "ab"
+def test_thinking_then_content_are_two_parts() -> None:
+    a, b = read('{"message": {"thinking": "a", "content": "b"}}')
+    assert isinstance(a, TextChunk) and (a.part, a.text) == (REASONING, "a")
+    assert isinstance(b, TextChunk) and (b.part, b.text) == (ANSWER, "b")
 
 
 def test_json_nested_too_deep_is_a_malformed_line() -> None:

@@ -36,7 +36,8 @@ class EngineSpec:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
     stall_timeout_s: float | None = None  # HTTP: longest gap between body reads (None: read)
-    endpoint: str = "chat"  # "chat" (/v1/chat/completions) or "completions"
+    # "chat" (/v1/chat/completions), "completions" or "responses" (the Responses API)
+    endpoint: str = "chat"
     options: dict[str, Any] = field(default_factory=dict)  # passed through to the engine
     telemetry: str | None = None  # whose hardware the panel shows (tui/telemetry/sources.py)
 

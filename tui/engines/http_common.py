@@ -49,12 +49,21 @@ def base_url(spec: EngineSpec) -> str:
     return url[:-3] if url.endswith("/v1") else url
 
 
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API's version header (its only one)
+
+
 def request_headers(spec: EngineSpec, api_key: str | None) -> dict[str, str]:
-    """Headers sent with every request: User-Agent, the spec's own, Authorization.
-    EngineError for a header that cannot be sent (CR/LF in it: header injection)."""
+    """Headers sent with every request: User-Agent, the spec's own, the API key
+    (``Authorization: Bearer``; Anthropic's API: ``x-api-key`` and its
+    ``anthropic-version``). EngineError for a header that cannot be sent (CR/LF in it:
+    header injection)."""
     headers = {"User-Agent": USER_AGENT}
+    if spec.kind == "anthropic":
+        headers["anthropic-version"] = ANTHROPIC_VERSION
     headers.update(spec.headers)
-    if api_key:
+    if api_key and spec.kind == "anthropic":
+        headers["x-api-key"] = api_key
+    elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     for name, value in headers.items():
         try:

@@ -16,8 +16,10 @@ Anything else is a bug in infertop, not a transport fault: it is not caught here
 relay ends the stream with ``Failed(kind="internal")`` naming it.
 
 A subclass says what to send (:meth:`build_body`, :meth:`stream_url`), what the body is
-(:attr:`content_type`), how to read it (:meth:`new_state`, :meth:`read_body`) and how it
-ends (:meth:`finish`).
+(:attr:`content_type`), which decoder reads it (:meth:`new_state`: one of
+tui/engines/dialects, the proxy's too) and how it ends (:meth:`finish`). Reading is the
+same for all: each read stamped where it arrived, fed to the decoder, the stall deadline
+checked per event (:meth:`read_body`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, ClassVar
 import httpx
 
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed, RequestSent, StampSource, StreamEvent
+from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
 from tui.engines.base import (
     BatchedEngine,
     EngineError,
@@ -41,6 +43,7 @@ from tui.engines.base import (
     controls_from_body,
     refused,
 )
+from tui.engines.dialects.base import StreamDecoder
 from tui.engines.http_common import (
     access_for,
     base_url,
@@ -52,8 +55,14 @@ from tui.engines.http_common import (
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.access import HttpAccess
 from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
-from tui.transport.http_calls import error_body, fetch_whole, post_json, stamp_source
-from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts, WholeResponse
+from tui.transport.http_calls import (
+    error_body,
+    fetch_whole,
+    post_json,
+    read_stamped,
+    stamp_source,
+)
+from tui.transport.http_io import TRANSPORT_ERRORS, EventDeadline, HttpTimeouts, WholeResponse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
 from tui.transport.sse import EventTooLarge
 from tui.transport.whole import json_body
@@ -237,17 +246,39 @@ class HttpStreamEngine(BatchedEngine):
         """The JSON body of a streamed request."""
 
     @abc.abstractmethod
-    def new_state(self) -> Any:
-        """What :meth:`read_body` keeps of one stream."""
+    def new_state(self) -> StreamDecoder:
+        """The decoder of one streamed answer (tui/engines/dialects)."""
 
-    @abc.abstractmethod
-    async def read_body(self, resp: Response, state: Any, emit: Emit) -> None:
-        """Read the streamed body, stamped, emitting events; raise StreamProtocolError /
-        StreamServerError for what the protocol or the server says is wrong."""
+    async def read_body(self, resp: Response, state: StreamDecoder, emit: Emit) -> None:
+        """Read the streamed body, each read stamped where it arrived and fed to the
+        decoder; the stall deadline holds per event (a drip fails with EventStalled).
+        The decoder's own faults (StreamProtocolError, StreamServerError, EventTooLarge)
+        pass up. Ends with the decoder closed: its held text and the server's counts."""
+        deadline = EventDeadline(self.timeouts.stall)
+        feed = state.feed
+        first = True
+
+        def on_part(t_ns: int, part: bytes) -> bool:
+            nonlocal first
+            if first:
+                emit(FirstByte(t_ns))
+                first = False
+            completed = feed(part, t_ns, emit)  # EventTooLarge: an endless event
+            if state.complete:
+                return True
+            deadline.check(t_ns, state.pending, completed)  # EventStalled: a drip
+            return False
+
+        await read_stamped(resp, self.timeouts, on_part)
+        state.close(time.perf_counter_ns(), emit)
 
     @abc.abstractmethod
     async def finish(self, state: Any, context: Any) -> list[StreamEvent]:
         """After the body: the last events, ending with exactly one Finished or Failed."""
 
-    def emit_partial(self, state: Any, emit: Emit) -> None:
-        """Before a Failed: pass on what the server already counted (default: nothing)."""
+    def emit_partial(self, state: StreamDecoder, emit: Emit) -> None:
+        """Before a Failed: pass on the token counts the server already gave (unless the
+        decoder's close already did)."""
+        usage = None if state.closed else state.usage_event()
+        if usage is not None:
+            emit(usage)

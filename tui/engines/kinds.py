@@ -12,6 +12,7 @@ from tui.engines.base import Engine, EngineError
 ENGINE_KINDS: dict[str, str] = {
     "llamacpp": "tui.engines.llamacpp:LlamaCppEngine",
     "openai": "tui.engines.openai_compat:OpenAICompatEngine",
+    "anthropic": "tui.engines.anthropic:AnthropicEngine",
     "llama-server": "tui.engines.llama_server:LlamaServerEngine",
     "vllm": "tui.engines.vllm:VLLMEngine",
     "ollama": "tui.engines.ollama:OllamaEngine",
@@ -22,7 +23,8 @@ ENGINE_KINDS: dict[str, str] = {
 
 KIND_HELP: dict[str, str] = {
     "llamacpp": "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
-    "openai": "any OpenAI-compatible server at url (streaming chat or completions)",
+    "openai": "any OpenAI-compatible server at url (endpoint: chat, completions or responses)",
+    "anthropic": "a server speaking Anthropic's Messages API (/v1/messages) at url",
     "llama-server": "llama.cpp's llama-server at url; its timings are the engine truth",
     "vllm": "vLLM's OpenAI server at url; engine truth from its /metrics",
     "ollama": "Ollama at url (native /api/chat; durations are the engine truth)",
@@ -46,6 +48,7 @@ KIND_OPTIONS: dict[str, dict[str, tuple[type, ...]]] = {
         "type_v": (str,),
     },
     "openai": dict(_HTTP_OPTIONS),
+    "anthropic": dict(_HTTP_OPTIONS),
     # binary: the llama-server infertop starts when the engine has a model and no url
     "llama-server": {**_HTTP_OPTIONS, "timings_per_token": (bool,), "binary": (str,)},
     "vllm": {**_HTTP_OPTIONS, "continuous_usage_stats": (bool,), "metrics_truth": (bool,)},

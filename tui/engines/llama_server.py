@@ -1,12 +1,9 @@
 """llama.cpp's llama-server: the OpenAI API plus its own ``timings`` as engine truth.
 
-The last stream chunk carries ``timings``: prompt_n (prompt tokens evaluated; prefix-cache
-hits excluded), prompt_ms, predicted_n, predicted_ms, predicted_per_second, cache_n
-(prompt tokens reused from the cache). predicted_ms spans first to last generated token,
-so the engine's decode speed is (predicted_n − 1) / predicted_ms — the same definition
-as ours, and exactly llama-server's predicted_per_second. ``cache_prompt: false`` is sent
-when the request asks for a cold prefill; ``ignore_eos`` when it asks for exactly
-max_tokens.
+The last stream chunk carries ``timings`` (what each field means, and the engine's report
+made of it: tui/engines/dialects/llama.py, which the proxy reads it with too).
+``cache_prompt: false`` is sent when the request asks for a cold prefill; ``ignore_eos``
+when it asks for exactly max_tokens.
 
 KV cache: the slot's context size comes from /props; the cache's per-token size from the
 model's own GGUF metadata, read from the file /props names when the server is on this
@@ -25,43 +22,13 @@ from urllib.parse import urlsplit
 from tui.core.events import EngineTruth
 from tui.core.kv import UnsupportedLayout, layout_from_metadata
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
+from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.llama import truth_from_timings
 from tui.engines.gguf import read_gguf_metadata
 from tui.engines.openai_compat import OpenAICompatEngine
-from tui.engines.openai_stream import OpenAIStreamState
 from tui.transport.http_io import TRANSPORT_ERRORS
 from tui.transport.prometheus import Scrape, ScrapeError, parse
 from tui.transport.whole import json_body
-
-
-def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) -> EngineTruth:
-    """EngineTruth from llama-server's ``timings`` (and ``usage`` for the totals)."""
-
-    def num(d: dict[str, Any] | None, key: str) -> float | None:
-        v = (d or {}).get(key)
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-    def count(d: dict[str, Any] | None, key: str) -> int | None:
-        v = num(d, key)
-        return None if v is None else int(v)
-
-    prompt_n, cache_n = count(timings, "prompt_n"), count(timings, "cache_n")
-    prompt_total = count(usage, "prompt_tokens")
-    if prompt_total is None and prompt_n is not None:
-        prompt_total = prompt_n + (cache_n or 0)
-    predicted_n = count(timings, "predicted_n")
-    return EngineTruth(
-        prompt_tokens=prompt_total,
-        prompt_eval_tokens=prompt_n,
-        prompt_ms=num(timings, "prompt_ms"),
-        output_tokens=count(usage, "completion_tokens") or predicted_n,
-        # predicted_ms runs from the first generated token to the last: N − 1 tokens in it
-        # (llama-server's own predicted_per_second is (predicted_n − 1) / predicted_ms).
-        decode_tokens=None if predicted_n is None else max(predicted_n - 1, 0),
-        decode_ms=num(timings, "predicted_ms"),
-        cached_tokens=cache_n,
-        source="llama-server timings",
-        raw=dict(timings),
-    )
 
 
 class LlamaServerEngine(OpenAICompatEngine):
@@ -121,11 +88,12 @@ class LlamaServerEngine(OpenAICompatEngine):
         except ScrapeError:
             return None
 
-    def engine_truth(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+    def engine_truth(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         timings = state.extra.get("timings")
         if not isinstance(timings, dict):
             return None
-        return truth_from_timings(timings, state.usage)
+        usage = getattr(state, "usage", None)
+        return truth_from_timings(timings, usage if isinstance(usage, dict) else None)
 
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})

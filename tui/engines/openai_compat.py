@@ -1,11 +1,14 @@
-"""Any OpenAI-compatible server: streaming /v1/chat/completions or /v1/completions.
+"""Any OpenAI-compatible server: streaming /v1/chat/completions, /v1/completions or
+/v1/responses (the Responses API: ``endpoint = "responses"``).
 
-Requests ask for ``stream_options.include_usage`` so the server counts the tokens. A
+Chat and completions requests ask for ``stream_options.include_usage`` so the server
+counts the tokens; a Responses stream ends with its usage in ``response.completed``. A
 role-only or empty first chunk is not a token (it becomes no TextChunk; its bytes still
-mark TTFR). When the server sends no ``usage``, no Usage event is emitted and the metrics
-label the token count as an estimate (payloads are parsed by tui/engines/openai_stream.py).
-Server-specific engines (llama-server, vLLM)
-subclass :class:`OpenAICompatEngine` and override the small hooks at the bottom.
+mark TTFR). When the server sends no usage, no Usage event is emitted and the metrics
+label the token count as an estimate. Payloads are read by the wire format's decoder
+(tui/engines/dialects), the same the proxy uses. Server-specific engines (llama-server,
+vLLM, Anthropic's API) subclass :class:`OpenAICompatEngine` and override the small hooks
+at the bottom.
 """
 
 from __future__ import annotations
@@ -13,29 +16,23 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from tui.core.events import (
-    EngineReport,
-    EngineTruth,
-    Failed,
-    Finished,
-    FirstByte,
-    StreamEvent,
-)
+from tui.core.events import EngineReport, EngineTruth, Failed, StreamEvent
 from tui.engines.base import (
     EngineError,
     EngineInfo,
     EngineSpec,
     GenerationRequest,
 )
-from tui.engines.http_engine import HttpStreamEngine, Response
-from tui.engines.openai_stream import (
-    OpenAIStreamState,
-    usage_event,
-)
-from tui.transport.http_calls import read_stamped
-from tui.transport.http_io import EventDeadline
-from tui.transport.reader_loop import Emit
-from tui.transport.sse import SSEDecoder
+from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.openai_chat import OpenAIChatDecoder
+from tui.engines.dialects.responses import ResponsesDecoder
+from tui.engines.http_engine import HttpStreamEngine
+
+ENDPOINTS = {
+    "chat": "/v1/chat/completions",
+    "completions": "/v1/completions",
+    "responses": "/v1/responses",
+}
 
 
 def listed_context_size(listed: list[dict[str, Any]], model: str | None) -> int | None:
@@ -54,13 +51,15 @@ class OpenAICompatEngine(HttpStreamEngine):
     kind: ClassVar[str] = "openai"
     content_type: ClassVar[str] = "event-stream"
     content_name: ClassVar[str] = "an event stream"
+    endpoints: ClassVar[tuple[str, ...]] = tuple(ENDPOINTS)
 
     def __init__(self, spec: EngineSpec) -> None:
         super().__init__(spec)
-        if spec.endpoint not in ("chat", "completions"):
+        if spec.endpoint not in self.endpoints:
             raise EngineError(
-                f"engine {spec.name!r}: endpoint must be 'chat' or 'completions' "
-                f"(got {spec.endpoint!r})"
+                f"engine {spec.name!r}: endpoint must be "
+                + " or ".join(repr(e) for e in self.endpoints)
+                + f" (got {spec.endpoint!r})"
             )
         self.context_size: int | None = None  # from /v1/models, where the server says
 
@@ -115,45 +114,12 @@ class OpenAICompatEngine(HttpStreamEngine):
         return self.url_for(self.spec.endpoint)
 
     def url_for(self, endpoint: str) -> str:
-        path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
-        return self.base + path
+        return self.base + ENDPOINTS.get(endpoint, ENDPOINTS["chat"])
 
-    def new_state(self) -> OpenAIStreamState:
-        return OpenAIStreamState(self.spec.endpoint)
-
-    async def read_body(self, resp: Response, state: OpenAIStreamState, emit: Emit) -> None:
-        decoder = SSEDecoder()
-        deadline = EventDeadline(self.timeouts.stall)
-        first = True
-
-        def on_part(t_ns: int, part: bytes) -> bool:
-            nonlocal first
-            if first:
-                emit(FirstByte(t_ns))
-                first = False
-            payloads = decoder.feed_payloads(part)  # EventTooLarge: an endless event
-            for data in payloads:
-                ev = state.on_data(data, t_ns)
-                if ev is not None:
-                    emit(ev)
-                if state.done:
-                    return True
-            deadline.check(t_ns, decoder.pending, bool(payloads))  # EventStalled: a drip
-            return False
-
-        await read_stamped(resp, self.timeouts, on_part)
-        if state.done:
-            return
-        now = time.perf_counter_ns()
-        for sse in decoder.close():
-            ev = state.on_data(sse.data, now)
-            if ev is not None:
-                emit(ev)
-
-    def emit_partial(self, state: OpenAIStreamState, emit: Emit) -> None:
-        """Before a Failed: pass on the token counts the server already gave."""
-        if state.usage is not None and state.usage_t_ns is not None:
-            emit(usage_event(state))
+    def new_state(self) -> StreamDecoder:
+        if self.spec.endpoint == "responses":
+            return ResponsesDecoder()
+        return OpenAIChatDecoder(self.spec.endpoint)
 
     # --- hooks for server-specific engines -------------------------------------------
 
@@ -166,6 +132,8 @@ class OpenAICompatEngine(HttpStreamEngine):
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
+        if self.spec.endpoint == "responses":
+            return self.responses_body(request)
         if self.model:
             body["model"] = self.model
         if request.seed is not None:
@@ -180,35 +148,41 @@ class OpenAICompatEngine(HttpStreamEngine):
             body.update(extra)
         return body
 
+    def responses_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The Responses API's body: the conversation as ``input``, its own name for the
+        length cap (``max_output_tokens``); it has no ``seed`` and no stream options."""
+        body: dict[str, Any] = {
+            "stream": True,
+            "input": request.messages,
+            "max_output_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        }
+        if self.model:
+            body["model"] = self.model
+        extra = self.spec.options.get("extra_body")
+        if isinstance(extra, dict):
+            body.update(extra)
+        return body
+
     async def before_request(self) -> Any:
         """Reader loop, before RequestSent: gather what ``finish`` compares against."""
         return None
 
-    def engine_truth(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+    def engine_truth(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         """The server's own numbers for this request, if it gives any."""
         return None
 
-    async def finish(self, state: OpenAIStreamState, context: Any) -> list[StreamEvent]:
-        """Reader loop, after the body ended: Usage, EngineReport, then Finished/Failed."""
-        out: list[StreamEvent] = []
-        if state.usage is not None:
-            out.append(usage_event(state))
-        t_end = state.last_t_ns or time.perf_counter_ns()
-        if not state.done and state.finish_reason is None:
-            out.append(
-                Failed(
-                    time.perf_counter_ns(),
-                    "the stream ended before the server finished (no finish_reason, no [DONE]): "
-                    "the connection was closed mid-stream",
-                    "protocol",
-                )
-            )
-            return out
+    async def finish(self, state: StreamDecoder, context: Any) -> list[StreamEvent]:
+        """Reader loop, after the body ended (its Usage already emitted): EngineReport,
+        then Finished, or Failed when the server never said the answer was over."""
+        end = state.end(time.perf_counter_ns())
+        if isinstance(end, Failed):
+            return [end]
         truth = await self.truth_after(state, context)
         if truth is not None:
-            out.append(EngineReport(t_end, truth))
-        out.append(Finished(t_end, state.finish_reason or "stop"))
-        return out
+            return [EngineReport(end.t_ns, truth), end]
+        return [end]
 
-    async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
+    async def truth_after(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         return self.engine_truth(state, context)

@@ -26,20 +26,13 @@ from typing import Any, ClassVar
 
 from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
+from tui.engines.dialects.base import StreamDecoder
 from tui.engines.openai_compat import OpenAICompatEngine
-from tui.engines.openai_stream import OpenAIStreamState
 from tui.transport.http_io import TRANSPORT_ERRORS
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
 
 E2E = "vllm:e2e_request_latency_seconds"
 USAGE_CACHED_SOURCE = "vLLM usage.prompt_tokens_details.cached_tokens"
-
-
-def usage_cached_tokens(usage: dict[str, Any] | None) -> int | None:
-    """``usage.prompt_tokens_details.cached_tokens`` when the server sent it (an int ≥ 0)."""
-    details = (usage or {}).get("prompt_tokens_details")
-    n = details.get("cached_tokens") if isinstance(details, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 SETTLE_S = 1.0  # vLLM records a finished request's stats just after the last chunk
@@ -132,8 +125,8 @@ class VLLMEngine(OpenAICompatEngine):
             return before
         return await self._scrape()
 
-    async def truth_after(self, state: OpenAIStreamState, context: Any) -> EngineTruth | None:
-        cached = usage_cached_tokens(state.usage)
+    async def truth_after(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
+        cached = state.cached_tokens
         if not isinstance(context, Scrape):
             if cached is None:
                 return None
