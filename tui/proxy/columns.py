@@ -40,6 +40,10 @@ def ttft_text(r: RequestRow) -> str:
     return "n/s" if r.stream is False else ms_text(r.ttft_ms)
 
 
+def ttfo_text(r: RequestRow) -> str:
+    return "n/s" if r.stream is False else ms_text(r.ttfo_ms)
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("state", "state", 10, 0, state_text, lambda r: STATE_ORDER.get(r.state, 9), False),
     Column("client", "client", 15, 9, lambda r: r.client, lambda r: r.client, False, True),
@@ -62,6 +66,7 @@ COLUMNS: tuple[Column, ...] = (
         lambda r: r.output_tokens,
     ),
     Column("ttft_ms", "TTFT", 6, 3, ttft_text, lambda r: r.ttft_ms),
+    Column("ttfo_ms", "TTFO", 6, 10, ttfo_text, lambda r: r.ttfo_ms),
     Column("tps", "tok/s", 5, 4, lambda r: tps_text(r.tps), lambda r: r.tps),
     Column("itl_p50_ms", "ITL50", 6, 5, lambda r: ms_text(r.itl_p50_ms), lambda r: r.itl_p50_ms),
     Column("age_ms", "age", 5, 6, lambda r: age_text(r.age_ms), lambda r: r.age_ms),
@@ -93,6 +98,10 @@ def detail_text(r: RequestRow) -> str:
         f"{tokens_text(r.output_tokens, r.output_estimated)} out"
         + (" (estimate: chunks)" if r.output_estimated else "")
     )
+    if r.reasoning_tokens:
+        parts.append(f"{r.reasoning_tokens} of them reasoning")
+    if r.ttfo_ms is not None and r.ttfo_ms != r.ttft_ms:
+        parts.append(f"TTFO {ms_text(r.ttfo_ms)}")
     if r.e2e_ms is not None:
         parts.append(f"e2e {ms_text(r.e2e_ms)}")
     if r.error:

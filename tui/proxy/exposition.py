@@ -11,8 +11,13 @@ Counted per (upstream, model, route); labels are bounded (:mod:`tui.proxy.routes
 - ``infertop_proxy_output_tokens_total`` — output tokens: the engine's count where it
   gave one, else the number of chunks with text; ``..._output_tokens_estimated_total`` is
   the part that was such an estimate.
+- ``infertop_proxy_reasoning_tokens_total`` — of the output tokens, those a reasoning
+  model spent thinking (the engine's count where it gave one, else its reasoning
+  chunks); ``..._reasoning_tokens_estimated_total`` the part that was such an estimate.
 - ``infertop_proxy_ttft_seconds`` (histogram) — TTFT of streamed generation requests:
-  first chunk with text − request forwarded upstream.
+  first chunk with text (reasoning included) − request forwarded upstream.
+- ``infertop_proxy_ttfo_seconds`` (histogram) — TTFO of streamed generation requests:
+  first chunk of answer text or of a tool call − request forwarded upstream.
 - ``infertop_proxy_itl_seconds`` (histogram) — per-token inter-token latency: each gap
   between chunks with text, spread over the tokens its chunk carries (k values of g/k).
 - ``infertop_proxy_e2e_seconds`` (histogram) — request forwarded → response ended.
@@ -78,7 +83,10 @@ class ProxyMetrics:
         self.prompt_tokens: defaultdict[Key, int] = defaultdict(int)
         self.output_tokens: defaultdict[Key, int] = defaultdict(int)
         self.output_estimated: defaultdict[Key, int] = defaultdict(int)
+        self.reasoning_tokens: defaultdict[Key, int] = defaultdict(int)
+        self.reasoning_estimated: defaultdict[Key, int] = defaultdict(int)
         self.ttft: dict[Key, Histogram] = {}
+        self.ttfo: dict[Key, Histogram] = {}
         self.itl: dict[Key, Histogram] = {}
         self.e2e: dict[Key, Histogram] = {}
         self.in_flight = 0
@@ -106,9 +114,12 @@ class ProxyMetrics:
             self.prompt_tokens,
             self.output_tokens,
             self.output_estimated,
+            self.reasoning_tokens,
+            self.reasoning_estimated,
         ):
             series[key] += 0
         _hist(self.ttft, key, TTFT_BUCKETS)
+        _hist(self.ttfo, key, TTFT_BUCKETS)
         _hist(self.itl, key, ITL_BUCKETS)
         _hist(self.e2e, key, E2E_BUCKETS)
 
@@ -128,8 +139,14 @@ class ProxyMetrics:
             self.output_tokens[key] += m.output_tokens
             if m.output_tokens_estimated:
                 self.output_estimated[key] += m.output_tokens
+        if m.reasoning_tokens:
+            self.reasoning_tokens[key] += m.reasoning_tokens
+            if m.reasoning_tokens_source == "chunk-count-estimate":
+                self.reasoning_estimated[key] += m.reasoning_tokens
         if streamed and m.ttft_ms is not None:
             _hist(self.ttft, key, TTFT_BUCKETS).observe(m.ttft_ms / 1000.0)
+        if streamed and m.ttfo_ms is not None:
+            _hist(self.ttfo, key, TTFT_BUCKETS).observe(m.ttfo_ms / 1000.0)
         if m.itl_token_ms:
             h = _hist(self.itl, key, ITL_BUCKETS)
             for v in m.itl_token_ms:
@@ -160,11 +177,22 @@ class ProxyMetrics:
                 "Output tokens (engine count, else chunks).",
             ),
             ("output_tokens_estimated_total", self.output_estimated, "Output tokens estimated."),
+            (
+                "reasoning_tokens_total",
+                self.reasoning_tokens,
+                "Of the output tokens, reasoning (engine count, else chunks).",
+            ),
+            (
+                "reasoning_tokens_estimated_total",
+                self.reasoning_estimated,
+                "Reasoning tokens estimated.",
+            ),
         ):
             out += _head(name, "counter", text)
             out += [f"{PREFIX}{name}{{{labels(k)}}} {v}" for k, v in sorted(series.items())]
         for name, hists, text in (
             ("ttft_seconds", self.ttft, "Time to first token of streamed requests."),
+            ("ttfo_seconds", self.ttfo, "Time to first answer token of streamed requests."),
             ("itl_seconds", self.itl, "Inter-token latency, per token."),
             ("e2e_seconds", self.e2e, "Request forwarded to response ended."),
         ):

@@ -2,18 +2,18 @@
 
 An observer reads a copy of what is forwarded (already passed on: it never holds bytes
 back) and feeds the request's record (:class:`~tui.proxy.record.ProxiedRequest`) with
-the same parsers infertop's own engines use:
+the same decoders infertop's own engines use (tui/engines/dialects), chosen by the
+request's route and the answer's content type:
 
-- ``text/event-stream`` from the OpenAI API: :class:`~tui.engines.openai_stream.
-  OpenAIStreamState` per ``data:`` payload (role-only chunks are no token; ``usage``
-  counts; llama-server's ``timings`` become the engine's report);
-- ``text/event-stream`` from llama-server's own ``/completion``: ``content`` per payload,
-  ``tokens_predicted`` / ``tokens_evaluated`` and ``timings`` on the last (``stop``);
-- ``application/x-ndjson`` (Ollama): :func:`~tui.engines.ollama.read_line` per line
-  (``eval_count`` and the durations of the ``done`` line);
-- ``application/json`` (an answer not streamed): read whole, up to
-  :data:`WHOLE_LIMIT` bytes; its text is one chunk at the time the body ended (so its
-  TTFT is its e2e, and the view shows none);
+- ``text/event-stream``: the route's dialect — OpenAI chat or text completions, the
+  Responses API, Anthropic Messages, llama-server's ``/completion`` (reasoning, answer
+  and tool calls apart; usage counts; llama-server's ``timings`` become the engine's
+  report);
+- ``application/x-ndjson`` (Ollama): one object per line (``eval_count`` and the
+  durations of the ``done`` line);
+- ``application/json`` (an answer not streamed, embeddings, reranking): read whole, up to
+  :data:`WHOLE_LIMIT` bytes (:mod:`tui.engines.dialects.whole`); its text is one chunk
+  at the time the body ended (so its TTFT is its e2e, and the view shows none);
 - an error status: the server's own message, from up to 64 KiB of the body.
 
 gzip and deflate bodies are inflated for reading, at most :data:`WHOLE_LIMIT` bytes out
@@ -27,17 +27,17 @@ forwarding never depends on it.
 from __future__ import annotations
 
 import zlib
-from typing import Any
 
-from tui.core.events import EngineReport, Finished, FirstByte, TextChunk, Usage
-from tui.engines.llama_server import truth_from_timings
-from tui.engines.ollama import StreamState, read_line, truth_from_final
-from tui.engines.openai_stream import OpenAIStreamState, usage_event
+from tui.core.events import Failed, Finished, FirstByte
+from tui.engines.dialects import decoder_for
+from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.llama import timings_events
+from tui.engines.dialects.whole import whole_answer
 from tui.engines.stream_errors import StreamProtocolError, StreamServerError
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.wire import ResponseHead
 from tui.transport.http_io import ERROR_BODY_LIMIT, error_message_from_body
-from tui.transport.sse import EventTooLarge, NDJSONDecoder, SSEDecoder
+from tui.transport.sse import EventTooLarge
 
 try:
     from orjson import loads as json_loads
@@ -45,7 +45,10 @@ except ImportError:  # pragma: no cover - a dependency
     from json import loads as json_loads  # type: ignore[assignment]
 
 WHOLE_LIMIT = 16 * 1024 * 1024
-CUT_SHORT = "the stream ended before the server finished (the connection was closed mid-stream)"
+# Dialects streamed as server-sent events (Ollama streams NDJSON)
+SSE_DIALECTS = frozenset(
+    {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
+)
 
 
 class Observer:
@@ -131,115 +134,31 @@ class Inflating(Observer):
         return self.inner.complete
 
 
-class OpenAIEvents(Observer):
-    """OpenAI-style SSE (chat or text completions)."""
+class Streamed(Observer):
+    """A streamed answer, read by its dialect's decoder (tui/engines/dialects)."""
 
-    def __init__(self, record: ProxiedRequest, endpoint: str) -> None:
+    def __init__(self, record: ProxiedRequest, dialect: str) -> None:
         super().__init__(record)
-        self.decoder = SSEDecoder()
-        self.state = OpenAIStreamState(endpoint)
+        self.decoder = decoder_for(dialect)
 
     def read(self, t_ns: int, data: bytes) -> None:
-        on_data, emit = self.state.on_data, self.record.emit
-        for payload in self.decoder.feed_payloads(data):
-            ev = on_data(payload, t_ns)
-            if ev is not None:
-                emit(ev)
+        self.decoder.feed(data, t_ns, self.record.emit)
 
     @property
     def complete(self) -> bool:
-        return self.state.done or self.state.finish_reason is not None
+        return self.decoder.complete or self.decoder.finish_reason is not None
 
     def close(self, t_ns: int) -> None:
-        state, emit = self.state, self.record.emit
-        for sse in self.decoder.close():
-            ev = state.on_data(sse.data, t_ns)
-            if ev is not None:
-                emit(ev)
-        if state.usage is not None:
-            emit(usage_event(state))
-        t_end = state.last_t_ns or t_ns
-        timings = state.extra.get("timings")
-        if isinstance(timings, dict):
-            truth = truth_from_timings(timings, state.usage)
-            if state.usage is None:  # the client asked for no usage: the engine's counts
-                emit(Usage(t_end, truth.prompt_tokens, truth.output_tokens))
-            emit(EngineReport(t_end, truth))
-        if not state.done and state.finish_reason is None:
+        dec, emit = self.decoder, self.record.emit
+        dec.close(t_ns, emit)
+        t_end = dec.last_t_ns or t_ns
+        for ev in timings_events(dec, t_end):
+            emit(ev)
+        end = dec.end(t_ns)
+        if isinstance(end, Failed):
             self.record.fail(CUT_SHORT, "protocol", t_end)
         else:
-            emit(Finished(t_end, state.finish_reason or "stop"))
-
-
-class LlamaEvents(Observer):
-    """llama-server's own ``/completion`` SSE: ``content`` per payload, ``stop`` last."""
-
-    def __init__(self, record: ProxiedRequest) -> None:
-        super().__init__(record)
-        self.decoder = SSEDecoder()
-        self.final: dict[str, Any] | None = None
-        self.t_final = 0
-
-    def read(self, t_ns: int, data: bytes) -> None:
-        for payload in self.decoder.feed_payloads(data):
-            self.payload(payload, t_ns)
-
-    def payload(self, payload: bytes | str, t_ns: int) -> None:
-        obj = json_loads(payload)
-        if not isinstance(obj, dict):
-            raise StreamProtocolError("a payload is not a JSON object")
-        if obj.get("error"):
-            raise StreamServerError(error_message_from_body(_bytes(payload), "json"))
-        text = obj.get("content")
-        if isinstance(text, str) and text:
-            self.record.emit(TextChunk(t_ns, text, None))
-        if obj.get("stop") is True:
-            self.final, self.t_final = obj, t_ns
-
-    @property
-    def complete(self) -> bool:
-        return self.final is not None
-
-    def close(self, t_ns: int) -> None:
-        for sse in self.decoder.close():
-            self.payload(sse.data, t_ns)
-        final = self.final
-        if final is None:
-            self.record.fail(CUT_SHORT, "protocol", t_ns)
-            return
-        emit_llama_final(self.record, final, self.t_final)
-        reason = final.get("stop_type")
-        self.record.emit(Finished(self.t_final, str(reason) if reason else "stop"))
-
-
-class OllamaLines(Observer):
-    """Ollama's NDJSON (``/api/chat``, ``/api/generate``)."""
-
-    def __init__(self, record: ProxiedRequest) -> None:
-        super().__init__(record)
-        self.decoder = NDJSONDecoder()
-        self.state = StreamState()
-
-    def read(self, t_ns: int, data: bytes) -> None:
-        state, emit = self.state, self.record.emit
-        for line in self.decoder.feed(data):
-            read_line(line, t_ns, state, emit)
-
-    @property
-    def complete(self) -> bool:
-        return self.state.final is not None
-
-    def close(self, t_ns: int) -> None:
-        rest = self.decoder.close()
-        if rest:
-            read_line(rest, t_ns, self.state, self.record.emit)
-        final = self.state.final
-        if final is None:
-            self.record.fail(CUT_SHORT, "protocol", t_ns)
-            return
-        reason = final.get("done_reason")
-        t_end = self.state.final_t_ns or t_ns
-        self.record.emit(Finished(t_end, str(reason) if reason else "stop"))
+            emit(end)
 
 
 class WholeBody(Observer):
@@ -274,78 +193,9 @@ class WholeBody(Observer):
         obj = json_loads(body)
         if not isinstance(obj, dict):
             raise StreamProtocolError("the answer is not a JSON object")
-        if obj.get("error"):
+        if obj.get("error") or obj.get("type") == "error":
             raise StreamServerError(error_message_from_body(body, "json"))
-        whole_answer(self.record, self.dialect, obj, t_ns)
-
-
-def whole_answer(record: ProxiedRequest, dialect: str, obj: dict[str, Any], t_ns: int) -> None:
-    """The events of one answer that was not streamed (text at ``t_ns``, counts, report)."""
-    emit = record.emit
-    if dialect == "ollama":
-        msg = obj.get("message")
-        text = msg.get("content") if isinstance(msg, dict) else obj.get("response")
-        truth = truth_from_final(obj)
-        emit(TextChunk(t_ns, text if isinstance(text, str) else "", truth.output_tokens))
-        emit(Usage(t_ns, truth.prompt_eval_tokens, truth.output_tokens))
-        emit(EngineReport(t_ns, truth))
-        reason = obj.get("done_reason")
-        emit(Finished(t_ns, str(reason) if reason else "stop"))
-        return
-    if dialect == "llama":
-        text = obj.get("content")
-        n = obj.get("tokens_predicted")
-        emit(TextChunk(t_ns, text if isinstance(text, str) else "", _count(n)))
-        emit_llama_final(record, obj, t_ns)
-        reason = obj.get("stop_type")
-        emit(Finished(t_ns, str(reason) if reason else "stop"))
-        return
-    state = OpenAIStreamState("completions" if dialect == "openai-completions" else "chat")
-    choices = obj.get("choices")
-    texts: list[str] = []
-    reason = None
-    for ch in choices if isinstance(choices, list) else []:
-        if not isinstance(ch, dict):
-            continue
-        msg = ch.get("message")
-        if isinstance(msg, dict):
-            for key in ("reasoning_content", "reasoning", "content"):
-                v = msg.get(key)
-                if isinstance(v, str):
-                    texts.append(v)
-        elif isinstance(ch.get("text"), str):
-            texts.append(ch["text"])
-        reason = ch.get("finish_reason") or reason
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        state.usage, state.usage_t_ns = usage, t_ns
-    ct = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    emit(TextChunk(t_ns, "".join(texts), _count(ct)))
-    if state.usage is not None:
-        emit(usage_event(state))
-    timings = obj.get("timings")
-    if isinstance(timings, dict):
-        emit(EngineReport(t_ns, truth_from_timings(timings, state.usage)))
-    emit(Finished(t_ns, str(reason) if reason else "stop"))
-
-
-def emit_llama_final(record: ProxiedRequest, final: dict[str, Any], t_ns: int) -> None:
-    """Counts and the engine's report from llama-server's last ``/completion`` object."""
-    predicted = _count(final.get("tokens_predicted"))
-    evaluated = _count(final.get("tokens_evaluated"))
-    record.emit(Usage(t_ns, evaluated, predicted))
-    timings = final.get("timings")
-    if isinstance(timings, dict):
-        usage = {"prompt_tokens": evaluated, "completion_tokens": predicted}
-        record.emit(EngineReport(t_ns, truth_from_timings(timings, usage)))
-
-
-def _count(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53 else None
-
-
-def _bytes(data: bytes | str) -> bytes:
-    return data if isinstance(data, bytes) else data.encode()
+        whole_answer(self.dialect, obj, t_ns, self.record.emit)
 
 
 def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Observer:
@@ -357,12 +207,9 @@ def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Ob
         errors.content_type = ctype
         obs = errors
     elif "event-stream" in ctype:
-        if dialect == "llama":
-            obs = LlamaEvents(record)
-        else:
-            obs = OpenAIEvents(record, "completions" if dialect == "openai-completions" else "chat")
+        obs = Streamed(record, dialect if dialect in SSE_DIALECTS else "openai-chat")
     elif "ndjson" in ctype:
-        obs = OllamaLines(record)
+        obs = Streamed(record, "ollama")
     elif "json" in ctype:
         obs = WholeBody(record, dialect)
     else:

@@ -16,10 +16,10 @@ carried text); both are dropped when the request leaves the proxy's short text w
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 from tui.core.events import (
+    REASONING,
     EngineReport,
     EngineTruth,
     Failed,
@@ -74,6 +74,8 @@ class ProxiedRequest:
         self.tokens = 0
         self.estimated = False
         self.t_first: int | None = None
+        self.t_first_answer: int | None = None  # the first chunk of answer or tool call
+        self.reasoning_tokens = 0  # of ``tokens``, those in reasoning chunks
         self.t_last: int | None = None
         self.text_chars = 0  # -1 once the text is dropped
         self.timeline_dropped = False
@@ -107,6 +109,10 @@ class ProxiedRequest:
                 if self.t_first is None:
                     self.t_first = ev.t_ns
                     self.state = "decoding"
+                if ev.part == REASONING:
+                    self.reasoning_tokens += k
+                elif self.t_first_answer is None:
+                    self.t_first_answer = ev.t_ns
                 self.t_last = ev.t_ns
         elif type(ev) is Failed:
             if self.timeline.t_end_ns is not None:
@@ -116,8 +122,6 @@ class ProxiedRequest:
             if self.timeline.t_end_ns is not None:
                 return
             self.state = "done"
-        elif type(ev) is EngineReport and "context" in ev.truth.raw:
-            ev = EngineReport(ev.t_ns, slim_truth(ev.truth))
         self.timeline.add(ev)
 
     def fail(self, message: str, kind: str, t_ns: int | None = None) -> None:
@@ -176,12 +180,18 @@ class ProxiedRequest:
             row.output_tokens = m.output_tokens or 0
             row.output_estimated = m.output_tokens_estimated
             row.ttft_ms = m.ttft_ms if self.stream is not False else None
+            row.ttfo_ms = m.ttfo_ms if self.stream is not False else None
+            row.reasoning_tokens = m.reasoning_tokens
             row.tps = m.decode_tps
             row.itl_p50_ms = m.itl_ms_p50
             row.e2e_ms = m.e2e_ms
             return row
         if self.t_first is not None and self.t_forwarded is not None:
             row.ttft_ms = (self.t_first - self.t_forwarded) / 1e6
+        if self.t_first_answer is not None and self.t_forwarded is not None:
+            row.ttfo_ms = (self.t_first_answer - self.t_forwarded) / 1e6
+        if self.reasoning_tokens:
+            row.reasoning_tokens = self.reasoning_tokens
         if self.t_first is not None and self.t_last is not None and self.t_last > self.t_first:
             row.tps = (self.tokens - 1) / ((self.t_last - self.t_first) / 1e9)
         row.itl_p50_ms = recent_itl_p50(tl)
@@ -200,8 +210,10 @@ class ProxiedRequest:
             chunk_ns=tl.chunk_ns,
             chunk_text=[CUT if x else "" for x in tl.chunk_text],
             chunk_tokens=tl.chunk_tokens,
+            chunk_part=tl.chunk_part,
             prompt_tokens=tl.prompt_tokens,
             usage_output_tokens=tl.usage_output_tokens,
+            usage_reasoning_tokens=tl.usage_reasoning_tokens,
             truth=tl.truth,
             finish_reason=tl.finish_reason,
             error=tl.error,
@@ -238,15 +250,6 @@ class ProxiedRequest:
         if self.t_forwarded is None:
             return None
         return (self.t_forwarded - self.t_received_ns) / 1e6
-
-
-def slim_truth(truth: EngineTruth) -> EngineTruth:
-    """Ollama's ``/api/generate`` puts every token id of the context in its last line
-    (``context``): the report keeps how many, not the ids."""
-    raw = dict(truth.raw)
-    ids = raw.pop("context", None)
-    raw["context_ids"] = len(ids) if isinstance(ids, list) else None
-    return replace(truth, raw=raw)
 
 
 def recent_itl_p50(tl: RequestTimeline) -> float | None:

@@ -1,10 +1,13 @@
 """Which requests are inference, and the bounded names the proxy gives routes and models.
 
-A *generation* request is a POST to one of :data:`GENERATION_ROUTES`: the OpenAI API's
-chat and text completions (with or without ``/v1``), Ollama's ``/api/chat`` and
-``/api/generate``, and llama-server's own ``/completion``. Each becomes a row of the
-requests view and a timeline. Every other request (model lists, health checks, an
-engine's ``/metrics``, embeddings) is forwarded the same way and only counted.
+A *measured* request is a POST to one of :data:`GENERATION_ROUTES`: the OpenAI API's
+chat and text completions and its Responses API (with or without ``/v1``), Anthropic's
+Messages API (``/v1/messages``), Ollama's ``/api/chat`` and ``/api/generate``,
+llama-server's own ``/completion``; and, never streamed, embeddings and reranking (a row
+with its latency and prompt tokens). Each becomes a row of the requests view and a
+timeline, read by the wire format's decoder (tui/engines/dialects). Every other request
+(model lists, health checks, an engine's ``/metrics``) is forwarded the same way and only
+counted.
 
 Labels on the proxy's Prometheus series come from fixed sets or are capped, since a
 client chooses its path and its ``model`` field: a route outside :data:`KNOWN_ROUTES`
@@ -15,27 +18,37 @@ is ``other``; a model is cut to :data:`MODEL_LABEL_CHARS` characters, and after
 from __future__ import annotations
 
 GENERATION_ROUTES: dict[str, str] = {
-    # path -> the stream's dialect: openai-chat, openai-completions, ollama, llama
+    # path -> the answer's dialect (tui/engines/dialects)
     "/v1/chat/completions": "openai-chat",
     "/chat/completions": "openai-chat",
     "/v1/completions": "openai-completions",
     "/completions": "openai-completions",
+    "/v1/responses": "openai-responses",
+    "/responses": "openai-responses",
+    "/v1/messages": "anthropic",
     "/api/chat": "ollama",
     "/api/generate": "ollama",
     "/completion": "llama",
+    "/v1/embeddings": "embeddings",
+    "/embeddings": "embeddings",
+    "/api/embed": "embeddings",
+    "/api/embeddings": "embeddings",
+    "/v1/rerank": "rerank",
+    "/rerank": "rerank",
+    "/v1/reranking": "rerank",
+    "/reranking": "rerank",
 }
+# Dialects whose answers are never streamed: a latency and a prompt count, no TTFT.
+NOT_STREAMED = frozenset({"embeddings", "rerank"})
 KNOWN_ROUTES = frozenset(
     {
         *GENERATION_ROUTES,
         "/v1/models",
         "/models",
-        "/v1/embeddings",
         "/api/tags",
         "/api/ps",
         "/api/version",
         "/api/show",
-        "/api/embed",
-        "/api/embeddings",
         "/health",
         "/metrics",
         "/props",

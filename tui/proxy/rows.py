@@ -7,7 +7,10 @@ Live numbers (exact definitions; a finished request's come from
   gives them, else one per chunk that carries text (``output_estimated`` is then True);
   once finished, the engine's total (usage / ``eval_count`` / ``timings.predicted_n``)
   where it reported one.
-- ``ttft_ms``: first chunk carrying text − request forwarded upstream.
+- ``ttft_ms``: first chunk carrying text (reasoning included) − request forwarded upstream.
+- ``ttfo_ms``: first chunk of answer text or of a tool call − request forwarded upstream.
+- ``reasoning_tokens``: of ``output_tokens``, those in reasoning chunks (counted the same
+  way); once finished, :func:`tui.core.metrics.reasoning_token_count`.
 - ``tps``: (output_tokens − 1) / (t_last − t_first) over the chunks with text so far.
 - ``itl_p50_ms``: median per-token gap over the last :data:`ITL_WINDOW` gaps.
 - ``age_ms``: time since the request reached the proxy, as of the row's making.
@@ -51,6 +54,8 @@ class RequestRow:
     itl_p50_ms: float | None = None
     e2e_ms: float | None = None
     error: str | None = None
+    ttfo_ms: float | None = None
+    reasoning_tokens: int | None = None
 
     @property
     def key(self) -> str:
@@ -128,6 +133,8 @@ def row_from_json(d: Any) -> RequestRow:
         itl_p50_ms=_number(d, "itl_p50_ms"),
         e2e_ms=_number(d, "e2e_ms"),
         error=_text(d, "error"),
+        ttfo_ms=_number(d, "ttfo_ms"),
+        reasoning_tokens=_count(d, "reasoning_tokens"),
     )
 
 
@@ -144,7 +151,7 @@ def metrics_from_json(d: Any) -> RequestMetrics:
             kw[f.name] = _count(d, f.name)
         elif f.name in _TEXT_FIELDS:
             kw[f.name] = _text(d, f.name)
-        elif f.name == "itl_token_estimated":
+        elif f.name in _FLAG_FIELDS:
             kw[f.name] = bool(_flag(d, f.name))
         else:
             kw[f.name] = _number(d, f.name)
@@ -155,5 +162,18 @@ def metrics_from_json(d: Any) -> RequestMetrics:
     return m
 
 
-_COUNT_FIELDS = ("prompt_tokens", "output_tokens", "content_chunks")
-_TEXT_FIELDS = ("prefill_tps_source", "output_tokens_source", "finish_reason", "error")
+_COUNT_FIELDS = (
+    "prompt_tokens",
+    "output_tokens",
+    "content_chunks",
+    "reasoning_tokens",
+    "answer_tokens",
+)
+_TEXT_FIELDS = (
+    "prefill_tps_source",
+    "output_tokens_source",
+    "finish_reason",
+    "error",
+    "reasoning_tokens_source",
+)
+_FLAG_FIELDS = ("itl_token_estimated", "answer_tokens_estimated")
