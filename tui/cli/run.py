@@ -12,7 +12,7 @@ from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
 from tui.config import Config
-from tui.core.events import StreamEvent, TextChunk
+from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
@@ -163,6 +163,45 @@ def _hardware(text: str | None, cfg: Any) -> _Hardware | None:
     return _Hardware(source, source_spec.label, t.interval_s)
 
 
+class ReasoningEcho:
+    """Streams an answer to the terminal as it comes: reasoning dimmed (ANSI faint) and
+    set apart from the answer by a line; piped (``raw``), the answer alone goes to stdout
+    and the reasoning to stderr, so ``run > answer.txt`` keeps the answer. Text shown on
+    a terminal passes the terminal-safe filter first."""
+
+    def __init__(self, raw: bool) -> None:
+        self.raw = raw
+        self.thinking = False
+
+    def write(self, chunk: TextChunk) -> None:
+        text = chunk.text if self.raw else terminal_safe(chunk.text)
+        if chunk.part == REASONING:
+            if self.raw:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+                return
+            if not self.thinking:
+                sys.stdout.write(FAINT)
+                self.thinking = True
+            sys.stdout.write(text)
+        else:
+            if self.thinking and not self.raw:
+                sys.stdout.write(NORMAL + "\n")
+                self.thinking = False
+            sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def end(self) -> None:
+        """The answer ended: the faint style, if still on, is turned off."""
+        if self.thinking and not self.raw:
+            sys.stdout.write(NORMAL)
+            sys.stdout.flush()
+        self.thinking = False
+
+
+FAINT, NORMAL = "\033[2m", "\033[22m"
+
+
 def _to_terminal() -> bool:
     """Whether stdout is a terminal (then model text is filtered: see RUN_EPILOG)."""
     try:
@@ -184,10 +223,11 @@ async def _run(
     as the TUI's do (tui/chat/core.py)."""
     from tui.chat.core import ChatCore
 
+    echoed = ReasoningEcho(raw)
+
     def tap(slot: str, event: StreamEvent) -> None:  # the engine's thread, in order
         if echo and isinstance(event, TextChunk) and event.text:
-            sys.stdout.write(event.text if raw else terminal_safe(event.text))
-            sys.stdout.flush()
+            echoed.write(event)
 
     config = dataclasses.replace(cfg, engines={spec.name: spec}, default_engine=spec.name)
     core = ChatCore(config, lambda event: None, initial=spec.name, tap=tap)
@@ -199,6 +239,7 @@ async def _run(
         window = ProcessCpuWindow()
         prompt = request.messages[-1].get("content", "")
         await core.run_turn(core.start_turn(prompt, {"A": request}))
+        echoed.end()
         info = host.info()
         assert info is not None and core.live["A"] is not None
         own = window.end(engine_inside=info.pid == os.getpid())
@@ -219,10 +260,19 @@ def result_dict(
         "model": info.model,
         "quantisation": info.quantisation,
         "text": tl.text,
+        "reasoning_text": tl.reasoning_text,
         "prompt_tokens": m.prompt_tokens,
         "output_tokens": m.output_tokens,
         "output_tokens_source": m.output_tokens_source,
+        "reasoning_tokens": m.reasoning_tokens,
+        "reasoning_tokens_source": m.reasoning_tokens_source,
+        "answer_tokens": m.answer_tokens,
+        "answer_tokens_estimated": m.answer_tokens_estimated,
         "ttft_ms": m.ttft_ms,
+        "ttfo_ms": m.ttfo_ms,
+        "thinking_ms": m.thinking_ms,
+        "reasoning_tps": m.reasoning_tps,
+        "answer_tps": m.answer_tps,
         "ttfr_ms": m.ttfr_ms,
         "itl_ms_p50": m.itl_ms_p50,
         "itl_ms_p90": m.itl_ms_p90,
@@ -268,6 +318,16 @@ def format_summary(
         f"tokens: prompt {m.prompt_tokens if m.prompt_tokens is not None else 'unknown'}, "
         f"output {m.output_tokens}{tokens_note}   finish: {terminal_label(m.finish_reason, 80)}",
     ]
+    if m.reasoning_tokens is not None or m.thinking_ms is not None:
+        estimated = m.reasoning_tokens_source == "chunk-count-estimate"
+        r_note = " (estimate: chunk count)" if estimated else ""
+        lines.append(
+            f"TTFO {_f(m.ttfo_ms, 'ms')}   thinking {_f(m.thinking_ms, 'ms')}   "
+            f"reasoning {m.reasoning_tokens if m.reasoning_tokens is not None else 'n/a'} "
+            f"tokens{r_note} at {_f(m.reasoning_tps, 'tok/s')}   "
+            f"answer {m.answer_tokens if m.answer_tokens is not None else 'n/a'}"
+            f"{' (estimate)' if m.answer_tokens_estimated else ''} at {_f(m.answer_tps, 'tok/s')}"
+        )
     if m.engine_prefill_ms is not None or m.engine_decode_tps is not None:
         diff = m.ttft_minus_engine_prefill_ms
         ratio = m.decode_tps_vs_engine
