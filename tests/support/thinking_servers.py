@@ -26,10 +26,10 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import real_servers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,14 +69,15 @@ def thinking_server_args() -> list[str]:
     ]
 
 
-@pytest.fixture(scope="session")
-def thinking_llama_server(
-    smollm2_gguf: Path, server_logs: Path
+@contextmanager
+def running_thinking_llama_server(
+    model: Path, log_dir: Path
 ) -> Iterator[real_servers.ServerProcess]:
-    """llama-server on SmolLM2 with the thinking- and tools-capable template, once per
-    session (needs tests/http/conftest.py's ``smollm2_gguf`` and ``server_logs``)."""
+    """llama-server on ``model`` with the thinking- and tools-capable template: started (or
+    skipped, loudly; failed under INFERTOP_REQUIRE_SERVERS=1), yielded, stopped. A session
+    fixture wraps it (tests/http/test_thinking_server.py)."""
     with real_servers.running_llama_server(
-        smollm2_gguf, server_logs, thinking_server_args(), "llama-server (thinking template)"
+        model, log_dir, thinking_server_args(), "llama-server (thinking template)"
     ) as sp:
         yield sp
 
