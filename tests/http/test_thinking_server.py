@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 import thinking_servers as ts
 from real_servers import ServerProcess
@@ -147,3 +149,71 @@ def test_anthropic_messages_stream_a_tool_use(thinking_llama_server) -> None:
     assert isinstance(json.loads("".join(partial))["city"], str)
     (delta,) = [d for name, d in events if name == "message_delta"]
     assert delta["delta"]["stop_reason"] == "tool_use"
+
+
+# -- the official SDKs against the same server ---------------------------------------------
+
+
+def test_openai_sdk_chat_stream_with_tools(thinking_llama_server) -> None:
+    client = openai.OpenAI(base_url=thinking_llama_server.url + "/v1", api_key="unused")
+    body = ts.tool_chat_body()
+    stream = client.chat.completions.create(**body)
+    reasoning, name, arguments, finish = "", "", "", None
+    for chunk in stream:
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+            for call in choice.delta.tool_calls or []:
+                assert call.index == 0 and call.function is not None
+                name += call.function.name or ""
+                arguments += call.function.arguments or ""
+    assert reasoning and name == ts.TOOL_NAME and finish == "tool_calls"
+    assert isinstance(json.loads(arguments)["city"], str)
+
+
+def test_openai_sdk_responses_event_stream(thinking_llama_server) -> None:
+    """responses.create(stream=True) parses llama-server's events. (responses.stream()
+    cannot: its accumulator needs output_index and content_index, which llama-server does
+    not send — RuntimeError 'Duplicate response output index None.' on the second item.)"""
+    client = openai.OpenAI(base_url=thinking_llama_server.url + "/v1", api_key="unused")
+    body = ts.reasoning_responses_body()
+    extra = {k: body.pop(k) for k in ("thinking_budget_tokens", "seed")}
+    events = list(client.responses.create(**body, extra_body=extra))
+    kinds = [e.type for e in events]
+    assert kinds.index("response.reasoning_text.delta") < kinds.index("response.output_text.delta")
+    final = events[-1]
+    assert final.type == "response.completed" and final.response.usage is not None
+    assert final.response.usage.output_tokens > 0
+    assert [o.type for o in final.response.output] == ["reasoning", "message"]
+
+
+def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
+    client = anthropic.Anthropic(base_url=thinking_llama_server.url, api_key="unused")
+    body = ts.reasoning_messages_body()
+    # this SDK's messages.stream() has no temperature parameter: sent as an extra field
+    with client.messages.stream(
+        model=body["model"],
+        messages=body["messages"],
+        max_tokens=body["max_tokens"],
+        thinking=body["thinking"],
+        extra_body={"temperature": 0},
+    ) as stream:
+        kinds = [event.type for event in stream]
+        message = stream.get_final_message()
+    assert kinds.index("thinking") < kinds.index("text")
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    assert message.usage.output_tokens > 0
+
+    body = ts.tool_messages_body()
+    with client.messages.stream(
+        model=body["model"],
+        messages=body["messages"],
+        tools=body["tools"],
+        tool_choice=body["tool_choice"],
+        max_tokens=body["max_tokens"],
+        extra_body={"temperature": 0},
+    ) as stream:
+        message = stream.get_final_message()
+    assert message.stop_reason == "tool_use"
+    (tool_use,) = [b for b in message.content if b.type == "tool_use"]
+    assert tool_use.name == ts.TOOL_NAME and isinstance(tool_use.input["city"], str)
