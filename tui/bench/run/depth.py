@@ -33,14 +33,13 @@ from tui.bench.run.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate,
 from tui.bench.run.records import LevelRun
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
+from tui.engines.kinds import find_kind
 
 if TYPE_CHECKING:
     from tui.bench.run.results import EngineRun
 
 ASSISTANT_REPLY = "Noted."
 CONTEXT_COUNTS = 8  # calibration counts per depth (tokenizer or 1-token probes)
-# Engines whose n_ctx is known from their spec before they load (no server to ask).
-SPEC_NCTX_KINDS = ("llamacpp",)
 
 
 def context_text(index: int, n_words: int) -> str:
@@ -81,7 +80,8 @@ def check_spec_contexts(plan: BenchPlan, specs: list[EngineSpec]) -> None:
     must hold the deepest depth. Servers are checked once they report their n_ctx."""
     for spec in specs:
         n_ctx = plan.n_ctx or spec.n_ctx  # a preset's n_ctx is set on the engines it starts
-        if spec.kind in SPEC_NCTX_KINDS and n_ctx:
+        kind = find_kind(spec.kind)
+        if kind is not None and kind.n_ctx_from_spec and n_ctx:
             check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, spec.name)
 
 
