@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from tui.bench.compare.boot import resampled_statistics
-from tui.bench.compare.ratios import METRICS, RequestSample, level_samples, statistic
+from tui.bench.compare.ratios import METRICS, statistic
+from tui.bench.compare.samples import RequestSample, level_samples
 from tui.bench.report.files import load_report
 
 DEFAULT_REPORT = Path(__file__).resolve().parents[1] / "tests" / "app" / "compare_reports" / "b"

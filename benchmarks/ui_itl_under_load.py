@@ -197,12 +197,12 @@ def main() -> None:
     if args.inside:
         inside(args.inside[0], args.inside[1], int(args.inside[2]), *args.inside[3:])
         return
-    from tui.engines.registry import ENGINE_KINDS
+    from tui.engines.registry import find_kind
 
     tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
     server = None
     port = None
-    if "openai" in ENGINE_KINDS and PACE_SERVER.exists():
+    if find_kind("openai") is not None and PACE_SERVER.exists():
         server = subprocess.Popen(
             [sys.executable, str(PACE_SERVER), "--port", "0", "--interval-ms", str(INTERVAL_MS)],
             stdout=subprocess.PIPE,

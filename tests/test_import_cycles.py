@@ -1,9 +1,10 @@
-"""No import circles inside tui/: the graph of every import (module level and inside
-functions alike; type-only imports under ``if TYPE_CHECKING:`` excepted) has no cycle.
+"""No import circles inside tui/: the graph of every import (module level, inside
+functions and under ``if TYPE_CHECKING:`` alike) has no cycle.
 
-An import inside a function hides a circle from Python at start-up, not from a reader: the
-two modules still need each other. Each circle here was broken by moving what both needed
-into a module of its own (or the one that owns it).
+An import inside a function or under ``if TYPE_CHECKING:`` hides a circle from Python at
+start-up, not from a reader: the two modules still need each other (a type is a need too).
+Each circle here was broken by moving what both needed into a module of its own (or the one
+that owns it), or by a Protocol saying what one asks of the other.
 """
 
 from __future__ import annotations
@@ -13,20 +14,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Circles still open on this branch, each the exact, sorted set of its modules, with why.
+# Each entry must still be a circle (test_no_import_cycles fails on one that is not), so
+# the list cannot go stale silently; remove an entry when the change opening it lands.
+ALLOWED_CIRCLES = [
+    # type-only: the connection, forwarding and own-routes modules type their ``proxy``
+    # with Proxy (tui/proxy/server.py), which imports them; opened on the proxy branch
+    ["tui.proxy.client_conn", "tui.proxy.forward", "tui.proxy.own_routes", "tui.proxy.server"],
+]
+
 
 def module_name(path: Path, root: Path) -> str:
     parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def type_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes inside ``if TYPE_CHECKING:`` blocks."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                out |= {id(n) for n in ast.walk(child)}
-    return out
 
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
@@ -34,11 +34,8 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in files}
     for mod, path in files.items():
         tree = ast.parse(path.read_text(), str(path))
-        skip = type_only(tree)
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
             if isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -96,7 +93,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles():
-    assert cycles(import_graph()) == []
+    found = cycles(import_graph())
+    assert [c for c in found if c not in ALLOWED_CIRCLES] == []
+    assert [c for c in ALLOWED_CIRCLES if c not in found] == [], "no longer a circle: remove it"
 
 
 def test_the_cycle_finder_finds_a_hidden_circle():
@@ -105,7 +104,7 @@ def test_the_cycle_finder_finds_a_hidden_circle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_an_import_inside_a_function_counts_and_a_type_only_one_does_not(tmp_path):
+def test_an_import_inside_a_function_counts_and_so_does_a_type_only_one(tmp_path):
     pkg = tmp_path / "tui"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -115,4 +114,4 @@ def test_an_import_inside_a_function_counts_and_a_type_only_one_does_not(tmp_pat
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tui import d\n"
     )
     (pkg / "d.py").write_text("from . import c\n")
-    assert cycles(import_graph(tmp_path)) == [["tui.a", "tui.b"]]
+    assert cycles(import_graph(tmp_path)) == [["tui.a", "tui.b"], ["tui.c", "tui.d"]]

@@ -323,7 +323,7 @@ def _num(x: float) -> str:
 
 
 def _check_values(cfg: Config, v: Validator) -> None:
-    from tui.engines.kinds import ENGINE_KINDS
+    from tui.engines.kinds import find_kind, kind_names
 
     sections = {
         "generation": cfg.generation,
@@ -336,8 +336,8 @@ def _check_values(cfg: Config, v: Validator) -> None:
         section, _, key = rule[0].partition(".")
         _in_range(v, (section, key), getattr(sections[section], key), rule)
     for name, spec in cfg.engines.items():
-        if spec.kind not in ENGINE_KINDS:
-            known = ", ".join(sorted(ENGINE_KINDS))
+        if find_kind(spec.kind) is None:
+            known = ", ".join(kind_names())
             raise v.error(("engines", name, "kind"), f"unknown kind {spec.kind!r} (known: {known})")
         if spec.endpoint not in ("chat", "completions", "responses"):
             raise v.error(
@@ -371,9 +371,10 @@ def _check_telemetry(v: Validator, name: str, text: str) -> None:
 
 
 def _check_options(v: Validator, name: str, kind: str, options: dict[str, Any]) -> None:
-    from tui.engines.kinds import KIND_OPTIONS
+    from tui.engines.kinds import find_kind
 
-    accepted = KIND_OPTIONS.get(kind, {})
+    found = find_kind(kind)
+    accepted = found.options if found is not None else {}
     for key, value in options.items():
         key_path = ("engines", name, "options", key)
         if key not in accepted:

@@ -16,11 +16,11 @@ if str(HERE) not in sys.path:
 def pace_kind():
     import pace_engine
 
-    from tui.engines.registry import ENGINE_KINDS, register
+    from tui.engines.registry import register, unregister
 
     register("pace", "pace_engine:PaceEngine", "test pace engine", pace_engine.OPTIONS)
     yield
-    ENGINE_KINDS.pop("pace", None)
+    unregister("pace")
 
 
 SUPPORT = HERE.parent / "support"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tui.bench.compare.markdown import markdown
-from tui.bench.compare.ratios import METRICS, RequestSample, compare_reports, verdict
+from tui.bench.compare.ratios import METRICS, compare_reports, verdict
+from tui.bench.compare.samples import RequestSample
 from tui.bench.report.files import load_report, write_report
 from tui.bench.run.environment import environment
 from tui.bench.run.plan import BenchPlan
@@ -222,7 +223,8 @@ def test_resampled_statistics_equal_the_statistics_of_each_resample(monkeypatch)
     """The vectorised bootstrap (pooled-ITL percentiles from running counts included)
     gives, for each resample, what the plain definitions give on the resampled requests."""
     import tui.bench.compare.boot as boot
-    from tui.bench.compare.ratios import level_samples, statistic
+    from tui.bench.compare.ratios import statistic
+    from tui.bench.compare.samples import level_samples
 
     level = level_samples(load_report(FROZEN / "b"))[("ls", "c=1")]
     # 12 requests of the real report's 3 (repeated, gap lists varied) and 5 rows a chunk

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.config import ENGINE_KEYS, GENERATION_KEYS, TELEMETRY_KEYS, UI_KEYS
-from tui.engines.registry import ENGINE_KINDS, KIND_OPTIONS
+from tui.engines.registry import find_kind, kind_names
 
 PATH = Path("f.toml")
 AB_KEYS = ("ab_schedule", "ab_concurrent")
@@ -76,7 +76,7 @@ def value(path: KeyPath, types: tuple[type, ...], rng: random.Random) -> tuple[s
     """A valid value for the key, as TOML text and as parse_config must keep it."""
     leaf = path[-1]
     if leaf == "kind":
-        k = rng.choice(sorted(ENGINE_KINDS))
+        k = rng.choice(kind_names())
         return toml_str(k, rng), k
     if leaf == "endpoint":
         e = rng.choice(["chat", "completions"])
@@ -117,8 +117,9 @@ def value(path: KeyPath, types: tuple[type, ...], rng: random.Random) -> tuple[s
 
 
 def options_value(kind: str, rng: random.Random) -> tuple[str, dict[str, Any]]:
-    """A valid ``options`` table for an engine of ``kind`` (what KIND_OPTIONS accepts)."""
-    accepted = KIND_OPTIONS.get(kind, {})
+    """A valid ``options`` table for an engine of ``kind`` (what its EngineKind accepts)."""
+    found = find_kind(kind)
+    accepted = found.options if found is not None else {}
     chosen = rng.sample(sorted(accepted), min(len(accepted), rng.randint(0, 2)))
     samples: dict[type, tuple[str, Any]] = {
         bool: ("true", True),

@@ -19,11 +19,11 @@ from typing import Any
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, StreamEvent
 from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec
+from tui.engines.kinds import find_kind
 from tui.engines.registry import create_engine
 from tui.transport.reader_loop import LoopThread
 
 IDLE, LOADING, READY, GENERATING, ERROR = "idle", "loading", "ready", "generating", "error"
-HTTP_KINDS = frozenset({"openai", "llama-server", "vllm", "ollama"})
 SHARE_READER_LOOP = True  # see EngineHost._loop_thread
 
 
@@ -53,7 +53,8 @@ class EngineHost:
         shared vs 0.181 / 0.134 ms on an own thread: no worse, so shared (set
         SHARE_READER_LOOP = False to compare again); every other engine gets a
         loop thread of its own (a llama-server infertop starts, in-process engines)."""
-        if SHARE_READER_LOOP and self.spec.url and self.spec.kind in HTTP_KINDS:
+        kind = find_kind(self.spec.kind)
+        if SHARE_READER_LOOP and self.spec.url and kind is not None and kind.http:
             from tui.transport.reader_loop import HttpReader
 
             self._own_thread = False

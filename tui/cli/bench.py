@@ -127,7 +127,7 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
     from tui.config import load_config
     from tui.engines.base import EngineError
     from tui.engines.detect import spec_from_url
-    from tui.engines.kinds import ENGINE_KINDS
+    from tui.engines.kinds import find_kind, kind_names
     from tui.transport.access import redact_url
 
     cfg = load_config(getattr(args, "config", None))
@@ -149,8 +149,8 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
     if not specs:
         specs.append(cfg.engine(cfg.default_engine))
     for spec in specs:
-        if spec.kind not in ENGINE_KINDS:
-            known = ", ".join(sorted(ENGINE_KINDS))
+        if find_kind(spec.kind) is None:
+            known = ", ".join(kind_names())
             raise BenchError(f"engine {spec.name!r}: unknown kind {spec.kind!r} ({known})")
     return specs
 

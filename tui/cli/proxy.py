@@ -21,7 +21,6 @@ from tui.cli.common import CLIError, fail
 
 DEFAULT_LISTEN = "127.0.0.1:8800"
 PROXY_SLICE_MS = 0.1  # tui/core/sched_slice.py says why
-KINDS = ("ollama", "llama-server", "vllm", "openai")
 ANNOUNCE = "infertop proxy listening on "
 
 EPILOG = """\
@@ -34,6 +33,8 @@ Watch from another terminal, or a laptop through an ssh tunnel: infertop --watch
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tui.engines.kinds import kind_names
+
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--upstream", required=True, metavar="URL", help="the server (http://)")
@@ -50,7 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "use the upstream through the proxy (the requests view stays loopback-only)",
     )
     p.add_argument(
-        "--kind", choices=KINDS, help="the upstream's kind (default: detected, as run --url)"
+        "--kind",
+        choices=kind_names(lambda k: k.http),
+        help="the upstream's kind (default: detected, as run --url)",
     )
     p.add_argument(
         "--events",

@@ -171,7 +171,7 @@ def spec_from_url(
     """An EngineSpec for a server given only its URL (kind detected unless given).
     Credentials in the URL become its Authorization header; ``verify_tls=False`` accepts
     a certificate that cannot be verified (``--insecure``)."""
-    from tui.engines.kinds import ENGINE_KINDS
+    from tui.engines.kinds import engine_kind
 
     probe = EngineSpec(name="url", kind=kind or "?", url=url, verify_tls=verify_tls)
     base = base_url(probe)
@@ -180,9 +180,8 @@ def spec_from_url(
         kind = found.kind
         if model is None and found.models:
             model = found.models[0]
-    elif kind not in ENGINE_KINDS:
-        known = ", ".join(sorted(ENGINE_KINDS))
-        raise EngineError(f"unknown engine kind {kind!r} (known kinds: {known})")
+    else:
+        engine_kind(kind)  # EngineError naming the known kinds when unknown
     host = urlsplit(base).netloc
     return EngineSpec(
         name=f"{kind}@{host}",

@@ -27,6 +27,7 @@ import httpx
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.detect import detect_server
 from tui.engines.http_common import access_for, base_url, describe_transport_error
+from tui.engines.kinds import find_kind
 from tui.fleet.rows import EndpointRow
 from tui.telemetry.ollama_ps import parse_ps
 from tui.transport.access import HttpAccess
@@ -41,8 +42,6 @@ from tui.transport.prometheus import (
 )
 from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole, json_body
 
-TRUSTED_KINDS = ("vllm", "llama-server", "ollama")  # a configured kind that needs no probe
-SCRAPED_KINDS = ("vllm", "llama-server")
 VLLM_KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 VLLM_ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
 
@@ -161,7 +160,8 @@ class DirectEndpoint:
     def __init__(self, spec: EngineSpec, clients: HttpClients) -> None:
         self.spec = spec
         self.clients = clients
-        self.kind: str | None = spec.kind if spec.kind in TRUSTED_KINDS else None
+        kind = find_kind(spec.kind)  # a configured kind its server's answers tell needs no probe
+        self.kind: str | None = spec.kind if kind is not None and kind.recognised else None
         self._trusted = self.kind is not None
         self._detected = False
         self.models: list[str] = []
@@ -212,7 +212,7 @@ class DirectEndpoint:
             self.kind, self.models, self._detected = found.kind, found.models, True
             row = self._row()
         try:
-            if self.kind in SCRAPED_KINDS:
+            if self._scraped():
                 self._scrape(row)
             elif self.kind == "ollama":
                 self._ollama(row)
@@ -221,6 +221,11 @@ class DirectEndpoint:
         except httpx.HTTPError as e:
             return self._down(row, self._transport_error(e))
         return row
+
+    def _scraped(self) -> bool:
+        """Whether this endpoint's kind serves the Prometheus /metrics a row is read from."""
+        kind = find_kind(self.kind) if self.kind else None
+        return kind is not None and kind.metrics
 
     def _scrape(self, row: EndpointRow) -> None:
         assert self.base is not None

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.http_common import base_url
-from tui.engines.kinds import ENGINE_KINDS
+from tui.engines.kinds import find_kind
 from tui.fleet.direct import DirectEndpoint, HttpClients
 from tui.fleet.hardware import FleetHardware
 from tui.fleet.promapi import PrometheusAPI, PrometheusError
@@ -217,10 +217,10 @@ def spec_for_row(
     when it came from one; for a URL given on its own, a spec with its access and the
     detected kind; else (a Prometheus row) a new spec named after the row, of the row's
     kind ("openai" when unknown)."""
-    kind = row.kind if row.kind in ENGINE_KINDS else "openai"
+    kind = row.kind if row.kind and find_kind(row.kind) else "openai"
     for d in direct or []:
         if d.base is not None and d.base == row.url:
-            if d.spec.kind in ENGINE_KINDS:
+            if find_kind(d.spec.kind) is not None:
                 return d.spec
             model = row.model if row.model and "," not in row.model else None
             return replace(d.spec, kind=kind, url=d.base, model=d.spec.model or model)

@@ -1,9 +1,11 @@
 """The energy readings of recent hardware samples, kept to answer afterwards how much
 energy a window took (a chat answer, ``infertop run``'s request, a bench level).
 
-Each fresh :class:`~tui.telemetry.sampler.TelemetrySample` gives one reading per domain:
-each GPU (its energy counter and power, as its reader gives them) and each CPU domain
-(RAPL packages, macmon's CPU power). :meth:`EnergyTrack.window` applies the definitions
+Each fresh :class:`~tui.telemetry.sampler.TelemetrySample` gives one reading per domain
+(:meth:`~tui.telemetry.sampler.TelemetrySample.energy_readings`): each GPU (its energy
+counter and power, as its reader gives them) and each CPU domain (RAPL packages, macmon's
+CPU power). The track asks a sample only for that (:class:`EnergySample`), so it needs
+nothing of the sampler that feeds it. :meth:`EnergyTrack.window` applies the definitions
 of tui/core/energy.py to the readings around the window. Samples are stamped with
 ``time.monotonic()`` (remote ones when they arrive); request windows are stamped with
 ``time.perf_counter_ns()``: :func:`monotonic_from_perf_ns` converts.
@@ -14,34 +16,23 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tui.core.energy import EnergyPoint, EnergyReading, EnergyUse, window_energy
-
-if TYPE_CHECKING:
-    from tui.telemetry.sampler import TelemetrySample
 
 KEEP = 7200  # readings: an hour at the default 2 Hz
 
 
-def readings_of(sample: TelemetrySample) -> tuple[EnergyReading, ...]:
-    """The sample's energy readings: its GPUs', then the CPU's."""
-    out = []
-    for g in sample.gpu.gpus:
-        if g.energy_j is None and g.power_w is None:
-            continue
-        out.append(
-            EnergyReading(
-                domain=f"GPU{g.index} {g.name}",
-                joules=g.energy_j,
-                watts=g.power_w,
-                counter_source=g.energy_source or "energy counter",
-                power_source=g.power_source or "power",
-            )
-        )
-    if sample.system is not None:
-        out.extend(sample.system.energy)
-    return tuple(out)
+class EnergySample(Protocol):
+    """What the track needs of a hardware sample (a TelemetrySample is one)."""
+
+    @property
+    def t(self) -> float: ...  # time.monotonic() when taken
+
+    @property
+    def source(self) -> str: ...  # whose hardware
+
+    def energy_readings(self) -> tuple[EnergyReading, ...]: ...
 
 
 def monotonic_from_perf_ns(t_ns: int, offset: float | None = None) -> float:
@@ -64,8 +55,8 @@ class EnergyTrack:
         self.source: str | None = None  # whose hardware (the samples' source)
         self.interval_s: float | None = None
 
-    def push(self, sample: TelemetrySample) -> None:
-        readings = readings_of(sample)
+    def push(self, sample: EnergySample) -> None:
+        readings = sample.energy_readings()
         with self._lock:
             self.source = sample.source
             if readings:

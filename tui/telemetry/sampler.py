@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tui.core.energy import EnergyReading
 from tui.core.window import RollingWindow
 from tui.telemetry.energy_track import EnergyTrack
 from tui.telemetry.gpus import LocalGpus
@@ -38,6 +39,26 @@ class TelemetrySample:
     error: str | None = None
     source: str = THIS_MACHINE  # whose hardware: "this machine", "gpu-box via ssh", a URL
     link: str | None = None  # a remote source's link trouble, as the panel should say it
+
+    def energy_readings(self) -> tuple[EnergyReading, ...]:
+        """One energy reading per domain: each GPU with an energy counter or a power
+        reading, then the CPU's domains (RAPL packages, macmon's CPU power)."""
+        out = []
+        for g in self.gpu.gpus:
+            if g.energy_j is None and g.power_w is None:
+                continue
+            out.append(
+                EnergyReading(
+                    domain=f"GPU{g.index} {g.name}",
+                    joules=g.energy_j,
+                    watts=g.power_w,
+                    counter_source=g.energy_source or "energy counter",
+                    power_source=g.power_source or "power",
+                )
+            )
+        if self.system is not None:
+            out.extend(self.system.energy)
+        return tuple(out)
 
 
 class LocalSource:

@@ -26,8 +26,7 @@ from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
 from tui.chat.host import IDLE, EngineHost
 from tui.chat.server_watch import watch_server
-
-SERVER_KINDS = frozenset({"ollama", "llama-server", "vllm", "openai"})  # they list models
+from tui.engines.kinds import find_kind
 
 
 class EngineChosen(Message):
@@ -208,7 +207,8 @@ class ChatEngines(Screen[None]):
         spec = self.core.config.engines.get(name)
         if catalog is None or spec is None or name in catalog.models:
             return
-        if spec.kind not in SERVER_KINDS or not spec.url:
+        kind = find_kind(spec.kind)  # a server kind lists its models
+        if kind is None or not kind.http or not spec.url:
             return
         catalog.models[name] = []  # asked once, whatever the answer
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tui.bench.compare.ratios import LevelSample
+from tui.bench.compare.samples import LevelSample
 
 MAX_CELLS = 2_000_000  # resample indices held at once (rows × requests)
 

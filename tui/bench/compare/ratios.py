@@ -12,7 +12,7 @@ label: "c=1", "c=8", "rate=2", "cold"), five ratios B ÷ A:
   → last request ended), as in tui.bench.stats.aggregate.
 
 Intervals are percentile-bootstrap 95 % intervals of the ratio, ``N_BOOT`` resamples with
-a fixed seed (the same inputs give the same output; tui/bench/compare_boot.py). The unit
+a fixed seed (the same inputs give the same output; tui/bench/compare/boot.py). The unit
 resampled is the request: one report is one bench, so a level's requests are its only
 replicates. Each side is resampled on its own (the two benches are independent); a
 request's ITL gaps travel together (they are not independent of each other). A
@@ -30,20 +30,19 @@ requests on a side there is no interval.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from tui.bench.compare.boot import percentile_interval, resampled_statistics
 from tui.bench.compare.env import environment_differences
+from tui.bench.compare.samples import LevelSample, RequestSample, level_samples
 from tui.core.stats import median, percentile
 
 SCHEMA = "infertop.compare/1"
 N_BOOT = 2000
 SEED = 0
 LEVEL = 0.95
-MEASURED_PHASES = ("cold", "warm")
 
 # name -> (words, unit, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -53,56 +52,6 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "itl_p90_ms": ("ITL p90", "ms", False),
     "total_tps": ("total tok/s", "tok/s", True),
 }
-
-
-@dataclass(frozen=True)
-class RequestSample:
-    """What one ok request contributes to the compared statistics."""
-
-    decode_tps: float | None
-    ttft_ms: float | None
-    itl_token_ms: tuple[float, ...]  # sorted: pooled percentiles merge sorted runs fast
-    output_tokens: int
-    duration_s: float
-
-
-@dataclass
-class LevelSample:
-    """The ok requests of one engine at one level, and the level's measured total tok/s."""
-
-    engine: str
-    label: str
-    requests: list[RequestSample]
-    total_tps: float | None
-
-
-def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
-    """Per (engine, level label), from report.json's records (cold and warm phases)."""
-    out: dict[tuple[str, str], LevelSample] = {}
-    for eng in report.get("engines") or []:
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for rec in eng.get("records") or []:
-            if rec.get("phase") in MEASURED_PHASES and rec.get("status") != "cancelled":
-                grouped.setdefault(str(rec.get("level")), []).append(rec)
-        for label, recs in grouped.items():
-            ok = [r for r in recs if r.get("status") == "ok"]
-            samples = [_request_sample(r) for r in ok]
-            wall = max(r["t_end_s"] for r in recs) - min(r["t_start_s"] for r in recs)
-            tokens = sum(s.output_tokens for s in samples)
-            total = tokens / wall if (samples and wall > 0) else None
-            out[(eng["name"], label)] = LevelSample(eng["name"], label, samples, total)
-    return out
-
-
-def _request_sample(rec: dict[str, Any]) -> RequestSample:
-    m = rec.get("metrics") or {}
-    return RequestSample(
-        decode_tps=m.get("decode_tps"),
-        ttft_ms=m.get("ttft_ms"),
-        itl_token_ms=tuple(sorted(v for v in m.get("itl_token_ms") or [] if v is not None)),
-        output_tokens=int(m.get("output_tokens") or 0),
-        duration_s=float(rec["t_end_s"]) - float(rec["t_start_s"]),
-    )
 
 
 def _median_of(field: str) -> Callable[[Sequence[RequestSample]], float | None]:

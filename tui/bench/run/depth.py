@@ -24,23 +24,21 @@ configured n_ctx) with exit status 2, else as soon as the engine reports its n_c
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tui.bench.run.loads import RequestDriver, prompt_counter, run_concurrency
 from tui.bench.run.plan import BenchError, BenchPlan, check_fits  # noqa: F401 - depth's rule
 from tui.bench.run.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
-from tui.bench.run.records import LevelRun
+from tui.bench.run.records import DepthContext, LevelRun
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
+from tui.engines.kinds import find_kind
 
 if TYPE_CHECKING:
     from tui.bench.run.results import EngineRun
 
 ASSISTANT_REPLY = "Noted."
 CONTEXT_COUNTS = 8  # calibration counts per depth (tokenizer or 1-token probes)
-# Engines whose n_ctx is known from their spec before they load (no server to ask).
-SPEC_NCTX_KINDS = ("llamacpp",)
 
 
 def context_text(index: int, n_words: int) -> str:
@@ -81,32 +79,9 @@ def check_spec_contexts(plan: BenchPlan, specs: list[EngineSpec]) -> None:
     must hold the deepest depth. Servers are checked once they report their n_ctx."""
     for spec in specs:
         n_ctx = plan.n_ctx or spec.n_ctx  # a preset's n_ctx is set on the engines it starts
-        if spec.kind in SPEC_NCTX_KINDS and n_ctx:
+        kind = find_kind(spec.kind)
+        if kind is not None and kind.n_ctx_from_spec and n_ctx:
             check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, spec.name)
-
-
-@dataclass
-class DepthContext:
-    """How the prior context of one depth was built and what the engine counted."""
-
-    depth: int  # asked for
-    level: str  # the label of the level measured with it ("depth=D", or "c=1" for 0)
-    n_words: int
-    question_tokens: int | None  # the engine's count for the question alone
-    counted_tokens: int | None  # ... for question + context
-    method: str
-    probes: int = 0
-
-    @property
-    def counted_depth(self) -> int | None:
-        if self.counted_tokens is None or self.question_tokens is None:
-            return None
-        return self.counted_tokens - self.question_tokens
-
-    def to_dict(self) -> dict[str, object]:
-        d = dict(self.__dict__)
-        d["counted_depth"] = self.counted_depth
-        return d
 
 
 MakeText = Callable[[str], GenerationRequest]

@@ -25,15 +25,14 @@ import time
 from dataclasses import dataclass
 
 from tui.engines.base import Engine, EngineError, GenerationRequest
+from tui.engines.kinds import find_kind
 
-# In-process engines where close() + load() is a true cold start (the model is reloaded).
-RELOAD_IS_COLD = {
-    "llamacpp": "end the engine's worker process, start a new one and reload the model "
-    "(timed; the OS file cache stays warm)",
-    "vllm-inprocess": "shut down and restart the in-process vLLM engine and its worker (timed)",
-}
-# Engines that run one request at a time when they offer no capacity hook.
-SERIAL_KINDS = {"llamacpp": "in-process llama.cpp runs one request at a time"}
+
+def reload_is_cold(engine: Engine) -> str:
+    """How close() + load() is a true cold start of this engine's kind (the model is
+    reloaded; EngineKind.cold_restart); "" when it is not."""
+    kind = find_kind(engine.kind)
+    return kind.cold_restart if kind is not None else ""
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,9 @@ async def engine_capacity(engine: Engine) -> Capacity:
         slots = None
     if isinstance(slots, int) and slots > 0:
         return Capacity(slots, "engine", "total_slots from the server's /props")
-    if engine.kind in SERIAL_KINDS:
-        return Capacity(1, "kind", SERIAL_KINDS[engine.kind])
+    kind = find_kind(engine.kind)
+    if kind is not None and kind.serial:  # it runs one request at a time
+        return Capacity(1, "kind", kind.serial)
     return Capacity(None, "unknown", "the engine does not say how many requests it runs at once")
 
 
@@ -70,8 +70,8 @@ def cold_start_method(engine: Engine) -> str | None:
     """How a cold start is forced on this engine, or None when it cannot be."""
     if callable(getattr(engine, "restart", None)):
         return str(getattr(engine, "cold_start_method", "engine restart hook"))
-    if engine.kind in RELOAD_IS_COLD:
-        return RELOAD_IS_COLD[engine.kind]
+    if reload_is_cold(engine):
+        return reload_is_cold(engine)
     if callable(getattr(engine, "unload", None)):
         return UNLOAD_METHOD
     return None
@@ -92,10 +92,10 @@ async def force_cold(engine: Engine) -> float | None:
     hook = getattr(engine, "restart", None)
     if callable(hook):
         return float(await hook())
-    if engine.kind not in RELOAD_IS_COLD and callable(getattr(engine, "unload", None)):
+    if not reload_is_cold(engine) and callable(getattr(engine, "unload", None)):
         await engine.unload()  # type: ignore[attr-defined]
         return None
-    if engine.kind in RELOAD_IS_COLD:
+    if reload_is_cold(engine):
         t0 = time.perf_counter_ns()
         await engine.close()
         await engine.load()

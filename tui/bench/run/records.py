@@ -1,4 +1,5 @@
-"""One measured request of a bench, and one load level's worth of them."""
+"""One measured request of a bench, one load level's worth of them, and how a depth
+level's prior context was built (tui/bench/run/depth.py)."""
 
 from __future__ import annotations
 
@@ -199,3 +200,27 @@ class LevelRun:
         if not rs:
             return None
         return max(r.t_end_s for r in rs) - min(r.t_start_s for r in rs) - self.paused_s
+
+
+@dataclass
+class DepthContext:
+    """How the prior context of one depth was built and what the engine counted."""
+
+    depth: int  # asked for
+    level: str  # the label of the level measured with it ("depth=D", or "c=1" for 0)
+    n_words: int
+    question_tokens: int | None  # the engine's count for the question alone
+    counted_tokens: int | None  # ... for question + context
+    method: str
+    probes: int = 0
+
+    @property
+    def counted_depth(self) -> int | None:
+        if self.counted_tokens is None or self.question_tokens is None:
+            return None
+        return self.counted_tokens - self.question_tokens
+
+    def to_dict(self) -> dict[str, object]:
+        d = dict(self.__dict__)
+        d["counted_depth"] = self.counted_depth
+        return d

@@ -11,10 +11,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.bench.run.depth import DepthContext
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.prompts import PromptShape
-from tui.bench.run.records import LevelRun, RequestRecord
+from tui.bench.run.records import DepthContext, LevelRun, RequestRecord
 from tui.engines.base import Engine, EngineSpec
 from tui.transport.access import redact_url
 

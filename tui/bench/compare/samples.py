@@ -1,0 +1,64 @@
+"""What ``infertop compare`` resamples, read from a report.json: per engine and load level
+(:class:`LevelSample`), the ok requests of the measured phases (cold and warm) as
+:class:`RequestSample` values, and the level's measured total tok/s (Σ output tokens of ok
+requests / the level's wall time, first request sent → last request ended). The ratios
+(tui/bench/compare/ratios.py) and their bootstrap (tui/bench/compare/boot.py) both read
+these; neither needs the other for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MEASURED_PHASES = ("cold", "warm")
+
+
+@dataclass(frozen=True)
+class RequestSample:
+    """What one ok request contributes to the compared statistics."""
+
+    decode_tps: float | None
+    ttft_ms: float | None
+    itl_token_ms: tuple[float, ...]  # sorted: pooled percentiles merge sorted runs fast
+    output_tokens: int
+    duration_s: float
+
+
+@dataclass
+class LevelSample:
+    """The ok requests of one engine at one level, and the level's measured total tok/s."""
+
+    engine: str
+    label: str
+    requests: list[RequestSample]
+    total_tps: float | None
+
+
+def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
+    """Per (engine, level label), from report.json's records (cold and warm phases)."""
+    out: dict[tuple[str, str], LevelSample] = {}
+    for eng in report.get("engines") or []:
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for rec in eng.get("records") or []:
+            if rec.get("phase") in MEASURED_PHASES and rec.get("status") != "cancelled":
+                grouped.setdefault(str(rec.get("level")), []).append(rec)
+        for label, recs in grouped.items():
+            ok = [r for r in recs if r.get("status") == "ok"]
+            samples = [_request_sample(r) for r in ok]
+            wall = max(r["t_end_s"] for r in recs) - min(r["t_start_s"] for r in recs)
+            tokens = sum(s.output_tokens for s in samples)
+            total = tokens / wall if (samples and wall > 0) else None
+            out[(eng["name"], label)] = LevelSample(eng["name"], label, samples, total)
+    return out
+
+
+def _request_sample(rec: dict[str, Any]) -> RequestSample:
+    m = rec.get("metrics") or {}
+    return RequestSample(
+        decode_tps=m.get("decode_tps"),
+        ttft_ms=m.get("ttft_ms"),
+        itl_token_ms=tuple(sorted(v for v in m.get("itl_token_ms") or [] if v is not None)),
+        output_tokens=int(m.get("output_tokens") or 0),
+        duration_s=float(rec["t_end_s"]) - float(rec["t_start_s"]),
+    )
