@@ -72,3 +72,12 @@ def notifications(app: InfertopApp) -> list[str]:
 @pytest.fixture
 def notes():  # type: ignore[no-untyped-def]
     return notifications
+
+
+@pytest.fixture(autouse=True)
+def fast_paths_decided_per_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's app start (or first use) decides the Textual fast paths anew
+    (tui/app/textual_private), so a test that turned them off leaves no later one off."""
+    from tui.app import textual_private
+
+    monkeypatch.setattr(textual_private, "_decided", None)

@@ -1,5 +1,5 @@
-"""The chat screen's compositor (tui/app/compositor.py) sends the terminal exactly what
-Textual's own compositor would, for every partial update: the frames a real stream
+"""The chat screen's compositor (tui/app/textual_private/compositor.py) sends the terminal
+exactly what Textual's own compositor would, for every partial update: the frames a real stream
 makes, and random dirty regions over real screens (one pane, A/B, the narrow layout
 with the panels shown over the chat, a notification on top).
 
@@ -20,7 +20,7 @@ import pytest
 from app_support import gen
 from textual._compositor import Compositor
 
-from tui.app.compositor import CroppedCompositor
+from tui.app.textual_private.compositor import CroppedCompositor
 
 TWO = (
     '[engines.s1]\nkind = "synthetic"\noptions = { tokens_per_s = 400 }\n'

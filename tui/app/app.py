@@ -19,6 +19,7 @@ from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
 from tui.app.state import UIState, default_state_path, load_state, save_state
+from tui.app.textual_private import decide
 from tui.app.themes import builtin_theme_dir, load_themes, user_theme_dir
 from tui.chat.catalog import Catalog, is_discovered_name
 from tui.chat.core import ChatCore
@@ -67,6 +68,8 @@ class InfertopApp(App[None]):
         discover: bool | None = None,
     ) -> None:
         super().__init__()
+        # Textual's private names used only on the Textual they fit, else its own code
+        self.fast_paths = decide()  # (tui/app/textual_private; `infertop doctor` says which)
         self.config = config
         # servers found on this machine, their models (tui/app/discovery.py)
         self.catalog = Catalog()

@@ -55,6 +55,7 @@ def main(args: argparse.Namespace) -> int:
     _check_apple()
     _check_hardware()
     _check_optional()
+    _check_textual()
     _check_receive_stamps()
     _check_proxy_slice()
     if getattr(args, "url", None):
@@ -245,6 +246,16 @@ def _check_optional() -> None:
         except Exception:  # noqa: BLE001 - optional test tool
             server = None
     _line(OK if server else INFO, "llama-server", server or "not found (only needed to start one)")
+
+
+def _check_textual() -> None:
+    """Whether the TUI takes its private Textual fast paths, and why (the module imports
+    Textual: only here, when the doctor runs, not when the command is imported)."""
+    from tui.app.textual_private import SWITCH, check
+
+    paths = check()
+    status = OK if paths.on else INFO if paths.reason.startswith(f"{SWITCH}=0") else WARN
+    _line(status, "TUI fast paths", paths.summary())
 
 
 def _check_receive_stamps() -> None:

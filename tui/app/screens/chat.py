@@ -19,10 +19,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from tui.app.compositor import use_cropped_compositor
 from tui.app.messages import CoreEvent, KvUpdated, ServerSampled, TelemetrySampled
 from tui.app.screens.chat_engines import ChatEngines
 from tui.app.screens.chat_view import ChatView
+from tui.app.textual_private import use_cropped_compositor
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation
@@ -74,7 +74,7 @@ class ChatScreen(ChatEngines):
     ) -> None:
         """``telemetry``: the hardware is sampled (and servers' own metrics read)."""
         super().__init__(id="chat")
-        use_cropped_compositor(self)  # a streamed line repaints one widget: tui/app/compositor.py
+        use_cropped_compositor(self)  # a streamed line repaints one widget (fast paths on)
         self.core, self.hardware, self.telemetry = core, hardware, telemetry
         self.view = ChatView(self, core, hardware, telemetry)
         self.load_on_start = load_on_start

@@ -23,15 +23,18 @@ class ABTable(DataTable[str]):
     ABTable { height: 7; }
     """
 
-    async def _on_idle(self, event: events.Idle) -> None:
+    rows_added = False  # rows added since DataTable last measured its columns
+
+    def on_idle(self, event: events.Idle) -> None:
         """DataTable re-measures its columns when idle, but keeps rows it rendered before
         that in a cache keyed without the widths, so a frame drawn between ``add_row`` and
-        idle can leave rows cut to the old widths: drop those rows once widths change."""
-        pending = self._require_update_dimensions or bool(self._updated_cells)
-        await super()._on_idle(event)
-        if pending:
-            self._clear_caches()
-            self.refresh()
+        idle can leave rows cut to the old widths: drop those rows once widths change.
+        This handler runs before DataTable's (Textual calls each class's, this one first);
+        ``call_next`` runs after both, and ``notify_style_update`` is DataTable's public
+        way to drop its rendered rows and repaint (what a theme change does)."""
+        if self.rows_added:
+            self.rows_added = False
+            self.call_next(self.notify_style_update)
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
@@ -59,6 +62,7 @@ class ABTable(DataTable[str]):
         ]
         for metric, va, vb, r in rows:
             self.add_row(f"#{turn}", metric, r, va, vb, run)
+        self.rows_added = True
         self.move_cursor(row=self.row_count - 1)
 
 

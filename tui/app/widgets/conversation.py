@@ -39,6 +39,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, scroll_step
+from tui.app.textual_private import anchor_released, children_layout_key
 from tui.app.widgets.sizes import laid_out_size
 from tui.app.widgets.text_lines import PlainBoxLines
 from tui.core.safe_text import terminal_safe
@@ -67,15 +68,18 @@ class AnswerSegment(Markdown):
     Textual asks every child of a growing Turn for its height with the Turn's new size as
     the container, which misses its caches and re-arranges every block of every segment on
     each layout. A segment's blocks are all ``height: auto``, so its height depends only on
-    the width, its children (``_nodes._updates``) and their layouts (``_layout_updates``,
-    bumped by Textual when a child or a style asks for a layout, e.g. a theme switch).
+    the width, its children and their layouts (Textual's counts of both, bumped when a
+    child or a style asks for a layout, e.g. a theme switch: ``children_layout_key``).
     """
 
     _height_key: tuple[int, int, int] | None = None
     _height = 0
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        key = (width, self._nodes._updates, self._layout_updates)
+        counts = children_layout_key(self)
+        if counts is None:  # fast paths off (tui/app/textual_private): Markdown's own
+            return super().get_content_height(container, viewport, width)
+        key = (width, *counts)
         if key != self._height_key:
             self._height = super().get_content_height(container, viewport, width)
             self._height_key = key
@@ -371,7 +375,7 @@ class Conversation(VerticalScroll):
     @property
     def following(self) -> bool:
         """True while auto-scroll is on (anchored and not released by the user)."""
-        return self.is_anchored and not self._anchor_released
+        return self.is_anchored and not anchor_released(self)
 
     async def clear(self) -> None:
         await self.remove_children()

@@ -20,7 +20,6 @@ from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
-from textual.renderables._blend_colors import blend_colors
 from textual.renderables.sparkline import Sparkline as SparklineBars
 from textual.strip import Strip
 
@@ -166,6 +165,17 @@ def spark_segments(
         out.append(Segment(BARS[int(ratio * top)], _bar_style(base, colour)))  # ratio ≤ 1
         index += step
     return out
+
+
+def blend_colors(color1: Color, color2: Color, ratio: float) -> Color:
+    """The colour ``ratio`` of the way from ``color1`` to ``color2`` in RGB (``color2`` when
+    either has no RGB triplet): the blend of Textual's Sparkline renderable, kept here
+    because Textual's is private (``textual.renderables._blend_colors``)."""
+    if color1.triplet is None or color2.triplet is None:
+        return color2
+    r1, g1, b1 = color1.triplet
+    r2, g2, b2 = color2.triplet
+    return Color.from_rgb(r1 + (r2 - r1) * ratio, g1 + (g2 - g1) * ratio, b1 + (b2 - b1) * ratio)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -51,7 +51,10 @@ class PromptInput(TextArea):
         if self.styles.inline.has_rule("min_height"):
             self.styles.min_height = None
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        """Enter, the newline keys and history keys, handled here; ``prevent_default``
+        keeps them from TextArea's own key handler, which every other key reaches next
+        (Textual calls each class's handler, this one first)."""
         if event.key == "enter":
             event.prevent_default()
             event.stop()
@@ -75,8 +78,6 @@ class PromptInput(TextArea):
             event.prevent_default()
             event.stop()
             self.recall(+1)
-            return
-        await super()._on_key(event)
 
     def submit(self) -> None:
         text = self.text

@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.app.tail import CONTROL_CHARS, wrap_paragraph
+from tui.app.textual_private import styles_key
 from tui.app.widgets.sizes import laid_out_size
 
 Line = str | tuple[str, str]  # a line, or (a line, a Rich style such as "dim" or "bold red")
@@ -45,7 +46,8 @@ class PlainBoxLines(Widget):
     a one-line repaint of the answer's tail ten times a second. Here such a widget's lines
     are its ``render_line`` strips, through the same filters with the same background;
     a widget with any of those styles takes Textual's path (tests/app/test_text_lines.py
-    compares the two)."""
+    compares the two), and so does every widget while the fast paths are off
+    (tui/app/textual_private: the styles' change count is Textual's own)."""
 
     _filter_background: Color | None = None
     _box_key = -1  # the styles' cache key _box_plain was found for
@@ -57,7 +59,9 @@ class PlainBoxLines(Widget):
 
     def _plain_box(self) -> bool:
         styles = self.styles
-        key = styles._cache_key  # Textual's count of this widget's style changes
+        key = styles_key(styles)  # Textual's count of this widget's style changes
+        if key is None:
+            return False  # fast paths off (tui/app/textual_private): Textual's own path
         if key != self._box_key:  # the box's own styles, looked up once per change
             self._box_key = key
             self._box_plain = (

@@ -1,5 +1,8 @@
 """A compositor that renders, for a partial update, only what can reach the terminal.
 
+Built on Textual's private ``textual._compositor``: imported only once the fast paths are
+on (``tui.app.textual_private``: the tested Textual, every name used here present).
+
 Textual's compositor (8.2.8) answers a partial update — a streamed answer's last line,
 a sparkline — by cropping to the *bounding box* of all dirty regions, then asking every
 widget whose clip region overlaps that box for *all* of its visible lines, and keeping
@@ -157,8 +160,3 @@ def stacked(regions: Iterable[Region]) -> list[Region]:
         else:
             out.append(r)
     return out
-
-
-def use_cropped_compositor(screen: object) -> None:
-    """Give ``screen`` (a Textual Screen, before it is mounted) a :class:`CroppedCompositor`."""
-    screen._compositor = CroppedCompositor()  # type: ignore[attr-defined]
