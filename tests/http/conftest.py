@@ -119,3 +119,12 @@ def llama_server_keyed(smollm2_gguf: Path, server_logs: Path) -> Iterator[server
         smollm2_gguf, server_logs, args, "llama-server (--api-key)"
     ) as sp:
         yield sp
+
+
+@pytest.fixture(scope="session")
+def thinking_llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
+    """llama-server made to reason and call tools (tests/support/thinking_servers.py)."""
+    import thinking_servers
+
+    with thinking_servers.running_thinking_llama_server(smollm2_gguf, server_logs) as sp:
+        yield sp

@@ -4,22 +4,14 @@ decoders are tested against): checked on the raw bytes of each wire format it se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
 import pytest
 import thinking_servers as ts
-from real_servers import ServerProcess
 
 pytestmark = pytest.mark.engine
-
-
-@pytest.fixture(scope="session")
-def thinking_llama_server(smollm2_gguf, server_logs) -> Iterator[ServerProcess]:
-    with ts.running_thinking_llama_server(smollm2_gguf, server_logs) as sp:
-        yield sp
 
 
 def chat_deltas(events: list[tuple[str, Any]]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ repeats it; the data alone is read):
   (``input_tokens``, ``output_tokens``, ``output_tokens_details.reasoning_tokens``,
   ``input_tokens_details.cached_tokens``) and, when incomplete, why
   (``incomplete_details.reason``: ``max_output_tokens`` is a finish of "length");
+  llama-server adds its ``timings`` to the event (the engine's report);
 - ``response.failed`` and ``error``: the server's error.
 
 Never counted: every ``*.done`` event (``response.output_text.done`` repeats the whole
@@ -84,6 +85,8 @@ class ResponsesDecoder(StreamDecoder):
                 self.tool_end(t_ns, emit)
         elif kind in _END:
             self._ended(obj.get("response"), _END[kind], t_ns)
+            if type(obj.get("timings")) is dict:  # llama-server's own numbers
+                self.extra["timings"] = obj["timings"]
         elif kind == "response.failed":
             response = obj.get("response")
             raise StreamServerError(_error_text(response if type(response) is dict else obj))

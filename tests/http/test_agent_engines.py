@@ -1,0 +1,78 @@
+"""infertop's own engines speaking the APIs agents use, against the real llama-server made
+to reason (tests/support/thinking_servers.py): kind ``openai`` with ``endpoint =
+"responses"``, kind ``anthropic`` (``x-api-key`` from ``api_key_env``), and the chat API.
+Each answer comes back with its reasoning apart, TTFO after TTFT, and the server's counts.
+"""
+
+from __future__ import annotations
+
+import pytest
+import thinking_servers as ts
+from stream_check import collect
+
+from tui.engines.anthropic import AnthropicEngine
+from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.http_common import request_headers
+from tui.engines.llama_server import LlamaServerEngine
+from tui.engines.openai_compat import OpenAICompatEngine
+
+pytestmark = pytest.mark.engine
+
+BUDGET = {"thinking_budget_tokens": ts.REASONING_BUDGET}
+
+
+def request() -> GenerationRequest:
+    return GenerationRequest.from_prompt(ts.QUESTION, max_tokens=40, temperature=0.0, seed=ts.SEED)
+
+
+@pytest.mark.parametrize(
+    ("kind", "endpoint", "extra"),
+    [
+        ("openai", "chat", BUDGET),
+        ("llama-server", "chat", BUDGET),
+        ("openai", "responses", BUDGET),
+        ("anthropic", "chat", {"thinking": {"type": "enabled", "budget_tokens": 6}}),
+    ],
+    ids=["chat", "llama-server-chat", "responses", "anthropic"],
+)
+async def test_reasoning_answers_through_each_api(
+    thinking_llama_server, kind, endpoint, extra, monkeypatch
+) -> None:
+    monkeypatch.setenv("INFERTOP_TEST_KEY", "sk-test")
+    spec = EngineSpec(
+        "t",
+        kind,
+        model=ts.MODEL_ALIAS,
+        url=thinking_llama_server.url,
+        endpoint=endpoint,
+        api_key_env="INFERTOP_TEST_KEY",
+        options={"extra_body": extra},
+    )
+    cls = {"openai": OpenAICompatEngine, "llama-server": LlamaServerEngine}.get(
+        kind, AnthropicEngine
+    )
+    engine = cls(spec)
+    try:
+        await engine.load()
+        r = await collect(engine, request())
+    finally:
+        await engine.close()
+    assert r.failed is None
+    m = r.metrics
+    assert r.timeline.reasoning_text == "The capital of France is"
+    assert r.timeline.text == 'The answer is: "Paris"'
+    assert m.ttft_ms is not None and m.ttfo_ms is not None and m.ttfo_ms > m.ttft_ms
+    assert m.output_tokens_source == "usage" and m.output_tokens == 18
+    assert m.reasoning_tokens and m.answer_tokens and m.thinking_ms
+    if kind == "llama-server":  # its timings: the engine's own account beside ours
+        assert m.engine_decode_tps is not None and m.prefill_tps_source == "engine"
+
+
+def test_the_anthropic_key_goes_in_x_api_key_not_authorization() -> None:
+    headers = request_headers(EngineSpec("a", "anthropic", url="http://x"), "sk-secret")
+    assert headers["x-api-key"] == "sk-secret" and "Authorization" not in headers
+    assert headers["anthropic-version"] == "2023-06-01"
+    openai_headers = request_headers(EngineSpec("o", "openai", url="http://x"), "sk-secret")
+    assert (
+        openai_headers["Authorization"] == "Bearer sk-secret" and "x-api-key" not in openai_headers
+    )
