@@ -1,4 +1,5 @@
-"""LiveRequest: a request in flight, shared by the engine thread and the UI.
+"""LiveRequest: a request in flight, shared by the engine thread and the UI; LiveCounts:
+the running numbers of one stream, which the proxy's rows use too.
 
 The engine side calls :meth:`LiveRequest.add` for every stamped event (from any thread).
 The UI side calls :meth:`drain` to take the text that arrived since its last look, and
@@ -13,7 +14,10 @@ Live numbers (exact definitions; final metrics come from compute_metrics):
 - ``ttfo_ms``: first chunk of answer text or of a tool call − request sent.
 - ``reasoning_tokens``: the part of ``tokens`` that came in reasoning chunks (counted the
   same way); ``thinking``: the latest chunk was reasoning.
-- ``last_itl_ms``: the latest gap between content chunks, divided by that chunk's tokens.
+- ``last_itl_ms``: the latest gap between content chunks, divided by that chunk's tokens
+  (a chunk the engine says carries 0 tokens adds no gap).
+- ``itl_recent``: the last :data:`ITL_WINDOW` per-token gaps (a gap before a chunk of k
+  tokens counts k times as gap/k); the live ITL p50 is their median.
 - ``decode_tps``: (tokens − 1) / (t_last − t_first) once two content chunks arrived.
 - ``context_fill``: the engine's latest count of tokens in its context (ContextFill).
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,8 +40,76 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
 )
+from tui.core.stats import percentile
 from tui.core.timeline import RequestTimeline
-from tui.core.window import RollingWindow
+
+ITL_WINDOW = 200  # per-token gaps kept for the live ITL view
+
+
+class LiveCounts:
+    """The running numbers of one stream's chunks (the module docstring defines each).
+    Not thread-safe: its owner locks (LiveRequest) or runs on one thread (the proxy)."""
+
+    __slots__ = (
+        "tokens",
+        "estimated",
+        "reasoning_tokens",
+        "t_first",
+        "t_first_answer",
+        "t_last",
+        "last_itl_ms",
+        "thinking",
+        "itl",
+    )
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.estimated = False
+        self.reasoning_tokens = 0
+        self.t_first: int | None = None
+        self.t_first_answer: int | None = None
+        self.t_last: int | None = None  # of the last chunk that carried tokens
+        self.last_itl_ms: float | None = None
+        self.thinking = False
+        self.itl: deque[float] = deque(maxlen=ITL_WINDOW)
+
+    def add(self, ev: TextChunk) -> None:
+        """One chunk with text."""
+        k = ev.tokens
+        if k is None:
+            self.estimated = True
+            k = 1
+        if k > 0:
+            if self.t_last is not None:
+                gap = (ev.t_ns - self.t_last) / 1e6 / k
+                self.last_itl_ms = gap
+                self.itl.extend([gap] * min(k, ITL_WINDOW))
+            self.t_last = ev.t_ns
+        if self.t_first is None:
+            self.t_first = ev.t_ns
+        self.tokens += k
+        self.thinking = ev.part == REASONING
+        if self.thinking:
+            self.reasoning_tokens += k
+        elif self.t_first_answer is None:
+            self.t_first_answer = ev.t_ns
+
+    def ttft_ms(self, t0: int | None) -> float | None:
+        return None if t0 is None or self.t_first is None else (self.t_first - t0) / 1e6
+
+    def ttfo_ms(self, t0: int | None) -> float | None:
+        if t0 is None or self.t_first_answer is None:
+            return None
+        return (self.t_first_answer - t0) / 1e6
+
+    def decode_tps(self) -> float | None:
+        first, last = self.t_first, self.t_last
+        if first is None or last is None or last <= first:
+            return None
+        return (self.tokens - 1) / ((last - first) / 1e9)
+
+    def itl_p50_ms(self) -> float | None:
+        return percentile(list(self.itl), 50) if self.itl else None
 
 
 @dataclass(frozen=True)
@@ -65,16 +138,8 @@ class LiveRequest:
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._pending_parts: list[str] = []  # what each pending text is, once one is not
-        self._t_first_answer: int | None = None
-        self._reasoning_tokens = 0
-        self._thinking = False
         self._notified = False
-        self._tokens = 0
-        self._estimated = False
-        self._t_first: int | None = None
-        self._t_last: int | None = None
-        self._last_itl: float | None = None
-        self.itl_window = RollingWindow(200)
+        self.counts = LiveCounts()
         self.done = False
         self.events = 0
         self.context_fill: ContextFill | None = None
@@ -84,22 +149,8 @@ class LiveRequest:
             self.timeline.add(event)
             self.events += 1
             if isinstance(event, TextChunk) and event.text:
-                k = event.tokens if event.tokens is not None else 1
-                if event.tokens is None:
-                    self._estimated = True
-                if self._t_last is not None and k > 0:
-                    self._last_itl = (event.t_ns - self._t_last) / 1e6 / k
-                    self.itl_window.push(self._last_itl)
-                if self._t_first is None:
-                    self._t_first = event.t_ns
-                self._t_last = event.t_ns
-                self._tokens += k
+                self.counts.add(event)
                 part = event.part
-                self._thinking = part == REASONING
-                if self._thinking:
-                    self._reasoning_tokens += k
-                elif self._t_first_answer is None:
-                    self._t_first_answer = event.t_ns
                 if self._pending_parts or part != ANSWER:
                     if not self._pending_parts:
                         self._pending_parts = [ANSWER] * len(self._pending)
@@ -146,26 +197,18 @@ class LiveRequest:
         with self._lock:
             t0 = self.timeline.t_sent_ns
             now = self.timeline.t_end_ns or time.perf_counter_ns()
-            ttft = None
-            if t0 is not None and self._t_first is not None:
-                ttft = (self._t_first - t0) / 1e6
-            tps = None
-            if self._t_first is not None and self._t_last and self._t_last > self._t_first:
-                tps = (self._tokens - 1) / ((self._t_last - self._t_first) / 1e9)
-            ttfo = None
-            if t0 is not None and self._t_first_answer is not None:
-                ttfo = (self._t_first_answer - t0) / 1e6
+            c = self.counts
             return LiveSnapshot(
-                tokens=self._tokens,
-                tokens_estimated=self._estimated,
+                tokens=c.tokens,
+                tokens_estimated=c.estimated,
                 elapsed_ms=0.0 if t0 is None else (now - t0) / 1e6,
-                ttft_ms=ttft,
-                last_itl_ms=self._last_itl,
-                decode_tps=tps,
+                ttft_ms=c.ttft_ms(t0),
+                last_itl_ms=c.last_itl_ms,
+                decode_tps=c.decode_tps(),
                 done=self.done,
-                itl_recent=self.itl_window.snapshot(),
+                itl_recent=list(c.itl),
                 context_fill=self.context_fill,
-                ttfo_ms=ttfo,
-                reasoning_tokens=self._reasoning_tokens,
-                thinking=self._thinking and not self.done,
+                ttfo_ms=c.ttfo_ms(t0),
+                reasoning_tokens=c.reasoning_tokens,
+                thinking=c.thinking and not self.done,
             )

@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from tui.core.events import (
-    REASONING,
     EngineReport,
     EngineTruth,
     Failed,
@@ -29,11 +28,11 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
 )
+from tui.core.live import LiveCounts
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.session import session_record
-from tui.core.stats import percentile
 from tui.core.timeline import RequestTimeline
-from tui.proxy.rows import ITL_WINDOW, RequestRow
+from tui.proxy.rows import RequestRow
 
 BODY_KEPT = 1024 * 1024
 TEXT_KEPT = 1024 * 1024
@@ -71,12 +70,7 @@ class ProxiedRequest:
         self.state = "prefill"
         self.status: int | None = None
         self.t_forwarded: int | None = None
-        self.tokens = 0
-        self.estimated = False
-        self.t_first: int | None = None
-        self.t_first_answer: int | None = None  # the first chunk of answer or tool call
-        self.reasoning_tokens = 0  # of ``tokens``, those in reasoning chunks
-        self.t_last: int | None = None
+        self.counts = LiveCounts()  # the live numbers (tui/core/live.py)
         self.text_chars = 0  # -1 once the text is dropped
         self.timeline_dropped = False
         self.note: str | None = None  # what the proxy could not observe, in words
@@ -101,19 +95,9 @@ class ProxiedRequest:
                 self.text_chars += len(text)
                 if self.text_chars > TEXT_KEPT:
                     ev.text = CUT
-                k = ev.tokens
-                if k is None:
-                    self.estimated = True
-                    k = 1
-                self.tokens += k
-                if self.t_first is None:
-                    self.t_first = ev.t_ns
+                if self.counts.t_first is None:
                     self.state = "decoding"
-                if ev.part == REASONING:
-                    self.reasoning_tokens += k
-                elif self.t_first_answer is None:
-                    self.t_first_answer = ev.t_ns
-                self.t_last = ev.t_ns
+                self.counts.add(ev)
         elif type(ev) is Failed:
             if self.timeline.t_end_ns is not None:
                 return  # it already ended: the first word stands
@@ -129,6 +113,16 @@ class ProxiedRequest:
 
     def set_truth(self, truth: EngineTruth) -> None:
         self.timeline.add(EngineReport(self.timeline.t_end_ns or time.perf_counter_ns(), truth))
+
+    @property
+    def t_last(self) -> int | None:
+        """When the last chunk with text arrived (None: none yet)."""
+        return self.counts.t_last
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens so far (the live count: see tui/core/live.py)."""
+        return self.counts.tokens
 
     @property
     def ended(self) -> bool:
@@ -170,8 +164,8 @@ class ProxiedRequest:
             status=self.status,
             age_ms=(now - self.t_received_ns) / 1e6,
             prompt_tokens=tl.prompt_tokens,
-            output_tokens=self.tokens,
-            output_estimated=self.estimated,
+            output_tokens=self.counts.tokens,
+            output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
         )
         m = self.metrics
@@ -186,15 +180,12 @@ class ProxiedRequest:
             row.itl_p50_ms = m.itl_ms_p50
             row.e2e_ms = m.e2e_ms
             return row
-        if self.t_first is not None and self.t_forwarded is not None:
-            row.ttft_ms = (self.t_first - self.t_forwarded) / 1e6
-        if self.t_first_answer is not None and self.t_forwarded is not None:
-            row.ttfo_ms = (self.t_first_answer - self.t_forwarded) / 1e6
-        if self.reasoning_tokens:
-            row.reasoning_tokens = self.reasoning_tokens
-        if self.t_first is not None and self.t_last is not None and self.t_last > self.t_first:
-            row.tps = (self.tokens - 1) / ((self.t_last - self.t_first) / 1e9)
-        row.itl_p50_ms = recent_itl_p50(tl)
+        c = self.counts
+        row.ttft_ms = c.ttft_ms(self.t_forwarded)
+        row.ttfo_ms = c.ttfo_ms(self.t_forwarded)
+        row.reasoning_tokens = c.reasoning_tokens or None
+        row.tps = c.decode_tps()
+        row.itl_p50_ms = c.itl_p50_ms()
         return row
 
     def summary(self, engine: str, kind: str) -> dict[str, Any]:
@@ -250,24 +241,3 @@ class ProxiedRequest:
         if self.t_forwarded is None:
             return None
         return (self.t_forwarded - self.t_received_ns) / 1e6
-
-
-def recent_itl_p50(tl: RequestTimeline) -> float | None:
-    """Median per-token gap (ms) over the last :data:`ITL_WINDOW` gaps between chunks
-    with text (a gap before a chunk of k tokens counts k times as gap/k; a chunk the
-    engine says carries 0 tokens adds no gap)."""
-    ns, text, tokens = tl.chunk_ns, tl.chunk_text, tl.chunk_tokens
-    start = max(0, len(ns) - 4 * ITL_WINDOW)  # enough chunks for the window, bounded
-    prev: int | None = None
-    values: list[float] = []
-    for i in range(start, len(ns)):
-        k = tokens[i]
-        if not text[i] or k == 0:
-            continue
-        if prev is not None:
-            k = k or 1
-            values.extend([(ns[i] - prev) / 1e6 / k] * k)
-        prev = ns[i]
-    if not values:
-        return None
-    return percentile(values[-ITL_WINDOW:], 50)

@@ -12,7 +12,9 @@ Live numbers (exact definitions; a finished request's come from
 - ``reasoning_tokens``: of ``output_tokens``, those in reasoning chunks (counted the same
   way); once finished, :func:`tui.core.metrics.reasoning_token_count`.
 - ``tps``: (output_tokens − 1) / (t_last − t_first) over the chunks with text so far.
-- ``itl_p50_ms``: median per-token gap over the last :data:`ITL_WINDOW` gaps.
+- ``itl_p50_ms``: median per-token gap over the last :data:`tui.core.live.ITL_WINDOW` gaps.
+
+The live numbers are :class:`tui.core.live.LiveCounts`', the same as the chat panes'.
 - ``age_ms``: time since the request reached the proxy, as of the row's making.
 
 A row read from a proxy (:func:`row_from_json`) is untrusted: each field is checked for
@@ -28,7 +30,6 @@ from typing import Any
 from tui.core.metrics import RequestMetrics
 
 STATES = ("prefill", "decoding", "done", "failed", "cancelled")
-ITL_WINDOW = 200
 TEXT_LIMIT = 300  # characters of any one text field of a row
 MAX_COUNT = 2**53
 
