@@ -118,6 +118,7 @@ def _anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
 
 def _prompt_only(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
     dec = StreamDecoder()
+    dec.output_tokens = 0  # an embedding or a ranking generates no token
     usage = obj.get("usage")
     if type(usage) is dict:
         dec.prompt_tokens = count(usage.get("prompt_tokens"))
