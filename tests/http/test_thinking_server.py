@@ -1,5 +1,7 @@
-"""The real llama-server really reasons and calls tools with SmolLM2 (the fixtures the stream
-decoders are tested against): checked on the raw bytes of each wire format it serves."""
+"""The real servers really reason and call tools with SmolLM2 (the streams the decoders are
+tested against): llama-server on the raw bytes of each wire format it serves and through
+the official openai and anthropic SDKs; vLLM (``-m vllm``, one more ~60 s start) through
+its qwen3 reasoning and hermes tool parsers."""
 
 from __future__ import annotations
 
