@@ -1,5 +1,7 @@
-"""The real llama-server really reasons and calls tools with SmolLM2 (the fixtures the stream
-decoders are tested against): checked on the raw bytes of each wire format it serves."""
+"""The real servers really reason and call tools with SmolLM2 (the streams the decoders are
+tested against): llama-server on the raw bytes of each wire format it serves and through
+the official openai and anthropic SDKs; vLLM (``-m vllm``, one more ~60 s start) through
+its qwen3 reasoning and hermes tool parsers."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+import thinking_bodies as tb
 import thinking_servers as ts
 
 pytestmark = pytest.mark.engine
@@ -36,7 +39,7 @@ def usage_of(events: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def test_chat_reasoning_deltas_come_before_the_answer(thinking_llama_server) -> None:
-    events = chat(thinking_llama_server.url, ts.reasoning_chat_body())
+    events = chat(thinking_llama_server.url, tb.reasoning_chat_body())
     deltas = chat_deltas(events)
     reasoning = [d["reasoning_content"] for d in deltas if d.get("reasoning_content")]
     answer = [d["content"] for d in deltas if d.get("content")]
@@ -46,7 +49,7 @@ def test_chat_reasoning_deltas_come_before_the_answer(thinking_llama_server) -> 
     assert first_reasoning < first_answer
     assert not any(d.get("reasoning_content") for d in deltas[first_answer:])
     # the budget cut the reasoning: at most REASONING_BUDGET tokens, one per delta
-    assert len(reasoning) <= ts.REASONING_BUDGET
+    assert len(reasoning) <= tb.REASONING_BUDGET
     assert "<think>" not in "".join(answer) and "</think>" not in "".join(answer)
     usage = usage_of(events)
     assert usage["completion_tokens"] >= len(reasoning) + len(answer)
@@ -55,7 +58,7 @@ def test_chat_reasoning_deltas_come_before_the_answer(thinking_llama_server) -> 
 
 def test_unparsed_reasoning_shows_the_think_tags(thinking_llama_server) -> None:
     """reasoning_format none: the same output, tags and all, in content (DeepSeek-R1 style)."""
-    events = chat(thinking_llama_server.url, ts.reasoning_chat_body(reasoning_format="none"))
+    events = chat(thinking_llama_server.url, tb.reasoning_chat_body(reasoning_format="none"))
     deltas = chat_deltas(events)
     assert not any(d.get("reasoning_content") for d in deltas)
     text = "".join(d.get("content") or "" for d in deltas)
@@ -63,14 +66,14 @@ def test_unparsed_reasoning_shows_the_think_tags(thinking_llama_server) -> None:
 
 
 def test_chat_streams_reasoning_then_a_tool_call(thinking_llama_server) -> None:
-    events = chat(thinking_llama_server.url, ts.tool_chat_body())
+    events = chat(thinking_llama_server.url, tb.tool_chat_body())
     deltas = chat_deltas(events)
     first_call = first(deltas, lambda d: d.get("tool_calls"))
     assert first_call < len(deltas)
     assert any(d.get("reasoning_content") for d in deltas[:first_call])
     assert not any(d.get("content") for d in deltas)
     calls = [c for d in deltas for c in d.get("tool_calls") or []]
-    assert calls[0]["function"]["name"] == ts.TOOL_NAME and calls[0]["id"]
+    assert calls[0]["function"]["name"] == tb.TOOL_NAME and calls[0]["id"]
     assert {c["index"] for c in calls} == {0}
     arguments = json.loads("".join(c["function"].get("arguments", "") for c in calls))
     assert isinstance(arguments["city"], str)
@@ -83,14 +86,14 @@ def test_same_request_same_text(thinking_llama_server) -> None:
     """Temperature 0 on one slot: the captures' text is reproducible."""
 
     def text() -> list[tuple[str, str]]:
-        deltas = chat_deltas(chat(thinking_llama_server.url, ts.reasoning_chat_body()))
+        deltas = chat_deltas(chat(thinking_llama_server.url, tb.reasoning_chat_body()))
         return [(k, v) for d in deltas for k, v in d.items() if k != "role" and v]
 
     assert text() == text()
 
 
 def test_responses_api_streams_reasoning_then_text(thinking_llama_server) -> None:
-    raw = ts.post_raw(thinking_llama_server.url + "/v1/responses", ts.reasoning_responses_body())
+    raw = ts.post_raw(thinking_llama_server.url + "/v1/responses", tb.reasoning_responses_body())
     events = ts.sse_events(raw)
     names = [name for name, _ in events]
     assert all(name == d["type"] for name, d in events)
@@ -102,11 +105,11 @@ def test_responses_api_streams_reasoning_then_text(thinking_llama_server) -> Non
 
 
 def test_responses_api_streams_a_function_call(thinking_llama_server) -> None:
-    raw = ts.post_raw(thinking_llama_server.url + "/v1/responses", ts.tool_responses_body())
+    raw = ts.post_raw(thinking_llama_server.url + "/v1/responses", tb.tool_responses_body())
     events = ts.sse_events(raw)
     added = [d["item"] for name, d in events if name == "response.output_item.added"]
     calls = [item for item in added if item["type"] == "function_call"]
-    assert [c["name"] for c in calls] == [ts.TOOL_NAME]
+    assert [c["name"] for c in calls] == [tb.TOOL_NAME]
     args = [d["delta"] for name, d in events if name == "response.function_call_arguments.delta"]
     assert isinstance(json.loads("".join(args))["city"], str)
     names = [name for name, _ in events]
@@ -116,23 +119,23 @@ def test_responses_api_streams_a_function_call(thinking_llama_server) -> None:
 
 
 def test_anthropic_messages_stream_thinking_then_text(thinking_llama_server) -> None:
-    raw = ts.post_raw(thinking_llama_server.url + "/v1/messages", ts.reasoning_messages_body())
+    raw = ts.post_raw(thinking_llama_server.url + "/v1/messages", tb.reasoning_messages_body())
     events = ts.sse_events(raw)
     kinds = [d["delta"]["type"] for name, d in events if name == "content_block_delta"]
     assert "thinking_delta" in kinds and "text_delta" in kinds
     assert kinds.index("thinking_delta") < kinds.index("text_delta")
-    assert len([k for k in kinds if k == "thinking_delta"]) <= ts.REASONING_BUDGET
+    assert len([k for k in kinds if k == "thinking_delta"]) <= tb.REASONING_BUDGET
     assert events[0][0] == "message_start" and events[-1][0] == "message_stop"
     (delta,) = [d for name, d in events if name == "message_delta"]
     assert delta["usage"]["output_tokens"] > 0 and delta["delta"]["stop_reason"] == "end_turn"
 
 
 def test_anthropic_messages_stream_a_tool_use(thinking_llama_server) -> None:
-    raw = ts.post_raw(thinking_llama_server.url + "/v1/messages", ts.tool_messages_body())
+    raw = ts.post_raw(thinking_llama_server.url + "/v1/messages", tb.tool_messages_body())
     events = ts.sse_events(raw)
     blocks = [d["content_block"] for name, d in events if name == "content_block_start"]
     assert [b["type"] for b in blocks] == ["thinking", "tool_use"]
-    assert blocks[1]["name"] == ts.TOOL_NAME
+    assert blocks[1]["name"] == tb.TOOL_NAME
     partial = [
         d["delta"]["partial_json"]
         for name, d in events
@@ -148,7 +151,7 @@ def test_anthropic_messages_stream_a_tool_use(thinking_llama_server) -> None:
 
 def test_openai_sdk_chat_stream_with_tools(thinking_llama_server) -> None:
     client = openai.OpenAI(base_url=thinking_llama_server.url + "/v1", api_key="unused")
-    body = ts.tool_chat_body()
+    body = tb.tool_chat_body()
     stream = client.chat.completions.create(**body)
     reasoning, name, arguments, finish = "", "", "", None
     for chunk in stream:
@@ -159,7 +162,7 @@ def test_openai_sdk_chat_stream_with_tools(thinking_llama_server) -> None:
                 assert call.index == 0 and call.function is not None
                 name += call.function.name or ""
                 arguments += call.function.arguments or ""
-    assert reasoning and name == ts.TOOL_NAME and finish == "tool_calls"
+    assert reasoning and name == tb.TOOL_NAME and finish == "tool_calls"
     assert isinstance(json.loads(arguments)["city"], str)
 
 
@@ -168,7 +171,7 @@ def test_openai_sdk_responses_event_stream(thinking_llama_server) -> None:
     cannot: its accumulator needs output_index and content_index, which llama-server does
     not send — RuntimeError 'Duplicate response output index None.' on the second item.)"""
     client = openai.OpenAI(base_url=thinking_llama_server.url + "/v1", api_key="unused")
-    body = ts.reasoning_responses_body()
+    body = tb.reasoning_responses_body()
     extra = {k: body.pop(k) for k in ("thinking_budget_tokens", "seed")}
     events = list(client.responses.create(**body, extra_body=extra))
     kinds = [e.type for e in events]
@@ -181,7 +184,7 @@ def test_openai_sdk_responses_event_stream(thinking_llama_server) -> None:
 
 def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
     client = anthropic.Anthropic(base_url=thinking_llama_server.url, api_key="unused")
-    body = ts.reasoning_messages_body()
+    body = tb.reasoning_messages_body()
     # this SDK's messages.stream() has no temperature parameter: sent as an extra field
     with client.messages.stream(
         model=body["model"],
@@ -196,7 +199,7 @@ def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
     assert [b.type for b in message.content] == ["thinking", "text"]
     assert message.usage.output_tokens > 0
 
-    body = ts.tool_messages_body()
+    body = tb.tool_messages_body()
     with client.messages.stream(
         model=body["model"],
         messages=body["messages"],
@@ -208,4 +211,79 @@ def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
         message = stream.get_final_message()
     assert message.stop_reason == "tool_use"
     (tool_use,) = [b for b in message.content if b.type == "tool_use"]
-    assert tool_use.name == ts.TOOL_NAME and isinstance(tool_use.input["city"], str)
+    assert tool_use.name == tb.TOOL_NAME and isinstance(tool_use.input["city"], str)
+
+
+# -- vLLM's CPU build: its qwen3 reasoning parser and hermes tool parser --------------------
+
+
+@pytest.fixture(scope="session")
+def thinking_vllm_server(server_logs) -> Iterator[ServerProcess]:
+    with ts.running_thinking_vllm_server(server_logs) as sp:
+        yield sp
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+def test_vllm_chat_reasoning_then_answer(thinking_vllm_server) -> None:
+    events = chat(thinking_vllm_server.url, tb.reasoning_example_chat_body(model=tb.VLLM_MODEL))
+    deltas = chat_deltas(events)
+    # vLLM names the field "reasoning" (llama-server: "reasoning_content")
+    assert not any("reasoning_content" in d for d in deltas)
+    first_answer = first(deltas, lambda d: (d.get("content") or "").strip())
+    assert 0 < first_answer < len(deltas)
+    assert any(d.get("reasoning") for d in deltas[:first_answer])
+    assert not any(d.get("reasoning") for d in deltas[first_answer:])
+    usage = usage_of(events)
+    reasoning_tokens = usage["completion_tokens_details"]["reasoning_tokens"]
+    assert 0 < reasoning_tokens < usage["completion_tokens"]
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+def test_vllm_chat_reasoning_then_a_tool_call(thinking_vllm_server) -> None:
+    events = chat(thinking_vllm_server.url, tb.tool_chat_body(model=tb.VLLM_MODEL))
+    deltas = chat_deltas(events)
+    first_call = first(deltas, lambda d: d.get("tool_calls"))
+    assert first_call < len(deltas)
+    assert any(d.get("reasoning") for d in deltas[:first_call])
+    calls = [c for d in deltas for c in d.get("tool_calls") or []]
+    assert calls[0]["function"]["name"] == tb.TOOL_NAME
+    arguments = json.loads("".join(c["function"].get("arguments", "") for c in calls))
+    assert isinstance(arguments["city"], str)
+    assert usage_of(events)["completion_tokens_details"]["reasoning_tokens"] > 0
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+def test_vllm_responses_stream_through_the_openai_sdk(thinking_vllm_server) -> None:
+    """vLLM sends output_index and sequence_number: responses.stream() works here."""
+    client = openai.OpenAI(base_url=thinking_vllm_server.url + "/v1", api_key="unused")
+    body = tb.reasoning_example_responses_body(model=tb.VLLM_MODEL)
+    del body["stream"]
+    extra = {"seed": body.pop("seed")}  # not a parameter of the SDK's Responses
+    with client.responses.stream(**body, extra_body=extra) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds.index("response.reasoning_text.delta") < kinds.index("response.output_text.delta")
+    assert [o.type for o in final.output] == ["reasoning", "message"]
+    assert final.usage is not None and final.usage.output_tokens_details.reasoning_tokens > 0
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+def test_vllm_anthropic_messages_stream_a_tool_use(thinking_vllm_server) -> None:
+    client = anthropic.Anthropic(base_url=thinking_vllm_server.url, api_key="unused")
+    body = tb.tool_messages_body(model=tb.VLLM_MODEL)
+    with client.messages.stream(
+        model=body["model"],
+        messages=body["messages"],
+        tools=body["tools"],
+        tool_choice=body["tool_choice"],
+        max_tokens=body["max_tokens"],
+        extra_body={"temperature": 0},
+    ) as stream:
+        message = stream.get_final_message()
+    assert message.content[0].type == "thinking" and message.stop_reason == "tool_use"
+    (tool_use,) = [b for b in message.content if b.type == "tool_use"]
+    assert tool_use.name == tb.TOOL_NAME and isinstance(tool_use.input["city"], str)

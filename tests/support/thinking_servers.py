@@ -1,28 +1,24 @@
-"""A real llama-server that makes SmolLM2 reason and call tools, and the requests that do it.
+"""Real servers that make SmolLM2 reason and call tools: llama-server and vLLM's CPU build,
+with a thinking- and tools-capable chat template; and bounded raw reads of their streams.
 
 SmolLM2-135M-Instruct is a plain ChatML model: it was never trained to think or to call
-tools. Two real llama.cpp mechanisms make it do both, deterministically (temperature 0):
+tools. Real mechanisms of the servers make it do both, deterministically (temperature 0):
 
-- the chat template ``tests/data/templates/chatml-think-tools.jinja`` (``--jinja
-  --chat-template-file``) opens every assistant turn with ``<think>\\n``, so the model's
-  text starts inside a think block; llama.cpp's template analyser finds the ``<think>`` /
-  ``</think>`` markers and the Hermes-style ``<tool_call>`` JSON format in it and builds
-  the parser that splits the output into reasoning, answer and tool calls;
-- reasoning then answer: a reasoning budget (``thinking_budget_tokens`` in the request;
-  Anthropic's ``thinking.budget_tokens``) makes the sampler force ``</think>`` after N
-  tokens, after which the model writes its answer;
-- reasoning then a tool call: two earlier turns in the conversation that did exactly that
-  (reasoning, then ``get_weather``) — the model copies the pattern for a third city;
-  ``tool_choice: "required"`` adds llama.cpp's tool-call grammar (it still allows text
-  before the call, so the examples are what makes the call come first).
-
-The request bodies below are the ones the captures in ``tests/data/streams/`` were made
-with (see its README) and the ones ``tests/http/test_thinking_server.py`` checks.
+- the chat template ``tests/data/templates/chatml-think-tools.jinja`` opens every assistant
+  turn with ``<think>\\n``, so the model's text starts inside a think block. llama.cpp's
+  template analyser (``--jinja --chat-template-file``) finds the ``<think>`` / ``</think>``
+  markers and the Hermes-style ``<tool_call>`` JSON format in it and builds the parser that
+  splits the output into reasoning, answer and tool calls; vLLM does the same with
+  ``--reasoning-parser qwen3 --tool-call-parser hermes``;
+- the request bodies (``thinking_bodies.py``) then make the model end its reasoning: by a
+  reasoning budget (llama-server forces ``</think>`` after N tokens), or by example turns
+  in the conversation that the model copies (reasoning, then an answer or a tool call).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -34,21 +30,7 @@ import real_servers
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "tests" / "data" / "templates" / "chatml-think-tools.jinja"
-MODEL_ALIAS = "smollm2-think"  # what the server reports as its model (not the GGUF path)
-
-# Reasoning tokens before the sampler forces ``</think>`` (the reasoning-then-answer case).
-REASONING_BUDGET = 6
-SEED = 42
-QUESTION = "What is the capital of France?"
-TOOL_QUESTION = "What is the weather in Paris?"
-TOOL_NAME = "get_weather"
-_CITY_SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-}
-_TOOL_DESCRIPTION = "Get the current weather for a city"
-_EXAMPLE_CITIES = ("London", "Tokyo")
+MODEL_ALIAS = "smollm2-think"  # what llama-server reports as its model (not the GGUF path)
 
 # Bounds for reading a test server's stream: these are our own servers, but a wedged one
 # must fail a test, not hang it or fill memory.
@@ -82,195 +64,38 @@ def running_thinking_llama_server(
         yield sp
 
 
-# -- request bodies ------------------------------------------------------------------------
-
-
-def _reasoning(city: str) -> str:
-    return f"The user asks about the weather in {city}. I will call {TOOL_NAME}."
-
-
-def chat_tools() -> list[dict[str, Any]]:
+def thinking_vllm_args() -> list[str]:
+    """vLLM flags (after real_servers' usual ones): the same template, its qwen3 reasoning
+    parser (reasoning from the start of the turn to ``</think>``, matched as text) and its
+    hermes tool parser (``<tool_call>`` JSON). deepseek_r1 cannot run on SmolLM2: it needs
+    ``<think>`` and ``</think>`` as single tokens of the vocabulary."""
     return [
-        {
-            "type": "function",
-            "function": {
-                "name": TOOL_NAME,
-                "description": _TOOL_DESCRIPTION,
-                "parameters": _CITY_SCHEMA,
-            },
-        }
+        "--chat-template",
+        str(TEMPLATE),
+        "--reasoning-parser",
+        "qwen3",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
     ]
 
 
-def reasoning_chat_body(**extra: Any) -> dict[str, Any]:
-    """/v1/chat/completions: reasoning (REASONING_BUDGET tokens) then an answer, with usage."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "messages": [{"role": "user", "content": QUESTION}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": 40,
-        "temperature": 0,
-        "seed": SEED,
-        "thinking_budget_tokens": REASONING_BUDGET,
-    }
-    return body | extra
-
-
-def tool_chat_messages() -> list[dict[str, Any]]:
-    """Two example turns (reasoning, then a get_weather call), then the question."""
-    messages: list[dict[str, Any]] = []
-    for i, city in enumerate(_EXAMPLE_CITIES, 1):
-        call = {
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": TOOL_NAME, "arguments": json.dumps({"city": city})},
-        }
-        messages += [
-            {"role": "user", "content": f"What is the weather in {city}?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "reasoning_content": _reasoning(city),
-                "tool_calls": [call],
-            },
-        ]
-    return [*messages, {"role": "user", "content": TOOL_QUESTION}]
-
-
-def tool_chat_body(**extra: Any) -> dict[str, Any]:
-    """/v1/chat/completions: reasoning then a get_weather(Paris) call, with usage."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "messages": tool_chat_messages(),
-        "tools": chat_tools(),
-        "tool_choice": "required",
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": 80,
-        "temperature": 0,
-        "seed": SEED,
-    }
-    return body | extra
-
-
-def completions_body(**extra: Any) -> dict[str, Any]:
-    """/v1/completions (no template, no reasoning): a plain text stream with usage."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "prompt": "The capital of France is",
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": 8,
-        "temperature": 0,
-        "seed": SEED,
-    }
-    return body | extra
-
-
-def reasoning_responses_body(**extra: Any) -> dict[str, Any]:
-    """/v1/responses: reasoning then an answer (llama.cpp passes the budget through)."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "input": QUESTION,
-        "stream": True,
-        "max_output_tokens": 40,
-        "temperature": 0,
-        "seed": SEED,
-        "thinking_budget_tokens": REASONING_BUDGET,
-    }
-    return body | extra
-
-
-def tool_responses_body(**extra: Any) -> dict[str, Any]:
-    """/v1/responses: the example turns as input items (reasoning, function_call), then a
-    function call for Paris."""
-    items: list[dict[str, Any]] = []
-    for i, city in enumerate(_EXAMPLE_CITIES, 1):
-        items += [
-            {"role": "user", "content": f"What is the weather in {city}?"},
-            {
-                "type": "reasoning",
-                "summary": [],
-                "content": [{"type": "reasoning_text", "text": _reasoning(city)}],
-            },
-            {
-                "type": "function_call",
-                "call_id": f"call_{i}",
-                "name": TOOL_NAME,
-                "arguments": json.dumps({"city": city}),
-            },
-        ]
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "input": [*items, {"role": "user", "content": TOOL_QUESTION}],
-        "tools": [
-            {
-                "type": "function",
-                "name": TOOL_NAME,
-                "description": _TOOL_DESCRIPTION,
-                "parameters": _CITY_SCHEMA,
-            }
-        ],
-        "tool_choice": "required",
-        "stream": True,
-        "max_output_tokens": 80,
-        "temperature": 0,
-        "seed": SEED,
-    }
-    return body | extra
-
-
-def reasoning_messages_body(**extra: Any) -> dict[str, Any]:
-    """Anthropic /v1/messages: thinking (budget_tokens = REASONING_BUDGET) then text."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "messages": [{"role": "user", "content": QUESTION}],
-        "max_tokens": 40,
-        "temperature": 0,
-        "stream": True,
-        "thinking": {"type": "enabled", "budget_tokens": REASONING_BUDGET},
-    }
-    return body | extra
-
-
-def tool_messages() -> list[dict[str, Any]]:
-    """The example turns in Anthropic's shape (thinking and tool_use blocks), then the
-    question."""
-    messages: list[dict[str, Any]] = []
-    for i, city in enumerate(_EXAMPLE_CITIES, 1):
-        messages += [
-            {"role": "user", "content": f"What is the weather in {city}?"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "thinking", "thinking": _reasoning(city), "signature": ""},
-                    {
-                        "type": "tool_use",
-                        "id": f"toolu_{i}",
-                        "name": TOOL_NAME,
-                        "input": {"city": city},
-                    },
-                ],
-            },
-        ]
-    return [*messages, {"role": "user", "content": TOOL_QUESTION}]
-
-
-def tool_messages_body(**extra: Any) -> dict[str, Any]:
-    """Anthropic /v1/messages: thinking then a tool_use block for get_weather(Paris)."""
-    body: dict[str, Any] = {
-        "model": MODEL_ALIAS,
-        "messages": tool_messages(),
-        "tools": [
-            {"name": TOOL_NAME, "description": _TOOL_DESCRIPTION, "input_schema": _CITY_SCHEMA}
-        ],
-        "tool_choice": {"type": "any"},
-        "max_tokens": 80,
-        "temperature": 0,
-        "stream": True,
-    }
-    return body | extra
+@contextmanager
+def running_thinking_vllm_server(log_dir: Path) -> Iterator[real_servers.ServerProcess]:
+    """vLLM's CPU server on SmolLM2 with thinking_vllm_args() (60-80 s to start, ~4 GB):
+    started (or skipped, loudly; failed under INFERTOP_REQUIRE_SERVERS=1), yielded,
+    stopped. Its model is ``thinking_bodies.VLLM_MODEL``: pass it as the bodies' ``model``."""
+    what = "vLLM (thinking template)"
+    if os.environ.get("INFERTOP_SKIP_VLLM") == "1":
+        real_servers.unavailable(what, "INFERTOP_SKIP_VLLM=1")
+    try:
+        sp = real_servers.start_vllm_server(log_dir, extra_args=thinking_vllm_args())
+    except real_servers.ServerStartError as e:
+        real_servers.unavailable(what, str(e))
+    try:
+        yield sp
+    finally:
+        sp.stop()
 
 
 # -- raw streams ---------------------------------------------------------------------------
