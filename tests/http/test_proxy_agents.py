@@ -21,6 +21,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+import thinking_bodies as tb
 import thinking_servers as ts
 
 from tui.core.events import REASONING, TOOL
@@ -34,6 +35,7 @@ MASKS = [
     (rb'"(created|created_at)":\s*\d+', rb'"\1":0'),
     (rb'"system_fingerprint":\s*"[^"]*"', b'"system_fingerprint":"~"'),
     (rb'"timings":\s*\{[^}]*\}', b'"timings":{}'),
+    (rb'"signature":\s*"[^"]*"', b'"signature":"~"'),  # vLLM signs each thinking block anew
 ]
 HOP = {b"connection", b"keep-alive", b"date", b"transfer-encoding"}
 
@@ -89,12 +91,12 @@ def messages_output_tokens(raw: bytes) -> int:
 
 
 CASES: list[tuple[str, str, Callable[[], dict[str, Any]], Callable[[bytes], int], str]] = [
-    ("chat", "/v1/chat/completions", ts.reasoning_chat_body, chat_output_tokens, "answer"),
-    ("chat-tool", "/v1/chat/completions", ts.tool_chat_body, chat_output_tokens, "tool"),
-    ("responses", "/v1/responses", ts.reasoning_responses_body, responses_output_tokens, "answer"),
-    ("responses-tool", "/v1/responses", ts.tool_responses_body, responses_output_tokens, "tool"),
-    ("messages", "/v1/messages", ts.reasoning_messages_body, messages_output_tokens, "answer"),
-    ("messages-tool", "/v1/messages", ts.tool_messages_body, messages_output_tokens, "tool"),
+    ("chat", "/v1/chat/completions", tb.reasoning_chat_body, chat_output_tokens, "answer"),
+    ("chat-tool", "/v1/chat/completions", tb.tool_chat_body, chat_output_tokens, "tool"),
+    ("responses", "/v1/responses", tb.reasoning_responses_body, responses_output_tokens, "answer"),
+    ("responses-tool", "/v1/responses", tb.tool_responses_body, responses_output_tokens, "tool"),
+    ("messages", "/v1/messages", tb.reasoning_messages_body, messages_output_tokens, "answer"),
+    ("messages-tool", "/v1/messages", tb.tool_messages_body, messages_output_tokens, "tool"),
 ]
 
 
@@ -137,13 +139,13 @@ def test_agent_traffic_passes_unchanged_and_is_measured(
 def test_openai_sdk_chat_with_tools_through_the_proxy(proxy) -> None:
     client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused")
     name, arguments, usage = "", "", None
-    for chunk in client.chat.completions.create(**ts.tool_chat_body()):
+    for chunk in client.chat.completions.create(**tb.tool_chat_body()):
         usage = chunk.usage or usage
         for choice in chunk.choices:
             for call in choice.delta.tool_calls or []:
                 name += (call.function and call.function.name) or ""
                 arguments += (call.function and call.function.arguments) or ""
-    assert name == ts.TOOL_NAME and json.loads(arguments)["city"]
+    assert name == tb.TOOL_NAME and json.loads(arguments)["city"]
     (rec,) = records(proxy, 1)
     assert rec.metrics is not None and usage is not None
     assert rec.metrics.output_tokens == usage.completion_tokens
@@ -154,7 +156,7 @@ def test_openai_sdk_responses_stream_through_the_proxy(proxy) -> None:
     """responses.create(stream=True): the SDK's responses.stream() needs output_index on
     every event, which llama-server does not send (tests/http/test_thinking_server.py)."""
     client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused")
-    body = ts.reasoning_responses_body()
+    body = tb.reasoning_responses_body()
     extra = {k: body.pop(k) for k in ("thinking_budget_tokens", "seed")}
     events = list(client.responses.create(**body, extra_body=extra))
     final = events[-1]
@@ -168,7 +170,7 @@ def test_openai_sdk_responses_stream_through_the_proxy(proxy) -> None:
 
 def test_anthropic_sdk_messages_stream_through_the_proxy(proxy) -> None:
     client = anthropic.Anthropic(base_url=proxy.url, api_key="unused")
-    body = ts.reasoning_messages_body()
+    body = tb.reasoning_messages_body()
     with client.messages.stream(
         model=body["model"],
         messages=body["messages"],
@@ -183,3 +185,73 @@ def test_anthropic_sdk_messages_stream_through_the_proxy(proxy) -> None:
     assert rec.metrics is not None
     assert rec.metrics.output_tokens == message.usage.output_tokens
     assert rec.timeline.reasoning_text == thinking and rec.timeline.text == text
+
+
+# -- vLLM's CPU build, its qwen3 reasoning parser and hermes tool parser ---------------------
+
+VLLM_CASES: list[tuple[str, str, Callable[..., dict[str, Any]], Callable[[bytes], int], str]] = [
+    ("chat", "/v1/chat/completions", tb.reasoning_example_chat_body, chat_output_tokens, "answer"),
+    ("chat-tool", "/v1/chat/completions", tb.tool_chat_body, chat_output_tokens, "tool"),
+    (
+        "responses",
+        "/v1/responses",
+        tb.reasoning_example_responses_body,
+        responses_output_tokens,
+        "answer",
+    ),
+    ("messages-tool", "/v1/messages", tb.tool_messages_body, messages_output_tokens, "tool"),
+]
+
+
+@pytest.fixture
+def vllm_proxy(thinking_vllm_server) -> Iterator[ProxyThread]:
+    t = ProxyThread(ProxyConfig(upstream=thinking_vllm_server.url, kind="vllm"))
+    t.start()
+    yield t
+    t.stop()
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    ("path", "body", "count", "ends_in"),
+    [c[1:] for c in VLLM_CASES],
+    ids=[c[0] for c in VLLM_CASES],
+)
+def test_vllm_agent_traffic_passes_unchanged_and_is_measured(
+    thinking_vllm_server, vllm_proxy, path, body, count, ends_in
+) -> None:
+    request_body = body(model=tb.VLLM_MODEL)
+    exchange(thinking_vllm_server.url, path, request_body)  # warm-up: the prefix cached
+    direct = exchange(thinking_vllm_server.url, path, request_body)
+    through = exchange(vllm_proxy.url, path, request_body)
+    assert through[0] == direct[0] == 200
+    assert masked(through[2]) == masked(direct[2])
+    (rec,) = records(vllm_proxy, 1)
+    m = rec.metrics
+    assert rec.state == "done" and m is not None, rec.timeline.error
+    assert m.output_tokens == count(through[2]) and m.output_tokens_source == "usage"
+    assert m.ttfo_ms is not None and m.ttft_ms is not None and m.ttfo_ms > m.ttft_ms
+    assert m.reasoning_tokens and m.answer_tokens is not None
+    assert m.reasoning_tokens + m.answer_tokens == m.output_tokens
+    if path != "/v1/messages":  # vLLM counts reasoning itself in these two APIs
+        assert m.reasoning_tokens_source == "usage"
+    assert (TOOL in rec.timeline.parts) == (ends_in == "tool")
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(900)
+def test_openai_sdk_responses_stream_through_the_proxy_to_vllm(vllm_proxy) -> None:
+    """The SDK's responses.stream() (it needs vLLM's output_index on every event)."""
+    client = openai.OpenAI(base_url=vllm_proxy.url + "/v1", api_key="unused")
+    body = tb.reasoning_example_responses_body(model=tb.VLLM_MODEL)
+    del body["stream"]
+    extra = {"seed": body.pop("seed")}
+    with client.responses.stream(**body, extra_body=extra) as stream:
+        final = stream.get_final_response()
+    assert final.usage is not None
+    (rec,) = records(vllm_proxy, 1)
+    m = rec.metrics
+    assert m is not None and m.output_tokens == final.usage.output_tokens
+    assert m.reasoning_tokens == final.usage.output_tokens_details.reasoning_tokens
+    assert rec.timeline.text == final.output_text

@@ -217,12 +217,6 @@ def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
 # -- vLLM's CPU build: its qwen3 reasoning parser and hermes tool parser --------------------
 
 
-@pytest.fixture(scope="session")
-def thinking_vllm_server(server_logs) -> Iterator[ServerProcess]:
-    with ts.running_thinking_vllm_server(server_logs) as sp:
-        yield sp
-
-
 @pytest.mark.vllm
 @pytest.mark.timeout(900)
 def test_vllm_chat_reasoning_then_answer(thinking_vllm_server) -> None:
