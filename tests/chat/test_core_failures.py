@@ -7,16 +7,12 @@ the next prompt, and the user is told why in one line.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
-from pathlib import Path
 
 import pytest
 
-from tui.chat.core import ChatCore
 from tui.chat.events import AnswerEnded, EngineStateChanged, Notice, TurnEnded
-from tui.config import parse_config
 from tui.core.events import Finished, StreamEvent, TextChunk
 from tui.core.session import SessionRecorder
 from tui.engines.kinds import EngineKind, engine_kind, register, unregister
@@ -121,20 +117,3 @@ async def test_a_session_log_that_cannot_be_written_is_said_once(chat, tmp_path)
     notices = [e for e in events if isinstance(e, Notice)]
     assert len(notices) == 1 and notices[0].severity == "error"
     assert "session log not written" in notices[0].text and str(blocker) in notices[0].text
-
-
-async def test_events_are_told_on_the_callers_loop_and_tapped_in_the_engines_thread(two):
-    main = threading.current_thread().name
-    told: set[str] = set()
-    tapped: set[str] = set()
-    core = ChatCore(
-        parse_config(two, Path("t.toml")),
-        lambda event: told.add(threading.current_thread().name),
-        tap=lambda slot, event: tapped.add(threading.current_thread().name),
-    )
-    try:
-        await core.run_turn(core.start_turn("q"))
-    finally:
-        await core.close()
-    assert told == {main}  # the listener: the front end's own loop
-    assert tapped == {"engine-s1"}  # every stream event: the engine host's thread
