@@ -52,7 +52,7 @@ class EngineHost:
         the UI vs the server's send gaps p50 0.003 ms either way, p99 0.111 / 0.125 ms
         shared vs 0.181 / 0.134 ms on an own thread: no worse, so shared (set
         SHARE_READER_LOOP = False to compare again); every other engine gets a
-        loop thread of its own (a llama-server infertop starts, in-process engines)."""
+        loop thread of its own (the in-process ones)."""
         kind = find_kind(self.spec.kind)
         if SHARE_READER_LOOP and self.spec.url and kind is not None and kind.http:
             from tui.transport.reader_loop import HttpReader

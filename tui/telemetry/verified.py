@@ -26,8 +26,8 @@ SOURCES: tuple[Verification, ...] = (
     Verification(
         "NVIDIA via NVML (util, memory, power, clocks, processes)",
         REAL,
-        "NVIDIA H200: benchmarks/results/h200_gpu_telemetry.json, h200_hw_sample.txt "
-        "(benchmarks/agent_vs_nvml.py)",
+        "NVIDIA H200: benchmarks/results/gpu_telemetry/h200.json, "
+        "benchmarks/results/ui_hw_sample/h200.txt (benchmarks/agent_vs_nvml.py)",
     ),
     Verification(
         "NVML total-energy counter (J/token)",
