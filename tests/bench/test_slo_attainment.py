@@ -67,7 +67,7 @@ def test_usage_cached_tokens_are_read_only_when_well_formed() -> None:
 
     def cached(usage: object) -> int | None:
         dec = OpenAIChatDecoder()
-        dec._take_usage({"completion_tokens": 1, "prompt_tokens_details": usage}, 1)
+        dec.take_usage({"completion_tokens": 1, "prompt_tokens_details": usage}, 1)
         return dec.cached_tokens
 
     assert cached({"cached_tokens": 192}) == 192

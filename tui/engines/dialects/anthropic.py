@@ -82,7 +82,7 @@ class AnthropicDecoder(StreamDecoder):
         elif kind == "message_start":
             message = obj.get("message")
             if type(message) is dict:
-                self._usage(message.get("usage"), t_ns)
+                self.take_usage(message.get("usage"), t_ns)
         elif kind == "message_stop":
             self.complete = True
             self.finish_reason = self.finish_reason or "stop"
@@ -97,9 +97,11 @@ class AnthropicDecoder(StreamDecoder):
             reason = delta.get("stop_reason")
             if reason and type(reason) is str:
                 self.finish_reason = STOP_REASONS.get(reason, reason[:40])
-        self._usage(obj.get("usage"), t_ns)
+        self.take_usage(obj.get("usage"), t_ns)
 
-    def _usage(self, usage: Any, t_ns: int) -> None:
+    def take_usage(self, usage: Any, t_ns: int) -> None:
+        """Keep the counts of a ``usage`` object (``message_start``'s or a
+        ``message_delta``'s: the output count is a running total, the last one counts)."""
         if type(usage) is not dict:
             return
         self.usage_t_ns = t_ns

@@ -58,7 +58,7 @@ class OpenAIChatDecoder(StreamDecoder):
         usage = get("usage")
         tokens: int | None = None
         if type(usage) is dict:
-            tokens = self._take_usage(usage, t_ns)
+            tokens = self.take_usage(usage, t_ns)
         if not _EXTRA_KEYS.isdisjoint(obj):
             for key in _EXTRA_KEYS & obj.keys():
                 self.extra[key] = obj[key]
@@ -137,7 +137,7 @@ class OpenAIChatDecoder(StreamDecoder):
             k = 0 if k is not None else None
         return k
 
-    def _take_usage(self, usage: dict[str, Any], t_ns: int) -> int | None:
+    def take_usage(self, usage: dict[str, Any], t_ns: int) -> int | None:
         """Keep the server's counts; the tokens this chunk adds (continuous usage)."""
         self.usage, self.usage_t_ns = usage, t_ns
         self.prompt_tokens = count(usage.get("prompt_tokens"))

@@ -84,7 +84,7 @@ class ResponsesDecoder(StreamDecoder):
             if type(item) is dict and item.get("type") == "function_call":
                 self.tool_end(t_ns, emit)
         elif kind in _END:
-            self._ended(obj.get("response"), _END[kind], t_ns)
+            self.take_end(obj.get("response"), _END[kind], t_ns)
             if type(obj.get("timings")) is dict:  # llama-server's own numbers
                 self.extra["timings"] = obj["timings"]
         elif kind == "response.failed":
@@ -93,7 +93,9 @@ class ResponsesDecoder(StreamDecoder):
         elif kind == "error":
             raise StreamServerError(_error_text(obj))
 
-    def _ended(self, response: Any, reason: str, t_ns: int) -> None:
+    def take_end(self, response: Any, reason: str, t_ns: int) -> None:
+        """The response ended (``reason`` unless its ``incomplete_details`` say why):
+        its finish and its counts."""
         self.complete = True
         self.finish_reason = reason
         if type(response) is not dict:

@@ -71,7 +71,7 @@ def _chat(obj: dict[str, Any], t_ns: int, emit: Emit, endpoint: str) -> StreamDe
             dec.finish_reason = str(ch["finish_reason"])[:40]
     usage = obj.get("usage")
     if type(usage) is dict:
-        dec._take_usage(usage, t_ns)
+        dec.take_usage(usage, t_ns)
     if type(obj.get("timings")) is dict:
         dec.extra["timings"] = obj["timings"]
     return dec
@@ -96,7 +96,7 @@ def _responses(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
                 dec.answer(t_ns, text, None, emit)
         elif kind == "function_call":
             _tool(dec, t_ns, item.get("name"), item.get("arguments"), emit)
-    dec._ended(obj, "stop" if obj.get("status") != "incomplete" else "length", t_ns)
+    dec.take_end(obj, "stop" if obj.get("status") != "incomplete" else "length", t_ns)
     return dec
 
 
@@ -110,7 +110,7 @@ def _anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
             dec.answer(t_ns, block["text"], None, emit)
         elif kind in ("tool_use", "server_tool_use"):
             _tool(dec, t_ns, block.get("name"), block.get("input"), emit)
-    dec._usage(obj.get("usage"), t_ns)
+    dec.take_usage(obj.get("usage"), t_ns)
     reason = obj.get("stop_reason")
     dec.finish_reason = STOP_REASONS.get(reason, str(reason)[:40]) if reason else "stop"
     return dec
