@@ -76,3 +76,30 @@ def test_the_anthropic_key_goes_in_x_api_key_not_authorization() -> None:
     assert (
         openai_headers["Authorization"] == "Bearer sk-secret" and "x-api-key" not in openai_headers
     )
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
+def test_run_speaks_the_api_asked_for(thinking_llama_server, api, tmp_path) -> None:
+    """``infertop run --url URL --api API``: the detected server spoken to in that API;
+    --json carries the reasoning apart (no budget closes the think block here: the model
+    ends its turn inside it, all reasoning and no answer)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cmd = [sys.executable, "-m", "tui", "run", "--url", thinking_llama_server.url]
+    cmd += ["--api", api, "--prompt", tb.QUESTION, "--max-tokens", "12", "--temperature", "0"]
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, INFERTOP_CONFIG="", PYTHONPATH=root, HOME=str(tmp_path))
+    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["kind"] == ("anthropic" if api == "messages" else "llama-server")
+    assert result["reasoning_text"] == "The capital of France is Paris." and result["text"] == ""
+    # the server's count (its end token too) beside the chunks that carried reasoning
+    assert result["output_tokens_source"] == "usage"
+    assert 0 < result["reasoning_tokens"] <= result["output_tokens"]
+    assert result["reasoning_tokens_source"] == "chunk-count-estimate"
+    assert result["ttft_ms"] > 0 and result["ttfo_ms"] is None and result["thinking_ms"] > 0
