@@ -294,3 +294,24 @@ async def test_the_view_live_in_front_of_a_real_proxy(
         await wait_for(pilot, lambda: isinstance(app.screen, RequestTimelineScreen))
         await wait_for(pilot, lambda: app.screen.metrics is not None, 30)
         assert app.screen.metrics.output_tokens == 150
+
+
+class ThinkingFeed(FixedFeed):
+    """The same rows, the last of them a reasoning model's answer."""
+
+    def snapshot(self) -> WatchSnapshot:
+        snap = super().snapshot()
+        snap.rows[-1].ttfo_ms, snap.rows[-1].reasoning_tokens = 912.0, 40
+        return snap
+
+
+async def test_the_ttfo_column_shows_only_when_a_row_reasoned(make_config, build_app, wait_for):
+    for feed, shown in ((FixedFeed(), False), (ThinkingFeed(), True)):
+        app = _app(make_config, build_app, feed)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _shown(pilot, wait_for)
+            keys = [c.key for c, _ in _table(app).columns]
+            assert ("ttfo_ms" in keys) == shown and "ttft_ms" in keys
+            if shown:
+                row = next(i for i, r in enumerate(_table(app).rows) if r.reasoning_tokens)
+                assert _table(app).cell_text(row, "ttfo_ms") == "912ms"

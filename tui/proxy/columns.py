@@ -75,10 +75,14 @@ BY_KEY = {c.key: c for c in COLUMNS}
 CAPS = {"client": 22, "route": 21, "model": 32}
 
 
-def fit_columns(width: int, padding: int = CELL_PADDING) -> list[tuple[Column, int]]:
+def fit_columns(
+    width: int, padding: int = CELL_PADDING, reasoning: bool = False
+) -> list[tuple[Column, int]]:
     """The columns that fit in ``width`` cells (by priority, in table order), each with
-    its width; spare width goes to the stretchy ones (client, route, model)."""
-    return table.fit_columns(COLUMNS, width, padding, CAPS)
+    its width; spare width goes to the stretchy ones (client, route, model). TTFO only
+    when ``reasoning`` (some row thought before answering): without reasoning it is TTFT."""
+    columns = COLUMNS if reasoning else tuple(c for c in COLUMNS if c.key != "ttfo_ms")
+    return table.fit_columns(columns, width, padding, CAPS)
 
 
 def sort_rows(rows: list[RequestRow], key: str, reverse: bool = False) -> list[RequestRow]:

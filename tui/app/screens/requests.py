@@ -117,6 +117,7 @@ class RequestsScreen(SortedTableScreen):
         self.shown: list[RequestRow] = []  # in the table's order
         self.sample: Any = None
         self._drawn_version = -1
+        self._reasoning = False  # a row thought before it answered: the TTFO column shows
 
     def compose(self) -> ComposeResult:
         yield Static("attaching to the proxy…", id="req-status", markup=False)
@@ -143,7 +144,7 @@ class RequestsScreen(SortedTableScreen):
 
     # -- drawing ------------------------------------------------------------------------
     def fit(self, width: int) -> list[tuple[Column, int]]:
-        return fit_columns(width)
+        return fit_columns(width, reasoning=self._reasoning)
 
     def first_reverse(self, key: str) -> bool:
         return BY_KEY[key].numeric and key != "age_ms"  # age: newest first
@@ -153,6 +154,10 @@ class RequestsScreen(SortedTableScreen):
         snap = self.feed.snapshot()
         self.snapshot = snap
         self.rows = snap.rows
+        reasoning = any(r.reasoning_tokens for r in snap.rows)
+        if reasoning != self._reasoning:
+            self._reasoning = reasoning
+            self._set_columns(self.size.width)
         self.query_one("#req-status", Static).update(status_text(snap, self.url))
         if snap.version != self._drawn_version or any(r.in_flight for r in snap.rows):
             self._drawn_version = snap.version
