@@ -55,8 +55,9 @@ class PortOwner:
     def is_yours(self, uid: int | None = None) -> bool:
         """Every listener there belongs to ``uid`` (default: this process's user) or to
         root (who can read that user's files anyway); False when unknown or none."""
-        me = os.getuid() if uid is None else uid
-        return self.known and bool(self.uids) and self.uids <= {me, 0}
+        if not self.known or not self.uids:  # (and no os.getuid where nothing says)
+            return False
+        return self.uids <= {os.getuid() if uid is None else uid, 0}
 
     def describe(self) -> str:
         """In words, for a notification: "you", "uid 1001", "unknown"."""
