@@ -17,7 +17,19 @@ Cases (the bound in brackets):
 - fleet-drip:     ``infertop fleet --once`` on a dripped body, a dripped head and an
                   endless body [--timeout 2]
 
-    python benchmarks/hostile_endpoint.py [--json FILE]
+Hostile files and numbers (made by the parent in a temporary folder before the child
+starts, so the child's peak is the read's own):
+
+- gguf-nested:    a 36 KB GGUF of arrays nested 3000 deep [4 levels]
+- gguf-counts:    a GGUF array claiming 2**62 arrays of 2**62 bytes [the file's size]
+- gguf-23mb:      the review's 23 MB shape: 5600 arrays of 4096 bytes [skipped by seeking]
+- gguf-kept:      4096 arrays of 4096 bytes (short enough to keep) [262,144 values]
+- scan-loop:      a GGUF scan of a folder of symlink loops and 2000 links [3 s, 20,000]
+- dataset-digits: ``--dataset`` with a 5000-digit number [int()'s 4300 digits]
+- models-digits:  a model list with 400- and 5000-digit sizes (hostile server's
+                  long-numbers mode) [the one model's number left unsaid]
+
+    python benchmarks/hostile_endpoint.py [--json FILE] [--only CASE,...]
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +55,50 @@ CASES = (
     "scrape-drip",
     "scrape-drip-head",
     "fleet-drip",
+    "gguf-nested",
+    "gguf-counts",
+    "gguf-23mb",
+    "gguf-kept",
+    "scan-loop",
+    "dataset-digits",
+    "models-digits",
 )
+
+
+def _make_files(d: Path) -> None:
+    """The hostile files the file cases read, written in pieces (never whole in memory)."""
+    import struct
+
+    def s(b: bytes) -> bytes:
+        return struct.pack("<Q", len(b)) + b
+
+    def head(n_kv: int) -> bytes:
+        return b"GGUF" + struct.pack("<IQQ", 3, 1, n_kv)
+
+    def key(name: str, vtype: int) -> bytes:
+        return s(name.encode()) + struct.pack("<I", vtype)
+
+    value = struct.pack("<IQ", 0, 1) + b"\x07"
+    for _ in range(3000):
+        value = struct.pack("<IQ", 9, 1) + value
+    (d / "nested.gguf").write_bytes(head(1) + key("k", 9) + value)
+    (d / "counts.gguf").write_bytes(
+        head(1) + key("k", 9) + struct.pack("<IQIQ", 9, 2**62, 0, 2**62)
+    )
+    for name, outer in (("23mb.gguf", 5600), ("kept.gguf", 4096)):
+        one = struct.pack("<IQ", 0, 4096) + b"\x01" * 4096
+        with (d / name).open("wb") as f:
+            f.write(head(1) + key("k", 9) + struct.pack("<IQ", 9, outer))
+            for _ in range(outer):
+                f.write(one)
+    loops = d / "loops"
+    loops.mkdir()
+    (loops / "self.gguf").symlink_to("self.gguf")
+    for i in range(1000):
+        (loops / f"a{i}.gguf").symlink_to(f"b{i}.gguf")
+        (loops / f"b{i}.gguf").symlink_to(f"a{i}.gguf")
+    (loops / "up").symlink_to("..", target_is_directory=True)
+    (d / "dataset.jsonl").write_text('{"prompt": "hi", "n": ' + "9" * 5000 + "}\n")
 
 
 def _rss_kib() -> int:
@@ -52,10 +108,44 @@ def _rss_kib() -> int:
     return 0
 
 
-def _case(name: str, base: str) -> dict[str, object]:
-    """In the child: one read against ``base`` (the hostile server)."""
+def _file_case(name: str, base: str, d: Path) -> str:
+    """One read of a hostile file in ``d`` (or of the long-numbers model list); how it
+    ended, in words."""
+    from tui.bench.run.dataset import DatasetError, load_dataset
+    from tui.engines.base import EngineError, EngineSpec
+    from tui.engines.gguf import read_gguf_metadata
+    from tui.engines.gguf_scan import scan_ggufs
+    from tui.engines.server_models import list_server_models
+
+    gguf = {"gguf-nested": "nested", "gguf-counts": "counts", "gguf-23mb": "23mb"}
+    gguf["gguf-kept"] = "kept"
+    try:
+        if name in gguf:
+            meta = read_gguf_metadata(d / f"{gguf[name]}.gguf")
+            return f"read: keys {sorted(meta)}"
+        if name == "scan-loop":
+            scan = scan_ggufs([d / "loops"])
+            return f"scanned: {len(scan.files)} files, notes {scan.notes}"
+        if name == "dataset-digits":
+            load_dataset(d / "dataset.jsonl")
+            return "loaded (!)"
+        if name == "models-digits":
+            models = list_server_models(EngineSpec("h", "vllm", url=f"{base}/long-numbers"))
+            return "; ".join(f"{m.name}: {m.details() or '-'}" for m in models)
+    except (EngineError, DatasetError) as e:
+        return f"{type(e).__name__}: {e}"
+    raise SystemExit(f"unknown case {name}")
+
+
+def _case(name: str, base: str, files: Path | None = None) -> dict[str, object]:
+    """In the child: one read against ``base`` (the hostile server), or of a file."""
+    # (the file cases' modules too: imported before the RSS is noted, so the peak is
+    # the read's, not the imports')
     import asyncio
 
+    import tui.bench.run.dataset
+    import tui.engines.gguf_scan
+    import tui.engines.server_models  # noqa: F401
     from tui.engines.base import EngineError, EngineSpec, GenerationRequest
     from tui.engines.openai_compat import OpenAICompatEngine
     from tui.transport.prometheus import ScrapeError, get_text
@@ -93,6 +183,8 @@ def _case(name: str, base: str) -> dict[str, object]:
         ended = asyncio.run(load(engine("huge")))
     elif name == "whole-drip":
         ended = asyncio.run(load(engine("drip", connect_timeout_s=1.0, read_timeout_s=4.0)))
+    elif files is not None and name.split("-")[0] in ("gguf", "scan", "dataset", "models"):
+        ended = _file_case(name, base, files)
     elif name.startswith("scrape-"):
         mode = {"scrape-huge": "huge", "scrape-drip": "drip", "scrape-drip-head": "drip-head"}
         try:
@@ -126,26 +218,32 @@ def _fleet(base: str) -> dict[str, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--only", help="comma-separated cases to run (default: all)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
+    parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:  # the child
         sys.path.insert(0, str(ROOT))
-        print(json.dumps(_case(args.case, args.base)))
+        files = Path(args.files) if args.files else None
+        print(json.dumps(_case(args.case, args.base, files)))
         return 0
+    cases = CASES if not args.only else tuple(c for c in CASES if c in args.only.split(","))
     server = subprocess.Popen(
         [sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
+    tmp = tempfile.TemporaryDirectory(prefix="hostile-files-")
     try:
+        _make_files(Path(tmp.name))
         assert server.stdout is not None
         base = f"http://127.0.0.1:{server.stdout.readline().strip()}"
         results = []
-        for case in CASES:
+        for case in cases:
             if case == "fleet-drip":
                 results.append(_fleet(base))
                 continue
             child = subprocess.run(
-                [sys.executable, __file__, "--case", case, "--base", base],
+                [sys.executable, __file__, "--case", case, "--base", base, "--files", tmp.name],
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -157,6 +255,7 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(10)
+        tmp.cleanup()
     print(f"{'case':<18} {'wall s':>7} {'peak RSS over start MiB':>24}  how it ended")
     for r in results:
         over = r["peak_over_mib"]

@@ -157,3 +157,38 @@ def test_hostile_length_files_are_refused_by_line(
     with pytest.raises(WorkloadError) as e:
         parse_length(f"file:{p}", "--input-len")
     assert str(p) in str(e.value) and where in str(e.value) and "--input-len" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b'[{"prompt": "hi", "n": ' + b"9" * 5000 + b"}]", "a number of more than 4300 digits"),
+        (b'{"prompt": "ok"}\n{"prompt": "hi", "n": -' + b"1" * 5000 + b"}\n", "line 2: a number"),
+    ],
+    ids=["json", "jsonl"],
+)
+def test_a_number_of_5000_digits_is_a_dataset_error(
+    tmp_path: Path, content: bytes, where: str
+) -> None:
+    """int() refuses strings of over 4300 digits with a plain ValueError: on main it
+    left load_dataset as that (a traceback from `bench --dataset`), not a DatasetError."""
+    path = tmp_path / ("d.json" if content.startswith(b"[") else "d.jsonl")
+    path.write_bytes(content)
+    with pytest.raises(DatasetError) as e:
+        load_dataset(path)
+    assert str(e.value).startswith(f"{path}: ") and where in str(e.value)
+    assert str(e.value).endswith("not usable")
+
+
+def test_bench_names_a_5000_digit_number_in_one_line(cli_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`infertop bench --dataset` on it: one line naming the file and the line, no
+    traceback, nothing run."""
+    from test_cli_bench import _pace_config, one_line_error
+    from test_cli_capacity import run
+
+    cfg = _pace_config(tmp_path)
+    bad = tmp_path / "d.jsonl"
+    bad.write_text('{"prompt": "ok"}\n{"prompt": "hi", "n": ' + "7" * 5000 + "}\n")
+    p = run(cli_env, cfg, "--dataset", str(bad), "--out", str(tmp_path / "o"))
+    one_line_error(p, f"{bad}: line 2: a number of more than 4300 digits: not usable")
+    assert not (tmp_path / "o" / "report.json").exists()

@@ -201,3 +201,88 @@ def test_hostile_ollama_manifests(gguf_copy: Path, tmp_path: Path) -> None:
     scan = scan_ggufs([store])
     assert time.perf_counter() - t0 < 5
     assert [(f.name, f.path.name) for f in scan.files] == [("good:1b", f"sha256-{digest}")]
+
+
+def test_symlink_loops_are_passed_over(gguf_copy: Path, tmp_path: Path) -> None:
+    """A link to itself, two links to each other and a folder link to its parent (on
+    main the first raised RuntimeError out of the scan): the real file is still found."""
+    root = tmp_path / "models"
+    _link(gguf_copy, root / "real.gguf")
+    (root / "self.gguf").symlink_to("self.gguf")
+    (root / "a.gguf").symlink_to("b.gguf")
+    (root / "b.gguf").symlink_to("a.gguf")
+    (root / "up").symlink_to("..", target_is_directory=True)
+    scan = scan_ggufs([root, root / "self.gguf"])
+    assert [f.name for f in scan.files] == ["real.gguf"]
+    assert scan.files[0].architecture == "llama"
+
+
+def _nobody() -> tuple[int, int] | None:
+    """(uid, gid) of ``nobody`` when this test runs as root with setpriv to drop to it."""
+    import pwd
+    import shutil
+
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    try:
+        pw = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+def test_unreadable_folders_are_passed_over_and_counted(gguf_copy: Path) -> None:
+    """A folder the scanning user may not list (mode 0): the rest is scanned and the
+    notes count it. Root lists any folder, so as root the scan runs as ``nobody``."""
+    import subprocess
+    import sys
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="gguf-perm-"))
+    try:
+        os.chmod(top, 0o755)
+        root = top / "models"
+        _link(gguf_copy, root / "ok" / "fine.gguf")
+        _link(gguf_copy, root / "locked" / "hidden.gguf")
+        for p in (root, root / "ok"):
+            os.chmod(p, 0o755)
+        os.chmod(root / "ok" / "fine.gguf", 0o644)
+        os.chmod(root / "locked", 0)
+        code = (
+            "import json, sys; from pathlib import Path; "
+            "from tui.engines.gguf_scan import scan_ggufs; "
+            "s = scan_ggufs([Path(sys.argv[1])]); "
+            "print(json.dumps([[f.name for f in s.files], s.notes]))"
+        )
+        argv = [sys.executable, "-c", code, str(root)]
+        ids = _nobody()
+        if os.getuid() == 0:
+            if ids is None:
+                pytest.skip("running as root without setpriv/nobody: every folder is readable")
+            uid, gid = ids
+            argv = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv]
+        root_of_repo = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(root_of_repo)}
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd=top)
+        assert p.returncode == 0, p.stderr
+        names, notes = json.loads(p.stdout)
+        assert names == ["fine.gguf"]
+        assert notes == ["1 folder(s) could not be read"]
+    finally:
+        os.chmod(root / "locked", 0o755)
+        import shutil
+
+        shutil.rmtree(top)
+
+
+def test_a_folder_is_listed_only_as_far_as_the_entry_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder of 300 entries with a limit of 50: at most 51 are read from it (on main
+    the whole folder was read into memory before the limit was looked at)."""
+    for i in range(300):
+        (tmp_path / f"f{i:03}.txt").touch()
+    monkeypatch.setattr(gguf_scan, "MAX_ENTRIES", 50)
+    walk = gguf_scan._Walk([tmp_path], 3.0)
+    assert len(walk.listing(tmp_path)) == 51
+    assert walk.run().notes == ["scan stopped at its limit (50 entries)"]

@@ -25,6 +25,11 @@ endless-stream, drip-stream
 prom-shapes   a Prometheus API whose answers have odd shapes: a result vector of bare
               numbers, labels that are lists, a GPU labelled ``²``, a target of null labels
 prom-deep     a Prometheus API whose answers are ``[`` nested 100,000 deep
+props-gguf    a llama-server whose /props names the file in ``HostileServer.props_model_path``
+              (a crafted GGUF on this machine), and answers a chat correctly
+long-numbers  model lists (/v1/models, /api/tags, /api/ps) where one model's size has 400
+              digits and another's 5000 (more than Python's int reads), beside a
+              correct one
 
 Standard library only; run it in a thread with :func:`start_in_thread`. ``sent`` counts
 the bytes written per mode (what a client that stops reading in time lets through).
@@ -117,6 +122,45 @@ PROM_TARGET = {
 }
 
 
+def _chat_stream() -> bytes:
+    """A correct, short OpenAI chat stream: "Hello", a stop, the usage."""
+    delta = {"choices": [{"index": 0, "delta": {"content": "Hello"}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    return sse(delta) + sse(end) + sse(usage) + b"data: [DONE]\n\n"
+
+
+LONG_400 = "9" * 400  # a size no model has; int() reads it, float() cannot
+LONG_5000 = "9" * 5000  # more digits than int() reads (4300 by default)
+
+
+def _long_numbers(path: str) -> bytes:
+    """Model lists whose numbers JSON can write but Python cannot use: written with
+    placeholders, then the digits put in their place."""
+    data: object
+    if path.endswith("/api/tags"):
+        data = {
+            "models": [
+                {"name": "big", "size": "L400"},
+                {"name": "bigger", "size": "L5000"},
+                {"name": "fine", "size": 1000000, "details": {"parameter_size": "135M"}},
+            ]
+        }
+    elif path.endswith("/api/ps"):
+        data = {"models": [{"name": "big", "size": "L400", "size_vram": 1}]}
+    else:
+        data = {
+            "object": "list",
+            "data": [
+                {"id": "big", "meta": {"size": "L400", "n_params": "L400"}},
+                {"id": "bigger", "max_model_len": "L5000"},
+                {"id": "fine", "meta": {"size": 1000000}},
+            ],
+        }
+    text = json.dumps(data).replace('"L400"', LONG_400).replace('"L5000"', LONG_5000)
+    return text.encode()
+
+
 def _prom_shapes(path: str) -> bytes:
     if path.endswith("/api/v1/targets"):
         targets = [PROM_TARGET, {"labels": None, "health": "up"}, 7, {"labels": [1, 2]}]
@@ -138,6 +182,7 @@ def _prom_shapes(path: str) -> bytes:
 class HostileServer:
     def __init__(self) -> None:
         self.seen: list[str] = []
+        self.props_model_path = ""  # what props-gguf's /props names as its model file
         self.sent: Counter[str] = Counter()
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -252,6 +297,19 @@ class HostileServer:
             w.write(_whole(_prom_shapes(path)))
         elif mode == "prom-deep":
             w.write(_whole(b"[" * 100_000))
+        elif mode == "props-gguf" and path.endswith("/props"):
+            props = {
+                "total_slots": 1,
+                "default_generation_settings": {"n_ctx": 2048},
+                "model_path": self.props_model_path,
+            }
+            w.write(_whole(json.dumps(props).encode()))
+        elif mode == "props-gguf" and path.endswith("/v1/models"):
+            w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
+        elif mode == "props-gguf" and stream:
+            w.write(_whole(_chat_stream(), ctype))
+        elif mode == "long-numbers":
+            w.write(_whole(_long_numbers(path)))
         else:
             w.write(_whole(b'{"error": "no such mode"}', status="404 Not Found"))
 

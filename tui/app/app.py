@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from tui.app.commands import EngineCommands, GgufCommands
+from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
@@ -35,6 +36,7 @@ from tui.telemetry.sampler import TelemetrySample
 if TYPE_CHECKING:
     from tui.app.screens.requests import RequestsFeed, RequestsScreen
     from tui.engines.gguf_scan import GgufFile, GgufScan
+    from tui.engines.port_owner import PortOwner
     from tui.fleet.rows import EndpointRow
 
 
@@ -106,7 +108,9 @@ class InfertopApp(App[None]):
         self.startup_notes += [(n, "warning") for n in notes]
         # the engine used last was a server discovery found (kind:port): slot A waits for
         # discovery (a second or so) before loading, and takes that server if it is back
+        # and its port's listener is the user's own (anyone may listen on a free port)
         self.awaiting_remembered: str | None = None
+        self.port_owners: dict[int, PortOwner] = {}  # where discovery found servers
         if (
             self.discovery_on
             and fleet is None
@@ -202,16 +206,26 @@ class InfertopApp(App[None]):
         self.rediscovering = False
         self._take_remembered()
 
+    def on_port_owners(self, msg: PortOwners) -> None:
+        self.port_owners.update(msg.owners)
+
     def _take_remembered(self) -> None:
         """After discovery (or when it failed): slot A on the server used last if it was
-        found again, else its engine loads as usual."""
+        found again on a port the user's own process listens on, else its engine loads
+        as usual (a server found there under another owner is named in a notification,
+        and used only once the user chooses it)."""
         name, self.awaiting_remembered = self.awaiting_remembered, None
         if name is None:
             return
         if name in self.config.engines and not self.chat.busy:
-            self.chat.use_engine("A", name)
-        else:
-            self.chat.ensure_loaded("A")
+            owner = self.port_owners.get(int(name.rsplit(":", 1)[1]))
+            if owner is not None and owner.is_yours():
+                self.chat.use_engine("A", name)
+                return
+            from tui.app.discovery import remembered_note
+
+            self.notify(remembered_note(name, owner), severity="warning", timeout=12)
+        self.chat.ensure_loaded("A")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "discovery" and event.state == WorkerState.ERROR:

@@ -130,13 +130,17 @@ class UnsupportedLayout(ValueError):
     """The model's metadata does not describe a cache the formula covers (says why)."""
 
 
+MAX_LAYERS = 4096  # a block_count beyond is no model's (real ones: at most a few hundred)
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isascii() and value.strip().lstrip("-").isdigit():
-        return int(value)
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.lstrip("-").isdigit() and len(text) <= 20:  # int() takes it
+        return int(text)
     return None
 
 
@@ -172,6 +176,8 @@ def layout_from_metadata(
     n_layers = _int(meta.get(f"{arch}.block_count"))
     if not n_layers or n_layers < 1:
         raise UnsupportedLayout(f"the model's metadata has no {arch}.block_count")
+    if n_layers > MAX_LAYERS:  # (a per-layer list of that length is not built)
+        raise UnsupportedLayout(f"{arch}.block_count of {n_layers} is no model's")
     heads = _per_layer(meta.get(f"{arch}.attention.head_count"), n_layers)
     kv_raw = meta.get(f"{arch}.attention.head_count_kv")
     kv_heads = _per_layer(kv_raw, n_layers) if kv_raw is not None else heads

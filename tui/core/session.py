@@ -14,8 +14,10 @@ new line, so the torn line never swallows the next record.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,7 +69,14 @@ def session_record(
 
 
 class SessionRecorder:
-    """Appends records to a JSONL file. Thread-safe; each append is flushed and fsynced."""
+    """Appends records to a JSONL file. Thread-safe; each append is flushed and fsynced.
+
+    Session logs (and the proxy's ``--events`` file, written through this class) hold
+    prompts and answers, so the file is this user's alone: created 0600 in a folder
+    created 0700; an existing file more open than that is narrowed to 0600; a path that
+    is a symbolic link, not a regular file, or a file owned by another user is refused
+    (an OSError whose ``strerror`` says which), checked on the opened file itself at
+    every append, so a file swapped in meanwhile is refused too."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -76,36 +85,69 @@ class SessionRecorder:
         self._checked_tail = False
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line; raises OSError when the file cannot be written.
-
-        Session logs hold prompts and answers: the file is created readable by its owner
-        only (0600), in a folder created 0700."""
+        """Write one record as one line; raises OSError when the file cannot be written
+        or is refused (see the class docstring)."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._lock:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not self._checked_tail:
-                if _ends_torn(self.path):
-                    line = "\n" + line
-                self._checked_tail = True
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as f:
-                f.write(line)
+            fd = open_private(self.path)
+            with os.fdopen(fd, "ab") as f:
+                if not self._checked_tail:
+                    if _ends_torn(fd):
+                        line = "\n" + line
+                    self._checked_tail = True
+                f.write(line.encode("utf-8"))
                 f.flush()
-                os.fsync(f.fileno())
+                os.fsync(fd)
             self.count += 1
 
 
-def _ends_torn(path: Path) -> bool:
-    """The file exists and its last line has no newline (a writer died inside it)."""
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO put there must not hold the open
+_PRIVATE_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | os.O_APPEND
+    | getattr(os, "O_NOFOLLOW", 0)  # the last part of the path may not be a link
+    | getattr(os, "O_CLOEXEC", 0)
+    | _NONBLOCK
+)
+
+
+def open_private(path: Path) -> int:
+    """A descriptor appending to ``path`` (created 0600), a regular file of this user's
+    only: refused (OSError, its ``strerror`` naming why) when ``path`` is a symbolic
+    link, not a regular file, or owned by another user; an existing file readable or
+    writable by others is narrowed to 0600 (``fchmod`` on the opened file)."""
     try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell() == 0:
-                return False
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) != b"\n"
-    except FileNotFoundError:
-        return False
+        fd = os.open(path, _PRIVATE_FLAGS, 0o600)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK) and path.is_symlink():
+            raise OSError(e.errno, "is a symbolic link: refused", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file: refused", str(path))
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        if uid is not None and st.st_uid != uid:
+            raise OSError(
+                errno.EPERM, f"owned by another user (uid {st.st_uid}): refused", str(path)
+            )
+        if st.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _ends_torn(fd: int) -> bool:
+    """The open file is not empty and its last line has no newline (a writer died
+    inside it)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def default_session_path(session_dir: str | None) -> Path:

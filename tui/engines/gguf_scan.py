@@ -9,12 +9,15 @@ Ollama's model store, whose blobs have no names: there the manifests
 Scanning is bounded: MAX_DEPTH folders deep, MAX_ENTRIES directory entries, MAX_FOUND
 files, and a time budget; directory symlinks are never followed, and a file symlink only
 when it points inside one of the roots (the Hugging Face cache's snapshots point at its
-blobs). Header reads are bounded too (tui/engines/gguf.py), and a file that is not a
-GGUF is left out.
+blobs). A link loop, or a folder that cannot be listed, is passed over (the notes count
+the folders); a folder is listed only as far as the entry limit allows. Header reads
+are bounded too (tui/engines/gguf.py: each within what is left of a second time
+budget), and a file that is not a GGUF is left out.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.engines.base import EngineError
-from tui.engines.gguf import FILE_TYPES, _Reader, check_gguf
+from tui.engines.gguf import FILE_TYPES, HEADER_TIME_S, _Reader, check_gguf, open_model_file
 from tui.engines.server_models import human_params, human_size
 
 MAX_DEPTH = 8
@@ -34,6 +37,7 @@ SCAN_BUDGET_S = 3.0
 MAX_TENSORS = 1_000_000  # a header claiming more is not read for its parameter count
 MAX_MANIFEST_BYTES = 1 << 20
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+_SUMMARY_KEYS = frozenset({"general.architecture", "general.file_type", "general.size_label"})
 _SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
 
 
@@ -82,34 +86,34 @@ def default_gguf_roots(env: dict[str, str] | None = None) -> list[Path]:
     ]
 
 
-def gguf_summary(path: Path) -> tuple[str | None, int | None, str | None]:
+def gguf_summary(
+    path: Path, budget_s: float = HEADER_TIME_S
+) -> tuple[str | None, int | None, str | None]:
     """(architecture, parameter count, quantisation) from a GGUF header: the metadata,
     then the tensor infos (each tensor's shape; no tensor data is read). EngineError on
-    a file that is not a readable GGUF."""
+    a file that is not a readable GGUF, or one past a bound of tui/engines/gguf.py's
+    reader (within ``budget_s`` of wall time, the tensor infos included)."""
     check_gguf(path)
     try:
-        with path.open("rb") as f:
-            r = _Reader(f, path)
+        with open_model_file(path) as f:
+            r = _Reader(f, path, budget_s)
             _magic, _version, n_tensors, n_kv = struct.unpack("<4sIQQ", r.take(24))
-            if n_tensors > path.stat().st_size // 24:  # each tensor's info takes more
+            if n_tensors > r.size // 24:  # each tensor's info takes more
                 raise EngineError(f"GGUF header claims {n_tensors} tensors: {path}")
-            meta = {}
-            for _ in range(n_kv):
-                key = r.string()
-                value = r.value(r.scalar("<I"))
-                if key in ("general.architecture", "general.file_type", "general.size_label"):
-                    meta[key] = value
+            meta = r.metadata(n_kv, _SUMMARY_KEYS)
             params: int | None = None
             if n_tensors <= MAX_TENSORS:
                 total = 0
-                for _ in range(n_tensors):
-                    r.string()  # name
-                    n_dims = r.scalar("<I")
+                for i in range(n_tensors):
+                    if not i & 0x3FF:
+                        r.check_time()
+                    r.skip(r.u64())  # name
+                    n_dims = r.u32()
                     if n_dims > 8:
                         raise EngineError(f"GGUF tensor with {n_dims} dimensions: {path}")
                     count = 1
                     for _ in range(n_dims):
-                        count *= r.scalar("<Q")
+                        count *= r.u64()
                     r.take(12)  # type (u32), offset (u64)
                     total += count
                 params = total
@@ -127,11 +131,29 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == r or r in path.parents for r in roots)
 
 
+def _resolved(path: Path) -> Path | None:
+    """``path`` with every link followed; None for a link loop (Path.resolve raises
+    RuntimeError on one before Python 3.13) or a path that cannot be looked at."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a folder above it that we may not enter
+        return False
+
+
 class _Walk:
     def __init__(self, roots: list[Path], budget_s: float) -> None:
-        self.roots = [r.resolve() for r in roots if r.is_dir()]
+        found = (_resolved(r) for r in roots if _is_dir(r))
+        self.roots = [r for r in found if r is not None]
         self.end = time.monotonic() + budget_s
         self.entries = 0
+        self.unreadable = 0  # folders that could not be listed
         self.scan = GgufScan()
         self.stopped: str | None = None
 
@@ -149,26 +171,34 @@ class _Walk:
         if not self.over():
             self.scan.files.append(GgufFile(path, name, size, str(root)))
 
+    def listing(self, folder: Path) -> list[os.DirEntry[str]]:
+        """The folder's entries by name, at most as many as the entry limit has left
+        (a folder of millions is not read whole); none when it cannot be listed."""
+        try:
+            with os.scandir(folder) as it:
+                entries = list(itertools.islice(it, MAX_ENTRIES - self.entries + 1))
+        except OSError:
+            self.unreadable += 1
+            return []
+        return sorted(entries, key=lambda e: e.name)
+
     def run(self) -> GgufScan:
         for root in self.roots:
-            if (root / "manifests").is_dir() and (root / "blobs").is_dir():
+            if _is_dir(root / "manifests") and _is_dir(root / "blobs"):
                 self.ollama(root)
             else:
                 self.tree(root)
         if self.stopped:
             self.scan.notes.append(f"scan stopped at its limit ({self.stopped})")
+        if self.unreadable:
+            self.scan.notes.append(f"{self.unreadable} folder(s) could not be read")
         return self.scan
 
     def tree(self, root: Path) -> None:
         todo = [(root, 0)]
         while todo and not self.over():
             folder, depth = todo.pop()
-            try:
-                with os.scandir(folder) as it:
-                    entries = list(it)
-            except OSError:
-                continue
-            for e in sorted(entries, key=lambda e: e.name):
+            for e in self.listing(folder):
                 self.entries += 1
                 if self.over():
                     return
@@ -184,9 +214,11 @@ class _Walk:
                         continue  # a split model opens by its first part
                     path = Path(e.path)
                     if e.is_symlink():
-                        target = path.resolve()
-                        if not _inside(target, self.roots) or not target.is_file():
+                        target = _resolved(path)  # None: a link loop
+                        if target is None or not _inside(target, self.roots):
                             continue  # never out of the roots
+                        if not target.is_file():
+                            continue
                     elif not e.is_file(follow_symlinks=False):
                         continue
                     self.add(path, e.name, path.stat().st_size, root)
@@ -199,20 +231,18 @@ class _Walk:
         todo = [(manifests, 0)]
         while todo and not self.over():
             folder, depth = todo.pop()
-            try:
-                with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError:
-                continue
-            for e in entries:
+            for e in self.listing(folder):
                 self.entries += 1
                 if self.over():
                     return
-                if e.is_dir(follow_symlinks=False):
-                    if depth < 4:
-                        todo.append((Path(e.path), depth + 1))
-                elif e.is_file(follow_symlinks=False) and depth == 3:
-                    self.ollama_manifest(root, Path(e.path))
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if depth < 4:
+                            todo.append((Path(e.path), depth + 1))
+                    elif e.is_file(follow_symlinks=False) and depth == 3:
+                        self.ollama_manifest(root, Path(e.path))
+                except OSError:
+                    continue
 
     def ollama_manifest(self, root: Path, manifest: Path) -> None:
         host, namespace, model = manifest.parts[-4:-1]
@@ -259,8 +289,11 @@ def scan_ggufs(
             scan.notes.append(f"headers of {len(scan.files) - i} file(s) not read (time budget)")
             kept += scan.files[i:]
             break
+        left = budget_s - (time.monotonic() - t0)
         try:
-            f.architecture, f.parameters, f.quantization = gguf_summary(f.path)
+            f.architecture, f.parameters, f.quantization = gguf_summary(
+                f.path, min(HEADER_TIME_S, left)
+            )
         except EngineError as e:
             if "not a GGUF" in str(e) or "GGUF version" in str(e):
                 continue

@@ -8,11 +8,15 @@
 - any other OpenAI-compatible server: ``/v1/models`` (ids only).
 
 Every answer is untrusted: read within a deadline and SCRAPE_LIMIT bytes, at most
-MAX_MODELS kept, names cut to MAX_NAME characters (and filtered when shown).
+MAX_MODELS kept, names cut to MAX_NAME characters (and filtered when shown). A number
+outside 0..MAX_NUMBER (a size of 400 digits, or of 5000, which Python's ``int`` refuses
+to read) is taken as not said: that model stays listed without it, the others as they
+are.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +24,12 @@ import httpx
 
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.http_common import access_for, base_url
-from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole, json_body
+from tui.transport.whole import SCRAPE_LIMIT, deadline_client, get_whole
 
 MAX_MODELS = 500
 MAX_NAME = 200
+MAX_NUMBER = 2**53  # sizes, counts, contexts beyond are not believed (nor a float's range)
+_MAX_DIGITS = len(str(MAX_NUMBER))
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class ServerModel:
 
 
 def human_size(n: int) -> str:
+    """Bytes in words ("94 MB"); "?" for a number past MAX_NUMBER (no file is)."""
+    if n > MAX_NUMBER:
+        return "?"
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}" if n < 10 * scale else f"{n / scale:.0f} {unit}"
@@ -56,6 +65,9 @@ def human_size(n: int) -> str:
 
 
 def human_params(n: int) -> str:
+    """A parameter count in words ("135M"); "?" past MAX_NUMBER (a header that lies)."""
+    if n > MAX_NUMBER:
+        return "?"
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if n >= scale:
             return f"{n / scale:.1f}{unit}" if n < 10 * scale else f"{n / scale:.0f}{unit}"
@@ -63,7 +75,25 @@ def human_params(n: int) -> str:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NUMBER
+    return value if ok else None
+
+
+def _json_int(digits: str) -> int | None:
+    """JSON's integers as read here: one too long for any count is None (not an error
+    that loses the whole list: ``int`` refuses strings of over 4300 digits)."""
+    return int(digits) if len(digits) <= _MAX_DIGITS else None
+
+
+def models_json(content: bytes) -> Any:
+    """A model list's body parsed; ValueError (never another error) for what is not JSON
+    this process can hold. Integers too long to be a count become None."""
+    try:
+        return json.loads(content, parse_int=_json_int)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except (ValueError, TypeError) as e:  # JSONDecodeError, UnicodeError
+        raise ValueError(f"not JSON: {' '.join(str(e).split())[:120]}") from None
 
 
 def _str(value: Any) -> str | None:
@@ -155,7 +185,7 @@ def list_server_models(spec: EngineSpec, timeout_s: float = 2.0) -> list[ServerM
         if r.status_code != 200:
             raise EngineError(f"{base}{path}: HTTP {r.status_code}")
         try:
-            return json_body(r.content)
+            return models_json(r.content)
         except ValueError as e:
             raise EngineError(f"{base}{path}: {e}") from None
 

@@ -13,12 +13,14 @@ Limits: at most ``max_bytes`` read (a bigger file is refused, not truncated), at
 ``max_prompt_chars`` (longer ones refused with their position). Any error names the file
 and the line (JSONL) or item index (JSON), and the key. Cost is linear in the file's size:
 one ``json`` parse (the standard library's, recursion-limited: a deeply nested file is an
-error, not a crash). Items without a human turn are skipped and counted.
+error, not a crash; so is a number longer than Python's ``int`` reads, 4300 digits).
+Items without a human turn are skipped and counted.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,13 @@ MAX_BYTES = 64 * 2**20
 MAX_RECORDS = 100_000
 MAX_PROMPT_CHARS = 100_000
 HUMAN = ("human", "user")
+
+
+def _too_long() -> str:
+    """What an integer that ``int`` refuses is, in words (its limit: 4300 digits unless
+    PYTHONINTMAXSTRDIGITS says otherwise)."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+    return f"a number of more than {limit} digits"
 
 
 class DatasetError(ValueError):
@@ -116,6 +125,8 @@ def load_dataset(
         except (json.JSONDecodeError, RecursionError) as e:
             where = f"line {e.lineno}" if isinstance(e, json.JSONDecodeError) else "nesting"
             raise DatasetError(f"{p}: {where}: not valid JSON") from None
+        except ValueError:  # an integer longer than int() reads
+            raise DatasetError(f"{p}: {_too_long()}: not usable") from None
         if not isinstance(items, list):
             raise DatasetError(f"{p}: expected a JSON array")
         numbered = ((f"{p}: item {k}", item) for k, item in enumerate(items))
@@ -144,4 +155,6 @@ def _lines(p: Path, text: str) -> Any:
             item = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             raise DatasetError(f"{p}: line {n}: not valid JSON") from None
+        except ValueError:  # an integer longer than int() reads
+            raise DatasetError(f"{p}: line {n}: {_too_long()}: not usable") from None
         yield f"{p}: line {n}", item

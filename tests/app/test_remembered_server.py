@@ -1,0 +1,84 @@
+"""The server used last time is taken again at start only when the user's own process
+listens on its port. Here another user (``nobody``, run with setpriv: the test needs
+root) squats the port of the remembered ``ollama:PORT``: slot A loads its usual engine,
+a notification names the server and why, the prompt goes to the usual engine and the
+squatter sees no request but discovery's GETs; once the user chooses it (Ctrl+N),
+prompts go there. (The own-process case: test_discovery_ui.py's
+test_the_server_used_last_is_taken_again_at_start.) Pilot, at 80x24."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from app_support import SYNTH, gen
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
+
+import port_squatter  # noqa: E402
+
+from tui.app.state import UIState, save_state  # noqa: E402
+from tui.app.widgets.conversation import Conversation, Turn  # noqa: E402
+from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
+from tui.app.widgets.prompt import PromptInput  # noqa: E402
+
+
+@pytest.fixture
+def squat() -> Iterator[port_squatter.Squat]:
+    prefix = port_squatter.as_nobody()
+    if prefix is None:
+        pytest.skip("needs root and setpriv to run a server as another user")
+    s = port_squatter.Squat(prefix)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _turns(app) -> list[Turn]:  # type: ignore[no-untyped-def]
+    return app.chat.query_one("#conv-A", Conversation).turns
+
+
+async def _submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
+    prompt = pilot.app.chat.query_one(PromptInput)
+    prompt.load_text(text)
+    prompt.focus()
+    await pilot.press("enter")
+
+
+async def test_a_remembered_server_on_a_squatted_port_gets_no_prompt_until_chosen(  # type: ignore[no-untyped-def]
+    squat, tmp_path: Path, make_config, build_app, wait_for, notes
+):
+    name = f"ollama:{squat.port}"
+    state = tmp_path / "remembered.toml"
+    save_state(state, UIState(engine=name))
+    table = f"[discovery]\nports = [{squat.port}]\ntimeout_s = 1.0\n"
+    cfg = 'default_engine = "synth"\n' + gen(4) + SYNTH + table
+    app = build_app(make_config(cfg), discover=None, state_path=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.discovery_done, 15)
+        assert name in app.config.engines  # found, and offered
+        await wait_for(pilot, lambda: any("used last time" in n for n in notes(app)), 5)
+        (note,) = [n for n in notes(app) if "used last time" in n]
+        assert note.startswith(f"{name}, used last time, is running again, but owned by")
+        assert "nobody" in note and "until you choose it" in note
+        assert app.chat.slot_engine["A"] == "synth"
+        await _submit(pilot, "Which engine are you?")
+        await wait_for(pilot, lambda: bool(_turns(app)) and _turns(app)[0].finished, 30)
+        assert _turns(app)[0].text.strip() and "mine" not in _turns(app)[0].text
+        assert squat.posts() == []  # the prompt went to synth, not to the squatter
+        # the user chooses it: now it is used (and remembered, as before)
+        for _ in range(len(app.config.engines)):
+            if app.chat.slot_engine["A"] == name:
+                break
+            await pilot.press("ctrl+n")
+        assert app.chat.slot_engine["A"] == name
+        await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 30)
+        await _submit(pilot, "And now?")
+        await wait_for(pilot, lambda: len(_turns(app)) == 2 and _turns(app)[1].finished, 30)
+        assert _turns(app)[1].text.strip() == "mine"
+    assert squat.posts() == ["POST /api/generate", "POST /api/chat"]  # its preload, the prompt
