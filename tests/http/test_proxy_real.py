@@ -293,3 +293,29 @@ def test_prometheus_scrapes_the_proxy_and_the_fleet_lists_it(
         assert sum(float(s["value"][1]) for s in q["data"]["result"]) >= 3
     finally:
         prom.stop()
+
+
+def test_ollama_answers_not_streamed_leave_no_text_in_the_events_file(ollama_emu, tmp_path) -> None:
+    """Issue 43: /api/generate with stream false put ``response`` (the answer) and
+    ``thinking`` in the engine report, and so in --events. Now the report keeps Ollama's
+    numbers only."""
+    url, emu = ollama_emu
+    events = tmp_path / "events.jsonl"
+    t = ProxyThread(ProxyConfig(upstream=url, kind="ollama", listen_port=0, events_path=events))
+    t.start()
+    try:
+        opts = {"temperature": 0, "num_predict": 8, "seed": 1}
+        body = {"model": emu.model_name, "prompt": "Say a secret word.", "stream": False}
+        answer = httpx.post(t.url + "/api/generate", json={**body, "options": opts}, timeout=120)
+        text = answer.json()["response"]
+        assert len(text) > 3
+        deadline = time.monotonic() + 30
+        while t.call(lambda: t.proxy.events.written) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        t.stop()
+    (record,) = [json.loads(line) for line in events.read_text().splitlines()]
+    raw = record["engine_truth"]["raw"]
+    assert raw["eval_count"] > 0 and "response" not in raw and "context" not in raw
+    assert text not in events.read_text()
