@@ -25,6 +25,9 @@ endless-stream, drip-stream
 prom-shapes   a Prometheus API whose answers have odd shapes: a result vector of bare
               numbers, labels that are lists, a GPU labelled ``²``, a target of null labels
 prom-deep     a Prometheus API whose answers are ``[`` nested 100,000 deep
+conn-cl       a model list whose Connection field lists Content-Length (no sender may:
+              a proxy that obeys it strips the answer's only length)
+cl-te         a chunked model list that also says Content-Length: 3 (the smuggling shape)
 
 Standard library only; run it in a thread with :func:`start_in_thread`. ``sent`` counts
 the bytes written per mode (what a client that stops reading in time lets through).
@@ -252,6 +255,15 @@ class HostileServer:
             w.write(_whole(_prom_shapes(path)))
         elif mode == "prom-deep":
             w.write(_whole(b"[" * 100_000))
+        elif mode in ("conn-cl", "cl-te"):
+            body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+            if mode == "conn-cl":
+                framing = b"Connection: content-length\r\nContent-Length: %d\r\n" % len(body)
+            else:
+                framing = b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n"
+                body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + framing + b"\r\n")
+            await self._send(mode, w, body)
         else:
             w.write(_whole(b'{"error": "no such mode"}', status="404 Not Found"))
 

@@ -10,7 +10,10 @@ pipelined request) are kept up to :data:`PIPELINE_LIMIT`, then its socket is not
 until the answer ends. Its unsent answer bytes are bounded too: past :data:`HIGH_WATER`
 the upstream socket feeding it stops being read (TCP then slows that one upstream stream;
 nobody else's), and a client that reads nothing for ``client_stall`` seconds is dropped
-(its upstream request cancelled).
+(its upstream request cancelled). What all clients together may hold (connections, per
+address too, and the bytes of request bodies) is in :mod:`tui.proxy.limits`: a body is
+held from its head (its Content-Length, or each chunk as it comes) until the upstream
+has answered it (the request may be sent again until then).
 
 Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
 request is forwarded (:mod:`tui.proxy.forward`). A plain request (:mod:`tui.proxy.plain_head`)
@@ -31,6 +34,7 @@ import httpx
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
 from tui.proxy.forward import (
+    BUDGET_FULL,
     ClientRequest,
     EarlySend,
     Exchange,
@@ -39,7 +43,8 @@ from tui.proxy.forward import (
     send_early,
     send_now,
 )
-from tui.proxy.peer import same_user
+from tui.proxy.limits import address_key
+from tui.proxy.peer import HAS_TABLE, peer_owner
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
@@ -95,6 +100,9 @@ class ClientConnection(asyncio.Protocol):
         self.dropped_for: str | None = None  # why the proxy dropped this client
         self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
         self.watch_ok: bool | None = None  # may_watch(), once asked
+        self.address = ""  # the client address it counts against (tui/proxy/limits.py)
+        self.slotted = False  # it holds a slot in proxy.slots
+        self.held = 0  # bytes of the body being read, held in proxy.budget
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -104,11 +112,14 @@ class ClientConnection(asyncio.Protocol):
         self.peer, self.loopback = format_peer(peer), is_loopback(peer)
         self.addresses = (peer, t.get_extra_info("sockname"))
         t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-        if len(self.proxy.connections) >= self.proxy.config.max_clients:
+        self.address = address_key(peer)
+        why = self.proxy.slots.take(self.address)
+        if why is not None:
             self.closed = True
-            t.write(error_response(503, "Service Unavailable", "too many clients", True))
+            t.write(error_response(503, "Service Unavailable", why, True))
             t.close()
             return
+        self.slotted = True
         self.proxy.connections.add(self)
         self._arm(self.proxy.config.idle_timeout)
 
@@ -136,6 +147,12 @@ class ClientConnection(asyncio.Protocol):
         if self.stall_timer is not None:
             self.stall_timer.cancel()
         self.proxy.connections.discard(self)
+        if self.slotted:
+            self.slotted = False
+            self.proxy.slots.give(self.address)
+        if self.held:
+            self.proxy.budget.give(self.held)
+            self.held = 0
         if self.task is not None:
             self.task.cancel()
 
@@ -155,15 +172,19 @@ class ClientConnection(asyncio.Protocol):
             self.upstream.resume_reading()
 
     # -- what forward and own_routes use ---------------------------------------------------
-    def may_watch(self) -> bool:
+    async def may_watch(self) -> bool:
         """Whether this client may see other people's requests: a loopback client of the
-        user who runs the proxy (Linux: the peer socket's owner, tui/proxy/peer.py);
-        where the owner cannot be told, any loopback client."""
+        user who runs the proxy. On Linux the peer socket's owner (tui/proxy/peer.py),
+        refused when it cannot be established; on a platform with no socket table to
+        ask, any loopback client (docs/proxy.md)."""
         if not self.loopback:
             return False
         if self.watch_ok is None:
-            found = same_user(*self.addresses, os.getuid())
-            self.watch_ok = True if found is None else found
+            if HAS_TABLE:
+                owner = await peer_owner(*self.addresses)
+                self.watch_ok = owner is not None and owner == os.getuid()
+            else:
+                self.watch_ok = True
         return self.watch_ok
 
     def write(self, data: bytes) -> None:
@@ -216,6 +237,15 @@ class ClientConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def _hold(self, n: int) -> bool:
+        """``n`` more bytes of the body being read, out of the proxy's budget; False: it
+        would pass it (the client is refused, 503, and closed)."""
+        if self.proxy.budget.take(n):
+            self.held += n
+            return True
+        self._refuse(503, "Service Unavailable", BUDGET_FULL)
+        return False
+
     def _refuse(self, status: int, reason: str, why: str) -> None:
         self.write(error_response(status, reason, why, close=True))
         self.close()
@@ -248,6 +278,8 @@ class ClientConnection(asyncio.Protocol):
             if head.content_length is not None and head.content_length > config.max_body:
                 self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
                 return
+            if head.content_length and not self._hold(head.content_length):
+                return
             self.head = head
             self.chunks = PassChunked() if head.chunked else None
             self.body, self.body_size = [], 0
@@ -270,6 +302,8 @@ class ClientConnection(asyncio.Protocol):
             if self.body_size > config.max_body:
                 self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
                 return
+            if out and not self._hold(len(out)):
+                return
             if not self.chunks.done:
                 return
             body = b"".join(self.body)
@@ -281,11 +315,15 @@ class ClientConnection(asyncio.Protocol):
             del self.buf[:n]
         self._disarm()
         self.head, self.chunks, self.body, self.started = None, None, [], False
-        req = ClientRequest(head, body, time.perf_counter_ns())
+        held, self.held = self.held, 0
+        req = ClientRequest(head, body, time.perf_counter_ns(), held)
         ex = None
         if not req.head.path.startswith(own_routes.PREFIX):
             ex = Exchange(self.proxy, self, req)
             send_early(ex)  # from this callback: no task's start-up on its way in
+        else:
+            self.proxy.budget.give(held)
+            req.held = 0
         self._run(req, ex)
 
     def _plain(self, end: int) -> bool:
@@ -302,8 +340,11 @@ class ClientConnection(asyncio.Protocol):
         start, length = m.end(), int(m["length"])
         if len(buf) < start + length or length > proxy.config.max_body:
             return False
+        if not proxy.budget.take(length):
+            return False  # (the strict path refuses it)
         conn = proxy.pool.idle_conn()
         if conn is None:
+            proxy.budget.give(length)
             return False
         t_received = time.perf_counter_ns()
         head_bytes = plain_upstream_head(m, proxy.host_header, proxy.path_prefix)
@@ -317,9 +358,10 @@ class ClientConnection(asyncio.Protocol):
         except BadMessage as e:  # never (tests/proxy/test_plain_head.py), but if it were:
             if early is not None:
                 early.conn.close()  # the upstream drops the request it began to get
+            proxy.budget.give(length)
             self._refuse(400, "Bad Request", str(e))
             return True
-        self._sent(ClientRequest(head, body, t_received), early)
+        self._sent(ClientRequest(head, body, t_received, length), early)
         return True
 
     def _sent(self, req: ClientRequest, early: EarlySend | None) -> None:

@@ -34,6 +34,7 @@ from tui.proxy.wire import (
     BadMessage,
     PassChunked,
     RequestHead,
+    both_framings,
     client_response,
     connection_tokens,
     response_framing,
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
     from tui.proxy.server import Proxy
 
 NOT_SENT = "none (the request never reached the upstream)"
+BUDGET_FULL = (
+    "the proxy holds as many bytes of request bodies as it may (--body-budget-mb): "
+    "try again shortly"
+)
 
 try:
     from orjson import dumps as json_dumps
@@ -63,11 +68,13 @@ except ImportError:  # pragma: no cover - a dependency
 
 @dataclass
 class ClientRequest:
-    """A whole request from a client: head, body, when its last byte came."""
+    """A whole request from a client: head, body, when its last byte came, and the bytes
+    of the proxy's body budget it holds (tui/proxy/limits.py) until :meth:`Exchange.let_go`."""
 
     head: RequestHead
     body: bytes
     t_received_ns: int
+    held: int = 0
 
 
 class Client(Protocol):
@@ -145,10 +152,20 @@ class Exchange:
             return
         early.conn.close()
         self.sent(early.t_ns, _stamps(early.conn))
+        self.let_go()
         rec = self.booked()
         if rec is not None:
             _client_gone(self, rec)
             self.proxy.book.end(rec)
+
+    def let_go(self) -> None:
+        """The body will not be sent again (the upstream answered, or the exchange
+        ended): its bytes are let go of, and so is its hold on the body budget."""
+        req = self.req
+        if req.held:
+            self.proxy.budget.give(req.held)
+            req.held = 0
+        req.body = b""
 
     def depart(self) -> None:
         """It is about to be sent: counted (its record comes after the send)."""
@@ -280,6 +297,7 @@ async def forward(
         raise
     finally:
         rec = ex.booked()
+        ex.let_go()
         if rec is not None:
             if not rec.ended:
                 rec.fail("the proxy could not finish this request", "internal")
@@ -305,6 +323,7 @@ async def _exchange(ex: Exchange) -> bool:
     keep = head.keep_alive
     try:
         upstream, resp, rest = await _send(ex)
+        ex.let_go()  # answered: the body is not sent again
     except UpstreamError as e:
         status, reason = (504, "Gateway Timeout") if e.kind == "timeout" else (502, "Bad Gateway")
         rec = ex.booked()
@@ -323,7 +342,11 @@ async def _exchange(ex: Exchange) -> bool:
         return keep
     passthrough = head.version == "HTTP/1.1"
     close_after = not keep or framing == "close" or (framing == "chunked" and not passthrough)
-    reusable = b"close" not in connection_tokens(resp.headers) and framing != "close"
+    reusable = (
+        b"close" not in connection_tokens(resp.headers)
+        and framing != "close"
+        and not both_framings(resp)  # (a smuggling shape: that connection is not kept)
+    )
     head_bytes = client_response(resp, framing, passthrough, close_after)
     if framing == "none" or not rest:
         client.write(head_bytes)  # now: the body may be a while

@@ -17,6 +17,7 @@ from tui.proxy.book import TICK_S, RequestBook
 from tui.proxy.client_conn import ClientConnection
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
+from tui.proxy.limits import BodyBudget, ClientSlots
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
@@ -39,8 +40,10 @@ class ProxyConfig:
     client_timeout: float = 60.0  # a request's head and body, from its first byte
     idle_timeout: float = 75.0  # a kept-alive client connection, between requests
     client_stall: float = 120.0  # a client that reads nothing of its answer this long
-    max_body: int = 32 * 1024 * 1024
+    max_body: int = 32 * 1024 * 1024  # one request's body
+    body_budget: int = 256 * 1024 * 1024  # every body held at once (tui/proxy/limits.py)
     max_clients: int = 1024
+    max_per_address: int | None = None  # connections from one address (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
 
@@ -70,6 +73,9 @@ class Proxy:
         )
         self.book.settle = self.observing.run
         self.connections: set[ClientConnection] = set()
+        per_address = config.max_per_address or max(1, config.max_clients // 2)
+        self.slots = ClientSlots(config.max_clients, per_address)
+        self.budget = BodyBudget(config.body_budget)
         self.server: asyncio.base_events.Server | None = None
         self._ticks: asyncio.Task[None] | None = None
         self.notes: list[str] = []

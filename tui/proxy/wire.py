@@ -7,6 +7,13 @@ with both Content-Length and Transfer-Encoding is refused (the classic request-s
 shape). Headers are kept as the raw ``(name, value)`` bytes the peer sent, in order and
 in its case, so what is forwarded is what came, less the hop-by-hop fields
 (:data:`HOP_BY_HOP` and every name the Connection field lists, RFC 9110 7.6.1).
+
+The framing is never a peer's to take away: a Connection field listing Content-Length
+(which no sender may do: the length is for every recipient) does not remove it, or the
+client would get an answer with no length and wait for a close. A response with both
+Content-Length and Transfer-Encoding is read by its Transfer-Encoding and passed on
+without the Content-Length (RFC 9112 6.3: the intermediary removes it), and its upstream
+connection is not kept (such a message "ought to be handled as an error").
 """
 
 from __future__ import annotations
@@ -203,10 +210,20 @@ def response_framing(head: ResponseHead, method: str) -> tuple[str, int | None]:
     return "close", None
 
 
+_CONTENT_LENGTH = frozenset({b"content-length"})  # (Transfer-Encoding: hop-by-hop, out)
+
+
 def end_to_end(headers: Headers, also: frozenset[bytes] = frozenset()) -> Headers:
-    """``headers`` less the hop-by-hop ones, the names in Connection, and ``also``."""
-    drop = HOP_BY_HOP | connection_tokens(headers) | also
+    """``headers`` less the hop-by-hop ones, the names in Connection (but Content-Length:
+    see the module docstring), and ``also``."""
+    drop = HOP_BY_HOP | (connection_tokens(headers) - _CONTENT_LENGTH) | also
     return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+def both_framings(head: ResponseHead) -> bool:
+    """Whether a response has both Content-Length and Transfer-Encoding."""
+    names = {k.lower() for k, _ in head.headers}
+    return b"content-length" in names and b"transfer-encoding" in names
 
 
 _REQUEST_DROP = frozenset({b"host", b"content-length", b"expect"})
@@ -232,9 +249,11 @@ def client_response(head: ResponseHead, framing: str, passthrough: bool, close: 
     """The response head sent to the client: the upstream's status line and end-to-end
     headers as they came; ``Transfer-Encoding: chunked`` kept when the chunked body is
     passed through as it came (``passthrough``), ``Connection: close`` when the proxy
-    closes the connection after this response."""
+    closes the connection after this response; Content-Length out when it came with a
+    Transfer-Encoding (RFC 9112 6.3)."""
     out = [head.status_line, b"\r\n"]
-    for k, v in end_to_end(head.headers):
+    also = _CONTENT_LENGTH if both_framings(head) else frozenset()
+    for k, v in end_to_end(head.headers, also):
         out.append(k + b": " + v + b"\r\n")
     if framing == "chunked" and passthrough:
         out.append(b"Transfer-Encoding: chunked\r\n")
