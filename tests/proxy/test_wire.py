@@ -8,17 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.proxy.wire import (
+from tui.proxy.wire import PassChunked, client_response, end_to_end, upstream_request
+from tui.transport.http_head import (
     MAX_HEADERS,
     BadMessage,
-    PassChunked,
     ResponseHead,
-    client_response,
-    end_to_end,
     parse_request_head,
     parse_response_head,
     response_framing,
-    upstream_request,
 )
 
 

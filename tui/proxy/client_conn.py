@@ -2,7 +2,7 @@
 answers, and the limits that keep one client from costing the others.
 
 A connection (:class:`ClientConnection`, an asyncio Protocol) reads one request at a
-time: its head within :data:`~tui.proxy.wire.HEAD_LIMIT` bytes, its body within
+time: its head within :data:`~tui.transport.http_head.HEAD_LIMIT` bytes, its body within
 ``max_body`` bytes (Content-Length or chunked), both within ``client_timeout`` seconds of
 the request's first byte (a drip does not restart the clock); a kept-alive connection may
 then wait ``idle_timeout`` for the next. Bytes a client sends while its answer streams (a
@@ -38,7 +38,6 @@ from tui.proxy.forward import (
     ClientRequest,
     EarlySend,
     Exchange,
-    error_response,
     forward,
     send_early,
     send_now,
@@ -47,7 +46,8 @@ from tui.proxy.limits import address_key
 from tui.proxy.peer import HAS_TABLE, peer_owner
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
-from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
+from tui.proxy.wire import PassChunked, error_response
+from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
 if TYPE_CHECKING:
     from tui.proxy.server import Proxy

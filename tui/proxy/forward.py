@@ -31,18 +31,15 @@ from tui.proxy.observe import Observer, observer_for
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.upstream import NoResponse, UpstreamConn, UpstreamError, read_response_head
 from tui.proxy.wire import (
-    BadMessage,
     PassChunked,
-    RequestHead,
     both_framings,
     client_response,
-    connection_tokens,
-    response_framing,
-    simple_response,
+    error_response,
     upstream_request,
 )
 from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
 from tui.transport.http_framing import Framing, Sized, UntilClose
+from tui.transport.http_head import BadMessage, RequestHead, connection_tokens, response_framing
 from tui.transport.tcp import Stamped
 
 if TYPE_CHECKING:
@@ -55,15 +52,9 @@ BUDGET_FULL = (
 )
 
 try:
-    from orjson import dumps as json_dumps
     from orjson import loads as json_loads
 except ImportError:  # pragma: no cover - a dependency
-    import json
-
-    json_loads = json.loads  # type: ignore[assignment]
-
-    def json_dumps(obj: Any) -> bytes:  # type: ignore[misc]
-        return json.dumps(obj).encode()
+    from json import loads as json_loads  # type: ignore[assignment]
 
 
 @dataclass
@@ -104,12 +95,6 @@ def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None]:
     if isinstance(obj.get("stream"), bool):
         stream = obj["stream"]
     return (model if isinstance(model, str) else None), stream
-
-
-def error_response(status: int, reason: str, message: str, close: bool) -> bytes:
-    """The proxy's own error answer (OpenAI-style JSON, so SDKs show the message)."""
-    body = json_dumps({"error": {"message": f"infertop proxy: {message}", "type": "proxy"}})
-    return simple_response(status, reason, body, "application/json", close)
 
 
 @dataclass

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from tui.proxy.book import json_line
-from tui.proxy.forward import ClientRequest, error_response
+from tui.proxy.forward import ClientRequest
 from tui.proxy.record import ProxiedRequest
-from tui.proxy.wire import RequestHead, simple_response
+from tui.proxy.wire import error_response, simple_response
+from tui.transport.http_head import RequestHead
 
 if TYPE_CHECKING:
     from tui.proxy.client_conn import ClientConnection
