@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -284,8 +285,6 @@ async def forward(
         rec = ex.booked()
         ex.let_go()
         if rec is not None:
-            if not rec.ended:
-                rec.fail("the proxy could not finish this request", "internal")
             proxy.book.end(rec)
         else:
             proxy.book.other(req.head.path, failed, cancelled)
@@ -293,14 +292,17 @@ async def forward(
 
 def _client_gone(ex: Exchange, rec: ProxiedRequest) -> None:
     """The client hung up: after the stream said it was over, the request is done (the
-    body's last bytes were still on their way); before, it was cancelled."""
-    obs = rec.observer
-    if obs is not None:
-        ex.proxy.observing.run()  # its reads still queued, first
-    if obs is not None and not obs.off and obs.complete:
-        obs.end(rec.t_last or time.perf_counter_ns())
-    else:
-        rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
+    body's last bytes were still on their way); before, it was cancelled. Decided once
+    its reads still queued are observed (the book runs the queue when it books it)."""
+
+    def gone() -> None:
+        obs = rec.observer
+        if obs is not None and not obs.off and obs.complete:
+            obs.end(rec.t_last or time.perf_counter_ns())
+        else:
+            rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
+
+    ex.proxy.book.reads.after(gone)
 
 
 async def _exchange(ex: Exchange) -> bool:
@@ -356,8 +358,7 @@ async def _exchange(ex: Exchange) -> bool:
     if not ok:
         return False  # the client's connection is closed: the answer was cut short
     if observer is not None:
-        proxy.observing.run()
-        observer.end(t_last)
+        proxy.book.reads.after(partial(observer.end, t_last))  # after its last reads
     _settle(proxy, upstream, reusable and clean)
     return not close_after
 
@@ -395,7 +396,7 @@ async def _pump_body(
     chunks = body if raw_chunks and isinstance(body, PassChunked) else None
     write = client.write
     observe = None if observer is None or observer.off else observer.feed
-    later = proxy.observing.put
+    later = proxy.book.reads.put
     last = [0]
     lead = [head]
 
@@ -442,8 +443,14 @@ async def _pump_body(
 
 
 def _cut(proxy: Proxy, client: Client, observer: Observer | None, why: str) -> None:
-    """The answer cannot be completed: the request fails, the client connection closes."""
-    proxy.observing.run()
-    if observer is not None and not observer.record.ended:
-        observer.record.fail(why, "timeout" if "sent nothing" in why else "protocol")
+    """The answer cannot be completed: the client connection closes; the request fails
+    (once its reads still queued are observed)."""
+    if observer is not None:
+        rec, kind = observer.record, "timeout" if "sent nothing" in why else "protocol"
+
+        def cut() -> None:
+            if not rec.ended:
+                rec.fail(why, kind)
+
+        proxy.book.reads.after(cut)
     client.close()

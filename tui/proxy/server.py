@@ -18,7 +18,6 @@ from tui.proxy.client_conn import ClientConnection
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.limits import BodyBudget, ClientSlots
-from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -67,11 +66,9 @@ class Proxy:
             "version": config.version,
             "listen": None,
         }
-        self.observing = ObserveQueue()  # reads forwarded, to observe (observe_queue.py)
         self.book = RequestBook(
             self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info
         )
-        self.book.settle = self.observing.run
         self.connections: set[ClientConnection] = set()
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
@@ -120,7 +117,7 @@ class Proxy:
         next_tick = loop.time() + TICK_S
         while True:
             await asyncio.sleep(SWEEP_S)
-            self.observing.run()
+            self.book.settle()
             now = loop.time()
             for conn in list(self.connections):
                 conn.check_deadline(now)
@@ -204,7 +201,7 @@ class ProxyThread:
 
         async def run() -> Any:
             if self.proxy is not None:
-                self.proxy.observing.run()
+                self.proxy.book.settle()
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
