@@ -358,8 +358,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
     """On a kept-alive upstream connection, a plain request (tui/proxy/plain_head.py) goes
     upstream before its head is parsed, as the strict path sends it, and is booked the
     same; one that is not plain (a tab in a value) is parsed first, as before."""
-    from tui.proxy import client_conn
-    from tui.proxy import forward as forward_module
+    from tui.proxy import client_conn, exchange
 
     order: list[str] = []
     parse, send_now = client_conn.parse_request_head, client_conn.send_now
@@ -374,7 +373,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
 
     monkeypatch.setattr(client_conn, "parse_request_head", parsed)
     monkeypatch.setattr(client_conn, "send_now", sent)
-    monkeypatch.setattr(forward_module, "send_now", sent)  # (send_early's)
+    monkeypatch.setattr(exchange, "send_now", sent)  # (the strict path's, in the Exchange)
     up = ScriptedUpstream(_ok_or_sse)
     try:
         with kept_alive(start_proxy, up) as (proxy, p, s):

@@ -26,19 +26,15 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
-from tui.proxy.book import json_line
-from tui.proxy.forward import ClientRequest
+from tui.proxy.book import RequestBook, json_line
+from tui.proxy.exchange import ClientRequest
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.wire import error_response, simple_response
 from tui.transport.http_head import RequestHead
-
-if TYPE_CHECKING:
-    from tui.proxy.client_conn import ClientConnection
-    from tui.proxy.server import Proxy
 
 PREFIX = "/infertop/"
 CHUNKS_SHOWN = 20_000  # chunk stamps in one request's detail, the last ones
@@ -78,7 +74,19 @@ def from_a_page(head: RequestHead) -> str | None:
     return None
 
 
-async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> bool:
+class Asker(Protocol):
+    """The client connection asking (tui/proxy/client_conn.py, ClientConnection)."""
+
+    loopback: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def send(self, line: bytes) -> bool: ...
+
+    async def may_watch(self) -> bool: ...
+
+
+async def serve(book: RequestBook, client: Asker, req: ClientRequest) -> bool:
     """Answer one request to ``/infertop/...``; True: the connection stays open."""
     head = req.head
     keep = head.keep_alive
@@ -87,7 +95,7 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
         client.write(error_response(405, "Method Not Allowed", "GET only", not keep))
         return keep
     if path == PREFIX + "metrics":
-        return _whole(client, head.method, proxy.metrics.render(), METRICS_TYPE, keep)
+        return _whole(client, head.method, book.metrics.render(), METRICS_TYPE, keep)
     if path == PREFIX + "health":
         return _whole(client, head.method, b'{"status":"ok"}', "application/json", keep)
     if path not in (PREFIX + "events",) and not path.startswith(PREFIX + "requests/"):
@@ -105,10 +113,10 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
         client.write(error_response(403, "Forbidden", why, not keep))
         return keep
     if path == PREFIX + "events":
-        await _events(proxy, client)
+        await _events(book, client)
         return False
     rid = path[len(PREFIX + "requests/") :]
-    rec = proxy.book.find(rid)
+    rec = book.find(rid)
     if rec is None:
         why = "no such request (the recent ones are kept)"
         client.write(error_response(404, "Not Found", why, not keep))
@@ -118,7 +126,7 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
     return _whole(client, head.method, body, "application/json", keep)
 
 
-def _whole(client: ClientConnection, method: str, body: bytes, ctype: str, keep: bool) -> bool:
+def _whole(client: Asker, method: str, body: bytes, ctype: str, keep: bool) -> bool:
     data = simple_response(200, "OK", body, ctype, close=not keep)
     if method == "HEAD":
         data = data[: len(data) - len(body)]
@@ -126,15 +134,15 @@ def _whole(client: ClientConnection, method: str, body: bytes, ctype: str, keep:
     return keep
 
 
-async def _events(proxy: Proxy, client: ClientConnection) -> None:
+async def _events(book: RequestBook, client: Asker) -> None:
     """The live stream: a hello, then every line the book publishes, until either side
     goes (the book drops a watcher too far behind)."""
     client.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
         b"Transfer-Encoding: chunked\r\nCache-Control: no-store\r\n\r\n"
     )
-    if client.send(proxy.book.hello()):
-        proxy.book.attach(client)
+    if client.send(book.hello()):
+        book.attach(client)
     await asyncio.get_running_loop().create_future()  # cancelled when the client goes
 
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import os
 import socket
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
 TABLE_LIMIT = 64 * 1024 * 1024  # a table this large is no machine's we should wait on
@@ -166,3 +168,32 @@ async def peer_owner(peer: object, ours: object) -> int | None:
     except NetlinkRefused:
         pass
     return await asyncio.to_thread(table_owner, p, o)
+
+
+async def is_proxy_user(peer: object, ours: object) -> bool:
+    """Whether the peer's socket belongs to the user who runs the proxy: on Linux asked
+    of the kernel (:func:`peer_owner`), False when it cannot be established (fail
+    closed); on a platform with no socket table to ask, True (docs/proxy.md)."""
+    if not HAS_TABLE:
+        return True
+    owner = await peer_owner(peer, ours)
+    return owner is not None and owner == os.getuid()
+
+
+def format_peer(peer: Any) -> str:
+    """A socket's address as a client's label: ``host:port`` (``[v6]:port``)."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer or "?")
+
+
+def is_loopback(peer: Any) -> bool:
+    """Whether a socket's address is on loopback (an IPv4-mapped one unmapped)."""
+    try:
+        addr = ipaddress.ip_address(str(peer[0]).partition("%")[0])
+    except (ValueError, TypeError, IndexError):
+        return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback

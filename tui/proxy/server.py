@@ -1,6 +1,9 @@
 """The proxy itself: its listening socket, upstream pool, book, metrics and events, run
 on an event loop of its own (:class:`ProxyThread` for tests and embedding; the command
-runs it on the main thread). Client connections: :mod:`tui.proxy.client_conn`.
+runs it on the main thread). It makes the parts and hands each client connection
+(:mod:`tui.proxy.client_conn`) the ones it uses (:class:`~tui.proxy.client_conn.
+ClientParts`, with the exchanges' :class:`~tui.proxy.exchange.Forwarding`); nothing the
+proxy runs refers back to it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui.proxy.book import TICK_S, RequestBook
-from tui.proxy.client_conn import ClientConnection
+from tui.proxy.client_conn import ClientConnection, ClientParts
 from tui.proxy.events_file import EventsWriter
+from tui.proxy.exchange import Forwarding
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.limits import BodyBudget, ClientSlots
 from tui.proxy.truth import ScrapedTruth
@@ -55,8 +59,6 @@ class Proxy:
         parts = urlsplit(config.upstream)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"the upstream must be an http:// URL, not {config.upstream!r}")
-        self.host_header = parts.netloc
-        self.path_prefix = parts.path.rstrip("/")  # an upstream behind a path (a gateway)
         self.pool = UpstreamPool(parts.hostname, parts.port or 80, config.connect_timeout)
         self.metrics = ProxyMetrics(parts.netloc, config.kind)
         self.events = EventsWriter(config.events_path) if config.events_path else None
@@ -73,6 +75,25 @@ class Proxy:
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
         self.budget = BodyBudget(config.body_budget)
+        self.forwarding = Forwarding(
+            self.pool,
+            parts.netloc,
+            parts.path.rstrip("/"),  # an upstream behind a path (a gateway)
+            config.read_timeout,
+            config.stall_timeout,
+            self.book,
+            self.budget,
+        )
+        self.client_parts = ClientParts(
+            config.client_timeout,
+            config.idle_timeout,
+            config.client_stall,
+            config.max_body,
+            self.slots,
+            self.connections,
+            self.forwarding,
+            self.note,
+        )
         self.server: asyncio.base_events.Server | None = None
         self._ticks: asyncio.Task[None] | None = None
         self.notes: list[str] = []
@@ -98,7 +119,7 @@ class Proxy:
             book.truth = ScrapedTruth(config.upstream, lambda: book.starts, lambda: book.active)
             await book.truth.refresh()
         self.server = await loop.create_server(
-            lambda: ClientConnection(self),
+            lambda: ClientConnection(self.client_parts),
             config.listen_host,
             config.listen_port,
             backlog=1024,
