@@ -53,6 +53,7 @@ async def forward(ex: Exchange) -> bool:
 
 
 async def _pass_on(ex: Exchange) -> bool:
+    """Send, then pass the answer on (see the module docstring); True: keep the client."""
     fw, client, head = ex.fw, ex.client, ex.req.head
     keep = head.keep_alive
     try:
