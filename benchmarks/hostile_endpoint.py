@@ -16,6 +16,8 @@ Cases (the bound in brackets):
 - scrape-drip:    a /metrics scrape dripped, head or body [its 2 s timeout]
 - fleet-drip:     ``infertop fleet --once`` on a dripped body, a dripped head and an
                   endless body [--timeout 2]
+- proxy-*:        `infertop proxy` against hostile clients and a hostile upstream, the
+                  proxy's own memory (benchmarks/hostile_proxy.py)
 
 Hostile files and numbers (made by the parent in a temporary folder before the child
 starts, so the child's peak is the read's own):
@@ -45,6 +47,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_proxy import PROXY_CASES, proxy_case  # noqa: E402
+
 SERVER = ROOT / "tests" / "support" / "hostile_server.py"
 CASES = (
     "stream-endless",
@@ -62,6 +67,7 @@ CASES = (
     "scan-loop",
     "dataset-digits",
     "models-digits",
+    *PROXY_CASES,
 )
 
 
@@ -192,6 +198,8 @@ def _case(name: str, base: str, files: Path | None = None) -> dict[str, object]:
             ended = "scraped (!)"
         except ScrapeError as err:
             ended = str(err)
+    elif name in PROXY_CASES:
+        return proxy_case(name, base)
     else:
         raise SystemExit(f"unknown case {name}")
     took = time.perf_counter() - t0

@@ -7,7 +7,7 @@ plain head matched (tui/proxy/plain_head.py), the head parse begun and done, the
 complete (``ClientRequest``), the upstream send from the read callback begun and
 returned (``send_now``: the send itself), and the exchange's task started (``forward``).
 A plain request is sent before its head is parsed; any other (or every one, with
---strict) is parsed, then its upstream head built and sent (``send_early``). The
+--strict) is parsed, then its upstream head built and sent (its ``Exchange``). The
 segments are printed in the order the points came, for the requests that took the most
 common way; a request with no kept-alive upstream connection is sent from its task
 instead, and left out. A client in this process sends --requests one-stream
@@ -47,7 +47,7 @@ POINTS += ["send begun", "send returned", "task runs"]
 def serve(upstream: str, port: int, strict: bool) -> None:
     """The proxy, its request path wrapped with stamps; prints the segments on SIGTERM.
     ``strict``: no request is taken as plain (each takes the strict path)."""
-    from tui.proxy import client_conn, forward
+    from tui.proxy import client_conn, exchange
     from tui.proxy.server import Proxy, ProxyConfig, run_loop
 
     pc = time.perf_counter_ns
@@ -92,7 +92,7 @@ def serve(upstream: str, port: int, strict: bool) -> None:
         mark("task runs")
         return await run_forward(*a)
 
-    send_now = forward.send_now
+    send_now = exchange.send_now
 
     def sent(conn: Any, message: bytes) -> Any:
         mark("send begun")
@@ -106,7 +106,7 @@ def serve(upstream: str, port: int, strict: bool) -> None:
     client_conn.ClientRequest = request  # type: ignore[misc, assignment]
     client_conn.forward = forwarded
     client_conn.send_now = sent
-    forward.send_now = sent  # (send_early's, on the strict path)
+    exchange.send_now = sent  # (the Exchange's, on the strict path)
 
     def report(*_: Any) -> None:
         done = [r for r in requests if "send returned" in r and "task runs" in r][5:]

@@ -484,3 +484,52 @@ async def test_a_get_without_a_body_is_read_whole_and_a_body_over_the_limit_refu
     assert "content-length" not in first and "content-type" not in first
     assert "authorization: bearer k" in first
     assert len(heads) == 2
+
+
+async def test_interim_heads_are_skipped_and_a_204_has_no_body() -> None:
+    """The client reads heads with the proxy's parser (tui/transport/http_head.py): a
+    100 Continue before the answer is skipped, and a 204 has no body whatever it says (the
+    connection stays open: a client waiting for its close would wait for ever)."""
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n")
+        await w.drain()
+        await asyncio.sleep(30)
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        resp = await pool.post(url, b"{}", "application/json")
+        assert (resp.status_code, resp.headers) == (204, {"x-a": "1"})
+        assert await asyncio.wait_for(_body(resp), 2) == []
+        await resp.aclose()
+    finally:
+        pool.close()
+        srv.close()
+
+
+@pytest.mark.parametrize(
+    "head, why",
+    [
+        (b"HTTP/1.2 200 OK\r\nContent-Length: 2", "illegal status line"),
+        (b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2", "control character"),
+        (b"HTTP/1.1 200 OK\r\nX A: b\r\nContent-Length: 2", "bad header line"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked", "Transfer-Encoding"),
+    ],
+)
+async def test_a_head_the_proxy_refuses_the_client_refuses(head: bytes, why: str) -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _read_request(r)
+        w.write(head + b"\r\n\r\nok")
+        await w.drain()
+
+    srv, url = await _serve(handler)
+    pool = Http1Pool({}, TIMEOUTS)
+    try:
+        with pytest.raises(httpx.RemoteProtocolError, match=why):
+            resp = await pool.post(url, b"{}", "application/json")
+            await _body(resp)
+    finally:
+        pool.close()
+        srv.close()

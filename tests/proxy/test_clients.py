@@ -200,7 +200,7 @@ def test_hostile_clients(pace, start_proxy) -> None:
 
 def test_too_many_clients_get_a_503(pace, start_proxy) -> None:
     url, _server = pace
-    proxy = start_proxy(url, max_clients=2)
+    proxy = start_proxy(url, max_clients=2, max_per_address=2)
     held = [_connect(proxy.url) for _ in range(2)]
     try:
         wait_until(lambda: proxy.call(lambda: len(proxy.proxy.connections)) == 2)

@@ -358,8 +358,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
     """On a kept-alive upstream connection, a plain request (tui/proxy/plain_head.py) goes
     upstream before its head is parsed, as the strict path sends it, and is booked the
     same; one that is not plain (a tab in a value) is parsed first, as before."""
-    from tui.proxy import client_conn
-    from tui.proxy import forward as forward_module
+    from tui.proxy import client_conn, exchange
 
     order: list[str] = []
     parse, send_now = client_conn.parse_request_head, client_conn.send_now
@@ -374,7 +373,7 @@ def test_a_plain_request_is_sent_before_its_head_is_parsed(start_proxy, monkeypa
 
     monkeypatch.setattr(client_conn, "parse_request_head", parsed)
     monkeypatch.setattr(client_conn, "send_now", sent)
-    monkeypatch.setattr(forward_module, "send_now", sent)  # (send_early's)
+    monkeypatch.setattr(exchange, "send_now", sent)  # (the strict path's, in the Exchange)
     up = ScriptedUpstream(_ok_or_sse)
     try:
         with kept_alive(start_proxy, up) as (proxy, p, s):
@@ -466,5 +465,49 @@ def test_a_head_in_pieces_is_matched_once_whole(start_proxy, monkeypatch) -> Non
             assert read_response(s)[1] == b"".join(SSE)
             assert ends == [REQUEST.index(b"\r\n\r\n")]
         assert up.requests[1].endswith(b'\r\n\r\n{"model":"m","stream":true}')
+    finally:
+        up.stop()
+
+
+def test_a_connection_field_naming_content_length_does_not_strip_it(start_proxy) -> None:
+    """A hostile upstream's ``Connection: content-length`` (no sender may list a field
+    meant for every recipient): the client still gets the length, so it reads the answer
+    at once and the connection stays usable (without the length a keep-alive client
+    waited for a close: the proxy's 75 s idle timeout)."""
+    up = ScriptedUpstream(
+        lambda _req: [(0, b"HTTP/1.1 200 OK\r\nConnection: content-length\r\n"
+                          b"Content-Length: 5\r\n\r\nhello")]
+    )  # fmt: skip
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            for _ in range(2):
+                s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+                head, body = read_response(s, timeout=5)
+                assert head == b"HTTP/1.1 200 OK\r\nContent-Length: 5" and body == b"hello"
+    finally:
+        up.stop()
+
+
+def test_an_answer_with_both_lengths_goes_on_by_its_transfer_encoding(start_proxy) -> None:
+    """Content-Length and Transfer-Encoding together (a smuggling shape): read by its
+    chunks, passed on without the Content-Length (RFC 9112 6.3), and the upstream
+    connection is not kept."""
+    body = chunked(b"abc", b"de")
+    up = ScriptedUpstream(
+        lambda _req: [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 1\r\n"
+                          b"Transfer-Encoding: chunked\r\n\r\n" + body)]
+    )  # fmt: skip
+    try:
+        proxy = start_proxy(up.url)
+        host, port = proxy.url[7:].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            for _ in range(2):
+                s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+                head, got = read_response(s, timeout=5)
+                assert head == b"HTTP/1.1 200 OK\r\nX-A: 1\r\nTransfer-Encoding: chunked"
+                assert got == b"abcde"
+        assert up.connections == 2
     finally:
         up.stop()

@@ -71,6 +71,10 @@ def test_an_answer_not_streamed_has_no_ttft_in_its_row(pace, start_proxy) -> Non
     assert rec.metrics.output_tokens_source == "usage" and rec.metrics.e2e_ms >= 150
 
 
+# the row's rates are the pace server's wall clock (a token every 10 ms): tok/s 60-140 and
+# ITL p50 7-15 ms allow a loaded machine's wake-ups; at a load average of 5 on 2 cores
+# one run measured outside them (2026-12-04)
+@pytest.mark.timing
 def test_the_live_row_while_it_streams(pace, start_proxy) -> None:
     url, _ = pace
     proxy = start_proxy(url)

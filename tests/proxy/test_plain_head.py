@@ -1,5 +1,5 @@
 """The plain request head (tui/proxy/plain_head.py), a second parser on the proxy's trust
-boundary, against the strict one (tui/proxy/wire.py).
+boundary, against the strict one (tui/transport/http_head.py).
 
 Equivalence: generated heads, most of them near plain and a third or more carrying one
 or more hostile shapes (Content-Length with Transfer-Encoding, two Content-Lengths,
@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.proxy.plain_head import match_plain, plain_upstream_head
-from tui.proxy.wire import HEAD_LIMIT, MAX_HEADERS, BadMessage, parse_request_head, upstream_request
+from tui.proxy.wire import upstream_request
+from tui.transport.http_head import HEAD_LIMIT, MAX_HEADERS, BadMessage, parse_request_head
 
 UPSTREAMS = [("127.0.0.1:8000", ""), ("gpu-box:80", "/gateway/v1"), ("h", "/p")]
 METHODS = [b"POST"] * 12 + [b"GET", b"post", b"PUT", b"PATCH", b"POST ", b"P\x00ST", b""]

@@ -8,17 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.proxy.wire import (
+from tui.proxy.wire import PassChunked, client_response, end_to_end, upstream_request
+from tui.transport.http_head import (
     MAX_HEADERS,
     BadMessage,
-    PassChunked,
     ResponseHead,
-    client_response,
-    end_to_end,
     parse_request_head,
     parse_response_head,
     response_framing,
-    upstream_request,
 )
 
 
@@ -169,3 +166,27 @@ def test_fields_round_trip(fields: list[tuple[bytes, bytes]]) -> None:
     except BadMessage:
         return  # e.g. two disagreeing Content-Length values
     assert head.headers == [(k, v.strip(b" \t")) for k, v in fields]
+
+
+def test_framing_fields_survive_a_connection_field_naming_them() -> None:
+    head = parse_response_head(
+        b"HTTP/1.1 200 OK\r\nConnection: content-length, transfer-encoding, x-a\r\n"
+        b"X-A: 1\r\nContent-Length: 5"
+    )
+    assert response_framing(head, "GET") == ("length", 5)
+    assert client_response(head, "length", True, False) == (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+    )
+
+
+def test_a_response_with_both_lengths_loses_its_content_length() -> None:
+    head = parse_response_head(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\nTransfer-Encoding: chunked\r\nX: y"
+    )
+    assert response_framing(head, "GET") == ("chunked", None)
+    assert client_response(head, "chunked", True, False) == (
+        b"HTTP/1.1 200 OK\r\nX: y\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    assert client_response(head, "chunked", False, True) == (
+        b"HTTP/1.1 200 OK\r\nX: y\r\nConnection: close\r\n\r\n"
+    )

@@ -30,6 +30,9 @@ props-gguf    a llama-server whose /props names the file in ``HostileServer.prop
 long-numbers  model lists (/v1/models, /api/tags, /api/ps) where one model's size has 400
               digits and another's 5000 (more than Python's int reads), beside a
               correct one
+conn-cl       a model list whose Connection field lists Content-Length (no sender may:
+              a proxy that obeys it strips the answer's only length)
+cl-te         a chunked model list that also says Content-Length: 3 (the smuggling shape)
 
 Standard library only; run it in a thread with :func:`start_in_thread`. ``sent`` counts
 the bytes written per mode (what a client that stops reading in time lets through).
@@ -310,6 +313,15 @@ class HostileServer:
             w.write(_whole(_chat_stream(), ctype))
         elif mode == "long-numbers":
             w.write(_whole(_long_numbers(path)))
+        elif mode in ("conn-cl", "cl-te"):
+            body = json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()
+            if mode == "conn-cl":
+                framing = b"Connection: content-length\r\nContent-Length: %d\r\n" % len(body)
+            else:
+                framing = b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n"
+                body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + framing + b"\r\n")
+            await self._send(mode, w, body)
         else:
             w.write(_whole(b'{"error": "no such mode"}', status="404 Not Found"))
 

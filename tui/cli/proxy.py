@@ -27,7 +27,10 @@ EPILOG = """\
 Point your clients at the proxy instead of the server (OPENAI_BASE_URL=http://127.0.0.1:8800/v1,
 OLLAMA_HOST=http://127.0.0.1:8800, ...). Every request and answer passes unchanged, each
 read of the answer at once. The proxy's own routes: /infertop/metrics (Prometheus),
-/infertop/events and /infertop/requests/ID (the requests view; loopback clients only).
+/infertop/events and /infertop/requests/ID (the requests view: the proxy's own user on
+this machine only, by a loopback Host, never a web page). Limits: a client is refused
+(503) past --max-clients, past --max-clients-per-address from one address, or when its
+request body would take the bodies held at once past --body-budget-mb.
 Watch from another terminal, or a laptop through an ssh tunnel: infertop --watch URL.
 """
 
@@ -77,8 +80,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the scheduler slice to ask Linux 6.12+ for, so a woken proxy passes bytes on at "
         f"once (default {PROXY_SLICE_MS:g}; 0: the kernel's default)",
     )
-    p.add_argument("--max-body-mb", type=float, default=32.0, metavar="MB", help="default 32")
+    p.add_argument(
+        "--max-body-mb", type=float, default=32.0, metavar="MB", help="one request's body (32)"
+    )
+    p.add_argument(
+        "--body-budget-mb",
+        type=float,
+        default=256.0,
+        metavar="MB",
+        help="the request bodies held at once, all clients together, finished or not; a "
+        "body that would pass it is refused with 503 (default 256)",
+    )
     p.add_argument("--max-clients", type=int, default=1024, metavar="N", help="default 1024")
+    p.add_argument(
+        "--max-clients-per-address",
+        type=int,
+        metavar="N",
+        help="connections from one client address (an IPv6 /64 counts as one; default: "
+        "half of --max-clients)",
+    )
     p.add_argument(
         "--read-timeout",
         type=float,
@@ -141,6 +161,11 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str]:
         )
     if not 0 < args.max_body_mb <= 4096 or not 0 < args.read_timeout <= 86_400:
         raise CLIError("--max-body-mb and --read-timeout must be positive and sane")
+    if not args.max_body_mb <= args.body_budget_mb <= 65_536:
+        raise CLIError("--body-budget-mb: at least --max-body-mb (and at most 65536)")
+    per_address = args.max_clients_per_address
+    if per_address is not None and per_address < 1:
+        raise CLIError("--max-clients-per-address: at least 1")
     if not 0 <= args.slice_ms <= 100:
         raise CLIError(f"--slice-ms {args.slice_ms:g}: from 0.1 to 100 (0: the kernel's default)")
     url = upstream_url(args.upstream)
@@ -154,7 +179,9 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str]:
         read_timeout=args.read_timeout,
         stall_timeout=args.read_timeout,
         max_body=int(args.max_body_mb * 1024 * 1024),
+        body_budget=int(args.body_budget_mb * 1024 * 1024),
         max_clients=max(1, args.max_clients),
+        max_per_address=per_address,
         events_path=args.events,
         engine_truth=not args.no_engine_truth,
     )
@@ -246,6 +273,8 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
         config.kind,
         "--max-body-mb",
         str(args.max_body_mb),
+        "--body-budget-mb",
+        str(args.body_budget_mb),
         "--max-clients",
         str(config.max_clients),
         "--read-timeout",
@@ -255,6 +284,8 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
     ]
     if args.public:
         argv.append("--public")
+    if args.max_clients_per_address is not None:
+        argv += ["--max-clients-per-address", str(args.max_clients_per_address)]
     if args.events:
         argv += ["--events", str(Path(args.events).expanduser().resolve())]
     if args.no_engine_truth:

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
+from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.truth import ScrapedTruth
 
@@ -95,9 +96,13 @@ class RequestBook:
         self.tokens_ended = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
-        # observes the reads waiting (tui/proxy/observe_queue.py): run before records
-        # are read, so a row in flight is as current as its bytes
-        self.settle: Callable[[], None] = _nothing
+        self.reads = ObserveQueue()  # reads forwarded, to observe (tui/proxy/observe_queue.py)
+
+    def settle(self) -> None:
+        """Observe the reads waiting (and the steps queued behind them): the one place
+        the queue is run from, before records are read or booked, so a row in flight is
+        as current as its bytes."""
+        self.reads.run()
 
     def next_id(self) -> str:
         self.seq += 1
@@ -143,8 +148,13 @@ class RequestBook:
             self.publish({"event": "start", "row": rec.row().to_json()})
 
     def end(self, rec: ProxiedRequest) -> None:
-        """It ended (done, failed or cancelled): counted now; its record is finished
-        here, or once vLLM's account of it is read (:mod:`tui.proxy.truth`)."""
+        """It ended (done, failed or cancelled): its reads and its last word observed
+        first (a record the exchange left unended is failed as internal), counted now;
+        its record is finished here, or once vLLM's account of it is read
+        (:mod:`tui.proxy.truth`)."""
+        self.settle()
+        if not rec.ended:
+            rec.fail("the proxy could not finish this request", "internal")
         if self.in_flight.pop(rec.id, None) is None:
             return
         self.metrics.in_flight -= 1
@@ -257,7 +267,3 @@ class RequestBook:
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
         self.publish({"event": "tick", "rows": rows, "totals": self.totals()})
-
-
-def _nothing() -> None:
-    """No reads wait to be observed (a book without a proxy's queue)."""

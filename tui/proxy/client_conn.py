@@ -2,7 +2,7 @@
 answers, and the limits that keep one client from costing the others.
 
 A connection (:class:`ClientConnection`, an asyncio Protocol) reads one request at a
-time: its head within :data:`~tui.proxy.wire.HEAD_LIMIT` bytes, its body within
+time: its head within :data:`~tui.transport.http_head.HEAD_LIMIT` bytes, its body within
 ``max_body`` bytes (Content-Length or chunked), both within ``client_timeout`` seconds of
 the request's first byte (a drip does not restart the clock); a kept-alive connection may
 then wait ``idle_timeout`` for the next. Bytes a client sends while its answer streams (a
@@ -10,71 +10,75 @@ pipelined request) are kept up to :data:`PIPELINE_LIMIT`, then its socket is not
 until the answer ends. Its unsent answer bytes are bounded too: past :data:`HIGH_WATER`
 the upstream socket feeding it stops being read (TCP then slows that one upstream stream;
 nobody else's), and a client that reads nothing for ``client_stall`` seconds is dropped
-(its upstream request cancelled).
+(its upstream request cancelled). What all clients together may hold (connections, per
+address too, and the bytes of request bodies) is in :mod:`tui.proxy.limits`: a body is
+held from its head (its Content-Length, or each chunk as it comes) until the upstream
+has answered it (the request may be sent again until then).
 
 Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
-request is forwarded (:mod:`tui.proxy.forward`). A plain request (:mod:`tui.proxy.plain_head`)
-whole in the buffer, with a kept-alive upstream connection idle, is sent upstream before
-its head is parsed; the parse, the same as every request's, follows the send.
+request is forwarded: its :class:`~tui.proxy.exchange.Exchange` is made here, in one
+place (:meth:`ClientConnection._exchange`), sent now from this read callback on an idle
+kept-alive upstream connection where there is one, and then run as a task
+(:func:`tui.proxy.forward.forward`). A plain request (:mod:`tui.proxy.plain_head`) whole
+in the buffer, with a kept-alive upstream connection idle, is sent upstream before its
+head is parsed; the parse, the same as every request's, follows the send.
+
+A connection knows of the proxy only the parts it uses (:class:`ClientParts`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import os
 import time
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import httpx
 
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
-from tui.proxy.forward import (
-    ClientRequest,
-    EarlySend,
-    Exchange,
-    error_response,
-    forward,
-    send_early,
-    send_now,
-)
-from tui.proxy.peer import same_user
+from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, send_now
+from tui.proxy.forward import forward
+from tui.proxy.limits import ClientSlots, address_key
+from tui.proxy.peer import format_peer, is_loopback, is_proxy_user
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
-from tui.proxy.wire import HEAD_LIMIT, BadMessage, PassChunked, RequestHead, parse_request_head
+from tui.proxy.wire import PassChunked, error_response
+from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
-if TYPE_CHECKING:
-    from tui.proxy.server import Proxy
-
+BUDGET_FULL = (
+    "the proxy holds as many bytes of request bodies as it may (--body-budget-mb): "
+    "try again shortly"
+)
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
 PIPELINE_LIMIT = 64 * 1024
 OWN_PREFIX = own_routes.PREFIX.encode()
 
 
-def format_peer(peer: Any) -> str:
-    if isinstance(peer, tuple) and len(peer) >= 2:
-        host = str(peer[0])
-        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
-    return str(peer or "?")
+@dataclass(frozen=True)
+class ClientParts:
+    """What a client connection uses of the proxy (seconds, bytes): its limits, the
+    slots and the set of open connections it joins, the exchanges' parts (the upstream,
+    the book, the body budget), and where an internal error is said."""
 
-
-def is_loopback(peer: Any) -> bool:
-    try:
-        addr = ipaddress.ip_address(str(peer[0]).partition("%")[0])
-    except (ValueError, TypeError, IndexError):
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
+    client_timeout: float  # a request's head and body, from its first byte
+    idle_timeout: float  # a kept-alive connection, between requests
+    client_stall: float  # a client that reads nothing of its answer this long
+    max_body: int  # one request's body
+    slots: ClientSlots
+    connections: set[ClientConnection]  # the open ones (the sweep checks their deadlines)
+    forwarding: Forwarding
+    note: Callable[[str], None]
 
 
 class ClientConnection(asyncio.Protocol):
     """One client connection (see the module docstring)."""
 
-    def __init__(self, proxy: Proxy) -> None:
-        self.proxy = proxy
+    def __init__(self, parts: ClientParts) -> None:
+        self.parts = parts
+        self.fw = parts.forwarding
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.loopback = False
@@ -95,6 +99,9 @@ class ClientConnection(asyncio.Protocol):
         self.dropped_for: str | None = None  # why the proxy dropped this client
         self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
         self.watch_ok: bool | None = None  # may_watch(), once asked
+        self.address = ""  # the client address it counts against (tui/proxy/limits.py)
+        self.slotted = False  # it holds a slot (parts.slots)
+        self.held = 0  # bytes of the body being read, held in the body budget
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -104,13 +111,16 @@ class ClientConnection(asyncio.Protocol):
         self.peer, self.loopback = format_peer(peer), is_loopback(peer)
         self.addresses = (peer, t.get_extra_info("sockname"))
         t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-        if len(self.proxy.connections) >= self.proxy.config.max_clients:
+        self.address = address_key(peer)
+        why = self.parts.slots.take(self.address)
+        if why is not None:
             self.closed = True
-            t.write(error_response(503, "Service Unavailable", "too many clients", True))
+            t.write(error_response(503, "Service Unavailable", why, True))
             t.close()
             return
-        self.proxy.connections.add(self)
-        self._arm(self.proxy.config.idle_timeout)
+        self.slotted = True
+        self.parts.connections.add(self)
+        self._arm(self.parts.idle_timeout)
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -135,7 +145,13 @@ class ClientConnection(asyncio.Protocol):
         self._disarm()
         if self.stall_timer is not None:
             self.stall_timer.cancel()
-        self.proxy.connections.discard(self)
+        self.parts.connections.discard(self)
+        if self.slotted:
+            self.slotted = False
+            self.parts.slots.give(self.address)
+        if self.held:
+            self.fw.budget.give(self.held)
+            self.held = 0
         if self.task is not None:
             self.task.cancel()
 
@@ -144,7 +160,7 @@ class ClientConnection(asyncio.Protocol):
         if self.upstream is not None:
             self.upstream.pause_reading()
         loop = asyncio.get_running_loop()
-        self.stall_timer = loop.call_later(self.proxy.config.client_stall, self._too_slow)
+        self.stall_timer = loop.call_later(self.parts.client_stall, self._too_slow)
 
     def resume_writing(self) -> None:
         self.paused = False
@@ -155,15 +171,15 @@ class ClientConnection(asyncio.Protocol):
             self.upstream.resume_reading()
 
     # -- what forward and own_routes use ---------------------------------------------------
-    def may_watch(self) -> bool:
+    async def may_watch(self) -> bool:
         """Whether this client may see other people's requests: a loopback client of the
-        user who runs the proxy (Linux: the peer socket's owner, tui/proxy/peer.py);
-        where the owner cannot be told, any loopback client."""
+        user who runs the proxy. On Linux the peer socket's owner (tui/proxy/peer.py),
+        refused when it cannot be established; on a platform with no socket table to
+        ask, any loopback client (docs/proxy.md)."""
         if not self.loopback:
             return False
         if self.watch_ok is None:
-            found = same_user(*self.addresses, os.getuid())
-            self.watch_ok = True if found is None else found
+            self.watch_ok = await is_proxy_user(*self.addresses)
         return self.watch_ok
 
     def write(self, data: bytes) -> None:
@@ -212,9 +228,18 @@ class ClientConnection(asyncio.Protocol):
 
     def _too_slow(self) -> None:
         self.stall_timer = None
-        self.dropped_for = f"the client read nothing for {self.proxy.config.client_stall:g} s"
+        self.dropped_for = f"the client read nothing for {self.parts.client_stall:g} s"
         if self.transport is not None:
             self.transport.abort()
+
+    def _hold(self, n: int) -> bool:
+        """``n`` more bytes of the body being read, out of the proxy's budget; False: it
+        would pass it (the client is refused, 503, and closed)."""
+        if self.fw.budget.take(n):
+            self.held += n
+            return True
+        self._refuse(503, "Service Unavailable", BUDGET_FULL)
+        return False
 
     def _refuse(self, status: int, reason: str, why: str) -> None:
         self.write(error_response(status, reason, why, close=True))
@@ -223,7 +248,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _advance(self) -> None:
         """Parse what came; start the exchange once a request is whole."""
-        config = self.proxy.config
+        config = self.parts
         if self.head is None:
             end = self.buf.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
             if end > 0 and self._plain(end):
@@ -248,6 +273,8 @@ class ClientConnection(asyncio.Protocol):
             if head.content_length is not None and head.content_length > config.max_body:
                 self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
                 return
+            if head.content_length and not self._hold(head.content_length):
+                return
             self.head = head
             self.chunks = PassChunked() if head.chunked else None
             self.body, self.body_size = [], 0
@@ -270,6 +297,8 @@ class ClientConnection(asyncio.Protocol):
             if self.body_size > config.max_body:
                 self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
                 return
+            if out and not self._hold(len(out)):
+                return
             if not self.chunks.done:
                 return
             body = b"".join(self.body)
@@ -281,33 +310,38 @@ class ClientConnection(asyncio.Protocol):
             del self.buf[:n]
         self._disarm()
         self.head, self.chunks, self.body, self.started = None, None, [], False
-        req = ClientRequest(head, body, time.perf_counter_ns())
-        ex = None
-        if not req.head.path.startswith(own_routes.PREFIX):
-            ex = Exchange(self.proxy, self, req)
-            send_early(ex)  # from this callback: no task's start-up on its way in
-        self._run(req, ex)
+        held, self.held = self.held, 0
+        req = ClientRequest(head, body, time.perf_counter_ns(), held)
+        if req.head.path.startswith(own_routes.PREFIX):
+            self.fw.budget.give(held)
+            req.held = 0
+            self._run(req, None)
+        else:
+            self._exchange(req, None)
 
     def _plain(self, end: int) -> bool:
         """A plain request (:mod:`tui.proxy.plain_head`; its head's blank line at
         ``end``), whole in the buffer, not the proxy's own, with a kept-alive upstream
-        connection idle: sent upstream now, as :func:`~tui.proxy.forward.send_early`
+        connection idle: sent upstream now, as :class:`~tui.proxy.exchange.Exchange`
         would send it, then parsed and checked as every request is, and its exchange
         made (all off its way in). False, with nothing done: anything else, which the
         strict path takes."""
-        buf, proxy = self.buf, self.proxy
+        buf, fw = self.buf, self.fw
         m = match_plain(buf, end)
         if m is None or m["target"].startswith(OWN_PREFIX):
             return False
         start, length = m.end(), int(m["length"])
-        if len(buf) < start + length or length > proxy.config.max_body:
+        if len(buf) < start + length or length > self.parts.max_body:
             return False
-        conn = proxy.pool.idle_conn()
+        if not fw.budget.take(length):
+            return False  # (the strict path refuses it)
+        conn = fw.pool.idle_conn()
         if conn is None:
+            fw.budget.give(length)
             return False
         t_received = time.perf_counter_ns()
-        head_bytes = plain_upstream_head(m, proxy.host_header, proxy.path_prefix)
-        early = send_now(conn, head_bytes + buf[start : start + length])
+        head_bytes = plain_upstream_head(m, fw.host_header, fw.path_prefix)
+        sending = send_now(conn, head_bytes + buf[start : start + length])
         raw, body = bytes(buf[: start - 4]), bytes(buf[start : start + length])
         del buf[: start + length]  # (only now: m's groups are read from buf)
         self._disarm()
@@ -315,45 +349,46 @@ class ClientConnection(asyncio.Protocol):
         try:
             head = parse_request_head(raw)
         except BadMessage as e:  # never (tests/proxy/test_plain_head.py), but if it were:
-            if early is not None:
-                early.conn.close()  # the upstream drops the request it began to get
+            if sending is not None:
+                sending.conn.close()  # the upstream drops the request it began to get
+            fw.budget.give(length)
             self._refuse(400, "Bad Request", str(e))
             return True
-        self._sent(ClientRequest(head, body, t_received), early)
+        self._exchange(ClientRequest(head, body, t_received, length), sending)
         return True
 
-    def _sent(self, req: ClientRequest, early: EarlySend | None) -> None:
-        """The exchange of a request :meth:`_plain` sent (None: the send failed, and the
-        exchange's task sends it on a new connection)."""
-        ex = Exchange(self.proxy, self, req)
-        ex.early = early
-        ex.depart()
-        self._run(req, ex)
+    def _exchange(self, req: ClientRequest, sending: Sending | None) -> None:
+        """The request's exchange, the one place one is made: sent now from this read
+        callback (``sending``: already, by :meth:`_plain`; else on an idle kept-alive
+        upstream connection, if there is one), then its task."""
+        ex = Exchange(self.fw, self, req, sending)
+        task = self._run(req, ex)
+        if ex.sending is not None:
+            task.add_done_callback(ex.never_ran)
 
-    def _run(self, req: ClientRequest, ex: Exchange | None) -> None:
+    def _run(self, req: ClientRequest, ex: Exchange | None) -> asyncio.Task[None]:
         """The request's task: its exchange (forward), or the proxy's own route."""
         self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
-        if ex is not None and ex.early is not None:
-            self.task.add_done_callback(ex.never_ran)
+        return self.task
 
     async def _handle(self, req: ClientRequest, ex: Exchange | None) -> None:
         keep = False
         try:
             if ex is None:
-                keep = await own_routes.serve(self.proxy, self, req)
+                keep = await own_routes.serve(self.fw.book, self, req)
             else:
-                keep = await forward(self.proxy, self, req, ex)
+                keep = await forward(ex)
         except asyncio.CancelledError:
             return
         except Exception as e:  # noqa: BLE001 - a bug must not take the proxy down
-            self.proxy.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
+            self.parts.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
             self.write(error_response(500, "Internal Server Error", "internal error", True))
         finally:
             self.task = None
         if not keep or self.closed or self.eof:
             self.close()
             return
-        self._arm(self.proxy.config.idle_timeout)
+        self._arm(self.parts.idle_timeout)
         if not self.reading and self.transport is not None:
             self.reading = True
             self.transport.resume_reading()

@@ -10,35 +10,83 @@
   only when its user presses a key).
 
 The last two answer **the proxy's own user on its machine only** (403 otherwise): a
-loopback client whose socket that user owns (Linux, tui/proxy/peer.py; elsewhere any
-loopback client), even when the proxy listens beyond loopback. A laptop reaches them
-through an ssh tunnel, whose connections arrive from the box's loopback as the user who
-logged in.
+loopback client whose socket that user owns (Linux, tui/proxy/peer.py: refused when the
+owner cannot be established; elsewhere any loopback client), even when the proxy
+listens beyond loopback. A laptop reaches them through an ssh tunnel, whose connections
+arrive from the box's loopback as the user who logged in. And never a web page: the
+user's browser runs as the user, so a page that rebinds its own name to 127.0.0.1 (DNS
+rebinding) would pass the owner check. A browser sends the page's name as Host, and an
+Origin on requests a page makes across origins, so these routes need a loopback Host
+(``localhost``, ``127.x.x.x``, ``[::1]``, any port) and refuse any request with an
+Origin (:func:`from_a_page`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import ipaddress
+import re
+from typing import Any, Protocol
 
 import orjson
 
-from tui.proxy.book import json_line
-from tui.proxy.forward import ClientRequest, error_response
+from tui.proxy.book import RequestBook, json_line
+from tui.proxy.exchange import ClientRequest
 from tui.proxy.record import ProxiedRequest
-from tui.proxy.wire import simple_response
-
-if TYPE_CHECKING:
-    from tui.proxy.client_conn import ClientConnection
-    from tui.proxy.server import Proxy
+from tui.proxy.wire import error_response, simple_response
+from tui.transport.http_head import RequestHead
 
 PREFIX = "/infertop/"
 CHUNKS_SHOWN = 20_000  # chunk stamps in one request's detail, the last ones
 PROMPT_CHARS = 256 * 1024
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_HOST = re.compile(rb"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[^:\[\]]+))(?::[0-9]{1,5})?")
 
 
-async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> bool:
+def loopback_host(value: bytes | None) -> bool:
+    """Whether a Host field names this machine's loopback: ``localhost`` (or
+    ``localhost.``), an IPv4 loopback address or ``[::1]``, with any port."""
+    m = _HOST.fullmatch(value.strip()) if value else None
+    if m is None:
+        return False
+    name = (m["v6"] or m["name"]).decode("ascii", "replace").lower()
+    if m["name"] is not None and name.rstrip(".") == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if m["v6"] is None and ip.version == 6:
+        return False  # an IPv6 address must be bracketed in Host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def from_a_page(head: RequestHead) -> str | None:
+    """Why a request to the owner's routes may come from a web page (None: it cannot):
+    its Host is not loopback (a page whose name was rebound to 127.0.0.1), or it has an
+    Origin (a page's request across origins)."""
+    if head.get(b"origin") is not None:
+        return "a request with an Origin (from a web page) is refused here"
+    if not loopback_host(head.get(b"host")):
+        return "these routes answer a loopback Host only (localhost, 127.0.0.1, [::1])"
+    return None
+
+
+class Asker(Protocol):
+    """The client connection asking (tui/proxy/client_conn.py, ClientConnection)."""
+
+    loopback: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def send(self, line: bytes) -> bool: ...
+
+    async def may_watch(self) -> bool: ...
+
+
+async def serve(book: RequestBook, client: Asker, req: ClientRequest) -> bool:
     """Answer one request to ``/infertop/...``; True: the connection stays open."""
     head = req.head
     keep = head.keep_alive
@@ -47,13 +95,17 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
         client.write(error_response(405, "Method Not Allowed", "GET only", not keep))
         return keep
     if path == PREFIX + "metrics":
-        return _whole(client, head.method, proxy.metrics.render(), METRICS_TYPE, keep)
+        return _whole(client, head.method, book.metrics.render(), METRICS_TYPE, keep)
     if path == PREFIX + "health":
         return _whole(client, head.method, b'{"status":"ok"}', "application/json", keep)
     if path not in (PREFIX + "events",) and not path.startswith(PREFIX + "requests/"):
         client.write(error_response(404, "Not Found", f"no route {path[:80]}", not keep))
         return keep
-    if not client.may_watch():
+    page = from_a_page(head) if client.loopback else None
+    if page is not None:
+        client.write(error_response(403, "Forbidden", page, not keep))
+        return keep
+    if not await client.may_watch():
         why = (
             "the requests of others are shown only to the proxy's own user on its "
             "machine (from elsewhere: an ssh tunnel)"
@@ -61,10 +113,10 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
         client.write(error_response(403, "Forbidden", why, not keep))
         return keep
     if path == PREFIX + "events":
-        await _events(proxy, client)
+        await _events(book, client)
         return False
     rid = path[len(PREFIX + "requests/") :]
-    rec = proxy.book.find(rid)
+    rec = book.find(rid)
     if rec is None:
         why = "no such request (the recent ones are kept)"
         client.write(error_response(404, "Not Found", why, not keep))
@@ -74,7 +126,7 @@ async def serve(proxy: Proxy, client: ClientConnection, req: ClientRequest) -> b
     return _whole(client, head.method, body, "application/json", keep)
 
 
-def _whole(client: ClientConnection, method: str, body: bytes, ctype: str, keep: bool) -> bool:
+def _whole(client: Asker, method: str, body: bytes, ctype: str, keep: bool) -> bool:
     data = simple_response(200, "OK", body, ctype, close=not keep)
     if method == "HEAD":
         data = data[: len(data) - len(body)]
@@ -82,15 +134,15 @@ def _whole(client: ClientConnection, method: str, body: bytes, ctype: str, keep:
     return keep
 
 
-async def _events(proxy: Proxy, client: ClientConnection) -> None:
+async def _events(book: RequestBook, client: Asker) -> None:
     """The live stream: a hello, then every line the book publishes, until either side
     goes (the book drops a watcher too far behind)."""
     client.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
         b"Transfer-Encoding: chunked\r\nCache-Control: no-store\r\n\r\n"
     )
-    if client.send(proxy.book.hello()):
-        proxy.book.attach(client)
+    if client.send(book.hello()):
+        book.attach(client)
     await asyncio.get_running_loop().create_future()  # cancelled when the client goes
 
 

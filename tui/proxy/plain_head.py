@@ -5,7 +5,7 @@ Most requests a proxy in front of an engine sees are alike: a POST of a JSON bod
 Content-Length and a handful of ordinary headers. :func:`match_plain` recognises such a
 head in one regex match; :func:`plain_upstream_head` gives the head the proxy sends
 upstream for it, byte for byte what :func:`~tui.proxy.wire.upstream_request` makes of
-the same head parsed by :func:`~tui.proxy.wire.parse_request_head`. The proxy's client
+the same head parsed by :func:`~tui.transport.http_head.parse_request_head`. The proxy's client
 connection sends a plain request at once and parses it after the send, off the request's
 way in (tui/proxy/client_conn.py). Python code there runs with cold caches between
 requests, at several times its hot cost: one regex match and one substitution take the
@@ -22,8 +22,8 @@ A head is *plain* when it is, exactly:
 - no Transfer-Encoding, Expect, Close or hop-by-hop field
   (:data:`~tui.proxy.wire.HOP_BY_HOP`), except Connection with the single option
   ``keep-alive`` or ``close``; any number of Host fields (the upstream's replaces them);
-- at most :data:`~tui.proxy.wire.MAX_HEADERS` fields, the blank line within
-  :data:`~tui.proxy.wire.HEAD_LIMIT` + 4 bytes.
+- at most :data:`~tui.transport.http_head.MAX_HEADERS` fields, the blank line within
+  :data:`~tui.transport.http_head.HEAD_LIMIT` + 4 bytes.
 
 Every plain head is one the strict parser accepts, and its upstream head is the same
 bytes (tests/proxy/test_plain_head.py: generated heads, hostile shapes among them).
@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 import sys
 
-from tui.proxy.wire import HEAD_LIMIT, HOP_BY_HOP, MAX_HEADERS
+from tui.proxy.wire import HOP_BY_HOP
+from tui.transport.http_head import HEAD_LIMIT, MAX_HEADERS
 
 # Names a plain field may not have: the hop-by-hop ones, those upstream_request drops or
 # replaces, and Close (Connection: close lists it, so such a field would be dropped).

@@ -1,6 +1,9 @@
 """The proxy itself: its listening socket, upstream pool, book, metrics and events, run
 on an event loop of its own (:class:`ProxyThread` for tests and embedding; the command
-runs it on the main thread). Client connections: :mod:`tui.proxy.client_conn`.
+runs it on the main thread). It makes the parts and hands each client connection
+(:mod:`tui.proxy.client_conn`) the ones it uses (:class:`~tui.proxy.client_conn.
+ClientParts`, with the exchanges' :class:`~tui.proxy.exchange.Forwarding`); nothing the
+proxy runs refers back to it.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui.proxy.book import TICK_S, RequestBook
-from tui.proxy.client_conn import ClientConnection
+from tui.proxy.client_conn import ClientConnection, ClientParts
 from tui.proxy.events_file import EventsWriter
+from tui.proxy.exchange import Forwarding
 from tui.proxy.exposition import ProxyMetrics
-from tui.proxy.observe_queue import ObserveQueue
+from tui.proxy.limits import BodyBudget, ClientSlots
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -39,8 +43,10 @@ class ProxyConfig:
     client_timeout: float = 60.0  # a request's head and body, from its first byte
     idle_timeout: float = 75.0  # a kept-alive client connection, between requests
     client_stall: float = 120.0  # a client that reads nothing of its answer this long
-    max_body: int = 32 * 1024 * 1024
+    max_body: int = 32 * 1024 * 1024  # one request's body
+    body_budget: int = 256 * 1024 * 1024  # every body held at once (tui/proxy/limits.py)
     max_clients: int = 1024
+    max_per_address: int | None = None  # connections from one address (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
 
@@ -53,8 +59,6 @@ class Proxy:
         parts = urlsplit(config.upstream)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"the upstream must be an http:// URL, not {config.upstream!r}")
-        self.host_header = parts.netloc
-        self.path_prefix = parts.path.rstrip("/")  # an upstream behind a path (a gateway)
         self.pool = UpstreamPool(parts.hostname, parts.port or 80, config.connect_timeout)
         self.metrics = ProxyMetrics(parts.netloc, config.kind)
         self.events = EventsWriter(config.events_path) if config.events_path else None
@@ -64,12 +68,32 @@ class Proxy:
             "version": config.version,
             "listen": None,
         }
-        self.observing = ObserveQueue()  # reads forwarded, to observe (observe_queue.py)
         self.book = RequestBook(
             self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info
         )
-        self.book.settle = self.observing.run
         self.connections: set[ClientConnection] = set()
+        per_address = config.max_per_address or max(1, config.max_clients // 2)
+        self.slots = ClientSlots(config.max_clients, per_address)
+        self.budget = BodyBudget(config.body_budget)
+        self.forwarding = Forwarding(
+            self.pool,
+            parts.netloc,
+            parts.path.rstrip("/"),  # an upstream behind a path (a gateway)
+            config.read_timeout,
+            config.stall_timeout,
+            self.book,
+            self.budget,
+        )
+        self.client_parts = ClientParts(
+            config.client_timeout,
+            config.idle_timeout,
+            config.client_stall,
+            config.max_body,
+            self.slots,
+            self.connections,
+            self.forwarding,
+            self.note,
+        )
         self.server: asyncio.base_events.Server | None = None
         self._ticks: asyncio.Task[None] | None = None
         self.notes: list[str] = []
@@ -95,7 +119,7 @@ class Proxy:
             book.truth = ScrapedTruth(config.upstream, lambda: book.starts, lambda: book.active)
             await book.truth.refresh()
         self.server = await loop.create_server(
-            lambda: ClientConnection(self),
+            lambda: ClientConnection(self.client_parts),
             config.listen_host,
             config.listen_port,
             backlog=1024,
@@ -114,7 +138,7 @@ class Proxy:
         next_tick = loop.time() + TICK_S
         while True:
             await asyncio.sleep(SWEEP_S)
-            self.observing.run()
+            self.book.settle()
             now = loop.time()
             for conn in list(self.connections):
                 conn.check_deadline(now)
@@ -198,7 +222,7 @@ class ProxyThread:
 
         async def run() -> Any:
             if self.proxy is not None:
-                self.proxy.observing.run()
+                self.proxy.book.settle()
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tui.proxy.wire import HEAD_LIMIT, BadMessage, ResponseHead, parse_response_head
+from tui.transport.http_head import HEAD_LIMIT, HeadReadError, ResponseHead
+from tui.transport.http_head import read_response_head as read_head
 from tui.transport.tcp import Stamped, StampedConn, open_socket
 
 
@@ -100,45 +101,19 @@ class UpstreamPool:
 async def read_response_head(
     conn: UpstreamConn, timeout: float
 ) -> tuple[ResponseHead, list[Stamped], int]:
-    """The response head (interim 1xx heads skipped), the body bytes that came with it
-    (stamped) and the stamp of the read that completed the head. Everything within
-    ``timeout`` seconds and :data:`HEAD_LIMIT` bytes."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    buf = b""
-    got_any = False
-    t_last = 0
-    while True:
-        end = buf.find(b"\r\n\r\n")
-        while end < 0:
-            if len(buf) > HEAD_LIMIT:
-                raise UpstreamError("response head longer than 64 KiB", "protocol")
-            left = deadline - loop.time()
-            try:
-                if left <= 0:
-                    raise TimeoutError
-                parts = await conn.take(left)
-            except TimeoutError:
-                raise UpstreamError(
-                    f"no response within {timeout:g} s (upstream timeout)", "timeout"
-                ) from None
-            if not parts:
-                if not got_any:
-                    raise NoResponse("the upstream closed the connection without a response")
-                raise UpstreamError("the upstream closed the connection mid-head", "protocol")
-            got_any = True
-            seen = max(0, len(buf) - 3)
-            buf += b"".join(d for _, d in parts)
-            t_last = parts[-1][0]
-            end = buf.find(b"\r\n\r\n", seen)
-        try:
-            head = parse_response_head(buf[:end])
-        except BadMessage as e:
-            raise UpstreamError(f"the upstream sent {e}", "protocol") from None
-        rest = buf[end + 4 :]
-        if 100 <= head.status < 200 and head.status != 101:
-            buf = rest  # an interim response (100 Continue, 103 Early Hints): not passed on
-            continue
-        if head.status == 101:
-            raise UpstreamError("the upstream switched protocols (not proxied)", "protocol")
-        return head, ([(t_last, rest)] if rest else []), t_last
+    """:func:`tui.transport.http_head.read_response_head`, its faults as
+    :class:`UpstreamError` (:class:`NoResponse`: closed before any byte)."""
+    try:
+        return await read_head(conn, timeout)
+    except HeadReadError as e:
+        if e.kind == "closed":
+            raise NoResponse("the upstream closed the connection without a response") from None
+        if e.kind == "timeout":
+            why = f"no response within {timeout:g} s (upstream timeout)"
+            raise UpstreamError(why, "timeout") from None
+        why = {
+            "cut": "the upstream closed the connection mid-head",
+            "long": f"response head longer than {HEAD_LIMIT // 1024} KiB",
+            "switched": "the upstream switched protocols (not proxied)",
+        }.get(e.kind, f"the upstream sent {e}")
+        raise UpstreamError(why, "protocol") from None

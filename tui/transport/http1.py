@@ -24,19 +24,22 @@ checks the deadline (no task or timer per read). Faults raise httpx's exception 
 from __future__ import annotations
 
 import asyncio
-import re
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import httpx
 
-from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose, content_length
+from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose
+from tui.transport.http_head import (
+    BadMessage,
+    HeadReadError,
+    ResponseHead,
+    read_response_head,
+    response_framing,
+)
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 from tui.transport.tcp import Stamped, StampedConn, open_socket
-
-HEAD_LIMIT = 64 * 1024
-_STATUS_CODE = re.compile(r"[0-9]{3}")  # ASCII digits only ("²".isdigit() is true)
 
 
 def fast_path_ok(url: str) -> bool:
@@ -68,6 +71,17 @@ class BodyTooLarge(httpx.RemoteProtocolError):
 OnPart = Callable[[int, bytes], bool]
 
 
+def _head_fault(e: HeadReadError) -> httpx.HTTPError:
+    """A response head that could not be read, as httpx words it."""
+    if e.kind == "timeout":
+        return httpx.ReadTimeout("no response within the read timeout")
+    if e.kind == "closed":
+        return NoResponse("Server disconnected without sending a response.")
+    if e.kind == "cut":
+        return httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
+    return httpx.RemoteProtocolError(str(e))
+
+
 def _timed_out(before_body: bool) -> Exception:
     """What a body read that waited too long raises: ReadTimeout before any body bytes
     (the ``read`` timeout), else StallTimeout (the ``stall`` timeout)."""
@@ -79,80 +93,54 @@ def _timed_out(before_body: bool) -> Exception:
 class Http1Response:
     """Status, headers and the streamed body of one response."""
 
-    def __init__(self, conn: StampedConn, pool: Http1Pool, key: tuple[str, int]) -> None:
+    def __init__(
+        self, conn: StampedConn, pool: Http1Pool, key: tuple[str, int], method: str = "POST"
+    ) -> None:
         self._conn, self._pool, self._key = conn, pool, key
+        self._method = method
         self.status_code = 0
         self.reason_phrase = ""
-        self.headers: dict[str, str] = {}
+        self.headers: dict[str, str] = {}  # lower-case names (the last of a repeated one)
+        self._head: ResponseHead | None = None
         self._rest: list[Stamped] = []  # body bytes read along with the head
         self._complete = False
         self._reusable = False
-        self._http10 = False
 
     @property
     def kernel_stamps(self) -> bool:
         return self._conn.kernel_stamps
 
     async def _read_head(self, timeout: float) -> None:
-        """Read the status line and headers: all of them within ``timeout`` seconds (a
-        head dripped a byte at a time still ends then), at most HEAD_LIMIT bytes, each
-        byte searched once for the head's end."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        buf = bytearray()
-        t_last = 0
-        while True:
-            left = deadline - loop.time()
-            try:
-                if left <= 0:
-                    raise TimeoutError
-                parts = await self._conn.take(left)
-            except TimeoutError:
-                raise httpx.ReadTimeout("no response within the read timeout") from None
-            if not parts:
-                if not buf:
-                    raise NoResponse("Server disconnected without sending a response.")
-                raise httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
-            seen = max(0, len(buf) - 3)  # the head's end may straddle the old bytes
-            for _, data in parts:
-                buf += data
-            t_last = parts[-1][0]  # the read that completed the head
-            end = buf.find(b"\r\n\r\n", seen)
-            if end >= 0:
-                break
-            if len(buf) > HEAD_LIMIT:
-                raise httpx.RemoteProtocolError("response head too long")
-        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or not _STATUS_CODE.fullmatch(code):
-            raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:80]!r}")
-        self.status_code, self.reason_phrase = int(code), reason
-        self._http10 = version == "HTTP/1.0"
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise httpx.RemoteProtocolError(f"illegal header line: {line[:80]!r}")
-            self.headers[name.strip().lower()] = value.strip()
-        body = bytes(buf[end + 4 :])
-        if body:
-            self._rest = [(t_last, body)]
+        """Read the status line and headers (tui/transport/http_head.py, the one parser
+        for infertop's client and its proxy: strict, within ``timeout`` seconds and
+        HEAD_LIMIT bytes, interim 1xx heads skipped); faults as httpx's exceptions."""
+        try:
+            head, self._rest, _t = await read_response_head(self._conn, timeout)
+        except HeadReadError as e:
+            raise _head_fault(e) from None
+        self._head = head
+        self.status_code, self.reason_phrase = head.status, head.reason
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in head.headers}
         coding = self.headers.get("content-encoding", "identity").lower()
         if coding != "identity":
             raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
 
     def _framing(self) -> tuple[Framing, bool]:
-        """The body's framing, and whether the server keeps the connection open after it."""
-        h = self.headers
-        if "chunked" in h.get("transfer-encoding", "").lower():
-            body: Framing = Chunked()
-        elif "content-length" in h:
-            body = Sized(content_length(h["content-length"]))
-        else:
+        """The body's framing (RFC 9112 6.3: :func:`~tui.transport.http_head.
+        response_framing`), and whether the server keeps the connection open after it."""
+        assert self._head is not None
+        try:
+            framing, n = response_framing(self._head, self._method)
+        except BadMessage as e:
+            raise httpx.RemoteProtocolError(str(e)) from None
+        body: Framing
+        if framing == "chunked":
+            body = Chunked()
+        elif framing == "close":
             body = UntilClose()
-        conn_header = h.get("connection", "").lower()
-        keep = "keep-alive" in conn_header if self._http10 else "close" not in conn_header
-        return body, keep
+        else:
+            body = Sized(n or 0)
+        return body, self._head.keep_alive
 
     async def push_body(self, timeouts: HttpTimeouts, on_part: OnPart) -> None:
         """:meth:`stamped_body`, pushed: ``on_part(t_ns, data)`` is called from the socket's
@@ -341,15 +329,15 @@ class Http1Pool:
                 conn.close()
                 continue
             try:
-                return await self._exchange(conn, key, message)
+                return await self._exchange(conn, key, message, method)
             except NoResponse:
                 pass  # a kept-alive connection the server had closed: try a fresh one
-        return await self._exchange(await self._connect(host, port), key, message)
+        return await self._exchange(await self._connect(host, port), key, message, method)
 
     async def _exchange(
-        self, conn: StampedConn, key: tuple[str, int], message: bytes
+        self, conn: StampedConn, key: tuple[str, int], message: bytes, method: str
     ) -> Http1Response:
-        resp = Http1Response(conn, self, key)
+        resp = Http1Response(conn, self, key, method)
         try:
             await conn.send(message)
             await resp._read_head(self.timeouts.read)

@@ -1,0 +1,280 @@
+"""One request's trip through the proxy (:class:`Exchange`): made in one place (the client
+connection, once a request is whole or a plain one sent), sent upstream one way, booked.
+
+Sending has one primitive, :func:`send_now`: what the socket of an idle kept-alive
+connection takes now, from the client connection's read callback — before a task is made
+and first run, which costs ~50 µs of every request's way in with the proxy's caches cold
+between requests (benchmarks/proxy_request_path.py). An exchange sent that way is in the
+*sent now* state (:attr:`Exchange.sending`); its task (:func:`tui.proxy.forward.forward`)
+then goes on from there in :meth:`Exchange.send`: the rest of the message, or, for an
+exchange not sent now (no idle connection, or the send failed), the whole message on an
+idle or a new connection, by the same primitive. A kept-alive connection the upstream had
+closed is tried once more on a new one, as HTTP clients do.
+
+The exchange counts its request as departing (:meth:`depart`) just after the first send,
+and makes its record (a generation request's timeline) once it is on its way: a burst of
+requests arriving together all leave before any of them is booked. Its body holds bytes
+of the proxy's body budget (tui/proxy/limits.py) until the upstream answered
+(:meth:`let_go`): until then the body may be sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tui.proxy import routes
+from tui.proxy.book import Departure, RequestBook
+from tui.proxy.limits import BodyBudget
+from tui.proxy.record import ProxiedRequest
+from tui.proxy.upstream import (
+    NoResponse,
+    UpstreamConn,
+    UpstreamError,
+    UpstreamPool,
+    read_response_head,
+)
+from tui.proxy.wire import upstream_request
+from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
+from tui.transport.http_head import RequestHead, ResponseHead
+from tui.transport.tcp import Stamped
+
+try:
+    from orjson import loads as json_loads
+except ImportError:  # pragma: no cover - a dependency
+    from json import loads as json_loads  # type: ignore[assignment]
+
+NOT_SENT = "none (the request never reached the upstream)"
+
+
+@dataclass
+class ClientRequest:
+    """A whole request from a client: head, body, when its last byte came, and the bytes
+    of the proxy's body budget it holds until :meth:`Exchange.let_go`."""
+
+    head: RequestHead
+    body: bytes
+    t_received_ns: int
+    held: int = 0
+
+
+class Client(Protocol):
+    """The client side of one connection (tui/proxy/client_conn.py, ClientConnection)."""
+
+    peer: str
+    closed: bool
+    paused: bool  # its unsent bytes passed the high-water mark: upstream reads wait
+    upstream: UpstreamConn | None
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """What an exchange uses of the proxy: the upstream (its pool, its Host and path, how
+    long to wait for it), the book that counts and keeps requests, the body budget."""
+
+    pool: UpstreamPool
+    host_header: str  # the upstream's, for the Host field sent upstream
+    path_prefix: str  # an upstream behind a path (a gateway): put in front of each path
+    read_timeout: float  # the answer's head and first body bytes
+    stall_timeout: float  # any later gap between the upstream's reads
+    book: RequestBook
+    budget: BodyBudget
+
+
+@dataclass
+class Sending:
+    """A message sent by :func:`send_now`: on which connection, the whole message, when,
+    and how many of its bytes the socket took then."""
+
+    conn: UpstreamConn
+    message: bytes
+    t_ns: int
+    sent: int
+
+
+def send_now(conn: UpstreamConn, message: bytes) -> Sending | None:
+    """Send ``message`` on ``conn`` now: what its socket takes (the exchange's task sends
+    the rest). None: the upstream had closed it (closed now; the task retries on a new
+    one). The one way the proxy sends a request upstream."""
+    t_ns = time.perf_counter_ns()
+    try:
+        sent = conn.sock.send(message)
+    except (BlockingIOError, InterruptedError):
+        sent = 0
+    except OSError:
+        conn.close()
+        return None
+    return Sending(conn, message, t_ns, sent)
+
+
+def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None]:
+    """(``model``, ``stream``) of a generation request's JSON body (None: not said;
+    Ollama's routes stream unless told not to)."""
+    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
+    try:
+        obj = json_loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    model = obj.get("model")
+    if isinstance(obj.get("stream"), bool):
+        stream = obj["stream"]
+    return (model if isinstance(model, str) else None), stream
+
+
+def _stamps(conn: UpstreamConn) -> str:
+    return KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS
+
+
+class Exchange:
+    """One request's trip through the proxy (see the module docstring). ``sending``: it
+    was sent now, from the read callback (None: not yet)."""
+
+    def __init__(
+        self, fw: Forwarding, client: Client, req: ClientRequest, sending: Sending | None
+    ) -> None:
+        self.fw, self.client, self.req = fw, client, req
+        self.dialect = routes.dialect(req.head.method, req.head.path)
+        self.rec: ProxiedRequest | None = None
+        self.departure: Departure | None = None
+        self.sending = sending
+        self.entered = False  # its task began: it owns the exchange's ending from then
+        if sending is None:
+            conn = fw.pool.idle_conn()
+            if conn is not None:
+                self.sending = send_now(conn, self.message())
+        if self.sending is not None:
+            self.depart()  # after the send, off the way in: nothing else runs in between
+
+    def message(self) -> bytes:
+        """What goes upstream: the head (tui/proxy/wire.py, upstream_request), the body."""
+        fw, req = self.fw, self.req
+        head = upstream_request(req.head, fw.host_header, len(req.body), fw.path_prefix)
+        return head + req.body
+
+    async def send(self) -> tuple[UpstreamConn, ResponseHead, list[Stamped]]:
+        """Send the request upstream (going on from where :func:`send_now` stopped, or
+        on a kept-alive connection, or a new one) and read the answer's head (see the
+        module docstring). Sent here, the task yields once after the send: requests that
+        came together all leave before any is booked."""
+        fw = self.fw
+        first, self.sending = self.sending, None
+        message = first.message if first is not None else self.message()
+        for reused_first in (True, False):
+            now, first = first, None
+            conn = now.conn if now is not None else fw.pool.idle_conn() if reused_first else None
+            reused = conn is not None
+            if conn is None:
+                conn = await fw.pool.connect()
+            try:
+                if now is None:
+                    self.depart()
+                    now = send_now(conn, message)
+                    if now is None:
+                        raise OSError("the upstream closed the connection")
+                    await asyncio.sleep(0)
+                if now.sent < len(message):
+                    await conn.send(message[now.sent :])
+                self.sent(now.t_ns, _stamps(conn))
+                head, rest, _t = await read_response_head(conn, fw.read_timeout)
+                return conn, head, rest
+            except (NoResponse, OSError) as e:
+                conn.close()
+                if reused:
+                    continue
+                if isinstance(e, UpstreamError):
+                    raise
+                raise UpstreamError(f"sending to the upstream failed: {e}") from None
+            except BaseException:
+                conn.close()
+                raise
+        raise UpstreamError("the upstream closed every connection")  # pragma: no cover
+
+    def let_go(self) -> None:
+        """The body will not be sent again (the upstream answered, or the exchange
+        ended): its bytes are let go of, and so is its hold on the body budget."""
+        req = self.req
+        if req.held:
+            self.fw.budget.give(req.held)
+            req.held = 0
+        req.body = b""
+
+    def depart(self) -> None:
+        """It is about to be sent: counted (its record comes after the send)."""
+        if self.dialect is not None and self.departure is None:
+            self.departure = self.fw.book.depart()
+
+    def sent(self, t_ns: int, stamps: str) -> None:
+        """The request went upstream at ``t_ns`` (again, after a retry)."""
+        if self.dialect is None:
+            return
+        if self.rec is None:
+            head, req, book = self.req.head, self.req, self.fw.book
+            model, stream = request_fields(req.body, head.path)
+            self.rec = ProxiedRequest(
+                book.next_id(),
+                self.client.peer,
+                head.method,
+                head.path,
+                self.dialect,
+                model,
+                stream,
+                req.t_received_ns,
+                req.body,
+            )
+            book.start(self.rec, self.departure)
+        self.rec.sent(t_ns, stamps)
+
+    def booked(self) -> ProxiedRequest | None:
+        """The record, made now if the request never left (a generation request always
+        has a row, whatever happened to it)."""
+        if self.rec is None and self.dialect is not None:
+            self.sent(time.perf_counter_ns(), NOT_SENT)
+        return self.rec
+
+    def client_gone(self) -> None:
+        """The client hung up: after the stream said it was over, the request is done (the
+        body's last bytes were still on their way); before, it was cancelled. Decided once
+        its reads still queued are observed (the book runs the queue when it books it)."""
+        rec = self.booked()
+        if rec is None:
+            return
+
+        def gone() -> None:
+            obs = rec.observer
+            if obs is not None and not obs.off and obs.complete:
+                obs.end(rec.t_last or time.perf_counter_ns())
+            else:
+                rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
+
+        self.fw.book.reads.after(gone)
+
+    def end(self, failed: bool, cancelled: bool) -> None:
+        """The exchange is over: the body let go of, the request booked (a generation
+        request's record, or a count of another)."""
+        rec = self.booked()
+        self.let_go()
+        if rec is not None:
+            self.fw.book.end(rec)
+        else:
+            self.fw.book.other(self.req.head.path, failed, cancelled)
+
+    def never_ran(self, task: asyncio.Task[Any]) -> None:
+        """The done-callback of an exchange sent now: its task was cancelled before it
+        began (the client went away in the same loop turn), so it never ended it. Ended
+        here as the task would have: the upstream connection closed, the request booked
+        as cancelled."""
+        sending, self.sending = self.sending, None
+        if self.entered or sending is None:
+            return
+        sending.conn.close()
+        self.sent(sending.t_ns, _stamps(sending.conn))
+        self.client_gone()
+        self.end(False, True)
