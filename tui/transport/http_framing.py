@@ -18,7 +18,6 @@ LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
 _SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _HEX_DIGITS = b"0123456789abcdefABCDEF"  # bytes.strip(_HEX_DIGITS) is b"" for hex alone
-_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}")
 
 
 class Framing:
@@ -147,11 +146,3 @@ def _check_line_length(buf: bytes, pos: int, end: int, what: str) -> None:
         raise httpx.RemoteProtocolError(
             f"{what} line longer than {LINE_LIMIT} bytes: {buf[pos : pos + 40]!r}..."
         )
-
-
-def content_length(value: str) -> int:
-    """A Content-Length header's value: 1 to 19 decimal digits (RFC 9110 8.6), else a
-    RemoteProtocolError naming it (``int()`` alone would take "-5", "+5", "1_0")."""
-    if _CONTENT_LENGTH.fullmatch(value) is None:
-        raise httpx.RemoteProtocolError(f"bad content-length {value[:40]!r}")
-    return int(value)
