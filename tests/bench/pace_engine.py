@@ -11,7 +11,10 @@ Options (EngineSpec.options): ttft_ms, token_ms, slots, fail ("always" fails eve
 request), reload_ms (restart hook), tokenizer (bool: offer count_prompt_tokens),
 template_tokens (the pretend chat template's length), late_sent (bool: stamp
 RequestSent only once a slot is free, like an engine whose queue sits before its own
-clock starts).
+clock starts), think_tokens (the first N tokens of each answer are reasoning, so TTFO =
+ttft_ms + N · token_ms), reasoning_count (how the engine counts them: "chunks" — each
+chunk says it carries 1 token —, "usage" — a reasoning count in its usage —, or "none" —
+no per-chunk counts and none in usage, so the bench estimates R from the chunks).
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from tui.core.events import Failed, Finished, RequestSent, StreamEvent, TextChunk, Usage
+from tui.core.events import (
+    ANSWER,
+    REASONING,
+    Failed,
+    Finished,
+    RequestSent,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
 from tui.engines.base import CancelToken, Engine, EngineInfo, GenerationRequest
 
 TEMPLATE_TOKENS = 7  # a pretend chat template
@@ -35,6 +47,8 @@ OPTIONS: dict[str, tuple[type, ...]] = {
     "tokenizer": (bool,),
     "template_tokens": (int,),
     "late_sent": (bool,),
+    "think_tokens": (int,),
+    "reasoning_count": (str,),
 }
 
 
@@ -54,6 +68,8 @@ class PaceEngine(Engine):
         self.fail = o.get("fail")
         self.reload_ms = float(o.get("reload_ms", 30))
         self.template = int(o.get("template_tokens", TEMPLATE_TOKENS))
+        self.think = int(o.get("think_tokens", 0))
+        self.reasoning_count = str(o.get("reasoning_count", "chunks"))
         self._sem: asyncio.Semaphore | None = None
         if o.get("tokenizer", True):
             self.count_prompt_tokens = self._count  # type: ignore[attr-defined]
@@ -101,6 +117,9 @@ class PaceEngine(Engine):
                     return
                 if i:
                     await asyncio.sleep(self.token_ms / 1000)
-                yield TextChunk(now(), f" t{i}", 1)
-        yield Usage(now(), count_tokens(request, self.template), request.max_tokens)
+                part = REASONING if i < self.think else ANSWER
+                per_chunk = None if self.reasoning_count == "none" else 1
+                yield TextChunk(now(), f" t{i}", per_chunk, part)
+        thought = min(self.think, request.max_tokens) if self.reasoning_count == "usage" else None
+        yield Usage(now(), count_tokens(request, self.template), request.max_tokens, thought)
         yield Finished(now(), "length")

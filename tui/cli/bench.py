@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a("--temperature", type=float, metavar="T", help="sampling temperature (default 0.7)")
     a("--cold", action="store_true", default=None, help="also measure cold starts")
     a("--preset", metavar="NAME", help="a named protocol: " + ", ".join(PRESET_HELP))
-    a("--slo", metavar="K=MS,...", help="goodput SLOs: ttft_ms, tpot_ms, itl_ms, e2e_ms")
+    a("--slo", metavar="K=MS,...", help="goodput SLOs: ttft_ms, ttfo_ms, tpot_ms, itl_ms, e2e_ms")
     a(
         "--workers",
         type=int,
@@ -287,6 +287,18 @@ async def _run_with_sigint(runner: Any, display: Any) -> Any:
             pass
 
 
+def _ttfo_text(level: dict[str, Any] | None) -> str:
+    """ ", TTFO 812.0 ms" where the level's median TTFO differs from its TTFT (a model that
+    reasons answers after its thinking); "" where they are the same."""
+    med = (level or {}).get("medians") or {}
+    ttft, ttfo = med.get("ttft_ms"), med.get("ttfo_ms")
+    if ttfo is None and (level or {}).get("reasoning"):
+        return ", TTFO — (no answer after the thinking)"
+    if not ttfo or ttfo == ttft:
+        return ""
+    return f", TTFO {ttfo['estimate']:.1f} ms"
+
+
 def _energy_text(level: dict[str, Any] | None) -> str:
     """ ", 0.42 J/token (counter)" for the terminal's summary line; "" when unknown."""
     e = (level or {}).get("energy") or {}
@@ -333,6 +345,7 @@ def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, p
             + (f", {e['cancelled']} cancelled" if e["cancelled"] else "")
             + f"; decode {fmt(med.get('decode_tps'), 'tok/s')}"
             + f", TTFT {fmt(med.get('ttft_ms'), 'ms')}"
+            + _ttfo_text(head)
             + _energy_text(head)
         )
         for d in e.get("depth") or []:

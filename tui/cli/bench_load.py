@@ -116,9 +116,9 @@ def _pct(x: float | None) -> str:
 
 def print_slo_and_capacity(summary: dict[str, Any]) -> None:
     """Attainment per level (with the definition, once) and each engine's capacity."""
-    from tui.bench.stats.slo import SLO_DEFINITION
+    from tui.bench.stats.slo import slo_definition
 
-    shown = False
+    shown: set[str] = set()  # the objectives of the levels shown
     for e in summary["engines"]:
         for lv in e["levels"]:
             g = lv.get("goodput")
@@ -131,7 +131,7 @@ def print_slo_and_capacity(summary: dict[str, Any]) -> None:
                 f"({g['good']}/{g['judged']}, {g['failed']} failed, {g['cut']} cut), goodput "
                 + ("—" if rps is None else f"{rps:.3g} req/s")
             )
-            shown = True
+            shown.update(g.get("slo") or ())
         cap = e.get("capacity_search")
         if cap:
             lo, hi = cap["interval"]
@@ -146,4 +146,4 @@ def print_slo_and_capacity(summary: dict[str, Any]) -> None:
             for note in cap["notes"]:
                 print(f"  note: {terminal_label(note, 500)}")
     if shown:
-        print("SLO: " + SLO_DEFINITION)
+        print("SLO: " + slo_definition(shown))

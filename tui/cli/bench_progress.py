@@ -32,6 +32,9 @@ def _last(u: BenchUpdate) -> str:
     m = r.metrics
     ttft = f"{m.ttft_ms:.0f} ms" if m.ttft_ms is not None else "—"
     tps = f"{m.decode_tps:.1f} tok/s" if m.decode_tps is not None else "—"
+    if m.ttfo_ms != m.ttft_ms:  # it reasoned: the answer began later than the first token
+        ttfo = f"{m.ttfo_ms:.0f} ms" if m.ttfo_ms is not None else "no answer"
+        return f"last: TTFT {ttft}, TTFO {ttfo}, {tps}"
     return f"last: TTFT {ttft}, {tps}"
 
 

@@ -4,7 +4,7 @@ One level's ok requests are resampled with replacement ``n_boot`` times; each re
 gives every compared statistic at once (so the five metrics of a level share the same
 resamples), computed exactly as tui.bench.compare.ratios defines it for the whole level:
 
-- decode tok/s, TTFT: median over the resample's requests that have the value.
+- decode tok/s, TTFT, TTFO: median over the resample's requests that have the value.
 - ITL p50 / p90: the type-7 percentile (tui.core.stats.percentile) of the per-token gaps
   pooled over the resample's requests, a request drawn k times counted k times. Found
   without building the pool: all gaps sorted once; a resample's multiplicities turn into
@@ -37,6 +37,10 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
     nan = float("nan")
     decode = np.array([nan if r.decode_tps is None else r.decode_tps for r in reqs], float)
     ttft = np.array([nan if r.ttft_ms is None else r.ttft_ms for r in reqs], float)
+    ttfo = np.array([nan if r.ttfo_ms is None else r.ttfo_ms for r in reqs], float)
+    # without reasoning TTFO = TTFT, and so are its resamples; with no TTFO (an older
+    # report) it stays NaN: neither is worth a median per resample
+    own_ttfo = not np.isnan(ttfo).all() and not np.array_equal(ttfo, ttft, equal_nan=True)
     tokens = np.array([r.output_tokens for r in reqs], float)
     busy = np.array([r.duration_s for r in reqs], float)
     whole = tokens.sum() / busy.sum() if busy.sum() > 0 else nan
@@ -45,7 +49,7 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
     order = np.argsort(gaps, kind="stable")
     gaps, owner = gaps[order], owner[order]
 
-    out = {m: np.full(n_boot, nan) for m in ("decode_tps", "ttft_ms", "total_tps")}
+    out = {m: np.full(n_boot, nan) for m in ("decode_tps", "ttft_ms", "ttfo_ms", "total_tps")}
     out["itl_p50_ms"] = np.full(n_boot, nan)
     out["itl_p90_ms"] = np.full(n_boot, nan)
     rows = max(1, MAX_CELLS // max(n, 1))
@@ -57,6 +61,8 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resample: NaN
             out["decode_tps"][part] = np.nanmedian(decode[idx], axis=1)
             out["ttft_ms"][part] = np.nanmedian(ttft[idx], axis=1)
+            if own_ttfo:
+                out["ttfo_ms"][part] = np.nanmedian(ttfo[idx], axis=1)
             if level.total_tps is not None and whole > 0:
                 rate = tokens[idx].sum(axis=1) / busy[idx].sum(axis=1)
                 out["total_tps"][part] = level.total_tps * rate / whole
@@ -68,6 +74,8 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
                     continue
                 for q, name in ((50, "itl_p50_ms"), (90, "itl_p90_ms")):
                     out[name][start + i] = _order_percentile(gaps, counts, total, q)
+    if not own_ttfo and not np.isnan(ttfo).all():
+        out["ttfo_ms"] = out["ttft_ms"].copy()
     return out
 
 

@@ -44,12 +44,15 @@ def markdown(result: dict[str, Any]) -> str:
         engines = ", ".join(f"{e['name']} ({e['kind']}, {e['model']})" for e in rep["engines"])
         partial = " — PARTIAL" if rep["partial"] else ""
         lines.append(f"- **{side}**: `{rep['path']}` ({rep['started_at']}): {engines}{partial}")
+    times = "TTFT/ITL"
+    if any(r["metric"] == "ttfo_ms" for c in result["comparisons"] for r in c["rows"]):
+        times = "TTFT/TTFO/ITL"  # TTFO: first answer token or tool call, thinking included
     lines += [
         "",
         f"Ratios are B ÷ A. Intervals: percentile bootstrap, {boot['level'] * 100:g} %, "
         f"{boot['resamples']} resamples (seed {boot['seed']}), resampling requests on each "
         'side on its own. "no change": the interval holds 1.0; "better"/"worse" follow '
-        "each metric's direction (higher tok/s, lower TTFT/ITL is better).",
+        f"each metric's direction (higher tok/s, lower {times} is better).",
         "",
     ]
     for comp in result["comparisons"]:

@@ -1,11 +1,16 @@
 """Compare bench reports: B against A, per engine and load level, as ratios with intervals.
 
 For each engine present in both reports and each load level both measured (matched by
-label: "c=1", "c=8", "rate=2", "cold"), five ratios B ÷ A:
+label: "c=1", "c=8", "rate=2", "cold"), five ratios B ÷ A, and a sixth where a reasoning
+model thought:
 
 - decode tok/s: median over ok requests of each request's decode tok/s
   ((N − 1) / (t_last − t_first), tui.core.metrics).
-- TTFT: median over ok requests of each request's TTFT.
+- TTFT: median over ok requests of each request's TTFT (first token of any kind).
+- TTFO: median over ok requests of each request's TTFO (first answer token or tool call,
+  the thinking before it included). Only where both levels' records carry it (reports
+  written before TTFO existed do not: the comparison says so) and it differs from TTFT
+  in one of them; without reasoning TTFO = TTFT, and the row would repeat TTFT's.
 - ITL p50 / ITL p90: the 50th / 90th percentile of the level's per-token ITL values,
   pooled over its ok requests (the figures report.md shows as "ITL p50 / p90").
 - total tok/s: Σ output tokens of ok requests / the level's wall time (first request sent
@@ -52,6 +57,8 @@ METRICS: dict[str, tuple[str, str, bool]] = {
     "itl_p90_ms": ("ITL p90", "ms", False),
     "total_tps": ("total tok/s", "tok/s", True),
 }
+# compared where both levels carry it and a request reasoned (the module docstring)
+TTFO_METRIC: dict[str, tuple[str, str, bool]] = {"ttfo_ms": ("TTFO", "ms", False)}
 
 
 def _median_of(field: str) -> Callable[[Sequence[RequestSample]], float | None]:
@@ -93,6 +100,8 @@ def statistic(metric: str, level: LevelSample) -> Callable[[Sequence[RequestSamp
         return _median_of("decode_tps")
     if metric == "ttft_ms":
         return _median_of("ttft_ms")
+    if metric == "ttfo_ms":
+        return _median_of("ttfo_ms")
     if metric == "itl_p50_ms":
         return _pooled_itl(50)
     if metric == "itl_p90_ms":
@@ -116,7 +125,8 @@ def verdict(ratio: float | None, low: float | None, high: float | None, higher: 
 def compare_levels(
     a: LevelSample, b: LevelSample, n_boot: int = N_BOOT, seed: int = SEED
 ) -> list[dict[str, Any]]:
-    """One row per metric: A's and B's values, B ÷ A, its interval and the verdict.
+    """One row per metric (TTFO's only where :meth:`LevelSample.ttfo_compared_with`):
+    A's and B's values, B ÷ A, its interval and the verdict.
 
     Point values come from the statistic over all requests (tui.core.stats); the
     interval from the resampled ratios (tui.bench.compare.boot), each side resampled on
@@ -129,7 +139,8 @@ def compare_levels(
         boot_a = resampled_statistics(a, n_boot, rng)
         boot_b = resampled_statistics(b, n_boot, rng)
     rows = []
-    for metric, (words, unit, higher) in METRICS.items():
+    metrics = METRICS | (TTFO_METRIC if a.ttfo_compared_with(b) else {})
+    for metric, (words, unit, higher) in metrics.items():
         va, vb = statistic(metric, a)(a.requests), statistic(metric, b)(b.requests)
         ratio = vb / va if (va and vb is not None) else None
         low = high = None
@@ -203,6 +214,7 @@ def compare_two(
             else:
                 notes.append(f"{ea} {label}: only in A")
         notes += [f"{eb} {label}: only in B" for label in labels_b if label not in labels_a]
+    notes += _ttfo_notes(pairs, la, lb)
     for side, rep in (("A", a), ("B", b)):
         if rep.get("partial"):
             notes.append(f"{side} is a partial report ({rep.get('partial_reason')})")
@@ -216,6 +228,27 @@ def compare_two(
         "environment_differences": environment_differences(a, b, pairs),
         "notes": notes,
     }
+
+
+def _ttfo_notes(
+    pairs: list[tuple[str, str]],
+    la: dict[tuple[str, str], LevelSample],
+    lb: dict[tuple[str, str], LevelSample],
+) -> list[str]:
+    """Where one side reasoned but the other's report has no TTFO to set against it."""
+    notes = []
+    for ea, eb in pairs:
+        for (e, label), a in la.items():
+            b = lb.get((eb, label))
+            if e != ea or b is None or a.has_ttfo == b.has_ttfo:
+                continue
+            side, old = ("A", "B") if a.has_ttfo else ("B", "A")
+            if (a if a.has_ttfo else b).ttfo_differs:
+                notes.append(
+                    f"{ea} {label}: TTFO not compared: {side} reasoned, {old}'s report "
+                    "predates TTFO (its TTFT includes any thinking)"
+                )
+    return notes
 
 
 def compare_reports(

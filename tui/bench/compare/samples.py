@@ -23,6 +23,7 @@ class RequestSample:
     itl_token_ms: tuple[float, ...]  # sorted: pooled percentiles merge sorted runs fast
     output_tokens: int
     duration_s: float
+    ttfo_ms: float | None = None
 
 
 @dataclass
@@ -33,6 +34,12 @@ class LevelSample:
     label: str
     requests: list[RequestSample]
     total_tps: float | None
+    has_ttfo: bool = False  # every ok record carries ttfo_ms (reports since TTFO)
+    ttfo_differs: bool = False  # some request's TTFO is not its TTFT (it reasoned)
+
+    def ttfo_compared_with(self, other: LevelSample) -> bool:
+        """Both carry TTFO and one of them reasoned (tui/bench/compare/ratios.py)."""
+        return self.has_ttfo and other.has_ttfo and (self.ttfo_differs or other.ttfo_differs)
 
 
 def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
@@ -49,7 +56,10 @@ def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
             wall = max(r["t_end_s"] for r in recs) - min(r["t_start_s"] for r in recs)
             tokens = sum(s.output_tokens for s in samples)
             total = tokens / wall if (samples and wall > 0) else None
-            out[(eng["name"], label)] = LevelSample(eng["name"], label, samples, total)
+            level = LevelSample(eng["name"], label, samples, total)
+            level.has_ttfo = bool(ok) and all("ttfo_ms" in (r.get("metrics") or {}) for r in ok)
+            level.ttfo_differs = level.has_ttfo and any(s.ttfo_ms != s.ttft_ms for s in samples)
+            out[(eng["name"], label)] = level
     return out
 
 
@@ -61,4 +71,5 @@ def _request_sample(rec: dict[str, Any]) -> RequestSample:
         itl_token_ms=tuple(sorted(v for v in m.get("itl_token_ms") or [] if v is not None)),
         output_tokens=int(m.get("output_tokens") or 0),
         duration_s=float(rec["t_end_s"]) - float(rec["t_start_s"]),
+        ttfo_ms=m.get("ttfo_ms"),
     )

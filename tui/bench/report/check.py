@@ -14,7 +14,7 @@ from typing import Any
 
 _OPTIONAL_TABLES = ("environment", "plan", "summary")
 _ENGINE_TABLES = ("info", "spec", "request_controls")
-_METRIC_NUMBERS = ("decode_tps", "ttft_ms")
+_METRIC_NUMBERS = ("decode_tps", "ttft_ms", "ttfo_ms")
 
 
 def _number(x: Any) -> bool:

@@ -39,6 +39,15 @@ METRIC_COLUMNS = (  # taken from its metrics (tui/core/metrics.py)
     "output_tokens_source",
     "engine_prefill_ms",
     "engine_decode_tps",
+    # reasoning apart from the answer (TTFO = TTFT and A = N for a request without it)
+    "ttfo_ms",
+    "thinking_ms",
+    "reasoning_tokens",
+    "reasoning_tokens_source",
+    "answer_tokens",
+    "answer_tokens_estimated",
+    "reasoning_tps",
+    "answer_tps",
 )
 # j_per_token: the request's own energy ÷ its tokens, only where it ran alone (a c=1
 # level, cold starts: tui/bench/energy.py); empty otherwise

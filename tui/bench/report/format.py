@@ -9,6 +9,7 @@ METRIC_WORDS = {
     "decode_tps": "decode tok/s",
     "prefill_tps": "prompt tok/s",
     "ttft_ms": "TTFT",
+    "ttfo_ms": "TTFO",
     "e2e_ms": "e2e latency",
 }
 

@@ -10,6 +10,8 @@ from tui.bench.report.energy import energy_markdown, jpt_cell
 from tui.bench.report.format import DASH, METRIC_WORDS, ci, num, pcts, table
 from tui.bench.report.level_truth import truth_markdown
 from tui.bench.report.pareto import pareto_markdown
+from tui.bench.report.reasoning import DEFINITIONS as REASONING_DEFINITIONS
+from tui.bench.report.reasoning import reasoning_markdown, run_reasoned
 from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
 from tui.bench.report.workload import workload_markdown
@@ -89,6 +91,8 @@ def markdown(report: dict[str, Any]) -> str:
 
     lines += ["## Engines (warm; median [95% CI])", ""]
 
+    # TTFO columns only where some request reasoned (else TTFO = TTFT: no clutter)
+    reasoned = run_reasoned(report)
     rows = []
     for e in engines:
         lv = _level(e, e["headline"])
@@ -102,6 +106,7 @@ def markdown(report: dict[str, Any]) -> str:
                 ci(med.get("decode_tps")),
                 ci(med.get("prefill_tps")),
                 ci(med.get("ttft_ms")),
+                *([ci(med.get("ttfo_ms"))] if reasoned else []),
                 ci(med.get("itl_ms"), 2),
                 ci(med.get("tpot_ms"), 2),
                 num(e["load_ms"]),
@@ -119,6 +124,7 @@ def markdown(report: dict[str, Any]) -> str:
             "decode tok/s",
             "prompt tok/s",
             "TTFT ms",
+            *(["TTFO ms"] if reasoned else []),
             "ITL ms",
             "TPOT ms",
             "load ms",
@@ -198,6 +204,7 @@ def markdown(report: dict[str, Any]) -> str:
                     num(lv["eta"], 2),
                     num(lv["eta_per_slot"], 2),
                     pcts(p["ttft_ms"]),
+                    *([pcts(p.get("ttfo_ms") or {})] if reasoned else []),
                     pcts(p["itl_ms"], 2),
                     pcts(p["tpot_ms"], 2),
                     pcts(p["e2e_ms"], 0),
@@ -215,6 +222,7 @@ def markdown(report: dict[str, Any]) -> str:
                 "η",
                 "η/c",
                 "TTFT ms p50/90/95/99",
+                *(["TTFO ms p50/90/95/99"] if reasoned else []),
                 "ITL ms p50/90/95/99",
                 "TPOT ms p50/90/95/99",
                 "e2e ms p50/90/95/99",
@@ -223,6 +231,7 @@ def markdown(report: dict[str, Any]) -> str:
             rows,
         )
 
+    lines += reasoning_markdown(report)
     lines += workload_markdown(report) + arrivals_markdown(report) + slo_markdown(report)
     lines += capacity_markdown(report) + pareto_markdown(report)
     lines += energy_markdown(report)
@@ -283,7 +292,8 @@ def markdown(report: dict[str, Any]) -> str:
         "chunks, per token. TPOT: (e2e − TTFT) / (output tokens − 1). Decode tok/s: "
         "(output tokens − 1) / (last − first content chunk). Total tok/s: output tokens of a "
         "level / its wall time. η = total tok/s ÷ the c=1 total tok/s (ideal: η = c). "
-        "Intervals: percentile bootstrap of the median over requests "
+        + (REASONING_DEFINITIONS + " " if reasoned else "")
+        + "Intervals: percentile bootstrap of the median over requests "
         f"({summary.get('bootstrap_resamples', '?')} resamples).",
         "",
     ]

@@ -7,6 +7,7 @@ from typing import Any
 from tui.bench.report.batching import batching_plot
 from tui.bench.report.depth import depth_plots
 from tui.bench.report.pareto import pareto_plot
+from tui.bench.report.reasoning import run_reasoned
 from tui.bench.report.svg import ecdf_plot, headline_records, throughput_plot
 
 
@@ -24,6 +25,17 @@ def plots(report: dict[str, Any]) -> dict[str, str]:
     frontier = pareto_plot(report)
     if frontier is not None:
         extra["pareto.svg"] = frontier
+    if run_reasoned(report):  # else TTFO = TTFT: ttft.svg says it all
+        ttfo = {
+            n: [r["metrics"]["ttfo_ms"] for r in rs if r["metrics"].get("ttfo_ms") is not None]
+            for n, rs in recs.items()
+        }
+        extra["ttfo.svg"] = ecdf_plot(
+            "TTFO distribution (warm): first answer token",
+            "TTFO ms",
+            "fraction of requests ≤ x",
+            ttfo,
+        )
     return extra | {
         "ttft.svg": ecdf_plot(
             "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft

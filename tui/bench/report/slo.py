@@ -76,7 +76,7 @@ def arrivals_markdown(report: dict[str, Any]) -> list[str]:
 
 
 def slo_markdown(report: dict[str, Any]) -> list[str]:
-    from tui.bench.stats.slo import SLO_DEFINITION
+    from tui.bench.stats.slo import slo_definition
 
     rows = []
     for e in report["summary"]["engines"]:
@@ -103,7 +103,7 @@ def slo_markdown(report: dict[str, Any]) -> list[str]:
     slo = report["plan"]["slo"]
     return (
         ["## SLO attainment and goodput", ""]
-        + [f"SLO: {', '.join(f'{k} ≤ {v:g}' for k, v in slo.items())}. {SLO_DEFINITION}", ""]
+        + [f"SLO: {', '.join(f'{k} ≤ {v:g}' for k, v in slo.items())}. {slo_definition(slo)}", ""]
         + table(
             [
                 "engine",

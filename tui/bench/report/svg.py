@@ -1,7 +1,8 @@
 """SVG plots written by hand (no plotting library): distributions and scaling.
 
-- ttft.svg / itl.svg: empirical CDF per engine (x: ms; y: fraction of requests — or of
-  tokens for ITL — at or below x), headline level, warm ok requests.
+- ttft.svg / itl.svg (and ttfo.svg where some request reasoned): empirical CDF per
+  engine (x: ms; y: fraction of requests — or of tokens for ITL — at or below x),
+  headline level, warm ok requests.
 - throughput.svg: total output tok/s against concurrency level, one line per engine.
 - depth_tps.svg / depth_ttft.svg, batching.svg: see tui.bench.report.depth and
   tui.bench.report.batching (written when the bench measured depths / a sweep).

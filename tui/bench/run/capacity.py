@@ -9,10 +9,11 @@ rests on a handful — and giving the requests in flight as long again as it sen
 
 **Early stop on saturation.** A probe stops as soon as its verdict is decided: when the
 requests that already cannot be good — ended and not good, or in flight past a limit
-they can no longer meet (no first token after ``ttft_ms``, or running longer than
-``e2e_ms``) — outnumber the misses the target allows out of every planned request
-(⌊(1 − target) · planned⌋). A queue that grows without bound gets there quickly: its
-requests wait past the TTFT limit. The probes' in-flight counts are in the report.
+they can no longer meet (no first token after ``ttft_ms``, no answer token or tool call
+after ``ttfo_ms`` — still thinking —, or running longer than ``e2e_ms``) — outnumber
+the misses the target allows out of every planned request (⌊(1 − target) · planned⌋).
+A queue that grows without bound gets there quickly: its requests wait past the TTFT
+limit. The probes' in-flight counts are in the report.
 
 The search stops when the bracket is tight (hi/lo ≤ 1.15), when it leaves
 [0.01, 1000] req/s, or when the next probe (and its drain) would not fit the remaining
@@ -35,6 +36,7 @@ from tui.bench.run.plan import BenchPlan
 from tui.bench.run.records import LevelRun
 from tui.bench.run.timed_users import run_users_for
 from tui.bench.stats.slo import goodput, meets_slo
+from tui.core.events import REASONING
 from tui.core.timeline import RequestTimeline
 
 PROBE_MIN_REQUESTS = 20
@@ -42,13 +44,23 @@ PROBE_MIN_REQUESTS = 20
 
 def hopeless(tl: RequestTimeline, slo: dict[str, float], now_ns: int) -> bool:
     """A request in flight that can no longer be good: no generated text after the TTFT
-    limit, or running past the e2e limit (measured from its RequestSent stamp)."""
+    limit, no answer text (nor tool call) after the TTFO limit, or running past the e2e
+    limit (measured from its RequestSent stamp)."""
     if tl.t_sent_ns is None:
         return False
     age_ms = (now_ns - tl.t_sent_ns) / 1e6
     if "e2e_ms" in slo and age_ms > slo["e2e_ms"]:
         return True
+    if "ttfo_ms" in slo and age_ms > slo["ttfo_ms"] and not _answered(tl):
+        return True
     return "ttft_ms" in slo and age_ms > slo["ttft_ms"] and not any(tl.chunk_text)
+
+
+def _answered(tl: RequestTimeline) -> bool:
+    """Some answer text or tool call has streamed (TTFO is measured)."""
+    if not tl.chunk_part:  # every chunk so far is an answer
+        return any(tl.chunk_text)
+    return any(x and p != REASONING for x, p in zip(tl.chunk_text, tl.chunk_part))
 
 
 def saturation_watch(slo: dict[str, float], target: float) -> Watch:

@@ -219,6 +219,10 @@ async def prompt_counter(
         req.max_tokens = 1
         rec = await driver.run(req, "calibrate", "calibrate", 0, notify=False)
         kept.append(rec)
-        return rec.timeline.prompt_tokens if rec.ok else None
+        # A reasoning model's one token can be one the server keeps back (its <think>, a
+        # newline its parser trims): no text, so the record is "failed", yet the server
+        # finished and counted the prompt. A stream that errored or was cut counts nothing.
+        finished = rec.timeline.finish_reason not in (None, "error", "cancelled")
+        return rec.timeline.prompt_tokens if (rec.ok or finished) else None
 
     return by_probe, USAGE_PROBE

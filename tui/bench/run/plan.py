@@ -19,7 +19,7 @@ class BenchError(Exception):
 
 
 COLD_RUNS_MAX = 5  # cold starts per engine: min(runs, this) — restarts can take minutes
-SLO_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+SLO_KEYS = ("ttft_ms", "ttfo_ms", "tpot_ms", "itl_ms", "e2e_ms")
 
 
 @dataclass

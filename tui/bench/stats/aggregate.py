@@ -11,13 +11,18 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
 - single-request tok/s = the total output tok/s of the same engine's c=1 level.
 - η (scaling efficiency) = total output tok/s ÷ single-request tok/s. Perfect parallel
   scaling at concurrency c gives η = c; ``eta_per_slot`` = η / c gives 1.0.
-- TTFT / ITL / TPOT / e2e: p50, p90, p95, p99 over the level (ITL pooled per token).
+- TTFT / TTFO / ITL / TPOT / e2e: p50, p90, p95, p99 over the level (ITL pooled per
+  token). TTFO (first answer token or tool call) equals TTFT for a request that streamed
+  no reasoning.
 - medians with percentile-bootstrap 95 % intervals over requests (ITL: each request's
   median per-token ITL, since the gaps of one request are not independent samples).
+- reasoning (thinking time, reasoning and answer tokens and tok/s): only for a level where
+  some request reasoned (tui.bench.stats.reasoning).
 - SLO attainment and goodput: tui.bench.stats.slo (its module docstring is the definition).
 - open-loop levels: the arrival process asked and what was sent (tui.bench.stats.arrivals).
 - comparisons: for each engine after the first, ratio of medians to the first engine's
-  at the headline level, with a bootstrap interval of the ratio.
+  at the headline level, with a bootstrap interval of the ratio (TTFO's too where either
+  of the two levels reasoned; otherwise it would repeat TTFT's).
 - depth: per --depth level, medians and ratios to depth 0 (tui.bench.report.depth).
 - batching: α of T_total(N) = N·T_single / (1 + α·N) over the concurrency levels, with
   its bootstrap interval and residuals per level (tui.bench.stats.batching).
@@ -29,19 +34,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.bench.run.records import LevelRun
+from tui.bench.run.records import LevelRun, RequestRecord
 from tui.bench.run.results import BenchResult, EngineRun
 from tui.bench.stats.arrivals import arrival_summary
 from tui.bench.stats.batching import fit_batching
 from tui.bench.stats.depth import summarize_depth
+from tui.bench.stats.reasoning import reasoned, reasoning_summary
 from tui.bench.stats.samples import N_BOOT, interval_dict, metric_values
 from tui.bench.stats.slo import goodput, meets_slo  # noqa: F401 - meets_slo re-exported
 from tui.bench.stats.workload import workload_summary
 from tui.core.stats import median, ratio_ci, summarize
 
-CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
-PERCENTILE_METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "ttfo_ms", "itl_ms", "tpot_ms", "e2e_ms")
+PERCENTILE_METRICS = ("ttft_ms", "ttfo_ms", "itl_ms", "tpot_ms", "e2e_ms")
 COMPARED = ("decode_tps", "prefill_tps", "ttft_ms", "e2e_ms")
+COMPARED_WITH_REASONING = ("ttfo_ms",)  # compared where either engine's level reasoned
 PROMPT_MISMATCH = 0.02  # prompt token counts differing by more than 2 % are flagged
 PRE_SEND_WAIT_NOTE_MS = 5.0  # an engine-side queue longer than this is pointed out
 
@@ -88,11 +95,12 @@ def summarize_level(
         "eta_per_slot": eta / level.concurrency if (eta and level.concurrency) else None,
         "percentiles": {
             "ttft_ms": summarize(metric_values(ok, "ttft_ms")).to_dict(),
+            "ttfo_ms": summarize(metric_values(ok, "ttfo_ms")).to_dict(),
             "itl_ms": summarize(pooled_itl).to_dict(),
             "tpot_ms": summarize(metric_values(ok, "tpot_ms")).to_dict(),
             "e2e_ms": summarize(metric_values(ok, "e2e_ms")).to_dict(),
         },
-        "medians": {k: interval_dict(metric_values(ok, k), n_boot=n_boot) for k in CI_METRICS},
+        "medians": _medians(ok, n_boot),
         "prompt_tokens_median": _median_or_none(
             [r.metrics.prompt_tokens for r in ok if r.metrics.prompt_tokens is not None]
         ),
@@ -105,6 +113,7 @@ def summarize_level(
         "workload": workload_summary(ok),
         "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
         "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
+        "reasoning": reasoning_summary(ok, n_boot),
     }
     if level.kind == "cold":
         loads = [r.load_ms for r in recs if r.load_ms is not None]
@@ -115,6 +124,19 @@ def summarize_level(
         out["arrivals"] = arrival_summary(level)
         out["stop_reason"] = level.stop_reason
     out["cut"] = sum(1 for r in recs if r.status == "cut")
+    return out
+
+
+def _medians(ok: list[RequestRecord], n_boot: int) -> dict[str, Any]:
+    """Each CI metric's median and interval. TTFO's values are TTFT's wherever no request
+    reasoned: its interval is then TTFT's (the same values, the same seed), not drawn again."""
+    values = {k: metric_values(ok, k) for k in CI_METRICS}
+    out: dict[str, Any] = {}
+    for k in CI_METRICS:
+        if k == "ttfo_ms" and values[k] == values["ttft_ms"]:
+            out[k] = out["ttft_ms"]
+        else:
+            out[k] = interval_dict(values[k], n_boot=n_boot)
     return out
 
 
@@ -203,7 +225,8 @@ def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[dict[str, Any]]:
     for other in runs[1:]:
         level = headline_level(other)
         assert level is not None
-        for metric in COMPARED:
+        thought = any(r.ok and reasoned(r.metrics) for r in level.records + base_level.records)
+        for metric in COMPARED + (COMPARED_WITH_REASONING if thought else ()):
             a = metric_values(level.records, metric)
             b = metric_values(base_level.records, metric)
             if not a or not b or median(b) == 0:
@@ -258,6 +281,11 @@ def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
                 )
         if any(lv["prefill_estimated"] for lv in e["levels"]):
             notes.append(f"{e['name']}: prompt tok/s is an estimate (prompt tokens / TTFT)")
+        if any((lv.get("reasoning") or {}).get("reasoning_tokens_estimated") for lv in e["levels"]):
+            notes.append(
+                f"{e['name']}: reasoning tokens counted from reasoning chunks (the engine "
+                "counts none apart): reasoning and answer tokens, and their tok/s, are estimates"
+            )
     by_name = {run.name: run for run in result.engines}
     for e in engines:
         run = by_name.get(e["name"])

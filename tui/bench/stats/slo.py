@@ -1,13 +1,16 @@
 """SLO attainment and goodput: which requests were good, and how many per second.
 
-The definition, printed in report.md and by ``infertop bench`` (:data:`SLO_DEFINITION`):
+The definition, printed in report.md and by ``infertop bench`` (:func:`slo_definition`):
 a request is **good** when it completed (status ok) and every objective given holds for
-it — TTFT ≤ ``ttft_ms``; TPOT = (e2e − TTFT) / (output tokens − 1) ≤ ``tpot_ms``; the
-request's p90 per-token ITL ≤ ``itl_ms``; e2e ≤ ``e2e_ms``. A value exactly at its limit
-meets it. Not good: a failed request; a request whose metric cannot be computed (TPOT or
-ITL with fewer than 2 output tokens); a request *cut* (still in flight when a level's
-duration limit and drain ran out, or when a capacity probe stopped early). Cancelled
-requests (the user's Ctrl-C) are left out of both counts.
+it — TTFT (request sent → first token of any kind, reasoning included) ≤ ``ttft_ms``;
+TTFO (request sent → first answer token or tool call: a reasoning model's thinking is
+inside it; = TTFT without reasoning) ≤ ``ttfo_ms``; TPOT = (e2e − TTFT) / (output tokens
+− 1) ≤ ``tpot_ms``; the request's p90 per-token ITL ≤ ``itl_ms``; e2e ≤ ``e2e_ms``. A
+value exactly at its limit meets it. Not good: a failed request; a request whose metric
+cannot be computed (TPOT or ITL with fewer than 2 output tokens, TTFO with no answer after
+its reasoning); a request *cut* (still in flight when a level's duration limit and drain
+ran out, or when a capacity probe stopped early). Cancelled requests (the user's Ctrl-C)
+are left out of both counts.
 
 - attainment = good ÷ (ok + failed + cut requests of the level), with a 95 % Wilson
   score interval (the requests taken as independent trials).
@@ -19,20 +22,40 @@ requests (the user's Ctrl-C) are left out of both counts.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from tui.bench.run.records import RequestRecord
 
-SLO_DEFINITION = (
-    "A request is good when it completed and meets every objective given (TTFT; TPOT = "
-    "(e2e − TTFT)/(output tokens − 1); the request's p90 per-token ITL; e2e), a value "
-    "exactly at its limit meeting it. Failed requests, requests whose metric cannot be "
-    "computed (TPOT or ITL with fewer than 2 output tokens) and requests cut by a "
-    "duration limit or an early-stopped probe (still in flight when the level ended) are "
-    "not good; cancelled ones (Ctrl-C) are left out. Attainment = good ÷ (ok + failed + "
-    "cut), with a 95 % Wilson interval; goodput = good requests ÷ the level's wall time "
-    "(first sent → last ended), and their output tokens ÷ the same time."
+_OBJECTIVES = "TTFT; TPOT = (e2e − TTFT)/(output tokens − 1); the request's p90 per-token ITL; e2e"
+_OBJECTIVES_TTFO = (
+    "TTFT = sent → first token of any kind; TTFO = sent → first answer token or tool call, "
+    "the model's thinking before it included; TPOT = (e2e − TTFT)/(output tokens − 1); the "
+    "request's p90 per-token ITL; e2e"
 )
+_UNCOMPUTABLE = "TPOT or ITL with fewer than 2 output tokens"
+_UNCOMPUTABLE_TTFO = _UNCOMPUTABLE + ", TTFO with no answer after the thinking"
+
+
+def slo_definition(keys: Iterable[str] = ()) -> str:
+    """The definition as report.md and ``infertop bench`` print it. TTFO is defined in it
+    when it is one of the objectives ``keys`` (else the text is as it was before TTFO)."""
+    ttfo = "ttfo_ms" in keys
+    return (
+        "A request is good when it completed and meets every objective given ("
+        + (_OBJECTIVES_TTFO if ttfo else _OBJECTIVES)
+        + "), a value exactly at its limit meeting it. Failed requests, requests whose "
+        "metric cannot be computed ("
+        + (_UNCOMPUTABLE_TTFO if ttfo else _UNCOMPUTABLE)
+        + ") and requests cut by a duration limit or an early-stopped probe (still in "
+        "flight when the level ended) are not good; cancelled ones (Ctrl-C) are left out. "
+        "Attainment = good ÷ (ok + failed + cut), with a 95 % Wilson interval; goodput = "
+        "good requests ÷ the level's wall time (first sent → last ended), and their output "
+        "tokens ÷ the same time."
+    )
+
+
+SLO_DEFINITION = slo_definition(("ttfo_ms",))  # every objective defined
 
 
 def slo_value(record: RequestRecord, key: str) -> float | None:
