@@ -64,6 +64,7 @@ def _row(i: int, state: str, **kw: Any) -> RequestRow:
         itl_p50_ms=11.0 + i / 10,
     )
     base.update(kw)
+    base.setdefault("ttfo_ms", base["ttft_ms"])  # TTFO is TTFT where nothing was reasoning
     return RequestRow(**base)
 
 
@@ -72,7 +73,7 @@ ROWS = [
          prompt_tokens=None),
     _row(2, "decoding", output_estimated=True, prompt_tokens=None),
     _row(3, "decoding"),
-    _row(4, "done", e2e_ms=900.0),
+    _row(4, "done", e2e_ms=900.0, ttfo_ms=377.0, reasoning_tokens=22),  # thought first
     _row(5, "failed", status=503, error="HTTP 503: the server is overloaded", output_tokens=0,
          ttft_ms=None, tps=None, itl_p50_ms=None),
     _row(6, "cancelled", error="the client disconnected: its upstream request was cancelled"),
@@ -96,13 +97,22 @@ DETAIL = {
         "engine_decode_tps": 87.0, "ttft_minus_engine_prefill_ms": 6.0,
         "decode_tps_vs_engine": 0.989, "finish_reason": "stop", "error": None,
         "itl_ms_p50": 11.4, "itl_ms_p90": 12.9,
+        "ttfo_ms": 377.0, "thinking_ms": 253.0, "reasoning_tokens": 22,
+        "reasoning_tokens_source": "usage", "answer_tokens": 18, "answer_tokens_estimated": False,
+        "reasoning_tps": 87.0, "answer_tps": 85.5,
     },
     "stamp_source": "kernel receive time (SO_TIMESTAMPNS)",
     "forward_delay_ms": 0.21,
     "truth_note": None,
     "note": None,
     "timeline_kept": True,
-    "chunks": [[124_000_000 + 11_500_000 * i, None] for i in range(40)],
+    # 22 reasoning chunks (the proxy adds a chunk's part where it is not answer text),
+    # 16 of answer, a tool call of 2
+    "chunks": [
+        [124_000_000 + 11_500_000 * i, None]
+        + (["reasoning"] if i < 22 else ["tool"] if i >= 38 else [])
+        for i in range(40)
+    ],
 }  # fmt: skip
 TEXT = {
     "kept": True,
