@@ -4,7 +4,9 @@ terminal-safe), and the view live against a real proxy in front of the pace serv
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import re
 import sys
 import threading
 from pathlib import Path
@@ -304,3 +306,93 @@ async def test_the_view_live_in_front_of_a_real_proxy(
         await wait_for(pilot, lambda: isinstance(app.screen, RequestTimelineScreen))
         await wait_for(pilot, lambda: app.screen.metrics is not None, 30)
         assert app.screen.metrics.output_tokens == 150
+
+
+class ThinkingUpstream:
+    """An OpenAI chat server whose answer streams ``reasoning_content`` first (as vLLM
+    with a reasoning parser and llama-server send it), then content, then a tool call:
+    a stand-in for a reasoning model, which does not run here (the embedded SmolLM2 does
+    not think). Built on the pace server's HTTP helpers; one request per connection."""
+
+    FRAMES = (
+        [{"role": "assistant", "content": ""}]
+        + [{"reasoning_content": w} for w in ("Prefill ", "is ", "one ", "pass; ", "decode ")]
+        + [{"content": w} for w in ("Decode ", "is ", "memory-bound.")]
+        + [
+            {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                             "function": {"name": "lookup", "arguments": ""}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": '{"q": 1}'}}]},
+        ]
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        ports: list[int] = []
+
+        async def serve() -> None:
+            server = await asyncio.start_server(self._conn, "127.0.0.1", 0)
+            ports.append(server.sockets[0].getsockname()[1])
+            started.set()
+
+        self.thread = threading.Thread(
+            target=lambda: (self.loop.run_until_complete(serve()), self.loop.run_forever()),
+            daemon=True,
+        )
+        self.thread.start()
+        assert started.wait(10)
+        self.port = ports[0]
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        req = await pace_server.read_request(reader)
+        if req is not None:
+            writer.write(pace_server.response_head("200 OK", "text/event-stream", None, False))
+            for i, delta in enumerate(self.FRAMES):
+                finish = "tool_calls" if i == len(self.FRAMES) - 1 else None
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
+                frame = {"id": "t1", "object": "chat.completion.chunk", "choices": [choice]}
+                writer.write(pace_server.chunk(pace_server.sse(frame)))
+                await writer.drain()
+                await asyncio.sleep(0.005)
+            writer.write(pace_server.chunk(b"data: [DONE]\n\n") + pace_server.chunk(b""))
+            await writer.drain()
+        writer.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+async def test_a_reasoning_request_through_a_real_proxy(make_config, build_app, wait_for):
+    """A client's streamed answer that thinks, then answers, then calls a tool, read by a
+    real proxy: its row and timeline say TTFO, the reasoning tokens, and which chunks were
+    reasoning and which the tool call."""
+    upstream = ThinkingUpstream()
+    proxy = ProxyThread(ProxyConfig(upstream=f"http://127.0.0.1:{upstream.port}", listen_port=0))
+    proxy.start()
+    try:
+        app = _app(make_config, build_app, proxy.url)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, RequestsScreen)
+            await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.attached)
+            body = {"model": "thinker", "stream": True, "messages": []}
+            r = await asyncio.to_thread(
+                httpx.post, proxy.url + "/v1/chat/completions", json=body, timeout=30
+            )
+            assert r.status_code == 200 and "reasoning_content" in r.text
+            await wait_for(pilot, lambda: [x.state for x in screen.rows] == ["done"], 30)
+            row = screen.rows[0]
+            assert row.reasoning_tokens == 5 and row.ttfo_ms is not None
+            assert row.ttft_ms is not None and row.ttfo_ms > row.ttft_ms
+            assert "5 of them reasoning · TTFO" in screen_text(app)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, RequestTimelineScreen))
+            await wait_for(pilot, lambda: app.screen.metrics is not None, 30)
+            await pilot.pause(0.1)
+            text = screen_text(app)
+            assert re.search(r"chunks: 1–5 reasoning · 6–8 answer · 9(–\d+)? tool call", text)
+            assert "TTFO " in text and " · reasoning 5 tok (" in text
+    finally:
+        proxy.stop()
+        upstream.stop()
