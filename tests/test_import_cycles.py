@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
 # Circles still open on this branch, each the exact, sorted set of its modules, with why.
 # Each entry must still be a circle (test_no_import_cycles fails on one that is not), so
 # the list cannot go stale silently; remove an entry when the change opening it lands.

@@ -4,7 +4,9 @@ terminal-safe), and the view live against a real proxy in front of the pace serv
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import re
 import sys
 import threading
 from pathlib import Path
@@ -64,6 +66,7 @@ def _row(i: int, state: str, **kw: Any) -> RequestRow:
         itl_p50_ms=11.0 + i / 10,
     )
     base.update(kw)
+    base.setdefault("ttfo_ms", base["ttft_ms"])  # TTFO is TTFT where nothing was reasoning
     return RequestRow(**base)
 
 
@@ -72,7 +75,7 @@ ROWS = [
          prompt_tokens=None),
     _row(2, "decoding", output_estimated=True, prompt_tokens=None),
     _row(3, "decoding"),
-    _row(4, "done", e2e_ms=900.0),
+    _row(4, "done", e2e_ms=900.0, ttfo_ms=377.0, reasoning_tokens=22),  # thought first
     _row(5, "failed", status=503, error="HTTP 503: the server is overloaded", output_tokens=0,
          ttft_ms=None, tps=None, itl_p50_ms=None),
     _row(6, "cancelled", error="the client disconnected: its upstream request was cancelled"),
@@ -96,13 +99,22 @@ DETAIL = {
         "engine_decode_tps": 87.0, "ttft_minus_engine_prefill_ms": 6.0,
         "decode_tps_vs_engine": 0.989, "finish_reason": "stop", "error": None,
         "itl_ms_p50": 11.4, "itl_ms_p90": 12.9,
+        "ttfo_ms": 377.0, "thinking_ms": 253.0, "reasoning_tokens": 22,
+        "reasoning_tokens_source": "usage", "answer_tokens": 18, "answer_tokens_estimated": False,
+        "reasoning_tps": 87.0, "answer_tps": 85.5,
     },
     "stamp_source": "kernel receive time (SO_TIMESTAMPNS)",
     "forward_delay_ms": 0.21,
     "truth_note": None,
     "note": None,
     "timeline_kept": True,
-    "chunks": [[124_000_000 + 11_500_000 * i, None] for i in range(40)],
+    # 22 reasoning chunks (the proxy adds a chunk's part where it is not answer text),
+    # 16 of answer, a tool call of 2
+    "chunks": [
+        [124_000_000 + 11_500_000 * i, None]
+        + (["reasoning"] if i < 22 else ["tool"] if i >= 38 else [])
+        for i in range(40)
+    ],
 }  # fmt: skip
 TEXT = {
     "kept": True,
@@ -296,17 +308,18 @@ async def test_the_view_live_in_front_of_a_real_proxy(
         assert app.screen.metrics.output_tokens == 150
 
 
-class ThinkingFeed(FixedFeed):
-    """The same rows, the last of them a reasoning model's answer."""
+class PlainFeed(FixedFeed):
+    """The same rows, none of them a reasoning model's (TTFO is TTFT in every one)."""
 
     def snapshot(self) -> WatchSnapshot:
         snap = super().snapshot()
-        snap.rows[-1].ttfo_ms, snap.rows[-1].reasoning_tokens = 912.0, 40
+        for r in snap.rows:
+            r.ttfo_ms, r.reasoning_tokens = r.ttft_ms, None
         return snap
 
 
 async def test_the_ttfo_column_shows_only_when_a_row_reasoned(make_config, build_app, wait_for):
-    for feed, shown in ((FixedFeed(), False), (ThinkingFeed(), True)):
+    for feed, shown in ((PlainFeed(), False), (FixedFeed(), True)):
         app = _app(make_config, build_app, feed)
         async with app.run_test(size=(120, 40)) as pilot:
             await _shown(pilot, wait_for)
@@ -314,4 +327,94 @@ async def test_the_ttfo_column_shows_only_when_a_row_reasoned(make_config, build
             assert ("ttfo_ms" in keys) == shown and "ttft_ms" in keys
             if shown:
                 row = next(i for i, r in enumerate(_table(app).rows) if r.reasoning_tokens)
-                assert _table(app).cell_text(row, "ttfo_ms") == "912ms"
+                assert _table(app).cell_text(row, "ttfo_ms") == "377ms"
+
+
+class ThinkingUpstream:
+    """An OpenAI chat server whose answer streams ``reasoning_content`` first (as vLLM
+    with a reasoning parser and llama-server send it), then content, then a tool call:
+    a stand-in for a reasoning model, which does not run here (the embedded SmolLM2 does
+    not think). Built on the pace server's HTTP helpers; one request per connection."""
+
+    FRAMES = (
+        [{"role": "assistant", "content": ""}]
+        + [{"reasoning_content": w} for w in ("Prefill ", "is ", "one ", "pass; ", "decode ")]
+        + [{"content": w} for w in ("Decode ", "is ", "memory-bound.")]
+        + [
+            {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                             "function": {"name": "lookup", "arguments": ""}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": '{"q": 1}'}}]},
+        ]
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        ports: list[int] = []
+
+        async def serve() -> None:
+            server = await asyncio.start_server(self._conn, "127.0.0.1", 0)
+            ports.append(server.sockets[0].getsockname()[1])
+            started.set()
+
+        self.thread = threading.Thread(
+            target=lambda: (self.loop.run_until_complete(serve()), self.loop.run_forever()),
+            daemon=True,
+        )
+        self.thread.start()
+        assert started.wait(10)
+        self.port = ports[0]
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        req = await pace_server.read_request(reader)
+        if req is not None:
+            writer.write(pace_server.response_head("200 OK", "text/event-stream", None, False))
+            for i, delta in enumerate(self.FRAMES):
+                finish = "tool_calls" if i == len(self.FRAMES) - 1 else None
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
+                frame = {"id": "t1", "object": "chat.completion.chunk", "choices": [choice]}
+                writer.write(pace_server.chunk(pace_server.sse(frame)))
+                await writer.drain()
+                await asyncio.sleep(0.005)
+            writer.write(pace_server.chunk(b"data: [DONE]\n\n") + pace_server.chunk(b""))
+            await writer.drain()
+        writer.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+async def test_a_reasoning_request_through_a_real_proxy(make_config, build_app, wait_for):
+    """A client's streamed answer that thinks, then answers, then calls a tool, read by a
+    real proxy: its row and timeline say TTFO, the reasoning tokens, and which chunks were
+    reasoning and which the tool call."""
+    upstream = ThinkingUpstream()
+    proxy = ProxyThread(ProxyConfig(upstream=f"http://127.0.0.1:{upstream.port}", listen_port=0))
+    proxy.start()
+    try:
+        app = _app(make_config, build_app, proxy.url)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, RequestsScreen)
+            await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.attached)
+            body = {"model": "thinker", "stream": True, "messages": []}
+            r = await asyncio.to_thread(
+                httpx.post, proxy.url + "/v1/chat/completions", json=body, timeout=30
+            )
+            assert r.status_code == 200 and "reasoning_content" in r.text
+            await wait_for(pilot, lambda: [x.state for x in screen.rows] == ["done"], 30)
+            row = screen.rows[0]
+            assert row.reasoning_tokens == 5 and row.ttfo_ms is not None
+            assert row.ttft_ms is not None and row.ttfo_ms > row.ttft_ms
+            assert "5 of them reasoning · TTFO" in screen_text(app)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, RequestTimelineScreen))
+            await wait_for(pilot, lambda: app.screen.metrics is not None, 30)
+            await pilot.pause(0.1)
+            text = screen_text(app)
+            assert re.search(r"chunks: 1–5 reasoning · 6–8 answer · 9(–\d+)? tool call", text)
+            assert "TTFO " in text and " · reasoning 5 tok (" in text
+    finally:
+        proxy.stop()
+        upstream.stop()

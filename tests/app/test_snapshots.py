@@ -20,6 +20,7 @@ from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
+from tui.core.events import REASONING, TOOL
 from tui.core.kv import KvLayout, state_from_fill
 from tui.core.metrics import RequestMetrics
 from tui.engines.placement import SEQUENTIAL, ABPlan
@@ -53,6 +54,23 @@ FIXED = RequestMetrics(
     ttft_minus_engine_prefill_ms=0.6,
     decode_tps_vs_engine=0.997,
     finish_reason="stop",
+)
+THOUGHT = (
+    "The user asks which phase is bound by memory. Prefill reads the prompt in one pass "
+    "and is compute-bound; decode streams the weights once per token."
+)
+REASONED = RequestMetrics(
+    **{
+        **FIXED.__dict__,
+        "output_tokens": 186,
+        "ttfo_ms": 3410.0,
+        "thinking_ms": 3228.0,
+        "reasoning_tokens": 120,
+        "reasoning_tokens_source": "usage",
+        "answer_tokens": 66,
+        "reasoning_tps": 37.2,
+        "answer_tps": 90.1,
+    }
 )
 SMOLLM2 = KvLayout(n_layers=30, n_kv_heads=3, kv_heads_total=90, head_dim_k=64, head_dim_v=64)
 SAMPLE = TelemetrySample(
@@ -178,6 +196,29 @@ def test_engine_load_error(snap_compare, make_config, build_app):
 def test_light_theme(snap_compare, make_config, build_app):
     app = build_app(make_config('[ui]\ntheme = "infertop-light"\n' + gen() + LOCAL))
     assert snap_compare(app, terminal_size=(120, 36), run_before=_settle)
+
+
+def test_reasoning_turn_80x24(snap_compare, make_config, build_app):
+    """A reasoning model's answer: its reasoning folded above it, a tool call, TTFO
+    beside TTFT in the summary and the sparkline block, the key that unfolds it."""
+    app = build_app(make_config(gen() + LOCAL))
+
+    async def run(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _settle(pilot, answer=False)
+        chat = pilot.app.chat
+        conv = chat.query_one("#conv-A", Conversation)
+        turn = await conv.add_turn("Which phase is memory-bound?", "local", "r-A")
+        await turn.append(THOUGHT, REASONING)
+        turn.show_thought(REASONED.thinking_ms, REASONED.reasoning_tokens, False)
+        await turn.append("**Decode**: each token streams every weight from memory.")
+        await turn.append('lookup({"topic": "decode"})', TOOL)
+        await turn.finish(summary_line(REASONED))
+        pilot.app.core.push_history("A", REASONED)
+        chat.view.show_history("A")
+        chat.view.note_fold(turn)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run)
 
 
 def test_cancelled_and_failed_answers(snap_compare, make_config, build_app):

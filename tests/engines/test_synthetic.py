@@ -76,3 +76,32 @@ async def test_cancel_and_fault_and_bad_options():
         engine(speed=3)
     with pytest.raises(EngineError, match="boom"):
         await engine(fail_load="boom").load()
+
+
+async def test_reasoning_think_tags_and_a_tool_call(monkeypatch):
+    """``reasoning_tokens``: the first N tokens are REASONING chunks and usage counts
+    them; ``think_tags``: the same reasoning written inside <think> tags in the text and
+    split apart again by the HTTP engines' splitter (so usage says nothing of it; the
+    chunks do); ``tool_call``: the last four tokens are TOOL chunks. On virtual time TTFO
+    is exactly N tokens after TTFT."""
+    monkeypatch.setattr(synthetic_module, "time", VirtualClock().time)
+    call = ["lookup(", '{"topic": ', '"decode"}', ")"]
+    for tags in (False, True):
+        e = engine(tokens_per_s=100, ttft_ms=20, reasoning_tokens=5, tool_call="lookup",
+                   think_tags=tags)  # fmt: skip
+        await e.load()
+        tl, _ = await run(e, 12)
+        assert tl.parts == ["reasoning"] * 5 + ["answer"] * 3 + ["tool"] * 4
+        assert tl.chunk_tokens == [1] * 12 and "think>" not in "".join(tl.chunk_text)
+        assert tl.reasoning_text == "The user asks about the"
+        assert tl.text == "Prefill reads the" + "".join(call)
+        assert tl.usage_reasoning_tokens == (None if tags else 5)
+        m = compute_metrics(tl)
+        assert m.reasoning_tokens == 5 and m.answer_tokens == 7
+        assert m.reasoning_tokens_source == ("engine-chunks" if tags else "usage")
+        assert m.ttfo_ms == pytest.approx(20.0 + 5 * 10.0) and m.ttft_ms == pytest.approx(20.0)
+    # the reasoning outlasts max_tokens: all of it reasoning, the call never starts
+    tl, _ = await run(engine(tokens_per_s=1000, reasoning_tokens=50, tool_call="f"), 6)
+    assert tl.parts == ["reasoning"] * 6 and tl.text == ""
+    with pytest.raises(EngineError, match="reasoning_tokens must be >= 0"):
+        engine(reasoning_tokens=-1)

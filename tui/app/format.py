@@ -16,6 +16,11 @@ def ms(v: float | None) -> str:
     return f"{v:.1f} ms"
 
 
+def duration(v: float) -> str:
+    """A span of a second or more in seconds ("3.2 s"), a shorter one as :func:`ms`."""
+    return f"{v / 1000:.1f} s" if v >= 1000 else ms(v)
+
+
 def tps(v: float | None) -> str:
     return "–" if v is None else (f"{v:.0f}" if v >= 1000 else f"{v:.1f}")
 
@@ -35,12 +40,26 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{b / a:.2f}×"
 
 
+def had_reasoning(m: RequestMetrics) -> bool:
+    """The model thought: it streamed reasoning, or its engine counted reasoning tokens
+    (a model that hides its reasoning)."""
+    return m.thinking_ms is not None or bool(m.reasoning_tokens)
+
+
 def summary_line(m: RequestMetrics) -> str:
-    """The one-line summary under an answer. Estimates carry '(est.)'."""
+    """The one-line summary under an answer. Estimates carry '(est.)'. TTFO (the first
+    answer token or tool call, tui/core/metrics.py) follows TTFT where the model thought
+    first; "N tok (R reasoning)" says how many of the tokens were its reasoning."""
     parts = [f"TTFT {ms(m.ttft_ms)}"]
+    if had_reasoning(m) and m.ttfo_ms != m.ttft_ms:
+        parts.append(f"TTFO {ms(m.ttfo_ms)}")
     n = m.output_tokens
     if n is not None:
-        parts.append(f"{n} tok" + (" (est.)" if m.output_tokens_estimated else ""))
+        tok = f"{n} tok"
+        if m.reasoning_tokens:
+            est = "~" if m.reasoning_tokens_source == "chunk-count-estimate" else ""
+            tok += f" ({est}{m.reasoning_tokens} reasoning)"
+        parts.append(tok + (" (est.)" if m.output_tokens_estimated else ""))
     if m.decode_tps is not None:
         parts.append(f"{tps(m.decode_tps)} tok/s")
     if m.itl_ms_p50 is not None:

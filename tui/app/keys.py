@@ -8,6 +8,7 @@ BINDING_IDS = (
     "ab",
     "panels",
     "clear",
+    "reasoning",
     "theme",
     "bench",
     "fleet",

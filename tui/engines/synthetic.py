@@ -16,6 +16,18 @@ Options (``[engines.NAME.options]``):
 - ``text`` (str): the passage to cycle instead of the built-in one.
 - ``load_stderr`` (str): written straight to file descriptor 2 during ``load()``, the way
   llama.cpp's C code logs while a model loads (tests that the UI keeps it off screen).
+- ``reasoning_tokens`` (int, default 0): the first N tokens are the model's reasoning
+  (REASONING chunks, words of a fixed thought), as a server with a reasoning parser
+  streams them; its usage then says N of the tokens were reasoning.
+- ``think_tags`` (bool, default false): the reasoning is written into the answer's text
+  inside ``<think>`` and ``</think>`` instead, as a server without a reasoning parser
+  streams it, and told apart by the same splitter the HTTP engines use
+  (tui/engines/dialects/think.py); usage then says nothing of reasoning.
+- ``tool_call`` (str, default none): the last four tokens are a call to the tool of this
+  name, streamed as TOOL chunks ``name(``, ``{"topic": ``, ``"decode"}``, ``)`` (cut short
+  when the reasoning leaves fewer tokens, as a length stop would cut it).
+
+Every token of every part is one engine-counted token: ``max_tokens`` counts them all.
 """
 
 from __future__ import annotations
@@ -24,11 +36,14 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 
 from tui.core.cancel import CancelToken
 from tui.core.events import (
+    ANSWER,
+    REASONING,
+    TOOL,
     EngineReport,
     EngineTruth,
     Failed,
@@ -40,6 +55,7 @@ from tui.core.events import (
     Usage,
 )
 from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, refused
+from tui.engines.dialects.think import CLOSE, OPEN, ThinkSplitter
 from tui.transport.handoff import Handoff
 
 PASSAGE = (
@@ -48,6 +64,11 @@ PASSAGE = (
     "memory. That is why time to first token grows with the prompt, and why tokens "
     "per second during decode tracks memory bandwidth rather than raw arithmetic."
 )
+THOUGHT = (
+    "The user asks about the two phases of inference. Prefill handles the prompt in one "
+    "pass; decode adds one token at a time. I should say what bounds each of them."
+)
+CALL_ARGUMENTS = ('{"topic": ', '"decode"}')
 
 
 class SyntheticEngine(Engine):
@@ -64,26 +85,45 @@ class SyntheticEngine(Engine):
             self.load_delay_ms = float(opts.pop("load_ms", 0.0))
             fail_after = opts.pop("fail_after", None)
             self.fail_after = None if fail_after is None else int(fail_after)
+            self.reasoning_tokens = int(opts.pop("reasoning_tokens", 0))
         except (TypeError, ValueError) as e:
             raise EngineError(f"engine {spec.name!r}: bad synthetic option: {e}") from None
         self.fail_load = opts.pop("fail_load", None)
         self.load_stderr = opts.pop("load_stderr", None)
         text = str(opts.pop("text", PASSAGE))
+        self.think_tags = bool(opts.pop("think_tags", False))
+        tool = opts.pop("tool_call", None)
+        self.tool_call: tuple[str, ...] = (f"{tool}(", *CALL_ARGUMENTS, ")") if tool else ()
         if opts:
             raise EngineError(
                 f"engine {spec.name!r}: unknown synthetic option(s): {', '.join(sorted(opts))}"
             )
         if self.tokens_per_s <= 0:
             raise EngineError(f"engine {spec.name!r}: tokens_per_s must be > 0")
+        if self.reasoning_tokens < 0:
+            raise EngineError(f"engine {spec.name!r}: reasoning_tokens must be >= 0")
         words = text.split(" ")
         self._words = words or ["?"]
+        self._thought = THOUGHT.split(" ")
         self._load_ms: float | None = None
 
-    def _token(self, i: int) -> str:
+    def _token(self, i: int, words: list[str] | None = None) -> str:
         """Token i: the passage's words in turn; each repeat starts a new paragraph."""
-        k = len(self._words)
+        words = words or self._words
+        k = len(words)
         sep = "" if i == 0 else ("\n\n" if i % k == 0 else " ")
-        return sep + self._words[i % k]
+        return sep + words[i % k]
+
+    def _part(self, i: int, n: int) -> tuple[str, str]:
+        """Token i of ``n``: (what it is, its text). The reasoning first, then the answer,
+        the tool call last (see the module docstring)."""
+        r = self.reasoning_tokens
+        if i < r:
+            return REASONING, self._token(i, self._thought)
+        call = max(r, n - len(self.tool_call))
+        if self.tool_call and i >= call:
+            return TOOL, self.tool_call[i - call]
+        return ANSWER, self._token(i - r)
 
     @classmethod
     def fixed_controls(cls, request: GenerationRequest) -> dict[str, str]:
@@ -155,6 +195,8 @@ class SyntheticEngine(Engine):
         n = 0
         reason = "length"
         t_first = t_last = None
+        n_reasoning = 0
+        splitter = ThinkSplitter() if self.think_tags and self.reasoning_tokens else None
         try:
             for i in range(request.max_tokens):
                 due = t_first_due + i * interval_ns
@@ -165,12 +207,20 @@ class SyntheticEngine(Engine):
                     put(Failed(time.perf_counter_ns(), "synthetic engine fault (fail_after)"))
                     return
                 t = time.perf_counter_ns()
-                put(TextChunk(t, self._token(i), 1))
+                part, text = self._part(i, request.max_tokens)
+                n_reasoning += part == REASONING
+                if splitter is None:
+                    put(TextChunk(t, text, 1, part))
+                else:  # the reasoning in tags, in the answer's text (module docstring)
+                    self._tagged(splitter, i, t, part, text, put)
                 n += 1
                 t_first = t if t_first is None else t_first
                 t_last = t
             t_end = time.perf_counter_ns()
-            put(Usage(t_end, prompt_tokens, n))
+            if splitter is not None:
+                splitter.flush(t_end, put)
+            reasoning = n_reasoning if n_reasoning and splitter is None else None
+            put(Usage(t_end, prompt_tokens, n, reasoning))
             decode_ms = None
             if t_first is not None and t_last is not None and n >= 2:
                 decode_ms = (t_last - t_first) / 1e6
@@ -191,6 +241,27 @@ class SyntheticEngine(Engine):
             put(Finished(time.perf_counter_ns(), reason))
         finally:
             out.close()
+
+    def _tagged(
+        self, splitter: ThinkSplitter, i: int, t: int, part: str, text: str, put: Put
+    ) -> None:
+        """Token i as a model without a reasoning parser writes it: the reasoning inside
+        ``<think>``…``</think>`` in the answer's text, split apart again by ``splitter``
+        (a tool call comes apart from the text, as in every API)."""
+        if i == 0:
+            text = OPEN + text
+        elif i == self.reasoning_tokens:  # the first token after the reasoning
+            if part == TOOL:
+                splitter.split(t, CLOSE, 0, put)
+            else:
+                text = CLOSE + "\n\n" + text
+        if part == TOOL:
+            put(TextChunk(t, text, 1, TOOL))
+        else:
+            splitter.split(t, text, 1, put)
+
+
+Put = Callable[[StreamEvent], None]
 
 
 class _Either:

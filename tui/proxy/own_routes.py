@@ -6,7 +6,8 @@
 - ``GET /infertop/events`` — the live NDJSON stream the requests view reads
   (:mod:`tui.proxy.book`).
 - ``GET /infertop/requests/ID`` — one request's row, metrics, engine report and chunk
-  stamps; with ``?text=1`` also its prompt and answer (other people's data: the view asks
+  stamps (``[t_ns, tokens]``, the chunk's part third where it is reasoning or a tool
+  call); with ``?text=1`` also its prompt and answer (other people's data: the view asks
   only when its user presses a key).
 
 The last two answer **the proxy's own user on its machine only** (403 otherwise): a
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from tui.core.events import ANSWER
 from tui.proxy.book import RequestBook, json_line
 from tui.proxy.exchange import ClientRequest
 from tui.proxy.record import ProxiedRequest
@@ -150,9 +152,12 @@ def detail(rec: ProxiedRequest, with_text: bool) -> dict[str, Any]:
     """One request for the timeline view (``with_text``: its prompt and answer too)."""
     tl = rec.timeline
     t0 = tl.t_sent_ns or 0
-    chunks = [[t - t0, k] for t, x, k in zip(tl.chunk_ns, tl.chunk_text, tl.chunk_tokens) if x][
-        -CHUNKS_SHOWN:
-    ]
+    # a chunk's part as a third item only where it is not answer text (as session files)
+    chunks = [
+        [t - t0, k] if p == ANSWER else [t - t0, k, p]
+        for t, x, k, p in zip(tl.chunk_ns, tl.chunk_text, tl.chunk_tokens, tl.parts)
+        if x
+    ][-CHUNKS_SHOWN:]
     m = rec.metrics
     out: dict[str, Any] = {
         "row": rec.row().to_json(),

@@ -61,6 +61,7 @@ class ChatScreen(ChatEngines):
         Binding("ctrl+o", "toggle_ab", "A/B", id="ab", priority=True),
         Binding("f2", "toggle_panels", "Panels", id="panels", priority=True),
         Binding("ctrl+l", "clear", "Clear", id="clear", priority=True, show=False),
+        Binding("ctrl+r", "toggle_reasoning", "Thoughts", id="reasoning", priority=True),
     ]
 
     def __init__(
@@ -159,6 +160,19 @@ class ChatScreen(ChatEngines):
         self.toggle_class("-show-panels")
         if not self.has_class("-show-panels"):
             self.focus_prompt()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The reasoning key is offered (in the footer too) once a reasoning is folded."""
+        if action == "toggle_reasoning":
+            return self.view.folds
+        return True
+
+    def action_toggle_reasoning(self) -> None:
+        """Unfold the latest reasoning of each shown pane (fold them when all are open)."""
+        folds = self.view.last_folds()
+        collapsed = not any(fold.collapsed for fold in folds)
+        for fold in folds:
+            fold.collapsed = collapsed
 
     def focus_prompt(self) -> None:
         """Give the prompt the keyboard (after F2, a closed screen or palette, an engine

@@ -24,14 +24,15 @@ from tui.app.widgets.engine_bar import EngineBar, SlotView
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.kv_line import KvLine, kv_short
 from tui.app.widgets.metrics_panel import MetricsPanel
+from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.app.widgets.strip import strip_text
 from tui.app.widgets.text_lines import TextLines
 from tui.chat.core import ChatCore
 from tui.chat.events import AnswerEnded, AnswerWaiting, TurnEnded
 from tui.chat.hardware import HardwareWatch, roofline_text
-from tui.core.events import ContextFill
+from tui.core.events import REASONING, ContextFill
 from tui.core.kv import KvState
-from tui.core.live import LiveSnapshot
+from tui.core.live import LiveRequest, LiveSnapshot
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
@@ -50,6 +51,7 @@ class ChatView:
         self.kv_short = ""  # slot A's KV cache, for the narrow strip
         self._kv_fill_shown: dict[str, ContextFill] = {}
         self._widgets: dict[str, Widget] = {}  # see _one
+        self.folds = False  # a turn's reasoning is folded in a pane (the key may unfold it)
 
     # -- answers -------------------------------------------------------------------------
     async def add_turn(self, slot: str, prompt: str, request_id: str) -> None:
@@ -64,9 +66,39 @@ class ChatView:
             if live is None or live.done:
                 continue
             turn = self.turns.get((slot, live.request_id))
-            text = live.drain()
-            if turn is not None and text and not turn.finished:
-                await turn.append(text)
+            runs = live.drain_parts()
+            if turn is not None and runs and not turn.finished:
+                await self._append(turn, runs, live)
+
+    async def _append(self, turn: Turn, runs: list[tuple[str, str]], live: LiveRequest) -> None:
+        """Runs of text (part, text) into ``turn``. When they end its thinking, the fold's
+        line gets the live numbers first (final ones come with the answer's end):
+        thinking time = TTFO − TTFT, the first token being the reasoning's."""
+        if turn.thinking and any(part != REASONING for part, _ in runs):
+            snap = live.snapshot()
+            thinking = None
+            if snap.ttfo_ms is not None and snap.ttft_ms is not None:
+                thinking = snap.ttfo_ms - snap.ttft_ms
+            turn.show_thought(thinking, snap.reasoning_tokens, snap.tokens_estimated)
+        for part, text in runs:
+            await turn.append(text, part)
+        self.note_fold(turn)
+
+    def note_fold(self, turn: Turn) -> None:
+        """The first folded reasoning shows the key that unfolds it (the footer)."""
+        if turn.fold is not None and not self.folds:
+            self.folds = True
+            self.screen.refresh_bindings()
+
+    def last_folds(self) -> list[ReasoningFold]:
+        """The reasoning fold of each shown pane's latest turn that has one."""
+        folds = []
+        for slot in self.core.slots():
+            conv = self.screen.query_one(f"#conv-{slot}", Conversation)
+            fold = next((t.fold for t in reversed(conv.turns) if t.fold is not None), None)
+            if fold is not None:
+                folds.append(fold)
+        return folds
 
     def answer_waiting(self, event: AnswerWaiting) -> None:
         turn = self.turns.get((event.slot, event.request_id))
@@ -78,9 +110,14 @@ class ChatView:
         slot, live, m = event.slot, event.live, event.metrics
         turn = self.turns.get((slot, live.request_id))
         if turn is not None and turn.is_attached:
-            await turn.append(live.drain())
+            for part, text in live.drain_parts():
+                await turn.append(text, part)
+            if turn.reasoning:
+                estimated = m.reasoning_tokens_source == "chunk-count-estimate"
+                turn.show_thought(m.thinking_ms, m.reasoning_tokens, estimated)
             state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
             await turn.finish(summary_line(m), state)
+            self.note_fold(turn)
             if not state and self.telemetry and self.hardware.shows(turn.engine):
                 self._energy.expect(turn, live.timeline, m.output_tokens)
             if m.error:
@@ -101,6 +138,9 @@ class ChatView:
         for slot in ("A", "B"):
             await self.screen.query_one(f"#conv-{slot}", Conversation).clear()
         self.turns.clear()
+        if self.folds:
+            self.folds = False
+            self.screen.refresh_bindings()
 
     def sampled(self, sample: TelemetrySample, busy: bool) -> None:
         """A hardware reading: drawn now when idle (while busy, by the next frame), and
@@ -161,6 +201,9 @@ class ChatView:
             live = self.core.live[slot]
             if live is not None and not live.done:
                 snap = snaps[slot] = live.snapshot()
+                turn = self.turns.get((slot, live.request_id))
+                if turn is not None and turn.thinking:
+                    turn.show_thinking(snap.reasoning_tokens, snap.tokens_estimated)
                 if not narrow or self.screen.has_class("-show-panels"):
                     self.metrics_panel(slot).show_live(snap)
                 if narrow:

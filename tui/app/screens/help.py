@@ -26,6 +26,12 @@ GROUPS: tuple[tuple[str, tuple[tuple[str | None, str, str], ...]], ...] = (
             (None, "↑ / ↓", "earlier prompts (on the first / last line)"),
             ("cancel", "Esc", "cancel the answer that is streaming (what came stays)"),
             ("clear", "Ctrl+L", "clear the conversation (the session log keeps it)"),
+            (
+                "reasoning",
+                "Ctrl+R",
+                "unfold (and fold again) the reasoning of the latest answer, when its "
+                "model thought; a click on the fold's line does it too",
+            ),
         ),
     ),
     (

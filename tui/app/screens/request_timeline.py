@@ -2,10 +2,12 @@
 
 Shows the request's numbers by the same definitions as the chat's (TTFT, TTFR, e2e,
 tokens and where the count came from, decode tok/s, TPOT, ITL p50/p90, prefill tok/s —
-the engine's where it reported one, else an estimate, said so), the engine's own account
-beside ours, the prefill/decode phase bar, and the gaps between its chunks as a
-sparkline. Its prompt and answer are other people's data: hidden until ``t`` is pressed,
-fetched from the proxy then, and made terminal-safe before they are drawn.
+the engine's where it reported one, else an estimate, said so), where the model thought first
+its TTFO, thinking time and reasoning vs answer tokens and tok/s, the engine's own account
+beside ours, the prefill/decode phase bar, the gaps between its chunks as a sparkline,
+and which of those chunks were reasoning or a tool call. Its prompt and answer are other
+people's data: hidden until ``t`` is pressed, fetched from the proxy then, and made
+terminal-safe before they are drawn.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.app.format import ms, tps
+from tui.app.format import duration, had_reasoning, ms, tps
 from tui.app.widgets.metric_lines import MetricLines
 from tui.app.widgets.metrics_panel import phase_bar, truth_line, values_text
 from tui.core.metrics import RequestMetrics
@@ -40,6 +42,10 @@ class TimelineLoaded(Message):
         self.detail, self.error, self.text = detail, error, text
 
 
+PART_NAMES = {"reasoning": "reasoning", "tool": "tool call", "answer": "answer"}
+RUNS_SHOWN = 12  # runs of parts named on the chunk line; more are counted
+
+
 def gaps_ms(chunks: Any) -> list[float]:
     """Gaps between successive chunks with text, in ms, from ``[[t_rel_ns, tokens], ...]``
     (untrusted: entries that are not two numbers are skipped)."""
@@ -49,6 +55,43 @@ def gaps_ms(chunks: Any) -> list[float]:
         if isinstance(c, list) and c and isinstance(c[0], int) and not isinstance(c[0], bool)
     ]
     return [(b - a) / 1e6 for a, b in zip(stamps, stamps[1:])]
+
+
+def parts_text(chunks: Any) -> str:
+    """Which chunks were reasoning or a tool call, from ``[[t_rel_ns, tokens, part], ...]``
+    (a third item only where the chunk is not answer text): "chunks: 1–120 reasoning ·
+    121–186 answer · 187–190 tool call"; "" when every chunk is answer text. Untrusted:
+    an entry that is not a list counts as answer text, an unknown part is named "other",
+    and past :data:`RUNS_SHOWN` runs the rest are counted, not named (linear in the list)."""
+    if not isinstance(chunks, list):
+        return ""
+    runs: list[list[Any]] = []  # [part, first, last] (1-based chunk numbers)
+    for i, c in enumerate(chunks, 1):
+        part = c[2] if isinstance(c, list) and len(c) > 2 else "answer"
+        name = PART_NAMES.get(part, "other") if isinstance(part, str) else "other"
+        if runs and runs[-1][0] == name:
+            runs[-1][2] = i
+        else:
+            runs.append([name, i, i])
+    if all(name == "answer" for name, _, _ in runs):
+        return ""
+    shown = [f"{a}–{b} {name}" if b > a else f"{a} {name}" for name, a, b in runs[:RUNS_SHOWN]]
+    more = f" · {len(runs) - RUNS_SHOWN} more runs" if len(runs) > RUNS_SHOWN else ""
+    return "chunks: " + " · ".join(shown) + more
+
+
+def reasoning_numbers(m: RequestMetrics) -> str:
+    """TTFO, thinking time, and reasoning vs answer tokens and tok/s, with where the
+    reasoning count came from (tui/core/metrics.py)."""
+    thought = "" if m.thinking_ms is None else f" · thought {duration(m.thinking_ms)}"
+    r = "–" if m.reasoning_tokens is None else m.reasoning_tokens
+    a = "–" if m.answer_tokens is None else m.answer_tokens
+    source = f" ({m.reasoning_tokens_source})" if m.reasoning_tokens_source else ""
+    a_est = " (estimate)" if m.answer_tokens_estimated else ""
+    return (
+        f"TTFO {ms(m.ttfo_ms)}{thought} · reasoning {r} tok{source} "
+        f"{tps(m.reasoning_tps)} tok/s · answer {a} tok{a_est} {tps(m.answer_tps)} tok/s"
+    )
 
 
 def numbers_text(m: RequestMetrics, d: dict[str, Any]) -> str:
@@ -71,6 +114,8 @@ def numbers_text(m: RequestMetrics, d: dict[str, Any]) -> str:
         + (f" ({m.prefill_tps_source})" if m.prefill_tps_source else ""),
         truth_line(m),
     ]
+    if had_reasoning(m):
+        lines.insert(1, reasoning_numbers(m))
     for key, label in (
         ("truth_note", "engine report"),
         ("note", "note"),
@@ -108,6 +153,7 @@ class RequestTimelineScreen(Screen[None]):
         )
         yield Static("", id="rt-phase")
         yield MetricLines([("gaps", "gap ms")], label_width=8, values_width=34, min_spark=8)
+        yield Static("", id="rt-parts", markup=False)
         with VerticalScroll(id="rt-text-box"):
             yield Static(HIDDEN, id="rt-text", markup=False)
         yield Footer(compact=True)
@@ -145,10 +191,15 @@ class RequestTimelineScreen(Screen[None]):
             numbers.update(numbers_text(self.metrics, d))
             width = max(20, self.size.width - 2)
             self.query_one("#rt-phase", Static).update(phase_bar(self.metrics, width))
-        gaps = gaps_ms(d.get("chunks") if isinstance(d.get("chunks"), list) else [])
+        chunks = d.get("chunks") if isinstance(d.get("chunks"), list) else []
+        gaps = gaps_ms(chunks)
         self.query_one(MetricLines).show(
             "gaps", gaps, values_text("ms", gaps, gaps[-1] if gaps else None)
         )
+        text = terminal_label(parts_text(chunks), 400)
+        parts = self.query_one("#rt-parts", Static)
+        parts.update(text)
+        parts.display = bool(text)
         if msg.text:
             self._show_text(d.get("text"))
 

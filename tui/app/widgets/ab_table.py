@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual import events
 from textual.widgets import DataTable
 
-from tui.app.format import ms, ratio, tps
+from tui.app.format import had_reasoning, ms, ratio, tps
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
@@ -41,11 +41,18 @@ class ABTable(DataTable[str]):
         self.add_columns("turn", "metric", "B/A", "A", "B", "run")
 
     def add_turn(self, turn: int, a: RequestMetrics, b: RequestMetrics, plan: ABPlan) -> None:
-        """Three rows (TTFT, decode, prefill) for one A/B turn that ran as ``plan`` says."""
+        """Three rows (TTFT, decode, prefill) for one A/B turn that ran as ``plan`` says,
+        and a TTFO row after TTFT where either model thought first (a reasoning model:
+        its answer began later than its first token, tui/core/metrics.py)."""
         self.border_title = f"B/A · {plan.label}"
         run = "seq" if plan.schedule == SEQUENTIAL else "conc"
         rows = [
             ("TTFT", ms(a.ttft_ms), ms(b.ttft_ms), ratio(a.ttft_ms, b.ttft_ms)),
+            *(
+                [("TTFO", ms(a.ttfo_ms), ms(b.ttfo_ms), ratio(a.ttfo_ms, b.ttfo_ms))]
+                if had_reasoning(a) or had_reasoning(b)
+                else []
+            ),
             (
                 "decode tok/s",
                 tps(a.decode_tps),

@@ -5,7 +5,8 @@ rows:
 
 - ``TTFT``: one value per finished request (time to first token, ms), the newest last;
   shown: the newest value (the running request's as soon as its first token arrives) and
-  the p50 of the values in the sparkline.
+  the p50 of the values in the sparkline; where that request's model thought first, its
+  TTFO (first answer token or tool call; "–" while it thinks) in place of the p50.
 - ``ITL``: the gaps between consecutive content chunks of the running request (or of the
   last one, once it ends), ms; shown: the newest gap and the p50 of the gaps in the line.
   So the line moves while the first answer streams.
@@ -23,7 +24,7 @@ from functools import cached_property
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
-from tui.app.format import ms, tps
+from tui.app.format import had_reasoning, ms, tps
 from tui.app.widgets.metric_lines import MetricLine, MetricLines
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
@@ -45,6 +46,11 @@ def row_values(key: str, values: list[float], current: float | None, estimated: 
     if values:
         text += f" p50 {_value(key, percentile(values, 50)):>6}"
     return text
+
+
+def ttft_ttfo_values(ttft: float | None, ttfo: float | None) -> str:
+    """The TTFT row of an answer whose model thought first: TTFT, then TTFO."""
+    return f"{ms(ttft):>7} TTFO {ms(ttfo)}"
 
 
 class SlotSparks(Vertical):
@@ -82,7 +88,10 @@ class SlotSparks(Vertical):
     def show_history(self, history: dict[str, list[float]], last: RequestMetrics | None) -> None:
         self.history, self.last = history, last
         ttft = history.get("ttft", [])
-        self._show("ttft", ttft, ttft[-1] if ttft else None)
+        if last is not None and had_reasoning(last) and last.ttfo_ms != last.ttft_ms:
+            self.lines.show("ttft", ttft, ttft_ttfo_values(last.ttft_ms, last.ttfo_ms))
+        else:
+            self._show("ttft", ttft, ttft[-1] if ttft else None)
         dec = history.get("decode", [])
         self._show("decode", dec, dec[-1] if dec else None)
         if last is not None and not self.gaps:  # no live gaps seen: the request's own
@@ -91,8 +100,11 @@ class SlotSparks(Vertical):
 
     def show_live(self, snap: LiveSnapshot) -> None:
         est = snap.tokens_estimated
-        if snap.ttft_ms is not None:
-            self._show("ttft", self.history.get("ttft", []), snap.ttft_ms)
+        ttft = self.history.get("ttft", [])
+        if snap.reasoning_tokens and snap.ttfo_ms != snap.ttft_ms:
+            self.lines.show("ttft", ttft, ttft_ttfo_values(snap.ttft_ms, snap.ttfo_ms))
+        elif snap.ttft_ms is not None:
+            self._show("ttft", ttft, snap.ttft_ms)
         self.gaps = list(snap.itl_recent)
         self._show("itl", self.gaps, snap.last_itl_ms, est)
         if snap.decode_tps is not None:

@@ -16,6 +16,13 @@ on each layout, so one widget holding a 40,000-token answer made each layout cos
 only where Markdown cannot join across it: a blank line outside a code fence, before a
 line that does not continue a list, a table or an indented block.
 
+A reasoning model's thinking streams into the same tail box, dimmed (class ``-thinking``),
+while the status line counts its tokens; when the answer begins (its first answer text or
+tool call) the reasoning folds into one line above the answer (a ``ReasoningFold``,
+mounted once: tui/app/widgets/reasoning_fold.py) and the box, one line shorter so the
+turn still fits the pane, streams the answer as above. A tool call is shown in the answer
+as ``⚙ `name(arguments)` ``.
+
 The pane is anchored to the bottom; scrolling up releases the anchor (auto-scroll stops)
 and scrolling back to the end re-engages it (Textual's anchor behaviour).
 """
@@ -26,28 +33,27 @@ import math
 import re
 import time
 from functools import cached_property
-from typing import Any
 
 from rich.cells import cell_len
-from rich.segment import Segment
-from rich.style import Style
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.geometry import Region, Size
-from textual.strip import Strip
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, scroll_step
 from tui.app.textual_private import anchor_released, children_layout_key
+from tui.app.widgets.reasoning_fold import ReasoningFold, thought_title
 from tui.app.widgets.sizes import laid_out_size
-from tui.app.widgets.text_lines import PlainBoxLines
+from tui.app.widgets.tail_text import TailText
+from tui.core.events import ANSWER, REASONING, TOOL
 from tui.core.safe_text import terminal_safe
 
 COMMIT_S = 1.0  # at most this long between Markdown appends while the user scrolls back
 COMMIT_FOLLOWING_S = math.inf  # the same while the pane follows the stream: never
 TAIL_MAX = 100_000  # characters of plain tail that force a commit at the next block boundary
 SEGMENT_BLOCKS = 24  # block widgets in a Markdown segment before a new one may start
+TOOL_MARK = "⚙ "  # before a tool call in the answer
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _CONTINUES = re.compile(r"[ \t|>]|[-*+] |\d{1,9}[.)] ")  # indented, table, quote, list item
@@ -86,62 +92,6 @@ class AnswerSegment(Markdown):
         return self._height
 
 
-class TailText(PlainBoxLines):
-    """The plain-text tail: lines already wrapped (tui/app/tail.py), drawn as they are.
-
-    A ``Static`` re-wrapped and re-styled its whole text on every update (~6 ms for a
-    full pane, ten times a second at 2,000 tok/s); this draws each line as one segment.
-    """
-
-    DEFAULT_CSS = "TailText { height: auto; }"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.lines: list[str] = []
-        self._style: Style | None = None  # rich_style walks the ancestors: once
-        self._strips: dict[str, Strip] = {}  # a line's strip, kept while it scrolls up
-
-    def show(self, lines: list[str]) -> None:
-        """Draw ``lines``, repainting only the lines that changed (a stream mostly grows
-        its last line): a small repaint keeps the frame's crop, and so the number of
-        widgets Textual renders in it, small."""
-        old, self.lines = self.lines, lines
-        changed = [
-            y
-            for y in range(max(len(old), len(lines)))
-            if y >= len(old) or y >= len(lines) or old[y] != lines[y]
-        ]
-        if not changed:
-            return
-        width = laid_out_size(self).width  # (shown while it streams)
-        if len(changed) > 2 or not width:
-            self.refresh()
-        else:
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
-
-    def notify_style_update(self) -> None:
-        self._style = None  # a theme or class change
-        self._strips.clear()
-        super().notify_style_update()
-
-    @property
-    def plain(self) -> str:
-        return "\n".join(self.lines)
-
-    def render_line(self, y: int) -> Strip:
-        if self._style is None:
-            self._style = self.rich_style
-        width, style = laid_out_size(self).width, self._style
-        line = self.lines[y] if y < len(self.lines) else ""
-        strip = self._strips.get(line)
-        if strip is None or strip.cell_length != width:
-            if len(self._strips) > 4 * len(self.lines) + 16:
-                self._strips.clear()  # kept bounded: the lines shown, and a few scrolled by
-            strip = Strip([Segment(line, style)]).crop_extend(0, width, style)
-            self._strips[line] = strip
-        return strip
-
-
 class Turn(Vertical):
     """One prompt, its streamed answer, and the one-line metrics summary."""
 
@@ -150,6 +100,7 @@ class Turn(Vertical):
     Turn > .prompt { color: $accent; text-style: bold; }
     Turn > .answer { margin: 0; padding: 0; }
     Turn > .tail { padding: 0; display: none; }
+    Turn > .tail.-thinking { color: $text-muted; text-style: italic; }
     Turn > .summary { color: $text-muted; }
     Turn > .summary.-error { color: $error; }
     Turn > .summary.-cancelled { color: $warning; }
@@ -167,6 +118,12 @@ class Turn(Vertical):
         self._prompt_fit = (0, 1)  # (width, the prompt's lines at that width)
         self.finished = False
         self.summary = ""
+        self.reasoning = ""  # the model's thinking, as shown (terminal-safe)
+        self.fold: ReasoningFold | None = None  # the reasoning, once the answer began
+        self.thinking = False  # the tail box shows reasoning (no answer yet)
+        self._answering = False  # answer text or a tool call came
+        self._in_tool = False  # a tool call's code span is open
+        self._thought = thought_title(None, None, False)
 
     def on_mount(self) -> None:
         # The tail box is a pane high from the start until the answer ends, so neither
@@ -203,15 +160,22 @@ class Turn(Vertical):
         """The Markdown source of the whole answer, across segments."""
         return "".join(segment.source for segment in self.query(".answer").results(Markdown))
 
-    async def append(self, fragment: str) -> None:
-        """Show more of the answer. The model's text is untrusted: it is made
-        terminal-safe here, before either path (the plain tail, the Markdown commits)
-        sees it; the session log and the next turn's messages keep the raw text."""
+    async def append(self, fragment: str, part: str = ANSWER) -> None:
+        """Show more of the answer (``part``: what the text is, tui/core/events.py). The
+        model's text is untrusted: it is made terminal-safe here, before any path (the
+        plain tail, the Markdown commits, the fold) sees it; the session log and the next
+        turn's messages keep the raw text."""
         if not fragment:
             return
         fragment = terminal_safe(fragment)
-        if not self._streaming:
-            self._streaming = True
+        if part == REASONING:
+            await self._think(fragment)
+            return
+        if self.thinking:
+            await self._fold_thinking()
+        fragment = self._mark_tool(fragment, part == TOOL)
+        if not self._answering:
+            self._answering = self._streaming = True
             self._committed_at = time.monotonic()
             self._say(f"{self.engine} · streaming…")
         self.text += fragment
@@ -228,6 +192,62 @@ class Turn(Vertical):
             self._lines = None  # the tail lost its head: wrap it anew
             await self._commit(head)
         self._show_tail(width, limit, fragment)
+
+    async def _think(self, fragment: str) -> None:
+        """Reasoning: dimmed in the tail box until the answer begins; after that (a
+        model that thinks again between parts of its answer) into the fold."""
+        self.reasoning += fragment
+        self._streaming = True
+        if self._answering or self.fold is not None:
+            await self._mount_fold()
+            return
+        if not self.thinking:
+            self.thinking = True
+            self._tail_box.add_class("-thinking")
+            self._say(f"{self.engine} · thinking…")
+        self._tail += fragment
+        if len(self._tail) > TAIL_MAX:  # the box shows the end of it: keep the end
+            self._tail, self._lines = self._tail[-TAIL_MAX // 2 :], None
+        width, limit = self._box()
+        self._show_tail(width, limit, fragment)
+
+    async def _fold_thinking(self) -> None:
+        """The answer begins: the reasoning leaves the tail box for the fold."""
+        self.thinking = False
+        self._tail, self._lines = "", None
+        self._tail_box.remove_class("-thinking")
+        await self._mount_fold()
+
+    async def _mount_fold(self) -> None:
+        """The fold above the answer, mounted once (one layout), kept up to date."""
+        if self.fold is None:
+            self.fold = ReasoningFold(self.reasoning, self._thought)
+            await self.mount(self.fold, before=self.query(".answer").first())
+        else:
+            self.fold.set_text(self.reasoning)
+
+    def _mark_tool(self, fragment: str, tool: bool) -> str:
+        """A tool call is shown as ``⚙ `name(arguments)` `` on a paragraph of its own."""
+        if tool and not self._in_tool:
+            self._in_tool = True
+            lead = "\n\n" if self.text and not self.text.endswith("\n\n") else ""
+            return f"{lead}{TOOL_MARK}`{fragment}"
+        if not tool and self._in_tool:
+            self._in_tool = False
+            return f"`\n\n{fragment.lstrip()}"
+        return fragment
+
+    def show_thought(self, thinking_ms: float | None, tokens: int | None, estimated: bool) -> None:
+        """The fold's line: how long the model thought and in how many tokens."""
+        self._thought = thought_title(thinking_ms, tokens, estimated)
+        if self.fold is not None:
+            self.fold.title = self._thought
+
+    def show_thinking(self, tokens: int, estimated: bool) -> None:
+        """While the model thinks: its reasoning tokens so far on the status line."""
+        if self.thinking and not self.finished:
+            est = " (est.)" if estimated else ""
+            self._say(f"{self.engine} · thinking… {tokens} tokens{est}")
 
     def _commit_every(self) -> float:
         """Seconds between commits: COMMIT_FOLLOWING_S while the pane follows the stream
@@ -297,7 +317,8 @@ class Turn(Vertical):
         height = laid_out_size(pane).height if pane is not None else 0
         if height <= 6:
             return width, 24
-        return width, max(4, height - self._prompt_lines(width) - 2)
+        fold = 1 if self.fold is not None else 0  # its one line, while folded
+        return width, max(4, height - self._prompt_lines(width) - 2 - fold)
 
     def _prompt_lines(self, width: int) -> int:
         """The prompt's height in lines at ``width`` (kept until the width changes)."""
@@ -314,6 +335,14 @@ class Turn(Vertical):
 
     async def finish(self, summary: str, state: str = "") -> None:
         """Commit the tail and show the summary; ``state``: '', 'cancelled' or 'error'."""
+        if self.thinking:  # no answer came after the reasoning: it folds all the same
+            await self._fold_thinking()
+        if self._in_tool:
+            self._in_tool = False
+            self.text += "`"
+            self._tail += "`"
+        if self.fold is not None:
+            self.fold.set_text(self.reasoning)
         text, self._tail = self._tail, ""
         self._lines = None
         await self._commit(text)

@@ -4,6 +4,11 @@ History rows show the recent requests (one value per request: TTFT, ITL p50, dec
 tok/s, prefill tok/s) with the current value and the window's p50 and p90. The "ITL now"
 row shows the gaps inside the running request. Prefill measured as prompt/TTFT is an
 estimate and is labelled "(est.)".
+
+Where the model thought first (a reasoning model), a line under the rows says when its
+answer began (TTFO beside TTFT, tui/core/metrics.py), how long it thought, and its
+reasoning and answer tokens and tok/s apart: live while it streams, then the answer's.
+Without reasoning the line is not shown (TTFO is TTFT).
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui.app.format import ms, tps
+from tui.app.format import duration, had_reasoning, ms, tps
 from tui.app.widgets.metric_lines import MetricLine, MetricLines
+from tui.app.widgets.text_lines import TextLines
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
@@ -52,11 +58,13 @@ class MetricsPanel(Vertical):
     DEFAULT_CSS = """
     MetricsPanel { height: auto; border: round $primary; padding: 0 1; }
     MetricsPanel > .phase, MetricsPanel > .truth { height: auto; }
+    MetricsPanel > .reasoning { display: none; }
     """
 
     def compose(self) -> ComposeResult:
         rows = [(key, label) for key, label, _ in ROWS]
         yield MetricLines(rows, label_width=8, values_width=34, min_spark=8)
+        yield TextLines(classes="reasoning")
         yield Static("phase: no request yet", classes="phase", markup=False)
         yield Static("engine: –", classes="truth", markup=False)
 
@@ -89,12 +97,52 @@ class MetricsPanel(Vertical):
         if last is not None:
             self.query_one(".phase", Static).update(phase_bar(last, max(self.size.width - 4, 60)))
             self.query_one(".truth", Static).update(truth_line(last))
+            self._show_reasoning(reasoning_text(last) if had_reasoning(last) else "")
 
     def show_live(self, snap: LiveSnapshot | None) -> None:
         if snap is None:
             return
         note = f" {snap.tokens}tok{'(est.)' if snap.tokens_estimated else ''}"
         self._show_row("live_itl", snap.itl_recent, snap.last_itl_ms, note)
+        if snap.reasoning_tokens and not snap.done:  # done: the answer's own line is up
+            self._show_reasoning(live_reasoning_text(snap))
+
+    @cached_property
+    def reasoning(self) -> TextLines:
+        """The reasoning line (composed once: looked up once)."""
+        return self.query_one(".reasoning", TextLines)
+
+    def _show_reasoning(self, text: str) -> None:
+        """The reasoning line, shown while it has text."""
+        line = self.reasoning
+        if line.display != bool(text):
+            line.display = bool(text)
+        line.update(text)
+
+
+def reasoning_text(m: RequestMetrics) -> str:
+    """An answer's reasoning line: "TTFO 3.4 s (TTFT 180 ms) · thought 3.2 s" then
+    "reasoning 120 tok 38.1 t/s · answer 66 tok 90.2 t/s", counts taken from the chunks
+    where the engine gave none marked "(est.)"."""
+    head = f"TTFO {ms(m.ttfo_ms)} (TTFT {ms(m.ttft_ms)})"
+    if m.thinking_ms is not None:
+        head += f" · thought {duration(m.thinking_ms)}"
+    r_est = " (est.)" if m.reasoning_tokens_source == "chunk-count-estimate" else ""
+    a_est = " (est.)" if m.answer_tokens_estimated else ""
+    r = "–" if m.reasoning_tokens is None else m.reasoning_tokens
+    a = "–" if m.answer_tokens is None else m.answer_tokens
+    return (
+        f"{head}\nreasoning {r} tok{r_est} {tps(m.reasoning_tps)} t/s · "
+        f"answer {a} tok{a_est} {tps(m.answer_tps)} t/s"
+    )
+
+
+def live_reasoning_text(s: LiveSnapshot) -> str:
+    """The reasoning line while the answer streams: TTFO once the answer began (else
+    "thinking…"), and the reasoning tokens so far."""
+    est = " (est.)" if s.tokens_estimated else ""
+    head = "thinking…" if s.ttfo_ms is None else f"TTFO {ms(s.ttfo_ms)} (TTFT {ms(s.ttft_ms)})"
+    return f"{head}\nreasoning {s.reasoning_tokens} tok{est} so far"
 
 
 def phase_bar(m: RequestMetrics, width: int) -> Text:
