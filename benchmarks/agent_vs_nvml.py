@@ -63,7 +63,7 @@ def nvml_direct(pynvml, pid: int) -> dict:  # type: ignore[no-untyped-def]
 
 def agent_lines(how: str, n: int) -> list[tuple[dict, float]]:
     """n agent samples (with our monotonic arrival time), run ``how``."""
-    from tui.telemetry.remote_ssh import agent_source
+    from tui.telemetry.remote.remote_ssh import agent_source
 
     if how == "infertop agent":
         cmd = [sys.executable, "-m", "tui", "agent", "--interval", "0.5"]

@@ -40,7 +40,7 @@ def load(seconds: float, started: mp.Queue) -> None:
 
 def main(seconds: float, interval_s: float, out_path: str | None) -> int:
     from tui.core.energy import EnergyPoint, counter_energy, integrated_energy
-    from tui.telemetry.nvml import OK, NvmlProbe
+    from tui.telemetry.devices.nvml import OK, NvmlProbe
     from tui.telemetry.sampler import LocalSource, TelemetrySampler
 
     probe = NvmlProbe()

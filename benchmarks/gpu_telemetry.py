@@ -19,7 +19,7 @@ import multiprocessing as mp
 import statistics
 import time
 
-from tui.telemetry.nvml import NvmlProbe
+from tui.telemetry.devices.nvml import NvmlProbe
 
 
 def worker(gib: float, seconds: float, out: mp.Queue) -> None:

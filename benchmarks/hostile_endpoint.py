@@ -119,9 +119,9 @@ def _file_case(name: str, base: str, d: Path) -> str:
     ended, in words."""
     from tui.bench.run.dataset import DatasetError, load_dataset
     from tui.engines.base import EngineError, EngineSpec
-    from tui.engines.gguf import read_gguf_metadata
-    from tui.engines.gguf_scan import scan_ggufs
-    from tui.engines.server_models import list_server_models
+    from tui.engines.files.gguf import read_gguf_metadata
+    from tui.engines.files.gguf_scan import scan_ggufs
+    from tui.engines.servers.server_models import list_server_models
 
     gguf = {"gguf-nested": "nested", "gguf-counts": "counts", "gguf-23mb": "23mb"}
     gguf["gguf-kept"] = "kept"
@@ -150,10 +150,10 @@ def _case(name: str, base: str, files: Path | None = None) -> dict[str, object]:
     import asyncio
 
     import tui.bench.run.dataset
-    import tui.engines.gguf_scan
-    import tui.engines.server_models  # noqa: F401
+    import tui.engines.files.gguf_scan
+    import tui.engines.servers.server_models  # noqa: F401
     from tui.engines.base import EngineError, EngineSpec, GenerationRequest
-    from tui.engines.openai_compat import OpenAICompatEngine
+    from tui.engines.http.openai_compat import OpenAICompatEngine
     from tui.transport.prometheus import ScrapeError, get_text
 
     def engine(mode: str, **kw: object) -> OpenAICompatEngine:

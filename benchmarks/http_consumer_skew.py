@@ -26,7 +26,7 @@ from pathlib import Path
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 
 PACE = Path(__file__).resolve().parents[1] / "tests" / "support" / "pace_server.py"
 

@@ -35,7 +35,7 @@ from tui.core.kv import KvLayout, state_from_fill  # noqa: E402
 from tui.core.metrics import compute_metrics  # noqa: E402
 from tui.engines.base import EngineSpec, GenerationRequest  # noqa: E402
 from tui.engines.collect import run_request  # noqa: E402
-from tui.engines.llamacpp import LlamaCppEngine  # noqa: E402
+from tui.engines.inprocess.llamacpp import LlamaCppEngine  # noqa: E402
 
 QUESTIONS = [
     "Explain in a few sentences what a lighthouse keeper did in the nineteenth century.",

@@ -22,10 +22,10 @@ import time
 from tui.core.metrics import compute_metrics
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
-from tui.engines.llamacpp import LlamaCppEngine
-from tui.engines.llamacpp_generate import tokenize_prompt
+from tui.engines.inprocess.llamacpp import LlamaCppEngine
+from tui.engines.inprocess.llamacpp_generate import tokenize_prompt
+from tui.engines.inprocess.worker import WorkerEngine
 from tui.engines.registry import create_engine
-from tui.engines.worker import WorkerEngine
 
 PROMPT = "Explain in detail how a bicycle works, part by part."
 

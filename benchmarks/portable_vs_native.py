@@ -1,7 +1,7 @@
 """What the AMX-safe build costs: prefill and decode tok/s of infertop's build ÷ a
 ``-march=native`` build of the same llama-cpp-python, on this machine, in one run.
 
-infertop's build (scripts/setup.sh, tui/engines/ggml_build.py) turns GGML_NATIVE off and
+infertop's build (scripts/setup.sh, tui/engines/files/ggml_build.py) turns GGML_NATIVE off and
 sets each SIMD option from the CPU's flags, AMX off. The native build is llama.cpp's
 default (GGML_NATIVE=ON: -march=native), built once into its own venv (``--build-native``,
 8-15 min on 2 cores). On a CPU with AMX the native build dies with SIGILL at the first
@@ -38,9 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tui.engines.default_model import default_model_path  # noqa: E402
-from tui.engines.ggml_build import cpu_flags, cpu_has_amx  # noqa: E402
-from tui.engines.probe import read_probe  # noqa: E402
+from tui.engines.files.default_model import default_model_path  # noqa: E402
+from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx  # noqa: E402
+from tui.engines.inprocess.probe import read_probe  # noqa: E402
 
 LLAMA_VERSION = "0.3.36"
 DEFAULT_NATIVE_VENV = Path.home() / ".cache" / "infertop" / "bench-native-venv"

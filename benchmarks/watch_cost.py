@@ -446,7 +446,7 @@ def part_ui(tmp: Path, seconds: float) -> None:
 
 def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
     from tests.support.real_servers import start_llama_server
-    from tui.engines.default_model import default_model_path
+    from tui.engines.files.default_model import default_model_path
 
     print("\n== ab: A = embedded llama.cpp, B = llama-server, one machine ==")
     model = default_model_path()
@@ -501,7 +501,7 @@ def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
 
 def part_bench(tmp: Path) -> None:
     from tests.support.real_servers import start_llama_server
-    from tui.engines.default_model import default_model_path
+    from tui.engines.files.default_model import default_model_path
 
     print("\n== bench: requests the bench made that were not measured ==")
     server = start_llama_server(default_model_path(), tmp, ["-np", "4"])  # type: ignore[arg-type]

@@ -343,7 +343,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- a few more: the server panel, the SSE reader, the sampler ---------------------
     Mutation(
         "vllm-panel-kv-summed",
-        "tui/telemetry/vllm_metrics.py",
+        "tui/telemetry/servers/vllm_metrics.py",
         "kv_cache_usage=_mean(cur, kv_name) if kv_name else None,",
         "kv_cache_usage=cur.total(kv_name) if kv_name else None,",
         ("tests/fleet/test_model.py", "tests/http/test_prometheus.py"),

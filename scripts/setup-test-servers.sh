@@ -53,7 +53,7 @@ fi
 if [ -f "$MODEL_DIR/config.json" ] && ls "$MODEL_DIR"/*.safetensors >/dev/null 2>&1; then
   say "HF model ready ($MODEL_DIR)"
 else
-  GGUF=$(PYTHONPATH=. .venv/bin/python -c 'from tui.engines.default_model import default_model_path as d; print(d() or "")')
+  GGUF=$(PYTHONPATH=. .venv/bin/python -c 'from tui.engines.files.default_model import default_model_path as d; print(d() or "")')
   [ -n "$GGUF" ] || { say "default model missing: run scripts/setup.sh" >&2; exit 1; }
   say "converting $GGUF to HF format in $MODEL_DIR (~35 s)"
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VLLM_PY" scripts/convert_gguf_to_hf.py "$GGUF" "$MODEL_DIR"

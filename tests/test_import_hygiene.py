@@ -13,7 +13,7 @@ HEADLESS = [
     "tui.core.window",
     "tui.engines",
     "tui.engines.registry",
-    "tui.engines.llamacpp",
+    "tui.engines.inprocess.llamacpp",
     "tui.telemetry",
     "tui.bench",
     "tui.fleet",

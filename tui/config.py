@@ -72,20 +72,20 @@ class FleetSettings:
 @dataclass
 class DiscoverySettings:
     """``[discovery]``: local servers probed at start, GGUF folders scanned
-    (tui/engines/discovery.py, tui/engines/gguf_scan.py)."""
+    (tui/engines/servers/discovery.py, tui/engines/files/gguf_scan.py)."""
 
     enabled: bool = True  # probe the ports at start (in the background)
-    ports: list[int] | None = None  # None: DEFAULT_PORTS (tui/engines/discovery.py)
+    ports: list[int] | None = None  # None: DEFAULT_PORTS (tui/engines/servers/discovery.py)
     timeout_s: float = 1.0  # per request of a probe
     gguf_dirs: list[str] | None = None  # None: the usual folders (default_gguf_roots)
 
     def port_list(self) -> list[int]:
-        from tui.engines.discovery import default_ports
+        from tui.engines.servers.discovery import default_ports
 
         return list(self.ports) if self.ports is not None else default_ports()
 
     def gguf_roots(self) -> list[Path]:
-        from tui.engines.gguf_scan import default_gguf_roots
+        from tui.engines.files.gguf_scan import default_gguf_roots
 
         if self.gguf_dirs is None:
             return default_gguf_roots()

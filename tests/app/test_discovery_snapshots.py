@@ -16,8 +16,8 @@ from tui.app.screens.ab_picker import ABPicker
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
 from tui.engines.base import EngineSpec
-from tui.engines.discovery import CLOSED, FOUND, PortFinding
-from tui.engines.server_models import ServerModel
+from tui.engines.servers.discovery import CLOSED, FOUND, PortFinding
+from tui.engines.servers.server_models import ServerModel
 
 # slot A: a synthetic engine named as if it ran SmolLM2's GGUF (no model loads)
 CONFIG = """
@@ -117,7 +117,7 @@ def test_open_gguf_80x24(snap_compare, make_config, build_app):  # type: ignore[
     """The palette's Open GGUF lines (a fixed scan: the files' facts written out)."""
     from pathlib import Path
 
-    from tui.engines.gguf_scan import GgufFile, GgufScan
+    from tui.engines.files.gguf_scan import GgufFile, GgufScan
 
     app = build_app(make_config('default_engine = "smol"\n' + gen() + CONFIG))
     hub = "/home/u/.cache/huggingface/hub"

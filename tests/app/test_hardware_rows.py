@@ -11,11 +11,11 @@ from tests.support.hw_fixtures import IOREG_M1PRO, amd_sysfs_tree, ioreg_runner
 from tui.app.answer_energy import AnswerEnergy
 from tui.app.widgets.hardware_panel import HardwarePanel, hardware_text
 from tui.core.timeline import RequestTimeline
-from tui.telemetry.amd_gpu import AmdGpus
-from tui.telemetry.apple_gpu import AppleGpu
+from tui.telemetry.devices.amd_gpu import AmdGpus
+from tui.telemetry.devices.apple_gpu import AppleGpu
+from tui.telemetry.devices.nvml import NvmlProbe, NvmlSample
 from tui.telemetry.energy_track import EnergyTrack
 from tui.telemetry.gpus import LocalGpus
-from tui.telemetry.nvml import NvmlProbe, NvmlSample
 from tui.telemetry.sampler import LocalSource, TelemetrySample
 
 
@@ -40,7 +40,7 @@ def _sample(tmp_path: Path, wired_mb: bytes = b"0\n") -> TelemetrySample:
 
 
 def test_amd_and_apple_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
     text = hardware_text(_sample(tmp_path), None).plain
     lines = text.splitlines()
     amd = next(x for x in lines if x.startswith("GPU0 "))
@@ -54,7 +54,7 @@ def test_amd_and_apple_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_apple_budget_from_the_wired_limit(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
     text = hardware_text(_sample(tmp_path, wired_mb=b"24576\n"), None).plain
     assert "GPU1 Apple M1 Pro: util 63% in use 2.1 GiB of RAM (budget 24.0 GiB)" in text
 
@@ -62,7 +62,7 @@ def test_apple_budget_from_the_wired_limit(tmp_path: Path, monkeypatch) -> None:
 async def test_the_panel_widget_shows_them(tmp_path: Path, monkeypatch) -> None:
     from textual.app import App
 
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
     sample = _sample(tmp_path)
 
     class Host(App[None]):
@@ -87,8 +87,8 @@ class _Turn:
 
 def test_an_answer_gets_its_j_per_token_once_a_later_reading_came() -> None:
     """The chat's per-answer line: the answer's E2E window against the sampler's track."""
+    from tui.telemetry.devices.nvml import GpuSample
     from tui.telemetry.energy_track import monotonic_from_perf_ns
-    from tui.telemetry.nvml import GpuSample
 
     tl = RequestTimeline(t_sent_ns=1_000_000_000, t_end_ns=3_000_000_000)
     t0, t1 = monotonic_from_perf_ns(tl.t_sent_ns or 0), monotonic_from_perf_ns(tl.t_end_ns or 0)

@@ -13,8 +13,8 @@ from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.prompt import PromptInput
-from tui.telemetry import apple
-from tui.telemetry.nvml import NvmlProbe
+from tui.telemetry.devices import apple
+from tui.telemetry.devices.nvml import NvmlProbe
 
 pytestmark = pytest.mark.engine
 

@@ -23,7 +23,7 @@ from tui.app.widgets.conversation import Conversation, TailText, Turn
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.reasoning_fold import ReasoningFold
-from tui.engines.synthetic import THOUGHT
+from tui.engines.inprocess.synthetic import THOUGHT
 
 THOUGHT_HEAD = " ".join(THOUGHT.split()[:6])  # "The user asks about the two"
 

@@ -20,7 +20,7 @@ from app_support import SIZE, gen
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.prompt import PromptInput
 from tui.core.metrics import RequestMetrics
-from tui.telemetry.nvml import GpuSample, NvmlSample
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"

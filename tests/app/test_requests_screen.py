@@ -30,7 +30,7 @@ from tui.app.widgets.requests_table import RequestsTable  # noqa: E402
 from tui.proxy.rows import RequestRow  # noqa: E402
 from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
 from tui.proxy.watch import WatchSnapshot  # noqa: E402
-from tui.telemetry.nvml import GpuSample, NvmlSample  # noqa: E402
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample  # noqa: E402
 from tui.telemetry.sampler import TelemetrySample  # noqa: E402
 from tui.telemetry.system import SystemSample  # noqa: E402
 

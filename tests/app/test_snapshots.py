@@ -24,7 +24,7 @@ from tui.core.events import REASONING, TOOL
 from tui.core.kv import KvLayout, state_from_fill
 from tui.core.metrics import RequestMetrics
 from tui.engines.placement import SEQUENTIAL, ABPlan
-from tui.telemetry.nvml import NvmlSample
+from tui.telemetry.devices.nvml import NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
 

@@ -13,7 +13,7 @@ from tui.app.widgets.metrics_panel import MetricsPanel, phase_bar, truth_line
 from tui.app.widgets.prompt import PromptInput
 from tui.core.metrics import RequestMetrics
 from tui.engines.placement import CONCURRENT, SEQUENTIAL, ABPlan
-from tui.telemetry.nvml import GpuSample, NvmlSample
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
 

@@ -18,8 +18,8 @@ from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.stats.energy import BenchEnergy, choose_source, level_energy
 from tui.engines.base import EngineSpec
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.energy_track import EnergyTrack, monotonic_from_perf_ns
-from tui.telemetry.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 
 WATTS = 50.0

@@ -51,7 +51,7 @@ RUNS, MAX_TOKENS = 3, 16
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     import real_servers as servers
 
-    from tui.engines.default_model import default_model_path
+    from tui.engines.files.default_model import default_model_path
 
     model = default_model_path()
     assert model is not None

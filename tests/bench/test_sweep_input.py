@@ -109,7 +109,7 @@ def test_n_gpu_layers_points_carry_the_value_to_each_engine(model_path):
 
     from tui.bench.sweep.study import plan_points
     from tui.engines.base import EngineSpec
-    from tui.engines.llama_server_launch import LaunchedLlamaServerEngine
+    from tui.engines.http.llama_server_launch import LaunchedLlamaServerEngine
 
     specs = [
         EngineSpec(

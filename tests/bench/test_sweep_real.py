@@ -16,7 +16,7 @@ import pytest
 
 from tui.bench.sweep.perplexity import measure_perplexity
 from tui.bench.sweep.quantize import make_variants
-from tui.engines.gguf import gguf_file_type
+from tui.engines.files.gguf import gguf_file_type
 
 SUPPORT = Path(__file__).resolve().parent.parent / "support"
 if str(SUPPORT) not in sys.path:

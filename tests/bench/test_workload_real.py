@@ -30,7 +30,7 @@ DATA = Path(__file__).resolve().parent / "data"
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import real_servers as servers
 
-    from tui.engines.default_model import default_model_path
+    from tui.engines.files.default_model import default_model_path
 
     model = default_model_path()
     assert model is not None

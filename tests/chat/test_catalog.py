@@ -12,8 +12,8 @@ from tui.chat.catalog import Catalog, gguf_engine, model_key, same_model
 from tui.chat.core import ChatCore, Refused
 from tui.config import parse_config
 from tui.engines.base import EngineSpec
-from tui.engines.discovery import CLOSED, FOUND, NOT_LLM, PortFinding
-from tui.engines.server_models import ServerModel
+from tui.engines.servers.discovery import CLOSED, FOUND, NOT_LLM, PortFinding
+from tui.engines.servers.server_models import ServerModel
 
 CONFIG = """
 default_engine = "local"

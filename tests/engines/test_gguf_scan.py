@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines import gguf_scan
 from tui.engines.base import EngineError
-from tui.engines.gguf_scan import default_gguf_roots, gguf_summary, scan_ggufs
+from tui.engines.files import gguf_scan
+from tui.engines.files.gguf_scan import default_gguf_roots, gguf_summary, scan_ggufs
 
 SMOLLM2_PARAMS = 134_515_008  # what llama-server's /v1/models says (meta.n_params)
 
@@ -250,7 +250,7 @@ def test_unreadable_folders_are_passed_over_and_counted(gguf_copy: Path) -> None
         os.chmod(root / "locked", 0)
         code = (
             "import json, sys; from pathlib import Path; "
-            "from tui.engines.gguf_scan import scan_ggufs; "
+            "from tui.engines.files.gguf_scan import scan_ggufs; "
             "s = scan_ggufs([Path(sys.argv[1])]); "
             "print(json.dumps([[f.name for f in s.files], s.notes]))"
         )

@@ -11,7 +11,7 @@ import pytest
 
 from tui.config import ConfigError, parse_config
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.http_engine import HttpStreamEngine
+from tui.engines.http.http_engine import HttpStreamEngine
 from tui.engines.kinds import (
     EngineKind,
     engine_class,
@@ -71,9 +71,11 @@ def test_an_unknown_kind_is_an_error_naming_the_known_ones():
 
 def test_register_by_name_then_by_descriptor_and_config_accepts_only_its_options():
     try:
-        register("extra", "tui.engines.synthetic:SyntheticEngine", "a test kind", {"n": (int,)})
+        register(
+            "extra", "tui.engines.inprocess.synthetic:SyntheticEngine", "a test kind", {"n": (int,)}
+        )
         assert engine_kind("extra") == EngineKind(
-            "extra", "tui.engines.synthetic:SyntheticEngine", "a test kind", {"n": (int,)}
+            "extra", "tui.engines.inprocess.synthetic:SyntheticEngine", "a test kind", {"n": (int,)}
         )
         assert "extra" in kind_names()
         doc = 'default_engine = "e"\n[engines.e]\nkind = "extra"\noptions = {n = 3}\n'
@@ -84,7 +86,7 @@ def test_register_by_name_then_by_descriptor_and_config_accepts_only_its_options
         register(
             EngineKind(
                 "extra",
-                "tui.engines.synthetic:SyntheticEngine",
+                "tui.engines.inprocess.synthetic:SyntheticEngine",
                 options={"isolate": (bool,)},
                 in_process=True,
                 isolated_by_default=True,
@@ -104,7 +106,7 @@ def test_proxy_kind_choices_are_the_http_kinds_registered_when_its_parser_is_bui
 
     try:
         register(
-            EngineKind("extra-http", "tui.engines.openai_compat:OpenAICompatEngine", http=True)
+            EngineKind("extra-http", "tui.engines.http.openai_compat:OpenAICompatEngine", http=True)
         )
         p = argparse.ArgumentParser()
         proxy.add_arguments(p)

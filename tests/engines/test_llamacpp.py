@@ -11,7 +11,7 @@ from tui.core.events import EngineReport, Failed, Finished, RequestSent, TextChu
 from tui.core.metrics import compute_metrics
 from tui.engines.base import CancelToken, EngineError, EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
-from tui.engines.llamacpp import LlamaCppEngine
+from tui.engines.inprocess.llamacpp import LlamaCppEngine
 
 pytestmark = pytest.mark.engine
 
@@ -239,7 +239,7 @@ def test_seed_makes_sampling_repeatable(engine):
 
 
 def test_extra_buffer_types_off_only_where_amx_code_meets_an_amx_cpu():
-    from tui.engines.llamacpp import extra_bufts_choice
+    from tui.engines.inprocess.llamacpp import extra_bufts_choice
 
     amx_cpu = frozenset({"avx2", "avx512f", "amx_tile", "amx_int8"})
     plain_cpu = frozenset({"avx2", "fma"})

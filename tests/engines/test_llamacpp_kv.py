@@ -10,8 +10,8 @@ from tui.core.events import ContextFill, Finished, TextChunk, Usage
 from tui.core.kv import KvLayout, state_from_fill
 from tui.engines.base import EngineError, EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
-from tui.engines.llamacpp import LlamaCppEngine
-from tui.engines.llamacpp_generate import KV_FILL_EVERY
+from tui.engines.inprocess.llamacpp import LlamaCppEngine
+from tui.engines.inprocess.llamacpp_generate import KV_FILL_EVERY
 
 pytestmark = pytest.mark.engine
 

@@ -1,4 +1,4 @@
-"""Whose process listens on a loopback port (tui/engines/port_owner.py), from the real
+"""Whose process listens on a loopback port (tui/engines/servers/port_owner.py), from the real
 /proc/net/tcp*: a socket of this process (IPv4 on 127.0.0.1 and on 0.0.0.0, IPv6 on ::)
 is the user's; the squatter run as ``nobody`` (as root, with setpriv) is another
 user's; a closed port has no owner; a system without the tables cannot tell."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines.port_owner import PROC_TCP, PortOwner, listeners, port_owners
+from tui.engines.servers.port_owner import PROC_TCP, PortOwner, listeners, port_owners
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 if str(SUPPORT) not in sys.path:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines import probe
-from tui.engines.probe import ProbeResult, read_probe, run_probe, system_info_features
+from tui.engines.inprocess import probe
+from tui.engines.inprocess.probe import ProbeResult, read_probe, run_probe, system_info_features
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,7 @@ def test_failure_message_names_signal_cpu_and_what_to_do(monkeypatch, capsys) ->
 
 def test_setup_runs_the_probe_before_saying_ready() -> None:
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    probe_at = setup.index(".venv/bin/python -m tui.engines.probe")
+    probe_at = setup.index(".venv/bin/python -m tui.engines.inprocess.probe")
     assert probe_at < setup.index('echo "$WANT" > "$STAMP"') < setup.index('say "ready')
     assert "exit 1" in setup[probe_at : setup.index('echo "$WANT" > "$STAMP"')]
 
@@ -96,7 +96,13 @@ def test_probe_on_the_default_model(model_path: Path) -> None:
 @pytest.mark.engine
 def test_probe_command_fails_cleanly_on_a_missing_model(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tui.engines.probe", "--model", str(tmp_path / "none.gguf")],
+        [
+            sys.executable,
+            "-m",
+            "tui.engines.inprocess.probe",
+            "--model",
+            str(tmp_path / "none.gguf"),
+        ],
         capture_output=True,
         text=True,
         env=child_env(),

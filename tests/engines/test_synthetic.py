@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from virtual_time import VirtualClock
 
-import tui.engines.synthetic as synthetic_module
+import tui.engines.inprocess.synthetic as synthetic_module
 from tui.core.events import Failed, Finished, RequestSent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline

@@ -1,9 +1,9 @@
 """When a vLLM /metrics scrape holds the record of a request that just ended
-(:func:`tui.engines.vllm.recorded`): its finished count grew and it runs nothing."""
+(:func:`tui.engines.http.vllm.recorded`): its finished count grew and it runs nothing."""
 
 from __future__ import annotations
 
-from tui.engines.vllm import recorded
+from tui.engines.http.vllm import recorded
 from tui.transport.prometheus import parse
 
 

@@ -23,9 +23,9 @@ from tui.core.events import Failed, Finished, RequestSent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import CancelToken, EngineError, EngineSpec, GenerationRequest
+from tui.engines.inprocess.worker import WorkerEngine
+from tui.engines.inprocess.worker_process import describe_exit
 from tui.engines.registry import create_engine, runs_in_worker
-from tui.engines.worker import WorkerEngine
-from tui.engines.worker_process import describe_exit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tui.core.events import ContextFill, Failed, Finished, RequestSent, StampSource, TextChunk
-from tui.engines import worker_main
-from tui.engines.worker_main import GATHER_S, _FrameSink
+from tui.engines.inprocess import worker_main
+from tui.engines.inprocess.worker_main import GATHER_S, _FrameSink
 
 
 class Server:

@@ -16,7 +16,7 @@ from tui.fleet.direct import fill_llamacpp, fill_vllm
 from tui.fleet.poller import fleet_endpoints, spec_for_row
 from tui.fleet.promql import build_rows, fleet_queries, host_names, instance_host
 from tui.fleet.rows import EndpointRow, GpuRow
-from tui.telemetry.vllm_metrics import summarize
+from tui.telemetry.servers.vllm_metrics import summarize
 from tui.transport.prometheus import Scrape, parse
 
 
@@ -81,7 +81,7 @@ def test_a_data_parallel_vllm_averages_kv_and_sums_the_rest() -> None:
     for key in ("ttft_p50_ms", "ttft_p90_ms", "itl_p50_ms", "prefix_cache_hit_pct"):
         assert getattr(row, key) == pytest.approx(want[key]), key  # buckets summed
     assert row.itl_mean_ms == pytest.approx(0.7 / 40 * 1000)
-    # the server panel reads the same page the same way (tui/telemetry/vllm_metrics.py)
+    # the server panel reads the same page the same way (tui/telemetry/servers/vllm_metrics.py)
     s = summarize(prev, cur)
     assert s.kv_cache_usage == pytest.approx(want["kv_cache_pct"] / 100)
     assert (s.running, s.waiting) == (3.0, 1.0)
@@ -341,7 +341,7 @@ def test_json_reports_null_never_invented() -> None:
 def test_a_lost_hardware_link_keeps_the_last_gpus_and_says_why() -> None:
     from tui.fleet.hardware import FleetHardware
     from tui.fleet.rows import EndpointRow
-    from tui.telemetry.nvml import GpuSample, NvmlSample
+    from tui.telemetry.devices.nvml import GpuSample, NvmlSample
     from tui.telemetry.sampler import TelemetrySample
     from tui.telemetry.system import SystemSample
 

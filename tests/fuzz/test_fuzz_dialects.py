@@ -29,7 +29,7 @@ from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.dialects import STREAMED, decoder_for
 from tui.engines.dialects.whole import whole_answer
-from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.sse import EventTooLarge
 
 ALLOWED = (StreamProtocolError, StreamServerError, EventTooLarge)

@@ -31,7 +31,7 @@ from tui.core.events import EngineReport, Finished, RequestSent, StreamEvent, Te
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.dialects.ollama import OllamaDecoder
-from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.sse import EventTooLarge, NDJSONDecoder
 
 SPLITS = 7

@@ -26,7 +26,7 @@ import random
 from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from hypothesis import given, settings
 
-from tui.telemetry import llamacpp_metrics, vllm_metrics
+from tui.telemetry.servers import llamacpp_metrics, vllm_metrics
 from tui.transport.prometheus import (
     Labels,
     Scrape,

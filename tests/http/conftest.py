@@ -24,7 +24,7 @@ import ollama_emulator  # noqa: E402
 import pace_server  # noqa: E402
 import real_servers as servers  # noqa: E402
 
-from tui.engines.default_model import default_model_path  # noqa: E402
+from tui.engines.files.default_model import default_model_path  # noqa: E402
 
 _unavailable = servers.unavailable
 

@@ -10,11 +10,11 @@ import pytest
 import thinking_bodies as tb
 from stream_check import collect
 
-from tui.engines.anthropic import AnthropicEngine
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.http_common import request_headers
-from tui.engines.llama_server import LlamaServerEngine
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.anthropic import AnthropicEngine
+from tui.engines.http.http_common import request_headers
+from tui.engines.http.llama_server import LlamaServerEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 
 pytestmark = pytest.mark.engine
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tui.engines.base import EngineError
-from tui.engines.detect import detect_server, spec_from_url
 from tui.engines.registry import create_engine
+from tui.engines.servers.detect import detect_server, spec_from_url
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,9 +21,9 @@ import real_servers as servers
 
 from tui.config import parse_config
 from tui.engines.base import EngineError, EngineSpec, GenerationRequest
-from tui.engines.discovery import CLOSED, FOUND, NOT_LLM, SILENT, discover
 from tui.engines.registry import create_engine
-from tui.engines.server_models import list_server_models, ollama_models, openai_models
+from tui.engines.servers.discovery import CLOSED, FOUND, NOT_LLM, SILENT, discover
+from tui.engines.servers.server_models import list_server_models, ollama_models, openai_models
 
 MORE_TAGS = ("smollm2:135m-instruct-q4_1", "tinychat:latest")
 

@@ -1,4 +1,4 @@
-"""The HTTP engines share one streaming base (tui/engines/http_engine.py): the same fault
+"""The HTTP engines share one streaming base (tui/engines/http/http_engine.py): the same fault
 is the same Failed kind whichever engine meets it, and a bug is reported as a bug."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.http_engine import HttpStreamEngine
-from tui.engines.ollama import OllamaEngine
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.http_engine import HttpStreamEngine
+from tui.engines.http.ollama import OllamaEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 
 REQ = GenerationRequest.from_prompt("hi", max_tokens=4)
 

@@ -15,9 +15,9 @@ from stream_check import collect
 
 from tui.core.events import Usage
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
-from tui.engines.detect import detect_server, spec_from_url
-from tui.engines.llama_server import LlamaServerEngine
-from tui.telemetry.llamacpp_metrics import LlamaServerMetrics
+from tui.engines.http.llama_server import LlamaServerEngine
+from tui.engines.servers.detect import detect_server, spec_from_url
+from tui.telemetry.servers.llamacpp_metrics import LlamaServerMetrics
 from tui.transport.prometheus import fetch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,9 +155,9 @@ def test_panels_and_detection_use_the_engines_key(llama_server_keyed, monkeypatc
     """A protected server: /metrics, /slots, /props and detection send the engine's API
     key (and headers), as its requests do; without it they get 401 and say so."""
     from tui.engines.base import EngineSpec
-    from tui.engines.detect import detect_server
-    from tui.engines.http_common import access_for
-    from tui.telemetry.server import server_probe
+    from tui.engines.http.http_common import access_for
+    from tui.engines.servers.detect import detect_server
+    from tui.telemetry.servers.server import server_probe
 
     url = llama_server_keyed.url
     monkeypatch.setenv("INFERTOP_TEST_KEY", TEST_API_KEY)

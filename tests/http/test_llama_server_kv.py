@@ -9,8 +9,8 @@ from stream_check import collect
 from tui.core.events import Usage
 from tui.core.kv import MODEL_METADATA, KvLayout
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.llama_server import LlamaServerEngine, server_kv_layout
-from tui.telemetry.server import server_probe
+from tui.engines.http.llama_server import LlamaServerEngine, server_kv_layout
+from tui.telemetry.servers.server import server_probe
 
 pytestmark = pytest.mark.engine
 

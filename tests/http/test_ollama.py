@@ -11,8 +11,8 @@ from stream_check import collect
 from tui.core.events import EngineReport, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.dialects.ollama import truth_from_final
-from tui.engines.ollama import OllamaEngine
-from tui.telemetry.ollama_ps import loaded_models, parse_ps
+from tui.engines.http.ollama import OllamaEngine
+from tui.telemetry.servers.ollama_ps import loaded_models, parse_ps
 
 PROMPT = "Name one colour."
 

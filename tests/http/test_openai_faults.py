@@ -11,7 +11,7 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 
 
 def engine(url: str, **kw: object) -> OpenAICompatEngine:

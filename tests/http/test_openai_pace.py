@@ -13,7 +13,7 @@ from stream_check import collect
 
 from tui.core.events import Finished, TextChunk
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine, listed_context_size
+from tui.engines.http.openai_compat import OpenAICompatEngine, listed_context_size
 
 
 def engine(url: str, **kw: object) -> OpenAICompatEngine:

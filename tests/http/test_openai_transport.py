@@ -12,7 +12,7 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.http_calls import HTTPX_STAMPS, KERNEL_STAMPS
 
 REQ = GenerationRequest.from_prompt("a b", max_tokens=3)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tui.telemetry.vllm_metrics import summarize
+from tui.telemetry.servers.vllm_metrics import summarize
 from tui.transport.prometheus import (
     HistogramWindow,
     ScrapeError,

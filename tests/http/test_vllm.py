@@ -20,9 +20,9 @@ from stream_check import collect
 
 from tui.core.events import TextChunk, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
-from tui.engines.detect import detect_server
-from tui.engines.vllm import VLLMEngine
-from tui.telemetry.vllm_metrics import VLLMMetrics
+from tui.engines.http.vllm import VLLMEngine
+from tui.engines.servers.detect import detect_server
+from tui.telemetry.servers.vllm_metrics import VLLMMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Tell me about the moon."

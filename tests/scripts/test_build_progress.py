@@ -1,4 +1,4 @@
-"""The first build's one-line progress (tui/engines/build_progress.py), on recorded
+"""The first build's one-line progress (tui/engines/files/build_progress.py), on recorded
 ``pip wheel -v`` output of real CMake builds (tests/scripts/recorded/: a 12-step Ninja
 build, the same with Make's percentages, and a Ninja build that failed at its last step)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines.build_progress import BuildProgress, elapsed_text, follow
+from tui.engines.files.build_progress import BuildProgress, elapsed_text, follow
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
 

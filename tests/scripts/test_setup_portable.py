@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines.ggml_build import build_key, cpu_count
+from tui.engines.files.ggml_build import build_key, cpu_count
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).resolve().parent / "recorded"
@@ -68,7 +68,7 @@ if args[:2] == ["-m", "pip"]:
         if "-e" in rest:
             Path(".venv/installed").touch()
         sys.exit(0)
-if args[:2] == ["-m", "tui.engines.probe"]:
+if args[:2] == ["-m", "tui.engines.inprocess.probe"]:
     print("engine probe: ok")
     sys.exit(0)
 if args[:1] == ["-c"]:
@@ -82,8 +82,8 @@ def _checkout(tmp: Path) -> Path:
     repo = tmp / "repo"
     for rel in (
         "scripts/setup.sh",
-        "tui/engines/ggml_build.py",
-        "tui/engines/build_progress.py",
+        "tui/engines/files/ggml_build.py",
+        "tui/engines/files/build_progress.py",
         "pyproject.toml",
     ):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,7 @@ def test_setup_runs_builds_with_progress_and_probes(tmp_path: Path) -> None:
     assert out.rstrip().endswith("ready: .venv/bin/infertop")
     # the wheelhouse key and the CPU count came from Python, as ggml_build computes them
     args = subprocess.run(
-        [sys.executable, str(ROOT / "tui/engines/ggml_build.py")],
+        [sys.executable, str(ROOT / "tui/engines/files/ggml_build.py")],
         capture_output=True,
         text=True,
         check=True,
@@ -159,7 +159,7 @@ def test_setup_runs_builds_with_progress_and_probes(tmp_path: Path) -> None:
     calls = (tmp_path / "calls.log").read_text().splitlines()
     wheel_call = next(c for c in calls if " wheel " in c)
     assert wheel_call.endswith(f"| jobs={cpu_count()}") and " -v " in wheel_call
-    probe = next(i for i, c in enumerate(calls) if c.startswith("-m tui.engines.probe"))
+    probe = next(i for i, c in enumerate(calls) if c.startswith("-m tui.engines.inprocess.probe"))
     assert any("--force-reinstall" in c for c in calls[:probe])
     assert (repo / ".venv" / ".infertop-setup").exists()
     # a second run finds everything in place: no build, no pip

@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from tui.telemetry import agent as agent_module
-from tui.telemetry.agent import Agent
-from tui.telemetry.agent_lines import AgentLineError, sample_from_line
-from tui.telemetry.host_stats import cpu_percent_between, read_meminfo, read_proc_stat
-from tui.telemetry.nvml import ABSENT, ERROR, OK
-from tui.telemetry.remote_ssh import AGENT_MODULES, agent_source
+from tui.telemetry.devices import agent as agent_module
+from tui.telemetry.devices.agent import Agent
+from tui.telemetry.devices.host_stats import cpu_percent_between, read_meminfo, read_proc_stat
+from tui.telemetry.devices.nvml import ABSENT, ERROR, OK
+from tui.telemetry.remote.agent_lines import AgentLineError, sample_from_line
+from tui.telemetry.remote.remote_ssh import AGENT_MODULES, agent_source
 
 AGENT_FILE = Path(agent_module.__file__)
 
@@ -84,7 +84,7 @@ def test_agent_modules_are_self_contained_python36():
                 assert ast.unparse(node.test) == "'_INFERTOP_AGENT_BUNDLE' not in globals()"
                 for sub in node.body:
                     assert isinstance(sub, ast.ImportFrom)
-                    assert (sub.module or "").removeprefix("tui.telemetry.") in AGENT_MODULES
+                    assert (sub.module or "").removeprefix("tui.telemetry.devices.") in AGENT_MODULES
             # no annotations evaluated at run time on old interpreters
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 for sub in ast.walk(node):
@@ -272,11 +272,11 @@ def test_no_nvml_is_a_normal_state():
 def test_apple_silicon_is_unified_memory(monkeypatch):
     """On a Mac with no GPU reading (ioreg gave nothing): unified memory, no VRAM, no GPU
     row (tests/telemetry/test_gpu_rows.py reads the Apple GPU from its fixture)."""
-    from tui.telemetry.apple_gpu import AppleGpu
+    from tui.telemetry.devices.apple_gpu import AppleGpu
 
     monkeypatch.setattr(agent_module.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(agent_module.platform, "machine", lambda: "arm64")
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
     mac = AppleGpu(run=lambda argv, timeout=2.0: None, working_set=lambda: None)
     line = agent_module.dumps(Agent(0.2, apple=mac).sample())
     data = json.loads(line)

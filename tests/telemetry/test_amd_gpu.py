@@ -1,4 +1,4 @@
-"""AMD GPUs (tui/telemetry/amd_gpu.py) against a sysfs tree written from the kernel's
+"""AMD GPUs (tui/telemetry/devices/amd_gpu.py) against a sysfs tree written from the kernel's
 amdgpu documentation and a stand-in amdsmi with its documented calls. No AMD GPU here."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.hw_fixtures import FakeAmdSmi, amd_sysfs_tree
-from tui.telemetry.amd_gpu import AmdGpus, amd_card_dirs, amd_sysfs_device
 from tui.telemetry.device_dicts import gpu_from_dict
+from tui.telemetry.devices.amd_gpu import AmdGpus, amd_card_dirs, amd_sysfs_device
 
 
 def test_sysfs_reads_the_documented_files_in_their_units(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Apple Silicon's GPU (tui/telemetry/apple_gpu.py, apple_chips.py) against an ioreg
+"""Apple Silicon's GPU (tui/telemetry/devices/apple_gpu.py, apple_chips.py) against an ioreg
 plist with the documented IOAccelerator property names and a stand-in ``macmon pipe``
 printing its documented JSON. No Mac here: these are fixtures, not a Mac."""
 
@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from tests.support.hw_fixtures import IOREG_M1PRO, MACMON_LINE, fake_macmon, ioreg_runner
-from tui.telemetry.apple_chips import CHIPS, chip_bandwidth, chip_name
-from tui.telemetry.apple_gpu import (
+from tui.telemetry.device_dicts import energy_from_dicts, gpu_from_dict
+from tui.telemetry.devices.apple_chips import CHIPS, chip_bandwidth, chip_name
+from tui.telemetry.devices.apple_gpu import (
     AppleGpu,
     MacmonPower,
     parse_ioreg_accelerators,
     parse_macmon_line,
 )
-from tui.telemetry.device_dicts import energy_from_dicts, gpu_from_dict
 
 
 @pytest.fixture(autouse=True)
 def no_macmon_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on a Mac without macmon (a test that wants one passes its stand-in)."""
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
 
 
 def test_ioreg_gives_utilisation_and_the_unified_memory_in_use() -> None:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from tui.telemetry import energy_track
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.energy_track import EnergyTrack
-from tui.telemetry.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 
 

@@ -19,13 +19,13 @@ import pytest
 from exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
 from sshd_server import free_port, wait_until
 
-from tui.telemetry.exporters import (
+from tui.telemetry.remote.exporters import (
     NOTHING_KNOWN,
     ExporterSource,
     node_cpu,
     read_exporters,
 )
-from tui.telemetry.remote_link import LinkLost
+from tui.telemetry.remote.remote_link import LinkLost
 from tui.telemetry.sources import open_source, parse_source
 from tui.transport.prometheus import fetch, parse
 

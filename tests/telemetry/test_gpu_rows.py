@@ -19,12 +19,12 @@ from tests.support.hw_fixtures import (
     set_rapl,
 )
 from tui.cli.doctor_hw import check_hardware
-from tui.telemetry.agent import Agent, dumps
-from tui.telemetry.agent_lines import sample_from_line
-from tui.telemetry.amd_gpu import AmdGpus
-from tui.telemetry.apple_gpu import AppleGpu
+from tui.telemetry.devices.agent import Agent, dumps
+from tui.telemetry.devices.amd_gpu import AmdGpus
+from tui.telemetry.devices.apple_gpu import AppleGpu
+from tui.telemetry.devices.nvml import ABSENT, OK, NvmlProbe
 from tui.telemetry.gpus import LocalGpus
-from tui.telemetry.nvml import ABSENT, OK, NvmlProbe
+from tui.telemetry.remote.agent_lines import sample_from_line
 from tui.telemetry.sampler import LocalSource
 
 
@@ -37,7 +37,7 @@ class AbsentNvml:
 
 @pytest.fixture(autouse=True)
 def no_macmon_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui.telemetry.apple_gpu.shutil.which", lambda name: None)
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.shutil.which", lambda name: None)
 
 
 def _apple() -> AppleGpu:
@@ -139,7 +139,7 @@ def test_agent_line_carries_amd_apple_and_energy(tmp_path: Path) -> None:
 
 
 def test_agent_on_a_mac_labels_unified_memory(monkeypatch, tmp_path: Path) -> None:
-    from tui.telemetry import agent as agent_module
+    from tui.telemetry.devices import agent as agent_module
 
     monkeypatch.setattr(agent_module.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(agent_module.platform, "machine", lambda: "arm64")
@@ -189,12 +189,14 @@ def test_the_apple_reader_starts_on_apple_silicon_only(
 ) -> None:
     """By default (no reader given) an Apple Silicon Mac reads ioreg; an Intel Mac's GPU
     is not unified memory and is not read as one."""
-    import tui.telemetry.apple as apple_module
+    import tui.telemetry.devices.apple as apple_module
 
     monkeypatch.setattr(apple_module.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(apple_module.platform, "machine", lambda: machine)
-    monkeypatch.setattr("tui.telemetry.apple_gpu.apple_run", ioreg_runner(IOREG_M1PRO.read_bytes()))
-    monkeypatch.setattr("tui.telemetry.apple_gpu.apple_metal_working_set", lambda: None)
+    monkeypatch.setattr(
+        "tui.telemetry.devices.apple_gpu.apple_run", ioreg_runner(IOREG_M1PRO.read_bytes())
+    )
+    monkeypatch.setattr("tui.telemetry.devices.apple_gpu.apple_metal_working_set", lambda: None)
     gpus = LocalGpus(nvml=NvmlProbe(AbsentNvml()), amd=AmdGpus(str(tmp_path), use_amdsmi=False))
     first = gpus.start()
     gpus.close()

@@ -14,8 +14,8 @@ import pytest
 from virtual_time import VirtualClock
 
 import tui.telemetry.sampler as sampler_module
-from tui.telemetry.apple import memory_label
-from tui.telemetry.nvml import ABSENT, ERROR, OK, NvmlProbe, peak_bandwidth_bps
+from tui.telemetry.devices.apple import memory_label
+from tui.telemetry.devices.nvml import ABSENT, ERROR, OK, NvmlProbe, peak_bandwidth_bps
 from tui.telemetry.roofline import roofline
 from tui.telemetry.sampler import TelemetrySampler
 from tui.telemetry.system import SystemProbe

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tui.telemetry.nvml import GpuSample, NvmlSample
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample, TelemetrySampler
 from tui.telemetry.summary import HardwareWindow, format_line, summarize
 from tui.telemetry.system import SystemSample

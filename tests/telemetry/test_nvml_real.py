@@ -14,8 +14,8 @@ import os
 import pytest
 
 from tui.bench.run import environment
-from tui.telemetry.agent import Agent
-from tui.telemetry.nvml import OK, NvmlProbe
+from tui.telemetry.devices.agent import Agent
+from tui.telemetry.devices.nvml import OK, NvmlProbe
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The CPU package's energy counter (tui/telemetry/rapl.py) against a powercap tree as the
+"""The CPU package's energy counter (tui/telemetry/devices/rapl.py) against a powercap tree as the
 kernel documents it, wraparound included. This machine has no /sys/class/powercap, so
 there is no real-RAPL test here (doctor and the README say so)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hw_fixtures import rapl_tree, set_rapl
-from tui.telemetry.rapl import RAPL_SOURCE, rapl_package_zones, read_rapl
+from tui.telemetry.devices.rapl import RAPL_SOURCE, rapl_package_zones, read_rapl
 from tui.telemetry.system import SystemProbe
 
 
@@ -50,8 +50,8 @@ def test_hostile_counter_files_are_not_counters(tmp_path: Path, text: str) -> No
 def test_wraparound_through_the_system_probe_and_the_energy_track(tmp_path: Path) -> None:
     """The real probe reads the fake tree at each sample; the counter wraps between two
     samples and the energy over the window is still the energy used."""
+    from tui.telemetry.devices.nvml import NvmlSample
     from tui.telemetry.energy_track import EnergyTrack
-    from tui.telemetry.nvml import NvmlSample
     from tui.telemetry.sampler import TelemetrySample
 
     wrap = 1_000_000_000  # µJ: 1000 J

@@ -22,7 +22,7 @@ import pytest
 from off_cpu import Stopwatch
 from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, wait_until
 
-from tui.telemetry.remote_ssh import SshSource, remote_command
+from tui.telemetry.remote.remote_ssh import SshSource, remote_command
 from tui.telemetry.sources import open_source, parse_source
 
 pytestmark = pytest.mark.e2e

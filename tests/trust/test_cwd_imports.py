@@ -1,8 +1,9 @@
 """Row 1: no child process infertop starts runs code from the current folder.
 
 A folder planted with modules that a Python child would import first if the folder were
-on its path (``tui/engines/worker_main.py``, ``tui/engines/probe.py``, ``numpy``,
-``llama_cpp``, ``httpx``, ``multiprocessing``); each writes a marker file when imported.
+on its path (``tui/engines/inprocess/worker_main.py``, ``tui/engines/inprocess/probe.py``,
+``numpy``, ``llama_cpp``, ``httpx``, ``multiprocessing``); each writes a marker file when
+imported.
 infertop is started there as its console script starts (tests/trust/conftest.py:
 ``launcher``) for ``run`` (the default in-process engine: a worker process), ``doctor``
 (the engine probe: a child process), ``bench`` (the worker process and the bench's own
@@ -21,8 +22,9 @@ from tui.core.child_python import absolute_if_path, child_env, neutral_cwd, pyth
 PLANTED = (
     "tui/__init__.py",
     "tui/engines/__init__.py",
-    "tui/engines/worker_main.py",
-    "tui/engines/probe.py",
+    "tui/engines/inprocess/__init__.py",
+    "tui/engines/inprocess/worker_main.py",
+    "tui/engines/inprocess/probe.py",
     "numpy/__init__.py",
     "llama_cpp/__init__.py",
     "httpx/__init__.py",

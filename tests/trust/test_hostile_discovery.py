@@ -13,7 +13,7 @@ import pytest
 
 from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.server_models import list_server_models
+from tui.engines.servers.server_models import list_server_models
 from tui.transport.whole import SCRAPE_LIMIT
 
 SLACK_S = 25.0  # a busy 2-core machine: far above each bound, far below "never"
@@ -68,8 +68,8 @@ def test_400_digit_numbers_alone_leave_every_palette_line() -> None:
     """The finding itself, without the 5000-digit neighbour: a 400-digit size (int()
     reads it; float() cannot) in Ollama's and llama-server's lists, and a GGUF whose
     tensor shapes multiply past a float: on main the details raised OverflowError."""
-    from tui.engines.gguf_scan import GgufFile
-    from tui.engines.server_models import ollama_models, openai_models
+    from tui.engines.files.gguf_scan import GgufFile
+    from tui.engines.servers.server_models import ollama_models, openai_models
 
     big = 10**400
     listed = openai_models({"data": [{"id": "a", "meta": {"size": big, "n_params": big}}]})

@@ -1,4 +1,4 @@
-"""Crafted GGUF headers against the pure-Python reader (tui/engines/gguf.py) and its
+"""Crafted GGUF headers against the pure-Python reader (tui/engines/files/gguf.py) and its
 callers: arrays nested thousands deep (a 36 KB file), the 23 MB shape (5600 arrays of
 4096 bytes: on main 13-19 s and ~200 MB), kept arrays past the value budget, counts no
 file holds, text past the kept-bytes budget, a wall-time budget, a FIFO named ``.gguf``;
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines import gguf
+from tui.engines.files import gguf
 from tui.engines.base import EngineError
-from tui.engines.gguf import check_gguf, read_gguf_metadata
-from tui.engines.gguf_scan import gguf_summary, scan_ggufs
-from tui.engines.llama_server import server_kv_layout
+from tui.engines.files.gguf import check_gguf, read_gguf_metadata
+from tui.engines.files.gguf_scan import gguf_summary, scan_ggufs
+from tui.engines.http.llama_server import server_kv_layout
 
 U8, STRING, ARRAY = 0, 8, 9
 

@@ -16,8 +16,8 @@ import pytest
 from stream_check import collect
 
 from tui.engines.base import EngineError, EngineSpec, GenerationRequest
-from tui.engines.ollama import OllamaEngine
-from tui.engines.openai_compat import OpenAICompatEngine
+from tui.engines.http.ollama import OllamaEngine
+from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.http1 import Http1Pool
 from tui.transport.http_io import HttpTimeouts
 

@@ -114,9 +114,9 @@ def test_a_probed_server_nested_deep_is_one_line(hostile, launcher, clean_env) -
 def test_json_nested_deep_is_an_error_everywhere_it_is_read(hostile) -> None:
     """llama-server's /props, Ollama's /api/ps and an agent line, each ``[`` x 100,000:
     each reader says the answer is not what it expected (on main: RecursionError)."""
-    from tui.telemetry.agent_lines import AgentLineError, sample_from_line
-    from tui.telemetry.llamacpp_metrics import total_slots
-    from tui.telemetry.ollama_ps import loaded_models
+    from tui.telemetry.remote.agent_lines import AgentLineError, sample_from_line
+    from tui.telemetry.servers.llamacpp_metrics import total_slots
+    from tui.telemetry.servers.ollama_ps import loaded_models
 
     deep = f"{hostile}/prom-deep"
     with pytest.raises(ValueError, match="nested too deeply"):

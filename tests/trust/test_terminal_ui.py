@@ -21,8 +21,8 @@ from tui.app.themes import builtin_theme_dir
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.hardware_panel import hardware_text
 from tui.config import parse_config
-from tui.telemetry.exporters import ExporterSource
-from tui.telemetry.remote_link import LinkLost, RemoteLink
+from tui.telemetry.remote.exporters import ExporterSource
+from tui.telemetry.remote.remote_link import LinkLost, RemoteLink
 
 SIZE = (120, 36)
 

@@ -10,7 +10,7 @@ from tui.bench.run.depth import parse_depths
 from tui.bench.run.plan import BenchError, parse_concurrency
 from tui.core.kv import _int
 from tui.fleet.promql import _gpu_order
-from tui.telemetry.exporters import dcgm_gpus
+from tui.telemetry.remote.exporters import dcgm_gpus
 from tui.transport.prometheus import parse
 
 

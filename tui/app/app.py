@@ -35,8 +35,8 @@ from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
     from tui.app.screens.requests import RequestsFeed, RequestsScreen
-    from tui.engines.gguf_scan import GgufFile, GgufScan
-    from tui.engines.port_owner import PortOwner
+    from tui.engines.files.gguf_scan import GgufFile, GgufScan
+    from tui.engines.servers.port_owner import PortOwner
     from tui.fleet.rows import EndpointRow
 
 
@@ -173,7 +173,7 @@ class InfertopApp(App[None]):
 
     def _start_discovery(self) -> None:
         from tui.app.discovery import discover_in_thread
-        from tui.engines.discovery import loopback_urls
+        from tui.engines.servers.discovery import loopback_urls
 
         skip = loopback_urls(list(self.config.engines.values()))
         self.run_worker(
@@ -238,7 +238,7 @@ class InfertopApp(App[None]):
     # -- GGUF files on this machine ----------------------------------------------------
     def scan_ggufs(self) -> GgufScan:
         """Scan the GGUF folders (blocking, bounded: in a thread) and keep the result."""
-        from tui.engines.gguf_scan import scan_ggufs
+        from tui.engines.files.gguf_scan import scan_ggufs
 
         self.gguf_scan = scan_ggufs(self.config.discovery.gguf_roots())
         return self.gguf_scan

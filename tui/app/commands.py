@@ -12,7 +12,7 @@ from tui.app.screens.chat import ChatScreen
 from tui.core.safe_text import terminal_label
 
 if TYPE_CHECKING:
-    from tui.engines.gguf_scan import GgufScan
+    from tui.engines.files.gguf_scan import GgufScan
 
 
 class EngineCommands(Provider):

@@ -1,7 +1,7 @@
 """The TUI's discovery: after the first paint, a thread probes the loopback ports
-(tui/engines/discovery.py), says whose process listens on each port where a server was
-found (tui/engines/port_owner.py) and lists each found server's models
-(tui/engines/server_models.py); what it finds reaches the app as Messages only.
+(tui/engines/servers/discovery.py), says whose process listens on each port where a server was
+found (tui/engines/servers/port_owner.py) and lists each found server's models
+(tui/engines/servers/server_models.py); what it finds reaches the app as Messages only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tui.config import DiscoverySettings
 from tui.engines.base import EngineError
 
 if TYPE_CHECKING:
-    from tui.engines.port_owner import PortOwner
+    from tui.engines.servers.port_owner import PortOwner
 
 
 class PortOwners(Message):
@@ -34,9 +34,9 @@ def discover_in_thread(
     """Thread worker: probe (not the ports of ``skip_urls``: engines already in config),
     post whose process listens where a server answered, the findings, then each found
     server's models."""
-    from tui.engines.discovery import FOUND, discover
-    from tui.engines.port_owner import port_owners
-    from tui.engines.server_models import list_server_models
+    from tui.engines.servers.discovery import FOUND, discover
+    from tui.engines.servers.port_owner import port_owners
+    from tui.engines.servers.server_models import list_server_models
 
     findings = discover(settings.port_list(), settings.timeout_s, skip_urls=skip_urls)
     post(PortOwners(port_owners([f.port for f in findings if f.status == FOUND])))

@@ -11,8 +11,8 @@ from tui.core.kv import KvState
 from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:  # httpx stays off the start-up path
-    from tui.engines.discovery import PortFinding
-    from tui.engines.server_models import ServerModel
+    from tui.engines.servers.discovery import PortFinding
+    from tui.engines.servers.server_models import ServerModel
 
 
 class TelemetrySampled(Message):
@@ -49,7 +49,7 @@ class CoreEvent(Message):
 
 
 class ServersFound(Message):
-    """Discovery's findings, one per probed port (tui/engines/discovery.py)."""
+    """Discovery's findings, one per probed port (tui/engines/servers/discovery.py)."""
 
     def __init__(self, findings: list[PortFinding]) -> None:
         super().__init__()
@@ -57,7 +57,7 @@ class ServersFound(Message):
 
 
 class ModelsListed(Message):
-    """The models a server engine offers (tui/engines/server_models.py)."""
+    """The models a server engine offers (tui/engines/servers/server_models.py)."""
 
     def __init__(self, engine: str, models: list[ServerModel]) -> None:
         super().__init__()

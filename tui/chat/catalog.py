@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from tui.config import Config
 from tui.engines.base import EngineSpec
-from tui.engines.discovery import FOUND, PortFinding
+from tui.engines.servers.discovery import FOUND, PortFinding
 
 if TYPE_CHECKING:  # httpx stays off the start-up path
-    from tui.engines.server_models import ServerModel
+    from tui.engines.servers.server_models import ServerModel
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def model_identity(model: str | None, listed: list[ServerModel]) -> tuple[str, i
     if not model:
         return "", None
     if model == "default":
-        from tui.engines.default_model import default_model_path
+        from tui.engines.files.default_model import default_model_path
 
         path = default_model_path()
         model = str(path) if path is not None else model

@@ -59,7 +59,7 @@ def model_bytes(info: EngineInfo | None, spec: EngineSpec) -> int | None:
         if isinstance(size, int):
             return size
     if spec.kind == "llamacpp":
-        from tui.engines.default_model import resolve_model_path
+        from tui.engines.files.default_model import resolve_model_path
 
         try:
             return resolve_model_path(spec.model).stat().st_size

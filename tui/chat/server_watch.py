@@ -1,5 +1,5 @@
 """The server-side view of a chat's engine: its own /metrics (or /slots, /api/ps) sampled
-at the telemetry interval, in a thread of the caller's (tui/telemetry/server.py reads)."""
+at the telemetry interval, in a thread of the caller's (tui/telemetry/servers/server.py reads)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tui.core.kv import KvLayout, KvState
 from tui.engines.base import EngineError, EngineSpec
-from tui.telemetry.server import server_probe
+from tui.telemetry.servers.server import server_probe
 
 
 def watch_server(
@@ -23,7 +23,7 @@ def watch_server(
     """Blocking, until ``stopped()``: hand each sample's lines to ``on_lines`` (None: this
     engine has no server metrics, and the watch ends) and each changed KV state to
     ``on_kv``."""
-    from tui.engines.http_common import access_for  # httpx: not on the start-up path
+    from tui.engines.http.http_common import access_for  # httpx: not on the start-up path
 
     try:
         access = access_for(spec) if spec.url else None

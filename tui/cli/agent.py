@@ -1,7 +1,7 @@
 """``infertop agent``: print this machine's hardware samples as JSON lines on stdout.
 
-What an SSH telemetry source runs on the remote host (tui/telemetry/remote_ssh.py); the
-line format is documented in tui/telemetry/agent.py.
+What an SSH telemetry source runs on the remote host (tui/telemetry/remote/remote_ssh.py); the
+line format is documented in tui/telemetry/devices/agent.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 
 
 def _interval(text: str) -> float:
-    from tui.telemetry.agent import parse_interval
+    from tui.telemetry.devices.agent import parse_interval
 
     try:
         return float(parse_interval(text))
@@ -33,6 +33,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tui.telemetry.agent import run
+    from tui.telemetry.devices.agent import run
 
     return int(run(args.interval, args.once, not args.no_gpu))

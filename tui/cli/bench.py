@@ -126,8 +126,8 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
 
     from tui.config import load_config
     from tui.engines.base import EngineError
-    from tui.engines.detect import spec_from_url
     from tui.engines.kinds import find_kind, kind_names
+    from tui.engines.servers.detect import spec_from_url
     from tui.transport.access import redact_url
 
     cfg = load_config(getattr(args, "config", None))

@@ -74,7 +74,7 @@ def engine_spec(args: argparse.Namespace, cfg: Config) -> EngineSpec:
     spoken to in the API --api names."""
     if getattr(args, "url", None):
         try:
-            from tui.engines.detect import spec_from_url
+            from tui.engines.servers.detect import spec_from_url
         except ImportError:
             raise CLIError("HTTP engines are not available in this install") from None
         try:

@@ -20,7 +20,7 @@ from tui.cli.common import add_insecure_argument
 from tui.config import Config, ConfigError, find_config, load_config
 from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.probe import ProbeResult, system_info_features
+from tui.engines.inprocess.probe import ProbeResult, system_info_features
 from tui.transport.access import redact_url
 
 OK, MISSING, INFO, WARN = "ok", "--", "  ", "!!"
@@ -141,8 +141,8 @@ def _check_config(args: argparse.Namespace) -> Config | None:
 
 
 def _check_cpu() -> None:
-    from tui.engines.ggml_build import cpu_flags, cpu_has_amx
-    from tui.engines.probe import cpu_line
+    from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx
+    from tui.engines.inprocess.probe import cpu_line
 
     amx = cpu_has_amx(cpu_flags())
     note = " (AMX present: infertop's builds leave it out, see README)" if amx else ""
@@ -160,7 +160,7 @@ def _check_llama_cpp() -> bool:
 
 def _check_amx_free() -> None:
     """Count AMX tile instructions in every installed ggml CPU backend (objdump)."""
-    from tui.engines.ggml_build import count_amx_instructions, ggml_cpu_libraries
+    from tui.engines.files.ggml_build import count_amx_instructions, ggml_cpu_libraries
 
     for package, libs in ggml_cpu_libraries().items():
         for lib in libs:
@@ -178,8 +178,8 @@ def _check_amx_free() -> None:
 
 
 def _check_default_model() -> bool:
-    from tui.engines.default_model import DEFAULT_MODEL_NAME, default_model_path
-    from tui.engines.gguf import check_gguf
+    from tui.engines.files.default_model import DEFAULT_MODEL_NAME, default_model_path
+    from tui.engines.files.gguf import check_gguf
 
     path = default_model_path()
     if path is None:
@@ -294,8 +294,8 @@ def _check_proxy_slice() -> None:
 
 def _check_url(url: str, verify_tls: bool = True) -> None:
     try:
-        from tui.engines.detect import detect_server
-        from tui.engines.http_common import access_for
+        from tui.engines.http.http_common import access_for
+        from tui.engines.servers.detect import detect_server
     except ImportError:
         _line(MISSING, "server", "HTTP engines are not available in this install")
         return
@@ -316,7 +316,7 @@ def _check_discovery(cfg: Config) -> None:
         _line(INFO, "local servers", "discovery is off ([discovery] enabled = false)")
         return
     try:
-        from tui.engines.discovery import FOUND, discover, loopback_urls
+        from tui.engines.servers.discovery import FOUND, discover, loopback_urls
     except ImportError:
         _line(MISSING, "local servers", "HTTP engines are not available in this install")
         return
@@ -379,7 +379,7 @@ def gpu_backends(system_info: str) -> list[str]:
 
 def _probe_engine(spec: object) -> bool:
     """Load the engine's model and generate one token in a child process."""
-    from tui.engines.probe import advice, run_probe
+    from tui.engines.inprocess.probe import advice, run_probe
 
     model = getattr(spec, "model", None)
     result = run_probe(None if model in (None, "", "default") else str(model))

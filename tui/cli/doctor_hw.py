@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tui.telemetry.nvml import ERROR, GpuSample
+from tui.telemetry.devices.nvml import ERROR, GpuSample
 
 Say = Callable[[str, str, str], None]
 OK, MISSING, INFO = "ok", "--", "  "

@@ -141,7 +141,7 @@ def detect(url: str, kind: str | None) -> tuple[str, str | None, str]:
     if kind is not None:
         return kind, None, "given with --kind"
     from tui.engines.base import EngineError
-    from tui.engines.detect import detect_server
+    from tui.engines.servers.detect import detect_server
 
     try:
         found = detect_server(url)

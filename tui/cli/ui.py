@@ -83,7 +83,7 @@ def model_engine(config: Config, model: str) -> str | None:
     (None, with a one-line error printed, when PATH is no readable GGUF)."""
     from tui.chat.catalog import gguf_engine
     from tui.engines.base import EngineError
-    from tui.engines.gguf import check_gguf
+    from tui.engines.files.gguf import check_gguf
 
     path = Path(model).expanduser().resolve()
     try:
@@ -117,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
     url = getattr(args, "ui_url", None)
     if url:
         from tui.engines.base import EngineError
-        from tui.engines.detect import spec_from_url
+        from tui.engines.servers.detect import spec_from_url
 
         try:
             spec = spec_from_url(url, verify_tls=not getattr(args, "ui_insecure", False))

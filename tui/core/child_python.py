@@ -1,8 +1,8 @@
 """Python child processes that cannot import from the user's working directory.
 
 infertop is often started inside a folder somebody else made (a fresh clone). A child
-started as ``python -m tui.engines.worker_main`` in that folder would put the folder first
-on its import path, so a ``tui/engines/worker_main.py``, ``numpy/`` or ``llama_cpp/``
+started as ``python -m tui.engines.inprocess.worker_main`` in that folder would put the folder first
+on its import path, so a ``tui/engines/inprocess/worker_main.py``, ``numpy/`` or ``llama_cpp/``
 planted there would run instead of the real one. Every Python child infertop starts
 (engine workers, the setup probe, bench worker processes) therefore:
 

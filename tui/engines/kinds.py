@@ -27,14 +27,14 @@ class EngineKind:
     options: OptionTypes = field(default_factory=dict)
     in_process: bool = False  # generation runs in infertop's process or a worker it owns
     # in-process and native code that could crash the process running it: by default in a
-    # worker process infertop owns (tui/engines/worker.py); ``isolate = false`` runs it in
+    # worker process infertop owns (tui/engines/inprocess/worker.py); ``isolate = false`` runs it in
     # infertop's own process. Any other in-process kind may ask for ``isolate = true``.
     isolated_by_default: bool = False
     # a client of an LLM server's HTTP API at ``url``: the server lists its models, and it
     # can stand behind ``infertop proxy`` (``--kind``)
     http: bool = False
     metrics: bool = False  # its server's Prometheus /metrics is read (fleet rows)
-    # tui/engines/detect.py tells its server from others by the server's own answers, so a
+    # tui/engines/servers/detect.py tells its server from others by the server's own answers, so a
     # configured endpoint of this kind needs no probe ("openai" is the generic fallback)
     recognised: bool = False
     n_ctx_from_spec: bool = False  # its context size is its spec's n_ctx (no server to ask)
@@ -52,7 +52,7 @@ _HTTP_OPTIONS: dict[str, tuple[type, ...]] = {"extra_body": (dict,), "pid": (int
 _BUILT_IN = (
     EngineKind(
         "llamacpp",
-        "tui.engines.llamacpp:LlamaCppEngine",
+        "tui.engines.inprocess.llamacpp:LlamaCppEngine",
         "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
         {
             "quiet_stderr": (bool,),
@@ -71,21 +71,21 @@ _BUILT_IN = (
     ),
     EngineKind(
         "openai",
-        "tui.engines.openai_compat:OpenAICompatEngine",
+        "tui.engines.http.openai_compat:OpenAICompatEngine",
         "any OpenAI-compatible server at url (endpoint: chat, completions or responses)",
         _HTTP_OPTIONS,
         http=True,
     ),
     EngineKind(
         "anthropic",
-        "tui.engines.anthropic:AnthropicEngine",
+        "tui.engines.http.anthropic:AnthropicEngine",
         "a server speaking Anthropic's Messages API (/v1/messages) at url",
         _HTTP_OPTIONS,
         http=True,
     ),
     EngineKind(
         "llama-server",
-        "tui.engines.llama_server:LlamaServerEngine",
+        "tui.engines.http.llama_server:LlamaServerEngine",
         "llama.cpp's llama-server at url; its timings are the engine truth",
         # binary: the llama-server infertop starts when the engine has a model and no url
         {**_HTTP_OPTIONS, "timings_per_token": (bool,), "binary": (str,)},
@@ -95,7 +95,7 @@ _BUILT_IN = (
     ),
     EngineKind(
         "vllm",
-        "tui.engines.vllm:VLLMEngine",
+        "tui.engines.http.vllm:VLLMEngine",
         "vLLM's OpenAI server at url; engine truth from its /metrics",
         {**_HTTP_OPTIONS, "continuous_usage_stats": (bool,), "metrics_truth": (bool,)},
         http=True,
@@ -104,7 +104,7 @@ _BUILT_IN = (
     ),
     EngineKind(
         "ollama",
-        "tui.engines.ollama:OllamaEngine",
+        "tui.engines.http.ollama:OllamaEngine",
         "Ollama at url (native /api/chat; durations are the engine truth)",
         {"keep_alive": (str, int, float), "options": (dict,), "pid": (int,)},
         http=True,
@@ -112,7 +112,7 @@ _BUILT_IN = (
     ),
     EngineKind(
         "vllm-inprocess",
-        "tui.engines.vllm_inprocess:VLLMInProcessEngine",
+        "tui.engines.inprocess.vllm_inprocess:VLLMInProcessEngine",
         "vLLM in-process (AsyncLLM; needs the vllm extra), model = HF folder/name",
         {
             "isolate": (bool,),
@@ -126,7 +126,7 @@ _BUILT_IN = (
     ),
     EngineKind(
         "synthetic",
-        "tui.engines.synthetic:SyntheticEngine",
+        "tui.engines.inprocess.synthetic:SyntheticEngine",
         "in-process synthetic token stream at options.tokens_per_s (demos, tests)",
         {
             "tokens_per_s": _NUM,
@@ -145,7 +145,7 @@ _BUILT_IN = (
     ),
     EngineKind(
         "replay",
-        "tui.engines.replay:ReplayEngine",
+        "tui.engines.inprocess.replay:ReplayEngine",
         "plays a recorded session file (options.file) back at its recorded pace",
         {"file": (str,), "speed": _NUM},
     ),

@@ -1,5 +1,5 @@
 """Building engines: a spec becomes an engine of its kind (tui/engines/kinds.py), in a
-worker process for the in-process kinds that run isolated (tui/engines/worker.py)."""
+worker process for the in-process kinds that run isolated (tui/engines/inprocess/worker.py)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def runs_in_worker(spec: EngineSpec) -> bool:
 def create_engine(spec: EngineSpec) -> Engine:
     """Build (not load) the engine a spec describes."""
     if runs_in_worker(spec):
-        from tui.engines.worker import worker_class
+        from tui.engines.inprocess.worker import worker_class
 
         engine_class(spec.kind)  # an unknown kind fails here, in this process
         return worker_class(spec.kind, engine_kind(spec.kind).target)(spec)

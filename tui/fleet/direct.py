@@ -1,6 +1,6 @@
 """Read one endpoint directly: detect what it is once, then scrape it each refresh.
 
-What is read, by kind (detected with :func:`tui.engines.detect.detect_server`, or taken
+What is read, by kind (detected with :func:`tui.engines.servers.detect.detect_server`, or taken
 from the engine's config when it says vllm, llama-server or ollama):
 
 - vllm, llama-server: ``GET /metrics``; each row compares the scrape with the previous
@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.detect import detect_server
-from tui.engines.http_common import access_for, base_url, describe_transport_error
+from tui.engines.http.http_common import access_for, base_url, describe_transport_error
 from tui.engines.kinds import find_kind
+from tui.engines.servers.detect import detect_server
 from tui.fleet.rows import EndpointRow
-from tui.telemetry.ollama_ps import parse_ps
+from tui.telemetry.servers.ollama_ps import parse_ps
 from tui.transport.access import HttpAccess
 from tui.transport.http_io import HttpTimeouts, WholeResponse
 from tui.transport.prometheus import (

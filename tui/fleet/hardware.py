@@ -7,9 +7,9 @@ its own take GPUs from its DCGM series only. A named source wins over the DCGM j
 user said where the endpoint runs.
 
 Each distinct source is opened once and read without blocking (an SSH link or exporter
-runs in its own thread, :mod:`tui.telemetry.remote_link`); a lost link leaves its last
+runs in its own thread, :mod:`tui.telemetry.remote.remote_link`); a lost link leaves its last
 good GPUs on the row and says so in ``hardware_error``. The GPU numbers are the source's
-own (:class:`~tui.telemetry.nvml.GpuSample`), converted to the row's units (MiB).
+own (:class:`~tui.telemetry.devices.nvml.GpuSample`), converted to the row's units (MiB).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from tui.fleet.rows import EndpointRow, GpuRow
-from tui.telemetry.nvml import GpuSample
+from tui.telemetry.devices.nvml import GpuSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.sources import HardwareSource, open_source, parse_source, settled
 

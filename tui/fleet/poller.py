@@ -18,7 +18,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from tui.engines.base import EngineError, EngineSpec
-from tui.engines.http_common import base_url
+from tui.engines.http.http_common import base_url
 from tui.engines.kinds import find_kind
 from tui.fleet.direct import DirectEndpoint, HttpClients
 from tui.fleet.hardware import FleetHardware

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tui.engines.http_common import describe_transport_error
+from tui.engines.http.http_common import describe_transport_error
 from tui.transport.access import USER_AGENT, split_credentials
 from tui.transport.http_io import HttpTimeouts
 from tui.transport.whole import PROMETHEUS_LIMIT, deadline_client, get_whole, json_body

@@ -1,6 +1,6 @@
 """vLLM's own account of a proxied request, from its /metrics, without poking it mid-request.
 
-vLLM's stream carries no timings; its /metrics histograms do (tui/engines/vllm.py reads
+vLLM's stream carries no timings; its /metrics histograms do (tui/engines/http/vllm.py reads
 them around each request of its own). The proxy must not add a scrape in front of
 anyone's request, so it scrapes only while no generation request passes through:
 
@@ -9,8 +9,8 @@ anyone's request, so it scrapes only while no generation request passes through:
   just after the request's last chunk);
 - after a request that ran *alone* (no other generation request overlapped it) ends,
   it scrapes until vLLM has recorded it (``e2e_request_latency_seconds_count`` grew, at
-  most :data:`~tui.engines.vllm.SETTLE_S` s), and the request's engine report is the
-  difference to the scrape before it (:func:`~tui.engines.vllm.truth_from_scrapes`: only
+  most :data:`~tui.engines.http.vllm.SETTLE_S` s), and the request's engine report is the
+  difference to the scrape before it (:func:`~tui.engines.http.vllm.truth_from_scrapes`: only
   when exactly one request finished in between — a client talking to vLLM past the proxy
   makes that false, and then nothing is reported, never a guess).
 
@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from tui.core.events import EngineTruth
-from tui.engines.vllm import E2E, SETTLE_S, recorded, truth_from_scrapes
+from tui.engines.http.vllm import E2E, SETTLE_S, recorded, truth_from_scrapes
 from tui.transport.http1 import Http1Pool
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
 from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse

@@ -1,7 +1,7 @@
 """From the readers' dicts to samples: one GPU dict → :class:`GpuSample`, energy dicts →
 :class:`EnergyReading`.
 
-The dicts are the agent's line format (tui/telemetry/agent.py documents the fields): the
+The dicts are the agent's line format (tui/telemetry/devices/agent.py documents the fields): the
 remote agent sends them, and this machine's AMD, Apple and RAPL readers (which are
 bundled into that agent) return them too. Whatever made them, nothing is trusted: a field
 of the wrong type, a number that is not finite or out of range reads as unknown (None);
@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from tui.core.energy import EnergyReading
-from tui.telemetry.nvml import BANDWIDTH_SOURCE, GpuProcess, GpuSample, peak_bandwidth_bps
+from tui.telemetry.devices.nvml import BANDWIDTH_SOURCE, GpuProcess, GpuSample, peak_bandwidth_bps
 
 MAX_ITEMS = 4096  # cores, GPUs, processes or energy domains kept from one reading
 _TEXT = 200
@@ -42,7 +42,7 @@ def gpu_from_dict(position: int, d: Any) -> GpuSample | None:
     peak_source = BANDWIDTH_SOURCE if peak else None
     cores = as_int(d.get("gpu_cores"))
     if vendor == "apple":
-        from tui.telemetry.apple_chips import chip_bandwidth
+        from tui.telemetry.devices.apple_chips import chip_bandwidth
 
         chip = chip_bandwidth(name, cores)
         if chip is not None:

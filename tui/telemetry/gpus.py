@@ -1,8 +1,8 @@
 """This machine's GPUs, every vendor: one reading, one row shape.
 
-- NVIDIA through NVML (tui/telemetry/nvml.py);
-- AMD through amdsmi or the amdgpu sysfs files (tui/telemetry/amd_gpu.py);
-- Apple Silicon through IORegistry and, for power, macmon (tui/telemetry/apple_gpu.py) —
+- NVIDIA through NVML (tui/telemetry/devices/nvml.py);
+- AMD through amdsmi or the amdgpu sysfs files (tui/telemetry/devices/amd_gpu.py);
+- Apple Silicon through IORegistry and, for power, macmon (tui/telemetry/devices/apple_gpu.py) —
   on Apple Silicon only (an Intel Mac's GPU is not unified memory).
 
 The readers' GPUs are numbered in that order (NVIDIA first), so each has its own index in
@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from tui.core.energy import EnergyReading
-from tui.telemetry.apple import is_apple_silicon
 from tui.telemetry.device_dicts import energy_from_dicts, gpu_from_dict
-from tui.telemetry.nvml import ABSENT, ERROR, OK, GpuSample, NvmlProbe, NvmlSample
+from tui.telemetry.devices.apple import is_apple_silicon
+from tui.telemetry.devices.nvml import ABSENT, ERROR, OK, GpuSample, NvmlProbe, NvmlSample
 
 
 class LocalGpus:
@@ -44,11 +44,11 @@ class LocalGpus:
     def start(self) -> NvmlSample:
         self._nvml_status = self._nvml.start()
         if self._amd is None:
-            from tui.telemetry.amd_gpu import AmdGpus
+            from tui.telemetry.devices.amd_gpu import AmdGpus
 
             self._amd = AmdGpus(self._root)
         if self._apple is None and is_apple_silicon():
-            from tui.telemetry.apple_gpu import AppleGpu
+            from tui.telemetry.devices.apple_gpu import AppleGpu
 
             self._apple = AppleGpu(interval_s=self._interval_s)
         if self._apple is not None:

@@ -5,7 +5,7 @@ token reads every weight once, so this is the memory traffic decode needs (KV-ca
 excluded: it is a lower bound of traffic, an estimate, and labelled so). share = achieved /
 peak, where peak is the configured ``telemetry.peak_bandwidth_gbs``, else the GPU's: NVML's
 (bus width × memory clock × 2) or, for Apple Silicon, the chip's from the table of Apple
-chips (tui/telemetry/apple_chips.py, each figure with its source).
+chips (tui/telemetry/devices/apple_chips.py, each figure with its source).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def roofline(
 def peak_source_label(gpu: Any) -> str:
     """How the roofline names a GPU's peak: "nvml", or "Apple chip table (M1 Pro)"."""
     if getattr(gpu, "vendor", "nvidia") == "apple":
-        from tui.telemetry.apple_chips import chip_name
+        from tui.telemetry.devices.apple_chips import chip_name
 
         chip = chip_name(getattr(gpu, "name", "")) or "?"
         return f"Apple chip table ({chip})"

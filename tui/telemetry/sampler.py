@@ -23,9 +23,9 @@ from typing import Any
 
 from tui.core.energy import EnergyReading
 from tui.core.window import RollingWindow
+from tui.telemetry.devices.nvml import ABSENT, NvmlProbe, NvmlSample
 from tui.telemetry.energy_track import EnergyTrack
 from tui.telemetry.gpus import LocalGpus
-from tui.telemetry.nvml import ABSENT, NvmlProbe, NvmlSample
 from tui.telemetry.system import SystemProbe, SystemSample
 
 THIS_MACHINE = "this machine"

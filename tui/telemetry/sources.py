@@ -123,11 +123,11 @@ def open_source(spec: SourceSpec, interval_s: float, gpu: bool = True) -> Hardwa
     interval, the exporter's scrape interval); ``gpu=False`` leaves GPUs out.
     """
     if spec.kind == "ssh":
-        from tui.telemetry.remote_ssh import SshSource
+        from tui.telemetry.remote.remote_ssh import SshSource
 
         return SshSource(spec.host, spec.user, spec.port, interval_s=interval_s, gpu=gpu)
     if spec.kind == "exporter":
-        from tui.telemetry.exporters import ExporterSource
+        from tui.telemetry.remote.exporters import ExporterSource
 
         headers = {"User-Agent": USER_AGENT}
         if spec.auth:

@@ -5,7 +5,7 @@ Definitions: ``cpu_percent`` is the share of all cores busy since the previous s
 ``rss_bytes`` the resident set size of the engine process (our own PID for in-process
 engines, the server's PID for local servers), None when that process is gone;
 ``energy`` the CPU's energy readings: each package's RAPL counter (Linux powercap,
-tui/telemetry/rapl.py) where readable, macmon's CPU power on a Mac; ``energy_note`` why
+tui/telemetry/devices/rapl.py) where readable, macmon's CPU power on a Mac; ``energy_note`` why
 there are none where a source exists but cannot be read; ``cpu_shares`` infertop's own
 CPU beside the engine process's (tui/telemetry/own_cpu.py).
 """
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import psutil
 
 from tui.core.energy import EnergyReading
-from tui.telemetry.apple import memory_label
 from tui.telemetry.device_dicts import energy_from_dicts
+from tui.telemetry.devices.apple import memory_label
+from tui.telemetry.devices.rapl import read_rapl
 from tui.telemetry.own_cpu import CpuShares, OwnCpu
-from tui.telemetry.rapl import read_rapl
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ SOURCES: tuple[Verification, ...] = (
     Verification(
         "Apple chip bandwidth table",
         FIXTURES,
-        "figures from Apple's releases and specs, cited in tui/telemetry/apple_chips.py",
+        "figures from Apple's releases and specs, cited in tui/telemetry/devices/apple_chips.py",
     ),
     Verification(
         "CPU package energy via RAPL (powercap energy_uj)",

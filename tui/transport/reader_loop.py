@@ -5,7 +5,7 @@ Events leave the reader loop in batches: one cross-thread wake-up per consumer l
 turn of the reader loop (:meth:`LoopThread.post`), however many streams and events that
 turn produced. Their stamps were taken before, where the bytes or tokens arrived, so the
 batching changes when a consumer *sees* an event, never its time (see
-tui/engines/http_common.py for the timing rules).
+tui/engines/http/http_common.py for the timing rules).
 
 A headless consumer with nothing else on its loop (``infertop bench``) may read on its own
 loop instead (:meth:`HttpReader.on_running_loop`): no reader thread, and no cross-thread

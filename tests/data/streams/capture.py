@@ -23,7 +23,7 @@ import real_servers  # noqa: E402
 import thinking_bodies as tb  # noqa: E402
 import thinking_servers as ts  # noqa: E402
 
-from tui.engines.default_model import default_model_path  # noqa: E402
+from tui.engines.files.default_model import default_model_path  # noqa: E402
 
 CHAT, COMPLETIONS, RESPONSES, MESSAGES = (
     "/v1/chat/completions",

@@ -214,7 +214,7 @@ class ChatEngines(Screen[None]):
 
         def list_them() -> None:
             from tui.engines.base import EngineError
-            from tui.engines.server_models import list_server_models
+            from tui.engines.servers.server_models import list_server_models
 
             try:
                 models = list_server_models(spec, self.core.config.discovery.timeout_s * 2)
@@ -235,7 +235,7 @@ class ChatEngines(Screen[None]):
         spec = self.core.config.engines.get(engine)
         size = ""
         if spec is not None and spec.kind == "llamacpp" and spec.model not in (None, "default"):
-            from tui.engines.server_models import human_size
+            from tui.engines.servers.server_models import human_size
 
             try:
                 size = f" · reading {human_size(Path(str(spec.model)).stat().st_size)} GGUF"

@@ -21,7 +21,7 @@ from textual.widgets import Label
 from tui.app.format import gib, mib
 from tui.app.widgets.text_lines import TextLines
 from tui.core.safe_text import terminal_label
-from tui.telemetry.nvml import ABSENT, ERROR, GpuSample
+from tui.telemetry.devices.nvml import ABSENT, ERROR, GpuSample
 from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
 
 BLOCKS = " ▁▂▃▄▅▆▇█"

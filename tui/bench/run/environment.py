@@ -49,14 +49,14 @@ def gpus(root: str = "/") -> list[dict[str, Any]]:
     empty list when there are none (a normal state). ``root``: where /sys is."""
     out = nvidia_gpus()
     try:
-        from tui.telemetry.amd_gpu import AmdGpus
+        from tui.telemetry.devices.amd_gpu import AmdGpus
 
         amd = AmdGpus(root)
         devices = amd.read()[0]
         amd.close()
         if sys.platform == "darwin":
-            from tui.telemetry.apple import is_apple_silicon
-            from tui.telemetry.apple_gpu import AppleGpu
+            from tui.telemetry.devices.apple import is_apple_silicon
+            from tui.telemetry.devices.apple_gpu import AppleGpu
 
             if is_apple_silicon():
                 devices += AppleGpu().read()[0]  # no start(): no macmon for this

@@ -45,7 +45,7 @@ def peak_rss(pid: int) -> int | None:
 
 def gpu_memory(pid: int) -> tuple[int | None, str]:
     """(bytes NVML lists for ``pid`` over all GPUs, note)."""
-    from tui.telemetry.nvml import OK, NvmlProbe
+    from tui.telemetry.devices.nvml import OK, NvmlProbe
 
     sampler = NvmlProbe()
     try:

@@ -43,7 +43,7 @@ from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_worke
 from tui.bench.run.workload import request_maker
 from tui.core.pauses import settle_heap, streaming
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
-from tui.engines.http_engine import HttpStreamEngine
+from tui.engines.http.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
 from tui.telemetry.own_cpu import ProcessCpuWindow
 from tui.transport.reader_loop import HttpReader

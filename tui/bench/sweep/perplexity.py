@@ -100,7 +100,7 @@ def measure_perplexity(
         import numpy as np
     except ImportError as e:  # pragma: no cover - depends on the install
         raise EngineError(f"llama-cpp-python is not installed ({e})") from None
-    from tui.engines.stderr_capture import captured_stderr
+    from tui.engines.inprocess.stderr_capture import captured_stderr
 
     stride = stride or window // 2
     with captured_stderr(True) as log:

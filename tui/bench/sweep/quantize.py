@@ -81,7 +81,7 @@ def quantize(source: Path, dest: Path, quant: str, n_threads: int | None = None)
         import llama_cpp
     except ImportError as e:  # pragma: no cover - depends on the install
         raise EngineError(f"llama-cpp-python is not installed ({e})") from None
-    from tui.engines.stderr_capture import captured_stderr
+    from tui.engines.inprocess.stderr_capture import captured_stderr
 
     name = quant_name(quant)
     params = llama_cpp.llama_model_quantize_default_params()

@@ -17,7 +17,7 @@ point must restart it):
 - ``n_gpu_layers``: layers offloaded to the GPU (``-ngl``; -1 = all).
 
 Kinds: ``llamacpp`` (in-process), and ``llama-server`` configured with a ``model`` and no
-``url`` (infertop starts the server for each point: tui/engines/llama_server_launch.py).
+``url`` (infertop starts the server for each point: tui/engines/http/llama_server_launch.py).
 Every other kind, and a llama-server already running at a URL, is refused up front.
 """
 
@@ -98,7 +98,7 @@ def check_engine(spec: EngineSpec, what: str) -> None:
             f"{what}: engine {spec.name!r} is of kind {spec.kind!r}; accepted: {kinds}"
         )
     if spec.kind == "llama-server":
-        from tui.engines.llama_server_launch import find_llama_server
+        from tui.engines.http.llama_server_launch import find_llama_server
 
         if find_llama_server(spec.options.get("binary")) is None:
             raise BenchError(
@@ -126,7 +126,7 @@ class SweepPoint:
 def model_value(spec: EngineSpec, value: str) -> tuple[str | None, Path | None, str | None]:
     """A ``model`` sweep value → (path or None, quantization name or None, error or None)."""
     from tui.bench.sweep.quantize import QUANT_TYPES
-    from tui.engines.default_model import resolve_model_path
+    from tui.engines.files.default_model import resolve_model_path
 
     if value.upper() in QUANT_TYPES and not Path(value).expanduser().exists():
         return None, None, value.upper()
@@ -144,7 +144,7 @@ def plan_points(
 ) -> list[SweepPoint]:
     """The points to measure; BenchError on anything that cannot run, before any work.
     Quantization variants are made (or found in the cache) here, once checks passed."""
-    from tui.engines.default_model import resolve_model_path
+    from tui.engines.files.default_model import resolve_model_path
 
     for spec in specs:
         check_engine(spec, what)
@@ -217,7 +217,7 @@ class SweepStudy:
 
     def engine_factory(self, spec: EngineSpec) -> Engine:
         if spec.kind == "llama-server" and not spec.url:
-            from tui.engines.llama_server_launch import LaunchedLlamaServerEngine
+            from tui.engines.http.llama_server_launch import LaunchedLlamaServerEngine
 
             return LaunchedLlamaServerEngine(spec)
         from tui.engines.registry import create_engine
@@ -250,7 +250,7 @@ class SweepStudy:
 
     def section(self, report: dict[str, Any]) -> dict[str, Any]:
         """report["sweep"]: one row per point, bench medians beside memory and quality."""
-        from tui.engines.gguf import gguf_file_type
+        from tui.engines.files.gguf import gguf_file_type
 
         engines = {e["name"]: e for e in report["summary"]["engines"]}
         infos = {e["name"]: e.get("info") or {} for e in report["engines"]}

@@ -30,7 +30,7 @@ from typing import Any
 
 from tui.core.events import ANSWER, REASONING, TOOL, Failed, Finished, StreamEvent, TextChunk, Usage
 from tui.engines.dialects.think import ThinkSplitter
-from tui.engines.stream_errors import StreamProtocolError
+from tui.engines.http.stream_errors import StreamProtocolError
 from tui.transport.sse import NDJSONDecoder, SSEDecoder
 
 try:  # orjson parses a stream chunk ~3x faster than json (client CPU per token)

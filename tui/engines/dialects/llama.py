@@ -20,7 +20,7 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
-from tui.engines.stream_errors import StreamServerError
+from tui.engines.http.stream_errors import StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
 from tui.engines.dialects.base import Emit, StreamDecoder
-from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count

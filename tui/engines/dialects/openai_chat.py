@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, json_loads, text_of
-from tui.engines.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 _EXTRA_KEYS = frozenset(("timings", "x_groq", "system_fingerprint"))  # server-specific, kept

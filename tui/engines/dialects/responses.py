@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
-from tui.engines.stream_errors import StreamServerError
+from tui.engines.http.stream_errors import StreamServerError
 
 _REASONING = frozenset(
     (

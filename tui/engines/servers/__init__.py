@@ -1,0 +1,3 @@
+"""Servers on this machine and elsewhere: found (discovery), told apart (detect), their
+models listed, whose port they listen on.
+"""
