@@ -84,7 +84,9 @@ def test_agent_modules_are_self_contained_python36():
                 assert ast.unparse(node.test) == "'_INFERTOP_AGENT_BUNDLE' not in globals()"
                 for sub in node.body:
                     assert isinstance(sub, ast.ImportFrom)
-                    assert (sub.module or "").removeprefix("tui.telemetry.devices.") in AGENT_MODULES
+                    assert (sub.module or "").removeprefix(
+                        "tui.telemetry.devices."
+                    ) in AGENT_MODULES
             # no annotations evaluated at run time on old interpreters
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 for sub in ast.walk(node):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.engines.files import gguf
 from tui.engines.base import EngineError
+from tui.engines.files import gguf
 from tui.engines.files.gguf import check_gguf, read_gguf_metadata
 from tui.engines.files.gguf_scan import gguf_summary, scan_ggufs
 from tui.engines.http.llama_server import server_kv_layout
