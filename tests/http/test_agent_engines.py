@@ -66,6 +66,8 @@ async def test_reasoning_answers_through_each_api(
     assert m.reasoning_tokens and m.answer_tokens and m.thinking_ms
     if kind == "llama-server":  # its timings: the engine's own account beside ours
         assert m.engine_decode_tps is not None and m.prefill_tps_source == "engine"
+    else:  # the cached part of the prompt, from the API's usage (a bench's fairness check)
+        assert r.timeline.truth is not None and r.timeline.truth.cached_tokens is not None
 
 
 def test_the_anthropic_key_goes_in_x_api_key_not_authorization() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tui.bench.report.format import last_request_line
 from tui.bench.run.results import BenchUpdate
 from tui.core.safe_text import terminal_label
 
@@ -24,18 +25,7 @@ def _eta(s: float | None) -> str:
 
 
 def _last(u: BenchUpdate) -> str:
-    r = u.record
-    if r is None:
-        return ""
-    if not r.ok:
-        return f"last: {r.status}"
-    m = r.metrics
-    ttft = f"{m.ttft_ms:.0f} ms" if m.ttft_ms is not None else "—"
-    tps = f"{m.decode_tps:.1f} tok/s" if m.decode_tps is not None else "—"
-    if m.ttfo_ms != m.ttft_ms:  # it reasoned: the answer began later than the first token
-        ttfo = f"{m.ttfo_ms:.0f} ms" if m.ttfo_ms is not None else "no answer"
-        return f"last: TTFT {ttft}, TTFO {ttfo}, {tps}"
-    return f"last: TTFT {ttft}, {tps}"
+    return "" if u.record is None else last_request_line(u.record)
 
 
 class PlainDisplay:

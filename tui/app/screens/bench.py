@@ -32,6 +32,7 @@ from textual.widgets import (
     Static,
 )
 
+from tui.bench.report.format import last_request_line
 from tui.bench.run.plan import BenchError, BenchPlan, parse_concurrency
 from tui.bench.run.results import BenchResult, BenchUpdate
 from tui.bench.run.runner import BenchRunner
@@ -309,7 +310,7 @@ class BenchScreen(Screen[None]):
             if m.decode_tps is not None:
                 self.rates.append(m.decode_tps)
                 self.query_one("#tps_spark", Sparkline).data = self.rates[-SPARK_POINTS:]
-            text += f"\nlast: TTFT {m.ttft_ms or 0:.0f} ms, {m.decode_tps or 0:.1f} tok/s"
+            text += "\n" + last_request_line(r)
         elif r is not None and r.status == "failed":
             text += f"\nlast request failed: {r.error}"
         if u.message:

@@ -41,3 +41,18 @@ def table(head: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out + [""]
+
+
+def last_request_line(rec: Any) -> str:
+    """One finished request (a bench record) on one line: "last: TTFT 100 ms, 92.0 tok/s";
+    with TTFO beside TTFT when they differ (it reasoned first: "TTFO no answer" when no
+    answer came). The bench's terminal progress and its screen in the TUI both show it."""
+    if not rec.ok:
+        return f"last: {rec.status}"
+    m = rec.metrics
+    ttft = f"{m.ttft_ms:.0f} ms" if m.ttft_ms is not None else DASH
+    tps = f"{m.decode_tps:.1f} tok/s" if m.decode_tps is not None else DASH
+    if m.ttfo_ms != m.ttft_ms:  # it reasoned: the answer began later than the first token
+        ttfo = f"{m.ttfo_ms:.0f} ms" if m.ttfo_ms is not None else "no answer"
+        return f"last: TTFT {ttft}, TTFO {ttfo}, {tps}"
+    return f"last: TTFT {ttft}, {tps}"

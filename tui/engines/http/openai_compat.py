@@ -28,6 +28,7 @@ from tui.engines.dialects.openai_chat import OpenAIChatDecoder
 from tui.engines.dialects.responses import ResponsesDecoder
 from tui.engines.http.http_engine import HttpStreamEngine
 
+USAGE_CACHED_SOURCE = "usage: cached prompt tokens"
 ENDPOINTS = {
     "chat": "/v1/chat/completions",
     "completions": "/v1/completions",
@@ -170,8 +171,14 @@ class OpenAICompatEngine(HttpStreamEngine):
         return None
 
     def engine_truth(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
-        """The server's own numbers for this request, if it gives any."""
-        return None
+        """The server's own numbers for this request, if it gives any: here how much of
+        the prompt it read from its cache, where its usage says (chat:
+        ``prompt_tokens_details.cached_tokens``; the Responses API:
+        ``input_tokens_details.cached_tokens``; Anthropic: ``cache_read_input_tokens``),
+        so a bench can tell a cold prefill from a reused one."""
+        if state.cached_tokens is None:
+            return None
+        return EngineTruth(cached_tokens=state.cached_tokens, source=USAGE_CACHED_SOURCE)
 
     async def finish(self, state: StreamDecoder, context: Any) -> list[StreamEvent]:
         """Reader loop, after the body ended (its Usage already emitted): EngineReport,
