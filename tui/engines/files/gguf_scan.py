@@ -23,6 +23,7 @@ import os
 import re
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,8 +195,13 @@ class _Walk:
             self.scan.notes.append(f"{self.unreadable} folder(s) could not be read")
         return self.scan
 
-    def tree(self, root: Path) -> None:
-        todo = [(root, 0)]
+    def walk(
+        self, top: Path, max_depth: int, hidden: bool = True
+    ) -> Iterator[tuple[os.DirEntry[str], int]]:
+        """Every entry below ``top`` that is not a folder, with its depth (0: in ``top``),
+        within the entry limit; folders deeper than ``max_depth`` are not entered, nor
+        dot folders unless ``hidden``; links are not followed into folders."""
+        todo = [(top, 0)]
         while todo and not self.over():
             folder, depth = todo.pop()
             for e in self.listing(folder):
@@ -204,45 +210,42 @@ class _Walk:
                     return
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        if depth + 1 < MAX_DEPTH and not e.name.startswith("."):
+                        if depth + 1 <= max_depth and (hidden or not e.name.startswith(".")):
                             todo.append((Path(e.path), depth + 1))
                         continue
-                    if not e.name.lower().endswith(".gguf"):
-                        continue
-                    shard = _SHARD.search(e.name)
-                    if shard and int(shard.group(1)) != 1:
-                        continue  # a split model opens by its first part
-                    path = Path(e.path)
-                    if e.is_symlink():
-                        target = _resolved(path)  # None: a link loop
-                        if target is None or not _inside(target, self.roots):
-                            continue  # never out of the roots
-                        if not target.is_file():
-                            continue
-                    elif not e.is_file(follow_symlinks=False):
-                        continue
-                    self.add(path, e.name, path.stat().st_size, root)
                 except OSError:
                     continue
+                yield e, depth
+
+    def tree(self, root: Path) -> None:
+        for e, _ in self.walk(root, MAX_DEPTH - 1, hidden=False):
+            try:
+                if not e.name.lower().endswith(".gguf"):
+                    continue
+                shard = _SHARD.search(e.name)
+                if shard and int(shard.group(1)) != 1:
+                    continue  # a split model opens by its first part
+                path = Path(e.path)
+                if e.is_symlink():
+                    target = _resolved(path)  # None: a link loop
+                    if target is None or not _inside(target, self.roots):
+                        continue  # never out of the roots
+                    if not target.is_file():
+                        continue
+                elif not e.is_file(follow_symlinks=False):
+                    continue
+                self.add(path, e.name, path.stat().st_size, root)
+            except OSError:
+                continue
 
     def ollama(self, root: Path) -> None:
         """Ollama's store: each manifest's model layer is a blob holding the GGUF."""
-        manifests = root / "manifests"
-        todo = [(manifests, 0)]
-        while todo and not self.over():
-            folder, depth = todo.pop()
-            for e in self.listing(folder):
-                self.entries += 1
-                if self.over():
-                    return
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        if depth < 4:
-                            todo.append((Path(e.path), depth + 1))
-                    elif e.is_file(follow_symlinks=False) and depth == 3:
-                        self.ollama_manifest(root, Path(e.path))
-                except OSError:
-                    continue
+        for e, depth in self.walk(root / "manifests", 4):
+            try:
+                if depth == 3 and e.is_file(follow_symlinks=False):
+                    self.ollama_manifest(root, Path(e.path))
+            except OSError:
+                continue
 
     def ollama_manifest(self, root: Path, manifest: Path) -> None:
         host, namespace, model = manifest.parts[-4:-1]
