@@ -12,7 +12,6 @@ and an output count equal to the server's own usage — a Responses stream's rep
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,35 +22,13 @@ import openai
 import pytest
 import thinking_bodies as tb
 import thinking_servers as ts
+from same_bytes import exchange, masked
 
 from tui.core.events import REASONING, TOOL
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.server import ProxyConfig, ProxyThread
 
 pytestmark = pytest.mark.engine
-
-MASKS = [
-    (rb'"(id|item_id|call_id)":\s*"[^"]*"', rb'"\1":"~"'),
-    (rb'"(created|created_at)":\s*\d+', rb'"\1":0'),
-    (rb'"system_fingerprint":\s*"[^"]*"', b'"system_fingerprint":"~"'),
-    (rb'"timings":\s*\{[^}]*\}', b'"timings":{}'),
-    (rb'"signature":\s*"[^"]*"', b'"signature":"~"'),  # vLLM signs each thinking block anew
-]
-HOP = {b"connection", b"keep-alive", b"date", b"transfer-encoding"}
-
-
-def masked(body: bytes) -> bytes:
-    for pattern, repl in MASKS:
-        body = re.sub(pattern, repl, body)
-    return body
-
-
-def exchange(url: str, path: str, body: dict[str, Any]) -> tuple[int, list[Any], bytes]:
-    with httpx.Client(timeout=120) as c:
-        with c.stream("POST", url + path, json=body) as r:
-            raw = b"".join(r.iter_raw())
-            headers = [(k.lower(), v) for k, v in r.headers.raw if k.lower() not in HOP]
-    return r.status_code, headers, raw
 
 
 @pytest.fixture

@@ -31,42 +31,13 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 import prometheus_server as ps  # noqa: E402
+from same_bytes import exchange, masked  # noqa: E402
 
 from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
 
 pytestmark = pytest.mark.engine
 
-MASKS = [
-    (rb'"id":\s*"[^"]*"', b'"id":"~"'),
-    (rb'"created":\s*\d+', b'"created":0'),
-    (rb'"system_fingerprint":\s*"[^"]*"', b'"system_fingerprint":"~"'),
-    (rb'"timings":\s*\{[^}]*\}', b'"timings":{}'),
-    (rb'"created_at":\s*"[^"]*"', b'"created_at":"~"'),
-    (rb'"(total|load|prompt_eval|eval)_duration":\s*\d+', rb'"\1_duration":0'),
-]
-HOP = {b"connection", b"keep-alive", b"date", b"transfer-encoding"}
 CHAT = [{"role": "user", "content": "Name three colours."}]
-
-
-def masked(body: bytes) -> bytes:
-    for pattern, repl in MASKS:
-        body = re.sub(pattern, repl, body)
-    return body
-
-
-def exchange(url: str, path: str, body: dict) -> tuple[int, list, bytes]:
-    """(status, end-to-end headers in order, masked body bytes as sent: de-chunked, not
-    decoded; a Content-Length checked against the body, then masked)."""
-    with httpx.Client(timeout=120) as c:
-        with c.stream("POST", url + path, json=body) as r:
-            raw = b"".join(r.iter_raw())
-            headers = [(k.lower(), v) for k, v in r.headers.raw if k.lower() not in HOP]
-    # a length follows the body's digits (timings, ids): checked, then masked
-    for i, (k, v) in enumerate(headers):
-        if k == b"content-length":
-            assert int(v) == len(raw)
-            headers[i] = (k, b"~")
-    return r.status_code, headers, masked(raw)
 
 
 def assert_same_bytes(direct_url: str, proxy_url: str, path: str, body: dict) -> bytes:
@@ -75,8 +46,8 @@ def assert_same_bytes(direct_url: str, proxy_url: str, path: str, body: dict) ->
     through = exchange(proxy_url, path, body)
     assert through[0] == direct[0] == 200
     assert through[1] == direct[1]
-    assert through[2] == direct[2]
-    return through[2]
+    assert masked(through[2]) == masked(direct[2])
+    return masked(through[2])
 
 
 @pytest.fixture
