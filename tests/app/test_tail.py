@@ -19,13 +19,8 @@ from virtual_time import VirtualClock
 from tui.app import tail as tail_mod
 from tui.app.tail import TailLines, last_lines, scroll_step, wrap_paragraph
 from tui.app.widgets import conversation
-from tui.app.widgets.conversation import (
-    AnswerSegment,
-    Conversation,
-    TailText,
-    Turn,
-    can_split_before,
-)
+from tui.app.widgets.answer_segment import AnswerSegment, can_split_before
+from tui.app.widgets.conversation import Conversation, TailText, Turn
 
 PARA = "Prefill reads the whole prompt at once and decode makes one token at a time."
 

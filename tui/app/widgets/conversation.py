@@ -13,8 +13,7 @@ A long answer is kept in several Markdown widgets ("segments") of at most
 ``SEGMENT_BLOCKS`` blocks each: Textual re-arranges every block of the widget that changed
 on each layout, so one widget holding a 40,000-token answer made each layout cost ~170 ms
 (hundreds of blocks), while a full segment is never arranged again. A new segment starts
-only where Markdown cannot join across it: a blank line outside a code fence, before a
-line that does not continue a list, a table or an indented block.
+only where Markdown cannot join across it (tui/app/widgets/answer_segment.py).
 
 A reasoning model's thinking streams into the same tail box, dimmed (class ``-thinking``),
 while the status line counts its tokens; when the answer begins (its first answer text or
@@ -30,7 +29,6 @@ and scrolling back to the end re-engages it (Textual's anchor behaviour).
 from __future__ import annotations
 
 import math
-import re
 import time
 from functools import cached_property
 
@@ -42,7 +40,8 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tui.app.tail import TailLines, scroll_step
-from tui.app.textual_private import anchor_released, children_layout_key
+from tui.app.textual_private import anchor_released
+from tui.app.widgets.answer_segment import AnswerSegment, can_split_before
 from tui.app.widgets.reasoning_fold import ReasoningFold, thought_title
 from tui.app.widgets.sizes import laid_out_size
 from tui.app.widgets.tail_text import TailText
@@ -54,42 +53,6 @@ COMMIT_FOLLOWING_S = math.inf  # the same while the pane follows the stream: nev
 TAIL_MAX = 100_000  # characters of plain tail that force a commit at the next block boundary
 SEGMENT_BLOCKS = 24  # block widgets in a Markdown segment before a new one may start
 TOOL_MARK = "⚙ "  # before a tool call in the answer
-
-_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
-_CONTINUES = re.compile(r"[ \t|>]|[-*+] |\d{1,9}[.)] ")  # indented, table, quote, list item
-
-
-def can_split_before(segment: str, head: str) -> bool:
-    """True when Markdown ``segment`` may end and ``head`` start a new document without
-    changing how either renders: ``segment`` ends in a blank line outside a code fence,
-    and ``head`` does not continue a list, table, quote or indented block."""
-    if not segment.endswith("\n\n") or len(_FENCE.findall(segment)) % 2:
-        return False
-    return bool(head) and not _CONTINUES.match(head) and not head.startswith("\n")
-
-
-class AnswerSegment(Markdown):
-    """A Markdown widget whose content height is cached until its blocks change.
-
-    Textual asks every child of a growing Turn for its height with the Turn's new size as
-    the container, which misses its caches and re-arranges every block of every segment on
-    each layout. A segment's blocks are all ``height: auto``, so its height depends only on
-    the width, its children and their layouts (Textual's counts of both, bumped when a
-    child or a style asks for a layout, e.g. a theme switch: ``children_layout_key``).
-    """
-
-    _height_key: tuple[int, int, int] | None = None
-    _height = 0
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        counts = children_layout_key(self)
-        if counts is None:  # fast paths off (tui/app/textual_private): Markdown's own
-            return super().get_content_height(container, viewport, width)
-        key = (width, *counts)
-        if key != self._height_key:
-            self._height = super().get_content_height(container, viewport, width)
-            self._height_key = key
-        return self._height
 
 
 class Turn(Vertical):
