@@ -207,3 +207,18 @@ def test_zero_token_text_first_still_is_the_first_text_seen():
     m = compute_metrics(tl)
     assert m.ttft_ms == 90.0  # the first text the user saw
     assert m.itl_token_ms == [20.0] and m.decode_tps == pytest.approx(1 / 0.020)
+
+
+def test_every_engine_truth_number_is_named_for_the_session_record():
+    """TRUTH_NUMBERS is what a session record's engine_truth is checked for and replayed
+    from: a number EngineTruth gains must be named there, or a replay drops it."""
+    from dataclasses import fields
+
+    from tui.core.events import TRUTH_NUMBERS
+
+    names = {f.name for f in fields(EngineTruth)} - {"source", "raw"}
+    assert set(TRUTH_NUMBERS) == names
+    truth = EngineTruth(**{name: i + 1 for i, name in enumerate(TRUTH_NUMBERS)}, source="s")
+    d = truth.to_dict()
+    assert list(d)[: len(TRUTH_NUMBERS) + 1] == ["source", *TRUTH_NUMBERS]
+    assert [d[name] for name in TRUTH_NUMBERS] == list(range(1, len(TRUTH_NUMBERS) + 1))

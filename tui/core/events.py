@@ -104,18 +104,25 @@ class EngineTruth:
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
-            "prompt_tokens": self.prompt_tokens,
-            "prompt_eval_tokens": self.prompt_eval_tokens,
-            "prompt_ms": self.prompt_ms,
-            "output_tokens": self.output_tokens,
-            "decode_tokens": self.decode_tokens,
-            "decode_ms": self.decode_ms,
-            "cached_tokens": self.cached_tokens,
-            "load_ms": self.load_ms,
+            **{name: getattr(self, name) for name in TRUTH_NUMBERS},
             "prefill_tps": self.prefill_tps,
             "decode_tps": self.decode_tps,
             "raw": self.raw,
         }
+
+
+# EngineTruth's numbers, by name: what a session record's engine_truth may hold (its
+# reader checks them, its replay reads them back) besides the source and raw fields.
+TRUTH_NUMBERS: Final = (
+    "prompt_tokens",
+    "prompt_eval_tokens",
+    "prompt_ms",
+    "output_tokens",
+    "decode_tokens",
+    "decode_ms",
+    "cached_tokens",
+    "load_ms",
+)
 
 
 @dataclass(frozen=True, slots=True)

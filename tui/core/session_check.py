@@ -12,20 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tui.core.events import PARTS
+from tui.core.events import PARTS, TRUTH_NUMBERS
 
 MAX_NS = 10**15  # ~11.6 days: a recorded time past this is no request's
 _TEXT_FIELDS = ("finish_reason", "error", "error_kind", "stamp_source")
-_TRUTH_NUMBERS = (
-    "prompt_tokens",
-    "prompt_eval_tokens",
-    "prompt_ms",
-    "output_tokens",
-    "decode_tokens",
-    "decode_ms",
-    "cached_tokens",
-    "load_ms",
-)
 
 
 def _is_number(x: Any) -> bool:
@@ -83,7 +73,7 @@ def record_problem(rec: Any) -> str | None:
     if truth is not None:
         if not isinstance(truth, dict):
             return "engine_truth is not an object"
-        for key in _TRUTH_NUMBERS:
+        for key in TRUTH_NUMBERS:
             value = truth.get(key)
             if value is not None and not (_is_number(value) and abs(value) <= MAX_NS):
                 return f"engine_truth.{key} is not a finite number"

@@ -19,6 +19,7 @@ from typing import Any
 
 from tui.core.cancel import CancelToken
 from tui.core.events import (
+    TRUTH_NUMBERS,
     EngineReport,
     EngineTruth,
     Failed,
@@ -31,17 +32,6 @@ from tui.core.events import (
 )
 from tui.core.session import read_session
 from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest
-
-_TRUTH_FIELDS = (
-    "prompt_tokens",
-    "prompt_eval_tokens",
-    "prompt_ms",
-    "output_tokens",
-    "decode_tokens",
-    "decode_ms",
-    "cached_tokens",
-    "load_ms",
-)
 
 
 class ReplayEngine(Engine):
@@ -114,7 +104,7 @@ class ReplayEngine(Engine):
             yield Usage(now, tl.get("prompt_tokens"), tl.get("usage_output_tokens"))
         truth = rec.get("engine_truth")
         if isinstance(truth, dict):
-            fields: dict[str, Any] = {k: truth.get(k) for k in _TRUTH_FIELDS}
+            fields: dict[str, Any] = {k: truth.get(k) for k in TRUTH_NUMBERS}
             yield EngineReport(
                 now, EngineTruth(**fields, source=f"recorded: {truth.get('source')}")
             )
