@@ -63,6 +63,7 @@ from tui.transport.http_calls import (
     stamp_source,
 )
 from tui.transport.http_io import TRANSPORT_ERRORS, EventDeadline, HttpTimeouts, WholeResponse
+from tui.transport.prometheus import Scrape, ScrapeError, parse
 from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
 from tui.transport.sse import EventTooLarge
 from tui.transport.whole import json_body
@@ -128,6 +129,17 @@ class HttpStreamEngine(BatchedEngine):
         self.calls[f"{method} {path}"] += 1
         client, pool = await self._clients()
         return await fetch_whole(client, pool, method, self.base + path, body, self.timeouts)
+
+    async def request_metrics(self) -> Scrape | None:
+        """Reader loop: the server's Prometheus /metrics now, parsed; None when it cannot
+        be read (not served, not 200, a transport error, or not the exposition format)."""
+        try:
+            r = await self.request_raw("GET", "/metrics")
+            return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
+        except TRANSPORT_ERRORS:
+            return None
+        except ScrapeError:
+            return None
 
     async def request_json(self, method: str, path: str, body: Any = None) -> Any:
         """Reader loop: one small JSON call; EngineError with a one-line reason."""

@@ -27,7 +27,7 @@ from tui.engines.dialects.llama import truth_from_timings
 from tui.engines.files.gguf import read_gguf_metadata
 from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.http_io import TRANSPORT_ERRORS
-from tui.transport.prometheus import Scrape, ScrapeError, parse
+from tui.transport.prometheus import Scrape
 from tui.transport.whole import json_body
 
 
@@ -80,13 +80,7 @@ class LlamaServerEngine(OpenAICompatEngine):
     async def metrics_scrape(self) -> Scrape | None:
         """/metrics now, parsed (None when the server was started without --metrics or
         it cannot be read): the bench's per-level account (tui/bench/level_truth.py)."""
-        try:
-            r = await self.request_raw("GET", "/metrics")
-            return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
-        except TRANSPORT_ERRORS:
-            return None
-        except ScrapeError:
-            return None
+        return await self.request_metrics()
 
     def engine_truth(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         timings = state.extra.get("timings")

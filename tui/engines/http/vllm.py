@@ -28,8 +28,7 @@ from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
 from tui.engines.dialects.base import StreamDecoder
 from tui.engines.http.openai_compat import OpenAICompatEngine
-from tui.transport.http_io import TRANSPORT_ERRORS
-from tui.transport.prometheus import Scrape, ScrapeError, counter_delta, parse
+from tui.transport.prometheus import Scrape, counter_delta
 
 E2E = "vllm:e2e_request_latency_seconds"
 USAGE_CACHED_SOURCE = "vLLM usage.prompt_tokens_details.cached_tokens"
@@ -106,16 +105,7 @@ class VLLMEngine(OpenAICompatEngine):
 
     async def metrics_scrape(self) -> Scrape | None:
         """/metrics now, parsed (None when it cannot be read)."""
-        return await self._scrape()
-
-    async def _scrape(self) -> Scrape | None:
-        try:
-            r = await self.request_raw("GET", "/metrics")
-            return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
-        except TRANSPORT_ERRORS:
-            return None
-        except ScrapeError:
-            return None
+        return await self.request_metrics()
 
     async def before_request(self) -> Any:
         if self.spec.options.get("metrics_truth", True) is False or self.request_truth == "off":
@@ -123,7 +113,7 @@ class VLLMEngine(OpenAICompatEngine):
         if self.request_truth == "chained" and self._chained is not None:
             before, self._chained = self._chained, None
             return before
-        return await self._scrape()
+        return await self.request_metrics()
 
     async def truth_after(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         cached = state.cached_tokens
@@ -139,7 +129,7 @@ class VLLMEngine(OpenAICompatEngine):
     async def _truth_from_metrics(self, context: Scrape) -> EngineTruth | None:
         deadline = asyncio.get_running_loop().time() + SETTLE_S
         while True:
-            after = await self._scrape()
+            after = await self.request_metrics()
             if after is None:
                 return None
             done = recorded(context, after)
