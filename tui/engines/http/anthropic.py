@@ -46,9 +46,4 @@ class AnthropicEngine(OpenAICompatEngine):
             body["top_p"] = request.top_p
         if system:
             body["system"] = system
-        if self.model:
-            body["model"] = self.model
-        extra = self.spec.options.get("extra_body")
-        if isinstance(extra, dict):
-            body.update(extra)
-        return body
+        return self.finish_body(body)

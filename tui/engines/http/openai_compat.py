@@ -126,6 +126,8 @@ class OpenAICompatEngine(HttpStreamEngine):
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The JSON body. Only standard OpenAI fields here (strict servers reject others)."""
+        if self.spec.endpoint == "responses":
+            return self.responses_body(request)
         body: dict[str, Any] = {
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -133,10 +135,6 @@ class OpenAICompatEngine(HttpStreamEngine):
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
-        if self.spec.endpoint == "responses":
-            return self.responses_body(request)
-        if self.model:
-            body["model"] = self.model
         if request.seed is not None:
             body["seed"] = request.seed
         if self.spec.endpoint == "chat":
@@ -144,10 +142,7 @@ class OpenAICompatEngine(HttpStreamEngine):
         else:
             # Raw completion: the message contents, joined; no chat template is applied.
             body["prompt"] = "\n".join(m.get("content", "") for m in request.messages)
-        extra = self.spec.options.get("extra_body")
-        if isinstance(extra, dict):
-            body.update(extra)
-        return body
+        return self.finish_body(body)
 
     def responses_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The Responses API's body: the conversation as ``input``, its own name for the
@@ -159,6 +154,11 @@ class OpenAICompatEngine(HttpStreamEngine):
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
+        return self.finish_body(body)
+
+    def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every API's body ends the same: the model, when one is named, then the config's
+        ``extra_body`` over it all (the user's word wins)."""
         if self.model:
             body["model"] = self.model
         extra = self.spec.options.get("extra_body")
