@@ -148,13 +148,7 @@ def test_openai_sdk_responses_stream_through_the_proxy(proxy) -> None:
 def test_anthropic_sdk_messages_stream_through_the_proxy(proxy) -> None:
     client = anthropic.Anthropic(base_url=proxy.url, api_key="unused")
     body = tb.reasoning_messages_body()
-    with client.messages.stream(
-        model=body["model"],
-        messages=body["messages"],
-        max_tokens=body["max_tokens"],
-        thinking=body["thinking"],
-        extra_body={"temperature": 0},
-    ) as stream:
+    with client.messages.stream(**tb.sdk_stream_args(body)) as stream:
         message = stream.get_final_message()
     thinking = "".join(b.thinking for b in message.content if b.type == "thinking")
     text = "".join(b.text for b in message.content if b.type == "text")

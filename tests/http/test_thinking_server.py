@@ -185,14 +185,7 @@ def test_openai_sdk_responses_event_stream(thinking_llama_server) -> None:
 def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
     client = anthropic.Anthropic(base_url=thinking_llama_server.url, api_key="unused")
     body = tb.reasoning_messages_body()
-    # this SDK's messages.stream() has no temperature parameter: sent as an extra field
-    with client.messages.stream(
-        model=body["model"],
-        messages=body["messages"],
-        max_tokens=body["max_tokens"],
-        thinking=body["thinking"],
-        extra_body={"temperature": 0},
-    ) as stream:
+    with client.messages.stream(**tb.sdk_stream_args(body)) as stream:
         kinds = [event.type for event in stream]
         message = stream.get_final_message()
     assert kinds.index("thinking") < kinds.index("text")
@@ -200,14 +193,7 @@ def test_anthropic_sdk_messages_stream(thinking_llama_server) -> None:
     assert message.usage.output_tokens > 0
 
     body = tb.tool_messages_body()
-    with client.messages.stream(
-        model=body["model"],
-        messages=body["messages"],
-        tools=body["tools"],
-        tool_choice=body["tool_choice"],
-        max_tokens=body["max_tokens"],
-        extra_body={"temperature": 0},
-    ) as stream:
+    with client.messages.stream(**tb.sdk_stream_args(body)) as stream:
         message = stream.get_final_message()
     assert message.stop_reason == "tool_use"
     (tool_use,) = [b for b in message.content if b.type == "tool_use"]
@@ -269,14 +255,7 @@ def test_vllm_responses_stream_through_the_openai_sdk(thinking_vllm_server) -> N
 def test_vllm_anthropic_messages_stream_a_tool_use(thinking_vllm_server) -> None:
     client = anthropic.Anthropic(base_url=thinking_vllm_server.url, api_key="unused")
     body = tb.tool_messages_body(model=tb.VLLM_MODEL)
-    with client.messages.stream(
-        model=body["model"],
-        messages=body["messages"],
-        tools=body["tools"],
-        tool_choice=body["tool_choice"],
-        max_tokens=body["max_tokens"],
-        extra_body={"temperature": 0},
-    ) as stream:
+    with client.messages.stream(**tb.sdk_stream_args(body)) as stream:
         message = stream.get_final_message()
     assert message.content[0].type == "thinking" and message.stop_reason == "tool_use"
     (tool_use,) = [b for b in message.content if b.type == "tool_use"]

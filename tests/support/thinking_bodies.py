@@ -303,3 +303,11 @@ def tool_messages_body(**extra: Any) -> dict[str, Any]:
         "stream": True,
     }
     return body | extra
+
+
+def sdk_stream_args(body: dict[str, Any]) -> dict[str, Any]:
+    """The anthropic SDK's ``messages.stream()`` keywords for one of these Messages bodies:
+    the SDK sets ``stream`` itself and has no temperature parameter, so the temperature
+    goes as an extra field."""
+    args = {k: v for k, v in body.items() if k not in ("stream", "temperature")}
+    return args | {"extra_body": {"temperature": body["temperature"]}}
