@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_support import LOCAL, SIZE, SYNTH, gen
+from app_support import LOCAL, SIZE, SYNTH, gen, submit, summary, turns
 
 from tui.app.format import ms, tps
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
-from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.prompt import PromptInput
@@ -22,21 +21,6 @@ pytestmark = pytest.mark.engine
 
 def bar(app) -> str:  # type: ignore[no-untyped-def]
     return app.chat.query_one(EngineBar).plain()
-
-
-def turns(app, slot: str = "A") -> list[Turn]:  # type: ignore[no-untyped-def]
-    return app.chat.query_one(f"#conv-{slot}", Conversation).turns
-
-
-def summary(turn: Turn) -> str:
-    return str(turn.query_one(".summary").render())
-
-
-async def submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
-    prompt = pilot.app.chat.query_one(PromptInput)
-    prompt.load_text(text)
-    prompt.focus()
-    await pilot.press("enter")
 
 
 async def test_submit_streams_answer_with_metrics_and_session_log(

@@ -8,22 +8,14 @@ import json
 import re
 
 import pytest
-from app_support import LOCAL, gen
+from app_support import LOCAL, gen, submit
 
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.kv_line import KvLine, kv_lines, size_text
-from tui.app.widgets.prompt import PromptInput
 from tui.core.kv import KvLayout, state_from_fill, state_from_vllm
 
 SMOLLM2 = KvLayout(n_layers=30, n_kv_heads=3, kv_heads_total=90, head_dim_k=64, head_dim_v=64)
 LINE = re.compile(r"KV ([\d,]+) / 2,048 tok \((\d+)%\) ▕(█*)░*▏")
-
-
-async def submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
-    prompt = pilot.app.chat.query_one(PromptInput)
-    prompt.load_text(text)
-    prompt.focus()
-    await pilot.press("enter")
 
 
 @pytest.mark.engine

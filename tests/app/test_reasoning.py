@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_support import SIZE, SYNTH, gen
+from app_support import SIZE, SYNTH, gen, submit, summary, turns
 from screen_text import screen_text
 
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
-from tui.app.widgets.conversation import Conversation, TailText, Turn
+from tui.app.widgets.conversation import TailText
 from tui.app.widgets.metrics_panel import MetricsPanel
-from tui.app.widgets.prompt import PromptInput
 from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.engines.inprocess.synthetic import THOUGHT
 
@@ -30,21 +29,6 @@ THOUGHT_HEAD = " ".join(THOUGHT.split()[:6])  # "The user asks about the two"
 
 def thinker(options: str, name: str = "thinker") -> str:
     return f'[engines.{name}]\nkind = "synthetic"\noptions = {{ {options} }}\n'
-
-
-def turns(app, slot: str = "A") -> list[Turn]:  # type: ignore[no-untyped-def]
-    return app.chat.query_one(f"#conv-{slot}", Conversation).turns
-
-
-def summary(turn: Turn) -> str:
-    return str(turn.query_one(".summary").render())
-
-
-async def submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
-    prompt = pilot.app.chat.query_one(PromptInput)
-    prompt.load_text(text)
-    prompt.focus()
-    await pilot.press("enter")
 
 
 async def test_reasoning_streams_dimmed_then_folds_and_unfolds(

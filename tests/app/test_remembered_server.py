@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_support import SYNTH, gen
+from app_support import SYNTH, gen, submit, turns
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 if str(SUPPORT) not in sys.path:
@@ -22,9 +22,7 @@ if str(SUPPORT) not in sys.path:
 import port_squatter  # noqa: E402
 
 from tui.app.state import UIState, save_state  # noqa: E402
-from tui.app.widgets.conversation import Conversation, Turn  # noqa: E402
 from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
-from tui.app.widgets.prompt import PromptInput  # noqa: E402
 
 
 @pytest.fixture
@@ -37,17 +35,6 @@ def squat() -> Iterator[port_squatter.Squat]:
         yield s
     finally:
         s.stop()
-
-
-def _turns(app) -> list[Turn]:  # type: ignore[no-untyped-def]
-    return app.chat.query_one("#conv-A", Conversation).turns
-
-
-async def _submit(pilot, text: str) -> None:  # type: ignore[no-untyped-def]
-    prompt = pilot.app.chat.query_one(PromptInput)
-    prompt.load_text(text)
-    prompt.focus()
-    await pilot.press("enter")
 
 
 async def test_a_remembered_server_on_a_squatted_port_gets_no_prompt_until_chosen(  # type: ignore[no-untyped-def]
@@ -67,9 +54,9 @@ async def test_a_remembered_server_on_a_squatted_port_gets_no_prompt_until_chose
         assert note.startswith(f"{name}, used last time, is running again, but owned by")
         assert "nobody" in note and "until you choose it" in note
         assert app.chat.slot_engine["A"] == "synth"
-        await _submit(pilot, "Which engine are you?")
-        await wait_for(pilot, lambda: bool(_turns(app)) and _turns(app)[0].finished, 30)
-        assert _turns(app)[0].text.strip() and "mine" not in _turns(app)[0].text
+        await submit(pilot, "Which engine are you?")
+        await wait_for(pilot, lambda: bool(turns(app)) and turns(app)[0].finished, 30)
+        assert turns(app)[0].text.strip() and "mine" not in turns(app)[0].text
         assert squat.posts() == []  # the prompt went to synth, not to the squatter
         # the user chooses it: now it is used (and remembered, as before)
         for _ in range(len(app.config.engines)):
@@ -78,7 +65,7 @@ async def test_a_remembered_server_on_a_squatted_port_gets_no_prompt_until_chose
             await pilot.press("ctrl+n")
         assert app.chat.slot_engine["A"] == name
         await wait_for(pilot, lambda: "ready" in app.chat.query_one(EngineBar).plain(), 30)
-        await _submit(pilot, "And now?")
-        await wait_for(pilot, lambda: len(_turns(app)) == 2 and _turns(app)[1].finished, 30)
-        assert _turns(app)[1].text.strip() == "mine"
+        await submit(pilot, "And now?")
+        await wait_for(pilot, lambda: len(turns(app)) == 2 and turns(app)[1].finished, 30)
+        assert turns(app)[1].text.strip() == "mine"
     assert squat.posts() == ["POST /api/generate", "POST /api/chat"]  # its preload, the prompt
