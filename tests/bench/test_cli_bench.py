@@ -29,6 +29,13 @@ def bench(cmd, env, *args, timeout=120):
     )
 
 
+def pace_bench(env, cfg, *args, timeout=120):
+    """`infertop bench --config cfg ARGS` with the pace engine registered (PACE_MAIN)."""
+    return bench(
+        [sys.executable, "-c", PACE_MAIN], env, "--config", str(cfg), *args, timeout=timeout
+    )
+
+
 def one_line_error(proc, text):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -4,27 +4,14 @@ engine: known timing, no model), and their refusals."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-from test_cli_bench import PACE_MAIN, _pace_config, one_line_error
-
-
-def run(cli_env: dict[str, str], cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", PACE_MAIN, "bench", "--config", str(cfg), *args],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from test_cli_bench import _pace_config, one_line_error, pace_bench
 
 
 def test_open_loop_slo_and_workload_flags_reach_the_report(cli_env, tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = _pace_config(tmp_path, token_ms=2.0, ttft_ms=5.0)
     out = tmp_path / "o"
-    p = run(
+    p = pace_bench(
         cli_env,
         cfg,
         "--concurrency",
@@ -75,7 +62,7 @@ def test_open_loop_slo_and_workload_flags_reach_the_report(cli_env, tmp_path) ->
 def test_find_capacity_without_an_slo_is_refused(cli_env, tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = _pace_config(tmp_path)
     one_line_error(
-        run(cli_env, cfg, "--find-capacity", "--out", str(tmp_path / "o")), "needs --slo"
+        pace_bench(cli_env, cfg, "--find-capacity", "--out", str(tmp_path / "o")), "needs --slo"
     )
 
 
@@ -83,6 +70,6 @@ def test_a_bad_dataset_is_refused_before_anything_runs(cli_env, tmp_path) -> Non
     cfg = _pace_config(tmp_path)
     bad = tmp_path / "d.jsonl"
     bad.write_text('{"prompt": "ok"}\n{"prompt": [1]}\n')
-    p = run(cli_env, cfg, "--dataset", str(bad), "--out", str(tmp_path / "o"))
+    p = pace_bench(cli_env, cfg, "--dataset", str(bad), "--out", str(tmp_path / "o"))
     one_line_error(p, f"{bad}: line 2, key 'prompt': the prompt is not a string")
     assert not (tmp_path / "o" / "report.json").exists()

@@ -5,13 +5,10 @@ the pace engine thinking before it answers (known timing: tests/bench/pace_engin
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from synthetic import MS, level, reasoning_record, result
-from test_cli_bench import PACE_MAIN, _pace_config
+from test_cli_bench import _pace_config, pace_bench
 
 from tui.bench.report.files import build_report
 from tui.bench.report.markdown import markdown
@@ -101,22 +98,12 @@ def test_the_definition_defines_ttfo_where_it_is_an_objective() -> None:
     assert "SLO: ttfo_ms ≤ 200. " + with_ttfo in md
 
 
-def _bench(cli_env: dict[str, str], cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", PACE_MAIN, "bench", "--config", str(cfg), *args],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_cli_bench_of_a_thinking_engine_prints_and_writes_ttfo(cli_env, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each answer thinks 4 tokens of 20 ms first: TTFO ≥ TTFT + 80 ms by construction
     (a sleep is never early); the objective of 60 ms beyond TTFT's cannot be met."""
     cfg = _pace_config(tmp_path, ttft_ms=5.0, token_ms=20.0, think_tokens=4)
     out = tmp_path / "o"
-    p = _bench(
+    p = pace_bench(
         cli_env,
         cfg,
         *("--runs", "3", "--warmup", "0", "--max-tokens", "8", "--prompt-tokens", "20"),
@@ -143,7 +130,7 @@ def test_find_capacity_on_ttfo_stops_where_the_thinking_alone_misses(cli_env, tm
     search finds none, each probe's verdict being what its records say under TTFO."""
     cfg = _pace_config(tmp_path, ttft_ms=5.0, token_ms=20.0, think_tokens=5, slots=4)
     out = tmp_path / "o"
-    p = _bench(
+    p = pace_bench(
         cli_env,
         cfg,
         *("--concurrency", "none", "--warmup", "0", "--max-tokens", "7"),
