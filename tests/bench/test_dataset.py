@@ -183,12 +183,11 @@ def test_a_number_of_5000_digits_is_a_dataset_error(
 def test_bench_names_a_5000_digit_number_in_one_line(cli_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`infertop bench --dataset` on it: one line naming the file and the line, no
     traceback, nothing run."""
-    from test_cli_bench import _pace_config, one_line_error
-    from test_cli_capacity import run
+    from test_cli_bench import _pace_config, one_line_error, pace_bench
 
     cfg = _pace_config(tmp_path)
     bad = tmp_path / "d.jsonl"
     bad.write_text('{"prompt": "ok"}\n{"prompt": "hi", "n": ' + "7" * 5000 + "}\n")
-    p = run(cli_env, cfg, "--dataset", str(bad), "--out", str(tmp_path / "o"))
+    p = pace_bench(cli_env, cfg, "--dataset", str(bad), "--out", str(tmp_path / "o"))
     one_line_error(p, f"{bad}: line 2: a number of more than 4300 digits: not usable")
     assert not (tmp_path / "o" / "report.json").exists()

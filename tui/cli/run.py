@@ -163,6 +163,9 @@ def _hardware(text: str | None, cfg: Any) -> _Hardware | None:
     return _Hardware(source, source_spec.label, t.interval_s)
 
 
+FAINT, NORMAL = "\033[2m", "\033[22m"  # ANSI: faint on, normal intensity
+
+
 class ReasoningEcho:
     """Streams an answer to the terminal as it comes: reasoning dimmed (ANSI faint) and
     set apart from the answer by a line; piped (``raw``), the answer alone goes to stdout
@@ -197,9 +200,6 @@ class ReasoningEcho:
             sys.stdout.write(NORMAL)
             sys.stdout.flush()
         self.thinking = False
-
-
-FAINT, NORMAL = "\033[2m", "\033[22m"
 
 
 def _to_terminal() -> bool:
