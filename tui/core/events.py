@@ -66,6 +66,20 @@ class TextChunk:
     part: str = ANSWER
 
 
+# EngineTruth's numbers, by name: what a session record's engine_truth may hold (its
+# reader checks them, its replay reads them back) besides the source and raw fields.
+TRUTH_NUMBERS: Final = (
+    "prompt_tokens",
+    "prompt_eval_tokens",
+    "prompt_ms",
+    "output_tokens",
+    "decode_tokens",
+    "decode_ms",
+    "cached_tokens",
+    "load_ms",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class EngineTruth:
     """The engine's own account of a request, as it reported it (None = not reported).
@@ -109,20 +123,6 @@ class EngineTruth:
             "decode_tps": self.decode_tps,
             "raw": self.raw,
         }
-
-
-# EngineTruth's numbers, by name: what a session record's engine_truth may hold (its
-# reader checks them, its replay reads them back) besides the source and raw fields.
-TRUTH_NUMBERS: Final = (
-    "prompt_tokens",
-    "prompt_eval_tokens",
-    "prompt_ms",
-    "output_tokens",
-    "decode_tokens",
-    "decode_ms",
-    "cached_tokens",
-    "load_ms",
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,9 +136,7 @@ class HttpStreamEngine(BatchedEngine):
         try:
             r = await self.request_raw("GET", "/metrics")
             return parse(r.content.decode("utf-8", "replace")) if r.status_code == 200 else None
-        except TRANSPORT_ERRORS:
-            return None
-        except ScrapeError:
+        except TRANSPORT_ERRORS + (ScrapeError,):
             return None
 
     async def request_json(self, method: str, path: str, body: Any = None) -> Any:
