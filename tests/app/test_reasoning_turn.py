@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from screen_quiet import layouts_from_quiet, quiet
 from textual.app import App, ComposeResult
 
 from tui.app.format import summary_line
@@ -34,28 +35,6 @@ async def one_turn(size: tuple[int, int]) -> AsyncIterator[tuple[Any, Conversati
         yield pilot, conv, await conv.add_turn("q", "synth", "r1")
 
 
-async def settled(pilot) -> None:  # type: ignore[no-untyped-def]
-    """Until the screen has no layout or repaint pending (a mount lays out on a later
-    frame than the one it was asked in; under load, more than one pause later)."""
-    for _ in range(50):
-        await pilot.pause(0.02)
-        if not pilot.app.screen._layout_required and not pilot.app.screen._repaint_required:
-            return
-
-
-def count_layouts(monkeypatch, pilot) -> list[int]:  # type: ignore[no-untyped-def]
-    screen = type(pilot.app.screen)
-    real = screen._refresh_layout
-    layouts: list[int] = []
-
-    def counted(self, *a, **k):  # type: ignore[no-untyped-def]
-        layouts.append(1)
-        return real(self, *a, **k)
-
-    monkeypatch.setattr(screen, "_refresh_layout", counted)
-    return layouts
-
-
 async def test_thinking_then_the_fold_keeps_the_turn_a_pane_high(monkeypatch):
     """Reasoning streams into the pane-high box without laying the screen out; the fold's
     line takes one line of the box when the answer begins (so the pane gets no
@@ -66,8 +45,7 @@ async def test_thinking_then_the_fold_keeps_the_turn_a_pane_high(monkeypatch):
         height = box.size.height
         assert height == conv.size.height - 3
         await turn.append("The", REASONING)  # the first token: a class, the status line
-        await settled(pilot)
-        layouts = count_layouts(monkeypatch, pilot)
+        layouts = await layouts_from_quiet(monkeypatch, pilot)
         for i in range(40):  # past a pane of reasoning
             await turn.append(f" {LINE} {i}\n", REASONING)
             await pilot.pause()
@@ -78,8 +56,7 @@ async def test_thinking_then_the_fold_keeps_the_turn_a_pane_high(monkeypatch):
         assert turn.fold is not None and turn.fold.collapsed and not turn.thinking
         assert box.size.height == height - 1 and box.plain == "Prefill"
         assert conv.max_scroll_y == 0  # the fold's line did not push the pane over
-        await settled(pilot)
-        layouts.clear()
+        await quiet(pilot, layouts)
         for i in range(40):
             await turn.append(f" reads the prompt {i}\n\n")
             await pilot.pause()
@@ -116,8 +93,8 @@ async def test_reasoning_after_the_answer_began_goes_to_the_fold_unseen_until_op
         await turn.append("An answer")
         fold = turn.fold
         assert fold is not None and fold.shown_text == ""
-        await settled(pilot)  # the fold's own mount and layout, done before counting
-        layouts = count_layouts(monkeypatch, pilot)
+        # the fold's own mount and layout, and the box a line shorter: done before counting
+        layouts = await layouts_from_quiet(monkeypatch, pilot)
         await turn.append(" and a second thought", REASONING)
         await turn.append(" goes on.")
         await pilot.pause()

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
+from screen_quiet import layouts_from_quiet
 from textual.app import App, ComposeResult
 from textual.geometry import Size
 from textual.widgets import Markdown
@@ -296,15 +297,7 @@ async def test_an_answer_streams_without_laying_out_the_screen(monkeypatch):
         box = turn.query_one(".tail", TailText)
         height = box.size.height
         assert box.display and height == conv.size.height - 3  # before the first token
-        screen = type(pilot.app.screen)
-        real = screen._refresh_layout
-        layouts: list[int] = []
-
-        def counted(self, *a, **k):  # type: ignore[no-untyped-def]
-            layouts.append(1)
-            return real(self, *a, **k)
-
-        monkeypatch.setattr(screen, "_refresh_layout", counted)
+        layouts = await layouts_from_quiet(monkeypatch, pilot)
         turn.waiting("waiting for A")
         for i in range(40):  # the first token, then past a pane of text
             await turn.append(f"{PARA} {i}\n\n")
