@@ -11,6 +11,7 @@ A/B table, and nothing of it shows where nothing was reasoning.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -19,7 +20,7 @@ from screen_text import screen_text
 
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
-from tui.app.widgets.conversation import TailText
+from tui.app.widgets.conversation import TailText, Turn
 from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.engines.inprocess.synthetic import THOUGHT
@@ -135,6 +136,52 @@ async def test_think_tags_and_a_tool_call(make_config, build_app, wait_for):
         assert history == 'Prefill reads the wholelookup({"topic": "decode"})'
         assert "The user" not in history
         assert str(turn.fold.query_one("CollapsibleTitle").render()).endswith(" · 8 tokens")
+
+
+async def test_the_end_waits_for_a_frame_still_drawing(
+    make_config, build_app, wait_for, monkeypatch
+):
+    """The frame timer draws the answers' text in its own task, the answer's end in the
+    screen's. A frame whose first answer words wait for the fold's mount when the end
+    comes keeps them before the end's text and summary: CI, under load, drew them after
+    the tool call. Here the fold's mount waits until the end was posted (and has had
+    half a second to draw), so the two always meet."""
+    cfg = make_config(
+        'default_engine = "thinker"\n'
+        + gen(16)
+        + thinker(  # 0.8 s of thinking, then 0.8 s of answer for a frame to draw
+            "tokens_per_s = 10, ttft_ms = 15, reasoning_tokens = 8, think_tags = true, "
+            'tool_call = "lookup"'
+        )
+    )
+    app = build_app(cfg)
+    real_mount = Turn._mount_fold
+    ends_posted: list[int] = []  # at the fold's first mount: the ends posted, not drawn
+
+    async def mount_when_the_end_came(self: Turn) -> None:
+        if self.fold is None:
+            chat = app.chat
+            ends_posted.append(chat._ends_drawing)
+            for _ in range(1000):  # until the end was posted (or drawn), 10 s at most
+                if chat._ends_drawing or self.finished:
+                    break
+                await asyncio.sleep(0.01)
+            for _ in range(50):  # and has had its chance to draw
+                if self.finished:
+                    break
+                await asyncio.sleep(0.01)
+        await real_mount(self)
+
+    monkeypatch.setattr(Turn, "_mount_fold", mount_when_the_end_came)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "Look it up.")
+        await wait_for(pilot, lambda: turns(app) and turns(app)[0].finished, 30)
+        await pilot.pause(0.1)
+        turn = turns(app)[0]
+        assert ends_posted == [0]  # the fold was first mounted by a frame, before the end
+        assert turn.text == 'Prefill reads the whole\n\n⚙ `lookup({"topic": "decode"})`'
+        assert turn.source == turn.text and turn.fold is not None
+        assert "thought for" in str(turn.fold.query_one("CollapsibleTitle").render())
 
 
 async def test_an_answer_that_only_thought(make_config, build_app, wait_for):

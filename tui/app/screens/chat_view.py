@@ -10,6 +10,7 @@ the core's (tui/chat/core.py).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TypeVar
 
 from textual.screen import Screen
@@ -52,6 +53,12 @@ class ChatView:
         self._kv_fill_shown: dict[str, ContextFill] = {}
         self._widgets: dict[str, Widget] = {}  # see _one
         self.folds = False  # a turn's reasoning is folded in a pane (the key may unfold it)
+        # Answers' text is drawn from two tasks: the frame timer's (draw_text) and the
+        # screen's, which handles the core's events (answer_ended). A turn's append may
+        # wait (the fold's or a new segment's mount), so each drain and its appends hold
+        # this lock: else the end's text and summary were drawn while a frame's drained
+        # text still waited, and that text came after them (seen under load).
+        self._drawing = asyncio.Lock()
 
     # -- answers -------------------------------------------------------------------------
     async def add_turn(self, slot: str, prompt: str, request_id: str) -> None:
@@ -61,14 +68,15 @@ class ChatView:
 
     async def draw_text(self) -> None:
         """Each streaming pane gets the text that arrived since the last frame."""
-        for slot in self.core.slots():
-            live = self.core.live[slot]
-            if live is None or live.done:
-                continue
-            turn = self.turns.get((slot, live.request_id))
-            runs = live.drain_parts()
-            if turn is not None and runs and not turn.finished:
-                await self._append(turn, runs, live)
+        async with self._drawing:
+            for slot in self.core.slots():
+                live = self.core.live[slot]
+                if live is None or live.done:
+                    continue
+                turn = self.turns.get((slot, live.request_id))
+                runs = live.drain_parts()
+                if turn is not None and runs and not turn.finished:
+                    await self._append(turn, runs, live)
 
     async def _append(self, turn: Turn, runs: list[tuple[str, str]], live: LiveRequest) -> None:
         """Runs of text (part, text) into ``turn``. When they end its thinking, the fold's
@@ -109,14 +117,15 @@ class ChatView:
         """An answer ended: its pane, the panels and the history show the end."""
         slot, live, m = event.slot, event.live, event.metrics
         turn = self.turns.get((slot, live.request_id))
+        state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
         if turn is not None and turn.is_attached:
-            for part, text in live.drain_parts():
-                await turn.append(text, part)
-            if turn.reasoning:
-                estimated = m.reasoning_tokens_source == "chunk-count-estimate"
-                turn.show_thought(m.thinking_ms, m.reasoning_tokens, estimated)
-            state = "cancelled" if m.finish_reason == "cancelled" else ("error" if m.error else "")
-            await turn.finish(summary_line(m), state)
+            async with self._drawing:  # after a frame's text still being drawn
+                for part, text in live.drain_parts():
+                    await turn.append(text, part)
+                if turn.reasoning:
+                    estimated = m.reasoning_tokens_source == "chunk-count-estimate"
+                    turn.show_thought(m.thinking_ms, m.reasoning_tokens, estimated)
+                await turn.finish(summary_line(m), state)
             self.note_fold(turn)
             if not state and self.telemetry and self.hardware.shows(turn.engine):
                 self._energy.expect(turn, live.timeline, m.output_tokens)
