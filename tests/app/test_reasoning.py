@@ -26,6 +26,8 @@ from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.engines.inprocess.synthetic import THOUGHT
 
 THOUGHT_HEAD = " ".join(THOUGHT.split()[:6])  # "The user asks about the two"
+# gen(16) with 8 reasoning tokens in <think> tags and a tool call: the answer as shown
+LOOKUP_ANSWER = 'Prefill reads the whole\n\n⚙ `lookup({"topic": "decode"})`'
 
 
 def thinker(options: str, name: str = "thinker") -> str:
@@ -128,7 +130,7 @@ async def test_think_tags_and_a_tool_call(make_config, build_app, wait_for):
         await pilot.pause(0.1)
         turn = turns(app)[0]
         assert turn.fold is not None and turn.fold.collapsed
-        assert turn.text == 'Prefill reads the whole\n\n⚙ `lookup({"topic": "decode"})`'
+        assert turn.text == LOOKUP_ANSWER
         text = screen_text(app)
         assert '⚙ lookup({"topic": "decode"})' in text  # the code span, rendered
         assert "<think>" not in text and "</think>" not in text
@@ -179,7 +181,7 @@ async def test_the_end_waits_for_a_frame_still_drawing(
         await pilot.pause(0.1)
         turn = turns(app)[0]
         assert ends_posted == [0]  # the fold was first mounted by a frame, before the end
-        assert turn.text == 'Prefill reads the whole\n\n⚙ `lookup({"topic": "decode"})`'
+        assert turn.text == LOOKUP_ANSWER
         assert turn.source == turn.text and turn.fold is not None
         assert "thought for" in str(turn.fold.query_one("CollapsibleTitle").render())
 
