@@ -114,7 +114,18 @@ class Config:
 
 
 def builtin_engines() -> dict[str, EngineSpec]:
-    return {"local": EngineSpec(name="local", kind="llamacpp", model="default")}
+    """The engines when config names none (tui/engines/inprocess/llama_builds.py):
+    ``local``, llama.cpp built for this CPU, and ``prebuilt``, PyPI's prebuilt llama.cpp,
+    each where installed."""
+    from tui.engines.inprocess.llama_builds import embedded_engines
+
+    return embedded_engines()
+
+
+def builtin_default(engines: dict[str, EngineSpec]) -> str:
+    """``local`` if there, else the first (the prebuilt llama.cpp, until the build for
+    this CPU is installed)."""
+    return "local" if "local" in engines or not engines else next(iter(engines))
 
 
 # --- schema: key -> (accepted types, description). Nested tables are validated apart.
@@ -212,7 +223,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     notices: list[str] = []
     path = find_config(explicit, notices)
     if path is None:
-        return Config(engines=builtin_engines(), notices=notices)
+        engines = builtin_engines()
+        return Config(default_engine=builtin_default(engines), engines=engines, notices=notices)
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -279,6 +291,8 @@ def parse_config(text: str, path: Path) -> Config:
             raise v.error((key,), "unknown key")
     if not cfg.engines:
         cfg.engines = builtin_engines()
+        if "default_engine" not in data:
+            cfg.default_engine = builtin_default(cfg.engines)
     if cfg.default_engine not in cfg.engines:
         raise v.error(("default_engine",), f"names no engine table ({cfg.default_engine!r})")
     _check_values(cfg, v)

@@ -42,13 +42,14 @@ def test_each_kind_names_the_class_that_implements_it(kind):
 def test_the_facts_the_old_lists_held():
     """The kind lists that were typed in several modules, now read from the registry."""
     assert kind_names(lambda k: k.http) == ("anthropic", "llama-server", "ollama", "openai", "vllm")
-    assert kind_names(lambda k: k.in_process) == ("llamacpp", "synthetic", "vllm-inprocess")
-    assert kind_names(lambda k: k.isolated_by_default) == ("llamacpp", "vllm-inprocess")
+    llama = ("llamacpp", "llamacpp-prebuilt")  # the two builds (tui/engines/inprocess/llama_builds)
+    assert kind_names(lambda k: k.in_process) == (*llama, "synthetic", "vllm-inprocess")
+    assert kind_names(lambda k: k.isolated_by_default) == (*llama, "vllm-inprocess")
     assert kind_names(lambda k: k.recognised) == ("llama-server", "ollama", "vllm")
     assert kind_names(lambda k: k.metrics) == ("llama-server", "vllm")
-    assert kind_names(lambda k: k.n_ctx_from_spec) == ("llamacpp",)
-    assert kind_names(lambda k: bool(k.serial)) == ("llamacpp",)
-    assert kind_names(lambda k: bool(k.cold_restart)) == ("llamacpp", "vllm-inprocess")
+    assert kind_names(lambda k: k.n_ctx_from_spec) == llama
+    assert kind_names(lambda k: bool(k.serial)) == llama
+    assert kind_names(lambda k: bool(k.cold_restart)) == (*llama, "vllm-inprocess")
 
 
 def test_a_descriptor_cannot_be_changed_behind_the_registry():

@@ -67,10 +67,10 @@ def test_failure_message_names_signal_cpu_and_what_to_do(monkeypatch, capsys) ->
         signal="SIGILL",
         error="died of SIGILL (Illegal instruction) while generating",
     )
-    monkeypatch.setattr(probe, "run_probe", lambda model=None: dead)
+    monkeypatch.setattr(probe, "run_probe", lambda model=None, build="tuned": dead)
     assert probe.main([]) == 1
     err = capsys.readouterr().err
-    assert "engine probe FAILED: the llama.cpp engine died of SIGILL" in err
+    assert "engine probe FAILED: llama.cpp built for this CPU died of SIGILL" in err
     assert "CPU:" in err and "llama.cpp build: CPU : AVX2 = 1" in err
     assert "What to do:" in err and "setup.sh" in err
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from tui.config import Config
 from tui.engines.base import EngineSpec
+from tui.engines.inprocess.llama_builds import embedded_kind, is_llama_cpp_kind
 from tui.engines.servers.discovery import FOUND, PortFinding
 
 if TYPE_CHECKING:  # httpx stays off the start-up path
@@ -139,9 +140,10 @@ def same_model(a: str, a_size: int | None, b: str, b_size: int | None) -> bool:
 
 def gguf_engine(config: Config, path: Path, name: str | None = None) -> str:
     """The name of an in-process llama.cpp engine on the GGUF at ``path``, added to
-    ``config``'s engines unless one already runs that file: ``gguf:NAME``."""
+    ``config``'s engines unless one already runs that file: ``gguf:NAME``, on the best
+    llama.cpp build installed (tui/engines/inprocess/llama_builds.py)."""
     for engine, spec in config.engines.items():
-        if spec.kind == "llamacpp" and spec.model == str(path):
+        if is_llama_cpp_kind(spec.kind) and spec.model == str(path):
             return engine
     label = name or path.name
     if label.lower().endswith(".gguf"):
@@ -151,5 +153,6 @@ def gguf_engine(config: Config, path: Path, name: str | None = None) -> str:
     while engine in config.engines:
         n += 1
         engine = f"{base} ({n})"
-    config.engines[engine] = EngineSpec(name=engine, kind="llamacpp", model=str(path))
+    # on llama.cpp built for this CPU, else (until it is built) the prebuilt one
+    config.engines[engine] = EngineSpec(name=engine, kind=embedded_kind(), model=str(path))
     return engine

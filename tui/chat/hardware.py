@@ -13,6 +13,7 @@ from collections.abc import Callable
 from tui.config import Config
 from tui.core.metrics import RequestMetrics
 from tui.engines.base import EngineInfo, EngineSpec
+from tui.engines.inprocess.llama_builds import is_llama_cpp_kind
 from tui.telemetry.roofline import peak_source_label, roofline
 from tui.telemetry.sampler import THIS_MACHINE, LocalSource, TelemetrySample, TelemetrySampler
 from tui.telemetry.sources import LOCAL, HardwareSource, SourceError, open_source, parse_source
@@ -58,7 +59,7 @@ def model_bytes(info: EngineInfo | None, spec: EngineSpec) -> int | None:
         size = info.parameters.get("model_bytes")
         if isinstance(size, int):
             return size
-    if spec.kind == "llamacpp":
+    if is_llama_cpp_kind(spec.kind):
         from tui.engines.files.default_model import resolve_model_path
 
         try:

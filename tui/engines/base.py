@@ -109,6 +109,10 @@ class EngineInfo:
     load_ms: float | None = None
     pid: int | None = None  # the process doing the work (for RSS telemetry)
     url: str | None = None
+    # which build of the engine's code runs, where that matters to its numbers: the
+    # llama.cpp kinds' "llama.cpp built for this CPU" or "llama.cpp prebuilt (generic
+    # x86-64 AVX2)" (tui/engines/inprocess/llama_builds.py); None for the others
+    build: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -53,7 +53,8 @@ _BUILT_IN = (
     EngineKind(
         "llamacpp",
         "tui.engines.inprocess.llamacpp:LlamaCppEngine",
-        "llama.cpp in-process (llama-cpp-python), model = GGUF path or 'default'",
+        "llama.cpp built for this CPU (llama-cpp-python), in-process; model = GGUF path or "
+        "'default'",
         {
             "quiet_stderr": (bool,),
             "seed": (int,),
@@ -66,6 +67,19 @@ _BUILT_IN = (
         isolated_by_default=True,
         n_ctx_from_spec=True,
         serial="in-process llama.cpp runs one request at a time",
+        cold_restart="end the engine's worker process, start a new one and reload the model "
+        "(timed; the OS file cache stays warm)",
+    ),
+    EngineKind(
+        "llamacpp-prebuilt",
+        "tui.engines.inprocess.llamacpp_prebuilt:PrebuiltLlamaCppEngine",
+        "llama.cpp prebuilt (PyPI's xllamacpp, generic AVX2), its server in the engine "
+        "worker; model = GGUF path or 'default'",
+        {"quiet_stderr": (bool,), "isolate": (bool,)},
+        in_process=True,
+        isolated_by_default=True,
+        n_ctx_from_spec=True,
+        serial="the prebuilt llama.cpp server runs one request at a time (one slot)",
         cold_restart="end the engine's worker process, start a new one and reload the model "
         "(timed; the OS file cache stays warm)",
     ),

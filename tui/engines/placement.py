@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tui.engines.base import EngineSpec
+from tui.engines.inprocess.llama_builds import is_llama_cpp_kind
 
 THIS_MACHINE = "this machine"
 
@@ -133,6 +134,6 @@ def shares_cores_with_ui(spec: EngineSpec, cores: int | None = None) -> bool:
 def ui_engine_spec(spec: EngineSpec, cores: int | None = None) -> EngineSpec:
     """The spec an engine runs with under the TUI: an in-process llama.cpp engine with no
     ``n_threads`` in config gets :func:`ui_threads`; a configured ``n_threads`` is kept."""
-    if spec.kind == "llamacpp" and spec.n_threads is None:
+    if is_llama_cpp_kind(spec.kind) and spec.n_threads is None:
         return dataclasses.replace(spec, n_threads=ui_threads(cores or os.cpu_count() or 1))
     return spec

@@ -21,6 +21,7 @@ has no ``nproc``, and no ``md5sum`` before macOS 15)::
     python3 tui/engines/files/ggml_build.py build-key TEXT  # the wheelhouse key: CPU + TEXT
     python3 tui/engines/files/ggml_build.py cpu-count       # CPUs this process may use
     python3 tui/engines/files/ggml_build.py digest FILE...  # a digest of the files' bytes
+    python3 tui/engines/files/ggml_build.py prebuilt        # why the prebuilt cannot run
 """
 
 from __future__ import annotations
@@ -99,6 +100,36 @@ def ggml_cmake_args(
         args.append(f"-D{option}={'ON' if on else 'OFF'}")
     args += [f"-D{option}=OFF" for option in AMX_OPTIONS]
     return args
+
+
+# What PyPI's prebuilt llama.cpp (xllamacpp) x86-64 wheel was compiled with (its
+# get_system_info(): SSE3, SSSE3, AVX, AVX2, F16C, FMA, BMI2), as /proc/cpuinfo names them.
+# A CPU without one of them dies of SIGILL in it.
+PREBUILT_X86_NEEDS = ("pni", "ssse3", "avx", "avx2", "f16c", "fma", "bmi2")
+_FLAG_NAMES = {"pni": "SSE3", "ssse3": "SSSE3", "f16c": "F16C", "fma": "FMA", "bmi2": "BMI2"}
+
+
+def prebuilt_problem(
+    flags: Iterable[str], machine: str | None = None, system: str | None = None
+) -> str | None:
+    """Why the prebuilt llama.cpp cannot run here (None: it can): PyPI has wheels for
+    x86-64 Linux and Apple Silicon only, and the x86-64 one needs AVX2 and its kin.
+    No flags read (no /proc/cpuinfo) is no finding."""
+    machine = machine or platform.machine()
+    system = system or platform.system()
+    if is_apple_silicon(system, machine):
+        return None
+    if not (is_x86_64(machine) and system == "Linux"):
+        return f"PyPI has no prebuilt llama.cpp (xllamacpp) for {system} {machine}"
+    have = frozenset(flags)
+    missing = [f for f in PREBUILT_X86_NEEDS if have and f not in have]
+    if not missing:
+        return None
+    names = ", ".join(_FLAG_NAMES.get(f, f.upper()) for f in missing)
+    return (
+        f"this CPU lacks {names}, which the prebuilt llama.cpp (generic x86-64 AVX2) was "
+        "compiled for: it would die of SIGILL"
+    )
 
 
 def cpu_has_amx(flags: Iterable[str]) -> bool:
@@ -227,8 +258,16 @@ def main(argv: list[str]) -> int:
         print(cpu_count())
     elif argv[0] == "digest" and len(argv) > 1:
         print(files_digest(argv[1:]))
+    elif argv[0] == "prebuilt" and len(argv) == 1:
+        problem = prebuilt_problem(cpu_flags())
+        if problem:
+            print(problem)
+            return 1
     else:
-        print("usage: ggml_build.py [build-key TEXT | cpu-count | digest FILE...]", file=sys.stderr)
+        print(
+            "usage: ggml_build.py [build-key TEXT | cpu-count | digest FILE... | prebuilt]",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

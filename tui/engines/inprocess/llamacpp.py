@@ -39,6 +39,7 @@ from tui.engines.base import BatchedEngine, EngineError, EngineInfo, GenerationR
 from tui.engines.files.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.files.gguf import FILE_TYPES, check_gguf
+from tui.engines.inprocess.llama_builds import TUNED_LABEL
 from tui.engines.inprocess.llamacpp_generate import EventSink, generate
 from tui.engines.inprocess.stderr_capture import captured_stderr
 from tui.transport.handoff import Handoff
@@ -86,7 +87,7 @@ class LlamaCppEngine(BatchedEngine):
         try:
             import llama_cpp
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise EngineError(f"llama-cpp-python is not installed ({e})") from None
+            raise EngineError(tuned_missing(e)) from None
         n_threads = self.spec.n_threads or max(1, os.cpu_count() or 1)
         extra, self._extra_bufts_why = extra_bufts_choice(
             self.spec.options.get("use_extra_bufts", "auto"),
@@ -169,6 +170,7 @@ class LlamaCppEngine(BatchedEngine):
             },
             load_ms=self._load_ms,
             pid=os.getpid(),
+            build=TUNED_LABEL,
         )
 
     @property
@@ -236,6 +238,18 @@ class LlamaCppEngine(BatchedEngine):
             await asyncio.shield(future)
         finally:
             stop.set()
+
+
+def tuned_missing(error: ImportError) -> str:
+    """Why the tuned build cannot load: not installed yet (a build may be compiling)."""
+    from tui.engines.files.build_state import read_build_state, venv_state_dir
+
+    state = read_build_state(venv_state_dir())
+    doing = f"; {state.describe()}" if state is not None else ""
+    return (
+        f"{TUNED_LABEL} (llama-cpp-python) is not installed ({error}){doing}; "
+        "the prebuilt llama.cpp (kind llamacpp-prebuilt) runs meanwhile"
+    )
 
 
 def cache_type_option(options: dict[str, Any], key: str, llama_cpp: Any) -> tuple[str, int | None]:

@@ -9,7 +9,10 @@ The child prints one JSON line per stage it completes (import, load, token); the
 knows from the last line how far it got.
 
 ``python -m tui.engines.inprocess.probe`` runs the probe on the default model and prints one line
-(setup uses it); exit status 0 when the engine answered.
+(setup uses it); exit status 0 when the engine answered. ``--build=prebuilt`` probes the
+prebuilt llama.cpp (xllamacpp) instead: its server started in the child, one token asked
+of it over loopback — after the CPU was checked for what that wheel needs (no AVX2: a
+message, no child at all).
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from typing import Any
 
 from tui.core.child_python import absolute_if_path, child_env, neutral_cwd, python_argv
 from tui.engines.files.ggml_build import AMX_CPU_FLAGS, X86_OPTIONS, cpu_flags, cpu_has_amx
+from tui.engines.inprocess.llama_builds import (
+    PREBUILT,
+    TUNED,
+    Build,
+    build_label,
+    prebuilt_cpu_problem,
+)
 
 PROBE_TIMEOUT_S = 300.0
 PROBE_PROMPT = b"The sky is"
@@ -59,9 +69,15 @@ class ProbeResult:
         return self.error or "failed"
 
 
-def run_probe(model: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
+def run_probe(
+    model: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, build: Build = TUNED
+) -> ProbeResult:
     """Run the probe in a child process (same interpreter) and read what it got to."""
-    argv = python_argv("tui.engines.inprocess.probe", "--child")
+    if build == PREBUILT:
+        problem = prebuilt_cpu_problem()
+        if problem is not None:
+            return ProbeResult(False, error=problem)
+    argv = python_argv("tui.engines.inprocess.probe", "--child", f"--build={build}")
     if model:
         argv += ["--model", absolute_if_path(model) or model]
     try:
@@ -131,13 +147,14 @@ def system_info_features(system_info: str) -> dict[str, bool]:
     return features
 
 
+def _say(stage: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"stage": stage, **fields}) + "\n")
+    sys.stdout.flush()
+
+
 def _child(model: str | None) -> int:
     """In the child: import, load, one token; a JSON line after each."""
-
-    def say(stage: str, **fields: Any) -> None:
-        sys.stdout.write(json.dumps({"stage": stage, **fields}) + "\n")
-        sys.stdout.flush()
-
+    say = _say
     t0 = time.perf_counter()
     import llama_cpp
 
@@ -177,6 +194,57 @@ def _child(model: str | None) -> int:
     return 0
 
 
+def _prebuilt_child(model: str | None) -> int:
+    """In the child: import xllamacpp, start its server on the model, ask it for one
+    token over loopback; a JSON line after each."""
+    import urllib.request
+
+    t0 = time.perf_counter()
+    import xllamacpp
+
+    _say(
+        "import",
+        import_ms=(time.perf_counter() - t0) * 1000,
+        version=str(getattr(xllamacpp, "__version__", "?")),
+        system_info=str(xllamacpp.get_system_info()).strip(),
+        gpu_offload=False,
+    )
+    from tui.engines.base import EngineError
+    from tui.engines.files.default_model import resolve_model_path
+    from tui.engines.inprocess.stderr_capture import captured_stderr
+
+    try:
+        path = resolve_model_path(model)
+    except EngineError as e:
+        _say("error", message=str(e))
+        return 1
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = 256
+    params.n_parallel = 1
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    t0 = time.perf_counter()
+    with captured_stderr() as log:
+        try:
+            server = xllamacpp.Server(params)
+        except (RuntimeError, ValueError, OSError) as e:
+            server, err = None, str(e)
+    if server is None:
+        _say("error", message=f"could not load {path}: {log.last_line() or err}")
+        return 1
+    _say("load", load_ms=(time.perf_counter() - t0) * 1000, model=str(path))
+    body = json.dumps({"prompt": PROBE_PROMPT.decode(), "n_predict": 1}).encode()
+    url = f"{server.listening_address}/completion"
+    ask = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(ask, timeout=PROBE_TIMEOUT_S) as answer:  # noqa: S310 - loopback
+        got = json.loads(answer.read(1 << 20))
+    token_ms = (time.perf_counter() - t0) * 1000
+    _say("token", token_ms=token_ms, token=str(got.get("content", ""))[:40], prompt_tokens=0)
+    return 0
+
+
 def cpu_line() -> str:
     """The CPU's model name and the SIMD features that matter to llama.cpp."""
     name = platform.processor() or platform.machine()
@@ -200,15 +268,22 @@ def main(argv: list[str] | None = None) -> int:
         "in a child process.",
     )
     parser.add_argument("--model", help="GGUF path (default: the embedded default model)")
+    parser.add_argument(
+        "--build",
+        choices=(TUNED, PREBUILT),
+        default=TUNED,
+        help="which llama.cpp: the one built for this CPU (default) or the prebuilt one",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return _child(args.model)
-    result = run_probe(args.model)
+        return _prebuilt_child(args.model) if args.build == PREBUILT else _child(args.model)
+    result = run_probe(args.model, build=args.build)
+    label = build_label(args.build)
     if result.ok:
-        print(f"engine probe: {result.describe()}")
+        print(f"engine probe ({label}): {result.describe()}")
         return 0
-    print(f"engine probe FAILED: the llama.cpp engine {result.error}.", file=sys.stderr)
+    print(f"engine probe FAILED: {label} {result.error}.", file=sys.stderr)
     print(f"  CPU: {cpu_line()}", file=sys.stderr)
     if result.system_info:
         print(f"  llama.cpp build: {result.system_info}", file=sys.stderr)

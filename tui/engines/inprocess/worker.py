@@ -97,7 +97,12 @@ class WorkerEngine(BatchedEngine):
             info = dataclasses.replace(self._info)
             info.pid = self.pid
             return info
-        return EngineInfo(engine=self.spec.name, kind=self.kind, model=str(self.spec.model))
+        from tui.engines.inprocess.llama_builds import kind_build, kind_label
+
+        build = kind_label(self.kind) if kind_build(self.kind) else None
+        return EngineInfo(
+            engine=self.spec.name, kind=self.kind, model=str(self.spec.model), build=build
+        )
 
     @property
     def pid(self) -> int | None:
