@@ -71,6 +71,9 @@ if args[:2] == ["-m", "pip"]:
 if args[:2] == ["-m", "tui.engines.inprocess.probe"]:
     print("engine probe: ok")
     sys.exit(0)
+if args[:3] == ["-m", "tui.engines.files.tuned_build", "start"]:
+    print("building llama.cpp for this CPU in the background (fake)")
+    sys.exit(0)
 if args[:1] == ["-c"]:
     sys.exit(0 if Path(".venv/installed").exists() else 1)
 sys.exit(3)
@@ -105,7 +108,9 @@ def _checkout(tmp: Path) -> Path:
     return repo
 
 
-def _run(repo: Path, tmp: Path, recording: str, fails: bool = False) -> subprocess.CompletedProcess:
+def _run(
+    repo: Path, tmp: Path, recording: str, fails: bool = False, *args: str
+) -> subprocess.CompletedProcess:
     env = {
         "PATH": str(tmp / "bin"),
         "HOME": str(tmp),
@@ -118,7 +123,7 @@ def _run(repo: Path, tmp: Path, recording: str, fails: bool = False) -> subproce
     if fails:
         env["FAKE_BUILD_FAILS"] = "1"
     return subprocess.run(
-        [BASH, str(repo / "scripts" / "setup.sh")],
+        [BASH, str(repo / "scripts" / "setup.sh"), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -136,7 +141,7 @@ def test_the_path_has_no_gnu_only_tools(tmp_path: Path) -> None:
 
 def test_setup_runs_builds_with_progress_and_probes(tmp_path: Path) -> None:
     repo = _checkout(tmp_path)
-    proc = _run(repo, tmp_path, "pip-wheel-ninja.log")
+    proc = _run(repo, tmp_path, "pip-wheel-ninja.log", False, "--build=now")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "NOT POSIX" not in proc.stderr
     out = proc.stdout
@@ -162,7 +167,7 @@ def test_setup_runs_builds_with_progress_and_probes(tmp_path: Path) -> None:
     probe = next(i for i, c in enumerate(calls) if c.startswith("-m tui.engines.inprocess.probe"))
     assert any("--force-reinstall" in c for c in calls[:probe])
     assert (repo / ".venv" / ".infertop-setup").exists()
-    # a second run finds everything in place: no build, no pip
+    # a second run finds everything in place: no build, no pip — whatever the mode
     again = _run(repo, tmp_path, "pip-wheel-ninja.log")
     assert again.returncode == 0 and "environment up to date" in again.stdout
     assert "building" not in again.stdout
@@ -170,7 +175,7 @@ def test_setup_runs_builds_with_progress_and_probes(tmp_path: Path) -> None:
 
 def test_a_failed_build_shows_the_end_of_its_log(tmp_path: Path) -> None:
     repo = _checkout(tmp_path)
-    proc = _run(repo, tmp_path, "pip-wheel-ninja-failed.log", fails=True)
+    proc = _run(repo, tmp_path, "pip-wheel-ninja-failed.log", True, "--build=now")
     assert proc.returncode == 1
     assert "building llama-cpp-python failed (full log: .venv/build-llama-cpp-python.log)" in (
         proc.stderr
@@ -182,6 +187,59 @@ def test_a_failed_build_shows_the_end_of_its_log(tmp_path: Path) -> None:
 @pytest.mark.parametrize("recording", ["pip-wheel-make.log"])
 def test_make_builds_show_their_percentage(tmp_path: Path, recording: str) -> None:
     repo = _checkout(tmp_path)
-    proc = _run(repo, tmp_path, recording)
+    proc = _run(repo, tmp_path, recording, False, "--build=now")
     assert proc.returncode == 0, proc.stderr
     assert "building llama-cpp-python: 100% (make)" in proc.stdout
+
+
+def test_by_default_the_prebuilt_answers_while_the_build_runs_in_the_background(
+    tmp_path: Path,
+) -> None:
+    """`bash scripts/run.sh`'s setup: no compile before ready; the prebuilt llama.cpp is
+    probed; the build for this CPU is started in the background with the CMake options
+    and job count the foreground build would get; the mode is written for doctor."""
+    repo = _checkout(tmp_path)
+    proc = _run(repo, tmp_path, "pip-wheel-ninja.log")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "NOT POSIX" not in proc.stderr
+    assert "from source" not in proc.stdout  # nothing compiled in the foreground
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert not any(" wheel " in c for c in calls)
+    installs = [c for c in calls if " install " in c]
+    assert not any("--force-reinstall" in c for c in installs)  # no native wheel to install
+    assert any("-e ." in c and "tuned" not in c for c in installs)
+    probe = next(c for c in calls if c.startswith("-m tui.engines.inprocess.probe"))
+    assert "--build=prebuilt" in probe
+    (start,) = [c for c in calls if c.startswith("-m tui.engines.files.tuned_build start")]
+    args = subprocess.run(
+        [sys.executable, str(ROOT / "tui/engines/files/ggml_build.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert f"--cmake-args={args} " in start and f"--jobs {cpu_count()}" in start
+    assert "--retry-failed" not in start  # a build that failed is retried only when asked
+    assert calls.index(probe) < calls.index(start)  # the prebuilt runs before the build starts
+    assert "building llama.cpp for this CPU in the background" in proc.stdout
+    assert (repo / ".venv" / "infertop-build" / "mode").read_text().strip() == "background"
+    # asked for by name: a failed build is tried again
+    (tmp_path / "calls.log").write_text("")
+    again = _run(repo, tmp_path, "pip-wheel-ninja.log", False, "--build=background")
+    assert again.returncode == 0 and "environment up to date" in again.stdout
+    (start,) = [ln for ln in (tmp_path / "calls.log").read_text().splitlines() if "start" in ln]
+    assert "--retry-failed" in start
+
+
+def test_never_builds_nothing_and_starts_nothing(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    proc = _run(repo, tmp_path, "pip-wheel-ninja.log", False, "--build=never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = (tmp_path / "calls.log").read_text()
+    assert " wheel " not in calls and "tuned_build" not in calls
+    assert (repo / ".venv" / "infertop-build" / "mode").read_text().strip() == "never"
+
+
+def test_a_bad_mode_is_refused(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    proc = _run(repo, tmp_path, "pip-wheel-ninja.log", False, "--build=sometimes")
+    assert proc.returncode == 2 and "must be now, background or never" in proc.stderr
