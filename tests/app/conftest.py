@@ -15,6 +15,7 @@ import pytest
 from tui.app.app import InfertopApp, create_app
 from tui.app.themes import builtin_theme_dir
 from tui.config import Config, parse_config
+from tui.engines.files.build_state import BuildWatch
 
 sys.path.insert(0, str(Path(__file__).parent))  # app_support.py (importlib import mode)
 
@@ -46,6 +47,8 @@ def build_app(tmp_path: Path, user_theme_dir: Path) -> Callable[..., InfertopApp
         # no probing of this machine's default ports unless a test asks (discover=None:
         # as its config says, with its own servers' ports in [discovery] ports)
         kw.setdefault("discover", False)
+        # no background build but the test's own (else this venv's would be shown)
+        kw.setdefault("build_watch", BuildWatch(tmp_path / "no-build"))
         return create_app(config, **kw)
 
     return build

@@ -29,7 +29,7 @@ async def test_submit_streams_answer_with_metrics_and_session_log(
     app = build_app(make_config(gen(12) + LOCAL))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "ready" in bar(app))
-        assert "llamacpp" in bar(app) and "SmolLM2" in bar(app)
+        assert "llama.cpp built for this CPU" in bar(app) and "SmolLM2" in bar(app)
         await submit(pilot, "Name a colour.")
         await wait_for(pilot, lambda: turns(app) and turns(app)[0].finished)
         turn = turns(app)[0]

@@ -29,6 +29,7 @@ from tui.config import Config
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
 from tui.core.safe_text import terminal_safe
 from tui.core.session import SessionRecorder, default_session_path
+from tui.engines.files.build_state import BuildWatch
 from tui.engines.placement import ui_engine_spec
 from tui.fleet.build import NoFleet, adopt_endpoint, build_fleet
 from tui.telemetry.sampler import TelemetrySample
@@ -68,6 +69,7 @@ class InfertopApp(App[None]):
         engine: str | None = None,
         watch: str | RequestsFeed | None = None,
         discover: bool | None = None,
+        build_watch: BuildWatch | None = None,
     ) -> None:
         super().__init__()
         # Textual's private names used only on the Textual they fit, else its own code
@@ -95,12 +97,16 @@ class InfertopApp(App[None]):
             initial = engine
         else:
             initial = remembered if remembered in config.engines else config.default_engine
+        # the background build of llama.cpp for this CPU: its progress on the chat
+        # screen, and the mark on every answer it ran beside (tui/engines/files/build_state.py)
+        build_watch = BuildWatch() if build_watch is None else build_watch
         self.core = ChatCore(
             config,
             lambda event: self.chat.post_core_event(event),
             initial=initial,
             recorder=recorder if record_session else None,
             host_spec=ui_engine_spec,
+            disturbance=build_watch.disturbance,
         )
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         notes: list[str] = []
@@ -128,6 +134,7 @@ class InfertopApp(App[None]):
             telemetry=telemetry,
             load_on_start=load_on_start,
             autoplay=autoplay,
+            build_watch=build_watch,
         )
         # `infertop fleet` starts on the fleet screen; the chat loads an engine only when
         # one is picked there (or the chat is shown)
@@ -379,7 +386,8 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
     ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests) and
     ``discover`` (probe local servers after the first paint; None: ``[discovery]
-    enabled`` in config).
+    enabled`` in config) and ``build_watch`` (the background build shown and marked;
+    None: this environment's, tui/engines/files/build_state.py).
     """
     return InfertopApp(config, **kwargs)
 

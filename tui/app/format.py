@@ -46,10 +46,11 @@ def had_reasoning(m: RequestMetrics) -> bool:
     return m.thinking_ms is not None or bool(m.reasoning_tokens)
 
 
-def summary_line(m: RequestMetrics) -> str:
+def summary_line(m: RequestMetrics, disturbed: str | None = None) -> str:
     """The one-line summary under an answer. Estimates carry '(est.)'. TTFO (the first
     answer token or tool call, tui/core/metrics.py) follows TTFT where the model thought
-    first; "N tok (R reasoning)" says how many of the tokens were its reasoning."""
+    first; "N tok (R reasoning)" says how many of the tokens were its reasoning.
+    ``disturbed``: what ran beside the answer ("a build was compiling"), said last."""
     parts = [f"TTFT {ms(m.ttft_ms)}"]
     if had_reasoning(m) and m.ttfo_ms != m.ttft_ms:
         parts.append(f"TTFO {ms(m.ttfo_ms)}")
@@ -75,4 +76,6 @@ def summary_line(m: RequestMetrics) -> str:
         parts.append(f"ERROR: {terminal_label(m.error, 2000)}")
     elif m.finish_reason:
         parts.append(terminal_label(m.finish_reason, 80))
+    if disturbed:
+        parts.append(f"disturbed: {terminal_label(disturbed, 200)}")
     return " · ".join(parts)

@@ -69,7 +69,10 @@ def next_name(names: list[str], current: str | None) -> str:
 
 class ChatCore:
     """See the module docstring. ``host_spec`` turns a configured spec into the one the
-    engine runs with (the TUI's thread choice: tui/engines/placement.py)."""
+    engine runs with (the TUI's thread choice: tui/engines/placement.py).
+    ``disturbance(t_sent_ns, t_end_ns)``: what ran beside an answer between its send and
+    its end, which its numbers then carry (``LiveRequest.disturbed``, the session record):
+    the front ends pass the background build's (tui/engines/files/build_state.py)."""
 
     def __init__(
         self,
@@ -80,12 +83,14 @@ class ChatCore:
         recorder: SessionRecorder | None = None,
         host_spec: Callable[[EngineSpec], EngineSpec] = lambda spec: spec,
         tap: Callable[[str, StreamEvent], None] | None = None,
+        disturbance: Callable[[int, int], str | None] | None = None,
     ) -> None:
         self.config = config
         self._emit = on_event
         self.recorder = recorder
         self._host_spec = host_spec
         self._tap = tap
+        self._disturbance = disturbance
         names = list(config.engines)
         first = initial if initial in config.engines else config.default_engine
         self.slot_engine: dict[str, str | None] = {"A": first, "B": next_name(names, first)}
@@ -313,10 +318,18 @@ class ChatCore:
             state = "error" if host.state == ERROR else "ready"
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
+        live.disturbed = self._disturbed(live)
         self._remember(slot, request, live, metrics)
         await self._record(slot, name, request, live, metrics)
         self._emit(AnswerEnded(slot, live, metrics))
         return metrics
+
+    def _disturbed(self, live: LiveRequest) -> str | None:
+        """What ran beside the answer from its send to its end (None: nothing known)."""
+        tl = live.timeline
+        if self._disturbance is None or tl.t_sent_ns is None:
+            return None
+        return self._disturbance(tl.t_sent_ns, tl.t_end_ns or time.perf_counter_ns())
 
     def _remember(
         self, slot: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
@@ -367,6 +380,8 @@ class ChatCore:
             metrics=metrics,
             request_id=request.request_id,
             slot=slot,
+            build=info.build if info else None,
+            disturbed=live.disturbed,
         )
         try:
             await asyncio.to_thread(self.recorder.append, rec)

@@ -17,9 +17,11 @@ import shutil
 import sys
 
 from tui.cli.common import add_insecure_argument
+from tui.cli.doctor_engine import check_builds, check_default_build
 from tui.config import Config, ConfigError, find_config, load_config
 from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
+from tui.engines.inprocess.llama_builds import Build, is_llama_cpp_kind
 from tui.engines.inprocess.probe import ProbeResult, system_info_features
 from tui.transport.access import redact_url
 
@@ -48,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"infertop doctor — Python {platform.python_version()} on {platform.platform()}")
     cfg = _check_config(args)
     _check_cpu()
-    llama_ok = _check_llama_cpp()
+    builds = check_builds(_line)
     _check_amx_free()
     model_ok = _check_default_model()
     _check_nvml()
@@ -66,12 +68,13 @@ def main(args: argparse.Namespace) -> int:
         return 1
     spec = cfg.engines[cfg.default_engine]
     _check_own_cost(spec, cfg.telemetry.interval_s)
-    if spec.kind != "llamacpp":
+    build = check_default_build(_line, spec, from_config=spec.name != "prebuilt")
+    if build is None:
         _line(INFO, "default engine", f"{spec.name} ({spec.kind}); not probed")
         return 0
-    can_run = llama_ok and (model_ok or spec.model not in (None, "", "default"))
+    can_run = build in builds and (model_ok or spec.model not in (None, "", "default"))
     if can_run and not args.no_load:
-        can_run = _probe_engine(spec)
+        can_run = _probe_engine(spec, build)
     verdict = "can run" if can_run else "cannot run"
     _line(OK if can_run else MISSING, "default engine", f"{spec.name} ({spec.kind}) {verdict}")
     return 0 if can_run else 1
@@ -109,7 +112,7 @@ def _check_own_cost(spec: EngineSpec, interval_s: float) -> None:
     )
     cores = os.cpu_count() or 1
     local = engine_host(spec) == THIS_MACHINE
-    if spec.kind == "llamacpp":
+    if is_llama_cpp_kind(spec.kind):
         threads = ui_engine_spec(spec, cores).n_threads
         _line(
             INFO, "engine threads", f"{threads} under the TUI, {spec.n_threads or cores} headless"
@@ -147,15 +150,6 @@ def _check_cpu() -> None:
     amx = cpu_has_amx(cpu_flags())
     note = " (AMX present: infertop's builds leave it out, see README)" if amx else ""
     _line(INFO, "CPU", cpu_line() + note)
-
-
-def _check_llama_cpp() -> bool:
-    version = _version("llama_cpp_python")
-    if version is None:
-        _line(MISSING, "llama-cpp-python", "not installed: pip install llama-cpp-python==0.3.36")
-        return False
-    _line(OK, "llama-cpp-python", version)
-    return True
 
 
 def _check_amx_free() -> None:
@@ -377,12 +371,12 @@ def gpu_backends(system_info: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _probe_engine(spec: object) -> bool:
+def _probe_engine(spec: object, build: Build) -> bool:
     """Load the engine's model and generate one token in a child process."""
     from tui.engines.inprocess.probe import advice, run_probe
 
     model = getattr(spec, "model", None)
-    result = run_probe(None if model in (None, "", "default") else str(model))
+    result = run_probe(None if model in (None, "", "default") else str(model), build=build)
     if result.system_info:
         _line(INFO, "llama.cpp build", build_summary(result))
     if result.ok:

@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     except EngineError as e:
         return fail(str(e))
     try:
-        info, load_ms, timeline, own = asyncio.run(
+        info, load_ms, timeline, own, disturbed = asyncio.run(
             _run(cfg, spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
         )
     except EngineError as e:
@@ -94,13 +94,14 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
+        result["disturbed"] = disturbed
         result["hardware"] = summary.to_dict() if summary is not None else None
         result["energy"] = energy.to_dict() if energy is not None else None
         result["own_cpu"] = own.to_dict()
         print(json.dumps(result, indent=2))
     else:
         print()
-        print(format_summary(info, load_ms, metrics, timeline.stamp_source))
+        print(format_summary(info, load_ms, metrics, timeline.stamp_source, disturbed))
         print(own.describe())
         if summary is not None:
             from tui.telemetry.summary import format_line
@@ -217,11 +218,13 @@ async def _run(
     echo: bool,
     hardware: _Hardware | None = None,
     raw: bool = False,
-) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
+) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, str | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
-    as the TUI's do (tui/chat/core.py)."""
+    as the TUI's do (tui/chat/core.py); the last item is what disturbed it (a build
+    compiling beside it: tui/engines/files/build_state.py), or None."""
     from tui.chat.core import ChatCore
+    from tui.engines.files.build_state import BuildWatch
 
     echoed = ReasoningEcho(raw)
 
@@ -230,7 +233,13 @@ async def _run(
             echoed.write(event)
 
     config = dataclasses.replace(cfg, engines={spec.name: spec}, default_engine=spec.name)
-    core = ChatCore(config, lambda event: None, initial=spec.name, tap=tap)
+    core = ChatCore(
+        config,
+        lambda event: None,
+        initial=spec.name,
+        tap=tap,
+        disturbance=BuildWatch().disturbance,
+    )
     host = core.host(spec.name)
     try:
         load_ms = await host.load()
@@ -245,7 +254,8 @@ async def _run(
         own = window.end(engine_inside=info.pid == os.getpid())
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
-        return info, load_ms, core.live["A"].timeline, own
+        live = core.live["A"]
+        return info, load_ms, live.timeline, own, live.disturbed
     finally:
         await core.close()
 
@@ -257,6 +267,7 @@ def result_dict(
     return {
         "engine": info.engine,
         "kind": info.kind,
+        "build": info.build,
         "model": info.model,
         "quantisation": info.quantisation,
         "text": tl.text,
@@ -299,15 +310,22 @@ def _f(value: float | None, unit: str, digits: int = 1) -> str:
 
 
 def format_summary(
-    info: EngineInfo, load_ms: float, m: RequestMetrics, stamp_source: str | None = None
+    info: EngineInfo,
+    load_ms: float,
+    m: RequestMetrics,
+    stamp_source: str | None = None,
+    disturbed: str | None = None,
 ) -> str:
     """A few human lines; estimates say so. What the engine named (model, finish reason,
-    stamps) is shown terminal-safe."""
+    stamps) is shown terminal-safe. The build of the engine that ran (the llama.cpp
+    kinds: prebuilt or built for this CPU) heads them; what disturbed the request (a
+    build compiling beside it) ends them."""
     quant = f" {terminal_label(info.quantisation, 40)}" if info.quantisation else ""
     prefill_note = " (engine)" if m.prefill_tps_source == "engine" else " (estimate)"
     tokens_note = " (estimate: chunk count)" if m.output_tokens_estimated else ""
+    build = f" ({terminal_label(info.build)})" if info.build else ""
     lines = [
-        f"── {terminal_label(info.engine)} · {terminal_label(info.kind)} · "
+        f"── {terminal_label(info.engine)} · {terminal_label(info.kind)}{build} · "
         f"{terminal_label(info.model)}{quant} ──",
         f"TTFT {_f(m.ttft_ms, 'ms')}   TTFR {_f(m.ttfr_ms, 'ms')}   e2e {_f(m.e2e_ms, 'ms')}"
         f"   load {_f(load_ms, 'ms')}",
@@ -339,4 +357,6 @@ def format_summary(
         )
     if stamp_source:
         lines.append(f"stamps: {terminal_label(stamp_source)}")
+    if disturbed:
+        lines.append(f"disturbed: {terminal_label(disturbed)} while this request ran")
     return "\n".join(lines)

@@ -143,6 +143,9 @@ class LiveRequest:
         self.done = False
         self.events = 0
         self.context_fill: ContextFill | None = None
+        # set when it ended, by whoever knew: what ran beside it that its numbers carry
+        # (the chat core's "a build was compiling"; tui/engines/files/build_state.py)
+        self.disturbed: str | None = None
 
     def add(self, event: StreamEvent) -> None:
         with self._lock:

@@ -1,15 +1,16 @@
 """The session log: one JSON line per request, appended and flushed when it ends.
 
 Each line is a self-contained record (schema ``SESSION_SCHEMA``): wall-clock time, engine
-name/kind/model, the prompt and the full message list sent, the generation parameters,
-the raw timeline (per-chunk timestamps in ns relative to the request being sent, with
-each chunk's text and engine token count), the full text, the computed metrics, the
-engine's own report, and the error if any. The file is opened in append mode and each
-record is written with one ``write`` then flushed and fsynced, so a crash loses at most
-the request in flight and never corrupts earlier lines. A process killed inside that
-write (``kill -9`` during a large record) can leave a torn last line: the reader reports
-it and keeps every complete record, and a recorder appending to such a file starts on a
-new line, so the torn line never swallows the next record.
+name/kind/build/model, the prompt and the full message list sent, the generation
+parameters, the raw timeline (per-chunk timestamps in ns relative to the request being
+sent, with each chunk's text and engine token count), the full text, the computed
+metrics, the engine's own report, the error if any, and what disturbed it (a build
+compiling beside it). The file is opened in append mode and each record is written with
+one ``write`` then flushed and fsynced, so a crash loses at most the request in flight
+and never corrupts earlier lines. A process killed inside that write (``kill -9`` during
+a large record) can leave a torn last line: the reader reports it and keeps every
+complete record, and a recorder appending to such a file starts on a new line, so the
+torn line never swallows the next record.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ def session_record(
     metrics: RequestMetrics | None = None,
     request_id: str = "",
     slot: str = "",
+    build: str | None = None,
+    disturbed: str | None = None,
 ) -> dict[str, Any]:
-    """Build one session record (a plain JSON-able dict) for a finished request."""
+    """Build one session record (a plain JSON-able dict) for a finished request.
+    ``build``: which build of the engine ran ("llama.cpp built for this CPU");
+    ``disturbed``: what ran beside it while it streamed ("a build was compiling")."""
     metrics = metrics or compute_metrics(timeline)
     prompt = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     return {
@@ -53,6 +58,7 @@ def session_record(
         "slot": slot,
         "engine": engine,
         "kind": kind,
+        "build": build,
         "model": model,
         "prompt": prompt,
         "messages": messages,
@@ -65,6 +71,7 @@ def session_record(
         "metrics": metrics.to_dict(with_lists=False),
         "engine_truth": None if timeline.truth is None else timeline.truth.to_dict(),
         "error": timeline.error,
+        "disturbed": disturbed,
     }
 
 

@@ -17,10 +17,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from tui.app.messages import CoreEvent, KvUpdated, ServerSampled, TelemetrySampled
-from tui.app.screens.chat_engines import ChatEngines
+from tui.app.screens.chat_build import ChatBuild
 from tui.app.screens.chat_view import ChatView
 from tui.app.textual_private import use_cropped_compositor
 from tui.app.widgets.ab_table import ABTable
@@ -46,6 +46,7 @@ from tui.chat.hardware import HardwareWatch
 from tui.chat.host import EngineHost
 from tui.core.pauses import settle_heap
 from tui.engines.base import GenerationRequest
+from tui.engines.files.build_state import BuildWatch
 from tui.engines.placement import ABPlan, shares_cores_with_ui
 
 NARROW_WIDTH = 110
@@ -54,7 +55,7 @@ NUMBERS_EVERY = 5  # live numbers and hardware are drawn every this many frames 
 START_AT_LATEST_S = 0.25  # a turn's engine work starts after its first paint, or by then
 
 
-class ChatScreen(ChatEngines):
+class ChatScreen(ChatBuild):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="cancel", priority=True),
         Binding("ctrl+n", "next_engine", "Engine", id="next_engine", priority=True),
@@ -72,8 +73,10 @@ class ChatScreen(ChatEngines):
         telemetry: bool = True,
         load_on_start: bool = True,
         autoplay: list[str] | None = None,
+        build_watch: BuildWatch | None = None,
     ) -> None:
-        """``telemetry``: the hardware is sampled (and servers' own metrics read)."""
+        """``telemetry``: the hardware is sampled (and servers' own metrics read);
+        ``build_watch``: the background build whose progress the screen shows."""
         super().__init__(id="chat")
         use_cropped_compositor(self)  # a streamed line repaints one widget (fast paths on)
         self.core, self.hardware, self.telemetry = core, hardware, telemetry
@@ -84,6 +87,7 @@ class ChatScreen(ChatEngines):
         self._sample_due = False  # a hardware sample waits for the next frame
         self._frames = 0
         self._loading = {}  # slots whose engine loads (ChatEngines._follow_loading)
+        self.build_watch = build_watch  # (ChatBuild)
 
     # -- what tests and the app read ---------------------------------------------------
     @property
@@ -123,9 +127,11 @@ class ChatScreen(ChatEngines):
                 yield MetricsPanel(id="metrics-B")
                 yield HardwarePanel(id="hardware")
                 yield ServerPanel(id="server")
+        yield Static(id="build-line")  # the background build's progress (ChatBuild)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.follow_build()
         self.view.show_slot("A")
         self.query_one("#prompt", PromptInput).focus()
         self._layout_for(self.size.width, self.size.height)
@@ -297,6 +303,7 @@ class ChatScreen(ChatEngines):
             self.query_one("#prompt", PromptInput).release_height()
             self.call_after_refresh(self._settle_heap)  # after the final answer is painted
             self.view.turn_ended(event)
+            self.build_turn_ended()
         elif isinstance(event, Notice):
             self.notify(event.text, severity=event.severity, timeout=8)  # type: ignore[arg-type]
 

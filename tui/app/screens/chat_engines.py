@@ -26,6 +26,7 @@ from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
 from tui.chat.host import IDLE, EngineHost
 from tui.chat.server_watch import watch_server
+from tui.engines.inprocess.llama_builds import is_llama_cpp_kind
 from tui.engines.kinds import find_kind
 
 
@@ -234,7 +235,8 @@ class ChatEngines(Screen[None]):
             return
         spec = self.core.config.engines.get(engine)
         size = ""
-        if spec is not None and spec.kind == "llamacpp" and spec.model not in (None, "default"):
+        in_process = spec is not None and is_llama_cpp_kind(spec.kind)
+        if spec is not None and in_process and spec.model not in (None, "default"):
             from tui.engines.servers.server_models import human_size
 
             try:

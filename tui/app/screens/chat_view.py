@@ -34,6 +34,7 @@ from tui.chat.hardware import HardwareWatch, roofline_text
 from tui.core.events import REASONING, ContextFill
 from tui.core.kv import KvState
 from tui.core.live import LiveRequest, LiveSnapshot
+from tui.engines.inprocess.llama_builds import kind_label
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
@@ -125,7 +126,7 @@ class ChatView:
                 if turn.reasoning:
                     estimated = m.reasoning_tokens_source == "chunk-count-estimate"
                     turn.show_thought(m.thinking_ms, m.reasoning_tokens, estimated)
-                await turn.finish(summary_line(m), state)
+                await turn.finish(summary_line(m, live.disturbed), state)
             self.note_fold(turn)
             if not state and self.telemetry and self.hardware.shows(turn.engine):
                 self._energy.expect(turn, live.timeline, m.output_tokens)
@@ -187,7 +188,8 @@ class ChatView:
         host = self.core.host(name)
         info = host.info()
         model = info.model if info else (spec.model or spec.url or "")
-        view = SlotView(name, spec.kind, short_model(model), host.state, host.error or "")
+        kind = kind_label(spec.kind)  # a llama.cpp kind: which build ("built for this CPU")
+        view = SlotView(name, kind, short_model(model), host.state, host.error or "")
         self.screen.query_one(EngineBar).set_slot(slot, view)
         for s in ("A", "B"):
             engine = self.core.slot_engine[s]

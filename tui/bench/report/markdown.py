@@ -44,6 +44,8 @@ def markdown(report: dict[str, Any]) -> str:
     summary = report["summary"]
     engines = summary["engines"]
     models = {e["name"]: (e.get("info") or {}).get("model", DASH) for e in report["engines"]}
+    # which build ran, where the kind has several (llama.cpp: prebuilt or built for this CPU)
+    builds = {e["name"]: (e.get("info") or {}).get("build") for e in report["engines"]}
     lines = ["# infertop bench report", ""]
     if report.get("partial"):
         lines += [
@@ -52,6 +54,12 @@ def markdown(report: dict[str, Any]) -> str:
             "",
         ]
     lines += [f"Started {report['started_at']}, finished {report.get('finished_at') or DASH}.", ""]
+    if report.get("disturbed"):
+        lines += [
+            f"> **Disturbed**: {report['disturbed']} while this bench measured: its numbers "
+            "do not compare with a quiet run.",
+            "",
+        ]
     lines += ["## Setup", ""]
     lines += table(
         [
@@ -100,7 +108,7 @@ def markdown(report: dict[str, Any]) -> str:
         rows.append(
             [
                 e["name"],
-                e["kind"],
+                e["kind"] + (f" ({builds[e['name']]})" if builds.get(e["name"]) else ""),
                 str(models.get(e["name"], DASH)),
                 lv["label"] if lv else DASH,
                 ci(med.get("decode_tps")),

