@@ -80,6 +80,10 @@ def engine_ready(name: str):  # type: ignore[no-untyped-def]
 
 def test_first_answer_on_the_prebuilt_then_the_tuned_build_takes_over(clone) -> None:  # type: ignore[no-untyped-def]
     repo, held, tmux, tmp = clone
+    # short answers (a busy 2-core machine decodes a few tok/s); engines: the built-in ones
+    config = tmp / "xdg-config" / "infertop" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[generation]\nmax_tokens = 16\n")
     env = fresh_env(tmp, INFERTOP_TUNED_WHEELS=held.url)
     env_args = [f"{k}={v}" for k, v in env.items()]
     tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo),

@@ -118,7 +118,6 @@ def fresh_env(tmp: Path, **extra: str) -> dict[str, str]:
     env.update(
         HOME=str(home),
         INFERTOP_CACHE=str(tmp / "infertop-cache"),
-        INFERTOP_CONFIG="",
         INFERTOP_STATE=str(tmp / "state.toml"),
         XDG_CONFIG_HOME=str(tmp / "xdg-config"),
         XDG_DATA_HOME=str(tmp / "xdg-data"),

@@ -1,0 +1,119 @@
+"""The first minute of a new user: from ``bash scripts/run.sh`` in a fresh clone to the
+first screen and the first answer, with pip's cache empty.
+
+A copy of this checkout (what a clone holds) in a temporary folder; an empty
+``INFERTOP_CACHE`` (no wheelhouse: setup takes the prebuilt llama.cpp and starts the build
+for this CPU in the background) and an empty ``PIP_CACHE_DIR`` (every package, xllamacpp
+included, downloaded as on a new machine); ``bash scripts/run.sh`` in a tmux pane. The
+clock starts when the command is typed. Measured from the pane, polled every 0.1 s:
+
+- first screen: the TUI's engine bar is drawn (``A ● prebuilt ·``);
+- engine ready: the bar says ``ready`` (the model loaded in the engine's worker);
+- first answer: a prompt sent at "ready" has its summary line drawn (`` · e2e ``).
+
+The background build compiles for real meanwhile, at nice 19 (``--held-build``: it takes
+the wheel from a held local wheelhouse instead, as the e2e test does: no compile beside
+the first answer); it is stopped when the measurement ends. The machine's load is printed
+beside the numbers. Goals (docs/performance.md): first screen ≤ 60 s, first answer ≤ 75 s.
+
+    .venv/bin/python benchmarks/first_answer.py [--runs 1] [--held-build] [--warm-pip]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from fresh_clone import (  # noqa: E402
+    HeldWheelhouse,
+    copy_checkout,
+    fresh_env,
+    stop_builder,
+    tuned_wheel,
+)
+from tmux_pane import Tmux  # noqa: E402
+
+
+def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
+    repo = copy_checkout(ROOT, tmp / "infertop")
+    held = None
+    extra = {}
+    if held_build:
+        wheel = tuned_wheel()
+        if wheel is None:
+            raise SystemExit("--held-build needs this CPU's wheel: run scripts/setup.sh --dev")
+        held = HeldWheelhouse(wheel)
+        extra["INFERTOP_TUNED_WHEELS"] = held.url
+    if not warm_pip:
+        extra["PIP_CACHE_DIR"] = str(tmp / "pip-cache")  # empty: everything downloaded
+    config = tmp / "xdg-config" / "infertop" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[generation]\nmax_tokens = 32\n")
+    env = fresh_env(tmp, **extra)
+    tmux = Tmux(f"infertop-first-{tmp.name}")
+    marks: dict[str, float] = {}
+    try:
+        t0 = time.monotonic()
+        tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo),
+             "env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh")  # fmt: skip
+        sent = False
+        while "answer" not in marks:
+            screen = tmux.screen()
+            now = time.monotonic() - t0
+            if "screen" not in marks and "A ● prebuilt · " in screen:
+                marks["screen"] = now
+            if "ready" not in marks and "A ● prebuilt · " in screen and " · ready" in screen:
+                marks["ready"] = now
+            if "ready" in marks and not sent:
+                tmux("send-keys", "-t", "e2e", "Name a colour.", "Enter")
+                sent = True
+            if sent and " · e2e " in screen:
+                marks["answer"] = now
+            if now > 900:
+                raise SystemExit(f"no answer after 900 s; screen:\n{screen}")
+            time.sleep(0.1)
+        building = "building llama.cpp for this CPU" in tmux.screen()
+        marks["build_line_shown"] = float(building)
+    finally:
+        subprocess.run([*tmux.base, "kill-server"], capture_output=True)
+        stop_builder(repo / ".venv")
+        if held is not None:
+            held.close()
+    return marks
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--held-build", action="store_true", help="no compile beside the answer")
+    p.add_argument("--warm-pip", action="store_true", help="keep pip's own cache")
+    args = p.parse_args()
+    if not shutil.which("tmux"):
+        raise SystemExit("tmux missing: scripts/setup-e2e.sh installs it")
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="infertop-first-") as tmp:
+            m = measure(Path(tmp), args.held_build, args.warm_pip)
+        print(
+            f"run {run + 1}: first screen {m['screen']:.1f} s, engine ready {m['ready']:.1f} s, "
+            f"first answer {m['answer']:.1f} s (goals: 60 s, 75 s); build line shown: "
+            f"{'yes' if m['build_line_shown'] else 'no'}",
+            flush=True,
+        )
+    pip = "warm" if args.warm_pip else "empty"
+    build = "held (no compile)" if args.held_build else "compiling at nice 19"
+    print(f"pip cache {pip}; background build {build}")
+    print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
