@@ -54,6 +54,7 @@ class ProxiedRequest:
         stream: bool | None,
         t_received_ns: int,
         body: bytes | None = None,
+        user: str | None = None,
     ) -> None:
         self.id = rid
         self.client = client
@@ -62,6 +63,9 @@ class ProxiedRequest:
         self.dialect = dialect
         self.model = None if model is None else model[:200]
         self.stream = stream
+        # who sent it, as its body says (OpenAI's user, Anthropic's metadata.user_id;
+        # the client's own word, at most 200 characters: tui/proxy/body_scan.py)
+        self.user = None if user is None else user[:200]
         self.t_received_ns = t_received_ns
         self.wall = time.time()
         self.body = body if body is None or len(body) <= BODY_KEPT else body[:BODY_KEPT]
