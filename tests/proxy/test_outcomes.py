@@ -6,10 +6,10 @@ from __future__ import annotations
 import socket
 import time
 
-import fault_server
 import httpx
-from proxy_support import wait_until
 
+from tests.proxy.proxy_support import wait_until
+from tests.support import fault_server
 from tui.core.outcome import Outcomes, RequestOutcome
 
 CHAT = {"model": "pace", "messages": [{"role": "user", "content": "one two three"}]}
