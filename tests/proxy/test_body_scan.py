@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 import tracemalloc
@@ -20,8 +19,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from proxy_support import read_response
 
+from tests.proxy.proxy_support import read_response
+from tests.support.fake_server import support_command, support_env
 from tui.proxy import body_scan
 from tui.proxy.body_scan import (
     REQUEST_KEYS,
@@ -35,7 +35,6 @@ from tui.proxy.body_scan import (
 )
 
 MIB = 1024 * 1024
-PACE = Path(__file__).resolve().parents[1] / "support" / "pace_server.py"
 
 # text that looks like JSON's own punctuation, escapes and non-ASCII
 _TRICKY = st.text(
@@ -237,9 +236,10 @@ def test_an_embeddings_answer_is_read_for_its_counts_only(shape: str, body: byte
 def pace_process() -> Iterator[str]:
     """A pace server in its own process (a 30 MiB body read there holds no GIL here)."""
     proc = subprocess.Popen(
-        [sys.executable, str(PACE), "--port", "0", "--interval-ms", "10"],
+        support_command("pace_server", "--port", "0", "--interval-ms", "10"),
         stdout=subprocess.PIPE,
         text=True,
+        env=support_env(),
     )
     try:
         assert proc.stdout is not None

@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
-from proxy_support import read_response, wait_until
-from scripted_upstream import ScriptedUpstream
 
+from tests.proxy.proxy_support import read_response, wait_until
+from tests.support.scripted_upstream import ScriptedUpstream
 from tui.proxy import peer
 from tui.proxy.limits import ClientSlots, peer_key
 

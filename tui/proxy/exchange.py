@@ -28,7 +28,9 @@ from typing import Any, Protocol
 from tui.proxy import routes
 from tui.proxy.body_scan import request_fields
 from tui.proxy.book import Departure, RequestBook
+from tui.proxy.identity import ClientKeys, identify, peer_host
 from tui.proxy.limits import BodyBudget, Hold
+from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.upstream import (
     NoResponse,
@@ -68,6 +70,10 @@ class Client(Protocol):
 
     def close(self) -> None: ...
 
+    def peer_process(self) -> PeerProcess:
+        """The local process owning its socket (looked up once, off the path)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Forwarding:
@@ -81,6 +87,8 @@ class Forwarding:
     stall_timeout: float  # any later gap between the upstream's reads
     book: RequestBook
     budget: BodyBudget
+    keys: ClientKeys | None = None  # API keys' fingerprints (None: not taken)
+    finder: ProcessFinder | None = None  # local clients' processes (None: not looked up)
 
 
 @dataclass
@@ -208,8 +216,12 @@ class Exchange:
                 said.stream,
                 req.t_received_ns,
                 req.body,
-                said.user,
             )
+            process = self.client.peer_process()
+            self.rec.identity = identify(
+                head, said.user, peer_host(self.client.peer), self.fw.keys, process.name
+            )
+            self.rec.process = process
             book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)
 
