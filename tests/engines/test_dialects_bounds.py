@@ -25,8 +25,14 @@ import time
 import tracemalloc
 
 import pytest
-from hostile_answers import DOCUMENTED_TIMINGS, blank_lead, fat_fields, inflated_counts, sse
 
+from tests.support.hostile_answers import (
+    DOCUMENTED_TIMINGS,
+    blank_lead,
+    fat_fields,
+    inflated_counts,
+    sse,
+)
 from tui.core.events import (
     ANSWER,
     REASONING,
@@ -228,6 +234,7 @@ def test_a_million_key_timings_keeps_its_documented_numbers() -> None:
         ("ollama", [json.dumps({"done": True, "done_reason": "x" * 10**6}).encode() + b"\n"]),
         ("llama", [sse({"content": "", "stop": True, "stop_type": {"x": "y" * 10**6}})]),
     ],
+    ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_every_finish_reason_is_a_short_word(dialect: str, body: list[bytes]) -> None:
     end = decode(body, dialect)[-1]
@@ -243,6 +250,7 @@ def test_every_finish_reason_is_a_short_word(dialect: str, body: list[bytes]) ->
         ("ollama", json.dumps({"error": {"e": "e" * 10**6}}).encode() + b"\n"),
         ("llama", sse({"error": {"message": "e" * 10**6}})),
     ],
+    ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_every_error_text_is_bounded(dialect: str, body: bytes) -> None:
     from tui.engines.http.stream_errors import StreamServerError

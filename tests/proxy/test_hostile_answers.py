@@ -23,9 +23,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hostile_answers import DOCUMENTED_TIMINGS, fat_fields, inflated_counts
-from proxy_support import wait_until
-from scripted_upstream import ScriptedUpstream, chunked, sse_head
+
+from tests.proxy.proxy_support import wait_until
+from tests.support.hostile_answers import DOCUMENTED_TIMINGS, fat_fields, inflated_counts
+from tests.support.scripted_upstream import ScriptedUpstream, chunked, sse_head
 
 CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
