@@ -16,7 +16,7 @@ the wheel from a held local wheelhouse instead, as the e2e test does: no compile
 the first answer); it is stopped when the measurement ends. The machine's load is printed
 beside the numbers. Goals (docs/performance.md): first screen ≤ 60 s, first answer ≤ 75 s.
 
-    .venv/bin/python benchmarks/first_answer.py [--runs 1] [--held-build] [--warm-pip]
+    .venv/bin/python -m benchmarks.first_answer [--runs 1] [--held-build] [--warm-pip]
 """
 
 from __future__ import annotations
@@ -29,18 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from fresh_clone import (  # noqa: E402
+from tests.support.fresh_clone import (
     HeldWheelhouse,
     copy_checkout,
     fresh_env,
     stop_builder,
     tuned_wheel,
 )
-from tmux_pane import Tmux  # noqa: E402
+from tests.support.tmux_pane import Tmux
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
@@ -62,9 +60,9 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
     tmux = Tmux(f"infertop-first-{tmp.name}")
     marks: dict[str, float] = {}
     try:
+        command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh"]
         t0 = time.monotonic()
-        tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo),
-             "env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh")  # fmt: skip
+        tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo), *command)
         sent = False
         while "answer" not in marks:
             screen = tmux.screen()

@@ -13,7 +13,7 @@ for the tuned build, the server's ``timings`` for the prebuilt one: the same cou
 the same library). Each request checks its workload happened (tokens generated, prompt
 tokens evaluated) or the run stops and says so.
 
-    .venv/bin/python benchmarks/prebuilt_vs_tuned.py [--pairs 6] [--threads N]
+    .venv/bin/python -m benchmarks.prebuilt_vs_tuned [--pairs 6] [--threads N]
 """
 
 from __future__ import annotations
@@ -24,15 +24,11 @@ import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tui.core.timeline import RequestTimeline  # noqa: E402
-from tui.engines.base import Engine, EngineSpec, GenerationRequest  # noqa: E402
-from tui.engines.inprocess.llama_builds import PREBUILT_KIND, TUNED_KIND  # noqa: E402
-from tui.engines.registry import create_engine  # noqa: E402
+from tui.core.timeline import RequestTimeline
+from tui.engines.base import Engine, EngineSpec, GenerationRequest
+from tui.engines.inprocess.llama_builds import PREBUILT_KIND, TUNED_KIND
+from tui.engines.registry import create_engine
 
 TEXT = (
     "The river runs past the old mill and under the stone bridge, where children watch the "

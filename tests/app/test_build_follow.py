@@ -18,8 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from app_support import SIZE, gen, submit, summary, turns
 
+from tests.app.app_support import SIZE, gen, submit, summary, turns
 from tui.app.widgets.engine_bar import EngineBar
 from tui.engines.files.build_state import (
     BUILDER_MODULE,

@@ -23,16 +23,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from fresh_clone import (  # noqa: E402
+from tests.support.fresh_clone import (
     HeldWheelhouse,
     copy_checkout,
     fresh_env,
@@ -40,7 +35,7 @@ from fresh_clone import (  # noqa: E402
     tuned_wheel,
     wait_until,
 )
-from tmux_pane import Tmux  # noqa: E402
+from tests.support.tmux_pane import Tmux
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
@@ -85,9 +80,8 @@ def test_first_answer_on_the_prebuilt_then_the_tuned_build_takes_over(clone) -> 
     config.parent.mkdir(parents=True)
     config.write_text("[generation]\nmax_tokens = 16\n")
     env = fresh_env(tmp, INFERTOP_TUNED_WHEELS=held.url)
-    env_args = [f"{k}={v}" for k, v in env.items()]
-    tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo),
-         "env", "-i", *env_args, "bash", "scripts/run.sh")  # fmt: skip
+    command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh"]
+    tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo), *command)
     # the first screen: the prebuilt llama.cpp, ready, while the build's line moves
     screen = tmux.wait(engine_ready("prebuilt"), SETUP_S, "the first screen, ready")
     assert PREBUILT in screen

@@ -52,7 +52,9 @@ def tuned_wheel(cache: Path | None = None) -> Path | None:
     built it), or None."""
     cache = cache or Path(os.environ.get("INFERTOP_CACHE", Path.home() / ".cache" / "infertop"))
     args = " ".join(ggml_cmake_args(cpu_flags()))
-    found = sorted((cache / f"wheels-{build_key(f'{BUILD_RECIPE} {args}')}").glob("llama_cpp_python-*.whl"))
+    found = sorted(
+        (cache / f"wheels-{build_key(f'{BUILD_RECIPE} {args}')}").glob("llama_cpp_python-*.whl")
+    )
     return found[0] if found else None
 
 

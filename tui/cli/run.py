@@ -14,6 +14,7 @@ from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, lo
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
@@ -218,6 +219,7 @@ async def _run(
     echo: bool,
     hardware: _Hardware | None = None,
     raw: bool = False,
+    outcomes: Outcomes | None = None,
 ) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, str | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
@@ -238,6 +240,8 @@ async def _run(
         lambda event: None,
         initial=spec.name,
         tap=tap,
+        outcomes=outcomes,
+        source="run",
         disturbance=BuildWatch().disturbance,
     )
     host = core.host(spec.name)

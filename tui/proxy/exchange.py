@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tui.proxy import routes
+from tui.proxy.body_scan import request_fields
 from tui.proxy.book import Departure, RequestBook
-from tui.proxy.limits import BodyBudget
+from tui.proxy.identity import ClientKeys, identify, peer_host
+from tui.proxy.limits import BodyBudget, Hold
+from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.upstream import (
     NoResponse,
@@ -41,23 +44,18 @@ from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
 from tui.transport.http_head import RequestHead, ResponseHead
 from tui.transport.tcp import Stamped
 
-try:
-    from orjson import loads as json_loads
-except ImportError:  # pragma: no cover - a dependency
-    from json import loads as json_loads  # type: ignore[assignment]
-
 NOT_SENT = "none (the request never reached the upstream)"
 
 
 @dataclass
 class ClientRequest:
-    """A whole request from a client: head, body, when its last byte came, and the bytes
-    of the proxy's body budget it holds until :meth:`Exchange.let_go`."""
+    """A whole request from a client: head, body, when its last byte came, and its hold
+    on the proxy's body budget, kept until :meth:`Exchange.let_go`."""
 
     head: RequestHead
     body: bytes
     t_received_ns: int
-    held: int = 0
+    hold: Hold | None = None
 
 
 class Client(Protocol):
@@ -72,6 +70,10 @@ class Client(Protocol):
 
     def close(self) -> None: ...
 
+    def peer_process(self) -> PeerProcess:
+        """The local process owning its socket (looked up once, off the path)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Forwarding:
@@ -85,6 +87,8 @@ class Forwarding:
     stall_timeout: float  # any later gap between the upstream's reads
     book: RequestBook
     budget: BodyBudget
+    keys: ClientKeys | None = None  # API keys' fingerprints (None: not taken)
+    finder: ProcessFinder | None = None  # local clients' processes (None: not looked up)
 
 
 @dataclass
@@ -111,22 +115,6 @@ def send_now(conn: UpstreamConn, message: bytes) -> Sending | None:
         conn.close()
         return None
     return Sending(conn, message, t_ns, sent)
-
-
-def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None]:
-    """(``model``, ``stream``) of a generation request's JSON body (None: not said;
-    Ollama's routes stream unless told not to)."""
-    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
-    try:
-        obj = json_loads(body) if body else None
-    except (ValueError, RecursionError):
-        return None, None
-    if not isinstance(obj, dict):
-        return None, None
-    model = obj.get("model")
-    if isinstance(obj.get("stream"), bool):
-        stream = obj["stream"]
-    return (model if isinstance(model, str) else None), stream
 
 
 def _stamps(conn: UpstreamConn) -> str:
@@ -181,7 +169,7 @@ class Exchange:
                         raise OSError("the upstream closed the connection")
                     await asyncio.sleep(0)
                 if now.sent < len(message):
-                    await conn.send(message[now.sent :])
+                    await conn.send(memoryview(message)[now.sent :])  # (no copy)
                 self.sent(now.t_ns, _stamps(conn))
                 head, rest, _t = await read_response_head(conn, fw.read_timeout)
                 return conn, head, rest
@@ -201,9 +189,9 @@ class Exchange:
         """The body will not be sent again (the upstream answered, or the exchange
         ended): its bytes are let go of, and so is its hold on the body budget."""
         req = self.req
-        if req.held:
-            self.fw.budget.give(req.held)
-            req.held = 0
+        if req.hold is not None:
+            req.hold.release()
+            req.hold = None
         req.body = b""
 
     def depart(self) -> None:
@@ -217,18 +205,23 @@ class Exchange:
             return
         if self.rec is None:
             head, req, book = self.req.head, self.req, self.fw.book
-            model, stream = request_fields(req.body, head.path)
+            said = request_fields(req.body, head.path)  # (bounded: tui/proxy/body_scan.py)
             self.rec = ProxiedRequest(
                 book.next_id(),
                 self.client.peer,
                 head.method,
                 head.path,
                 self.dialect,
-                model,
-                stream,
+                said.model,
+                said.stream,
                 req.t_received_ns,
                 req.body,
             )
+            process = self.client.peer_process()
+            self.rec.identity = identify(
+                head, said.user, peer_host(self.client.peer), self.fw.keys, process.name
+            )
+            self.rec.process = process
             book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)
 
