@@ -128,7 +128,11 @@ class PrebuiltLlamaCppEngine(BatchedEngine):
         params.model.path = str(path)
         params.n_ctx = self.spec.n_ctx
         params.n_parallel = 1
-        params.cpuparams.n_threads = self.spec.n_threads or max(1, os.cpu_count() or 1)
+        cores = max(1, os.cpu_count() or 1)
+        params.cpuparams.n_threads = self.spec.n_threads or cores
+        # the prompt on every core, as the tuned build runs it (llama-cpp-python's default
+        # n_threads_batch): the two builds differ in their code, not their threads
+        params.cpuparams_batch.n_threads = cores
         params.n_gpu_layers = self.spec.n_gpu_layers
         params.hostnames = ["127.0.0.1"]
         params.port = 0  # a free port; the server says which (listening_address)
