@@ -153,7 +153,11 @@ fi
 
 say "installing infertop$EXTRAS (pip's log: $PIP_LOG)"
 : >"$PIP_LOG"
-pip_install --upgrade pip
+# A new venv's own pip (Python 3.10+: pip 22 or later) installs all of this; an older one
+# is upgraded first (seconds saved on the way to the first screen).
+if ! .venv/bin/python -c 'import sys, pip; sys.exit(int(pip.__version__.split(".")[0]) < 22)' 2>/dev/null; then
+  pip_install --upgrade pip
+fi
 # The native wheels come from the wheelhouse only, replacing a copy built another way
 # (an older -march=native build keeps its version number, so pip alone would keep it).
 # (Never an empty list: each starts from a glob. No native wheel at all: the prebuilt
