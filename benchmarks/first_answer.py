@@ -9,7 +9,8 @@ clock starts when the command is typed. Measured from the pane, polled every 0.1
 
 - first screen: the TUI's engine bar is drawn (``A ● prebuilt ·``);
 - engine ready: the bar says ``ready`` (the model loaded in the engine's worker);
-- first answer: a prompt sent at "ready" has its summary line drawn (`` · e2e ``).
+- first answer: a prompt sent at "ready" has its summary line drawn (`` · e2e ``); that
+  line (TTFT, tok/s) is printed too.
 
 The background build compiles for real meanwhile, at nice 19 (``--held-build``: it takes
 the wheel from a held local wheelhouse instead, as the e2e test does: no compile beside
@@ -59,6 +60,7 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
     env = fresh_env(tmp, **extra)
     tmux = Tmux(f"infertop-first-{tmp.name}")
     marks: dict[str, float] = {}
+    summary = ""
     try:
         command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh"]
         t0 = time.monotonic()
@@ -73,14 +75,18 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
                 marks["ready"] = now
             if "ready" in marks and not sent:
                 tmux("send-keys", "-t", "e2e", "Name a colour.", "Enter")
+                marks["sent"] = time.monotonic() - t0
                 sent = True
             if sent and " · e2e " in screen:
                 marks["answer"] = now
+                line = next(ln for ln in screen.splitlines() if " · e2e " in ln)
+                summary = line.split("│")[0].strip()
             if now > 900:
                 raise SystemExit(f"no answer after 900 s; screen:\n{screen}")
             time.sleep(0.1)
         building = "building llama.cpp for this CPU" in tmux.screen()
         marks["build_line_shown"] = float(building)
+        print(f"the answer's summary: {summary}")
     finally:
         subprocess.run([*tmux.base, "kill-server"], capture_output=True)
         stop_builder(repo / ".venv")
@@ -102,7 +108,8 @@ def main() -> int:
             m = measure(Path(tmp), args.held_build, args.warm_pip)
         print(
             f"run {run + 1}: first screen {m['screen']:.1f} s, engine ready {m['ready']:.1f} s, "
-            f"first answer {m['answer']:.1f} s (goals: 60 s, 75 s); build line shown: "
+            f"prompt sent {m['sent']:.1f} s, answer drawn {m['answer']:.1f} s (goals: first "
+            "screen 60 s, first answer 75 s; the answer: 32 tokens); build line shown: "
             f"{'yes' if m['build_line_shown'] else 'no'}",
             flush=True,
         )

@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     spec = cfg.engines[cfg.default_engine]
     _check_own_cost(spec, cfg.telemetry.interval_s)
-    build = check_default_build(_line, spec, from_config=spec.name != "prebuilt")
+    build = check_default_build(_line, spec)
     if build is None:
         _line(INFO, "default engine", f"{spec.name} ({spec.kind}); not probed")
         return 0

@@ -16,6 +16,7 @@ from tui.engines.inprocess.llama_builds import (
     TUNED,
     Build,
     build_label,
+    embedded_engines,
     installed_builds,
     kind_build,
     prebuilt_cpu_problem,
@@ -76,11 +77,12 @@ def why_this_build(spec: EngineSpec, from_config: bool) -> str:
     )
 
 
-def check_default_build(line: Line, spec: EngineSpec, from_config: bool) -> Build | None:
+def check_default_build(line: Line, spec: EngineSpec) -> Build | None:
     """The default engine's llama.cpp build and why (None: not an in-process llama.cpp)."""
     build = kind_build(spec.kind)
     if build is None:
         return None
+    from_config = spec != embedded_engines().get(spec.name)  # not a built-in engine
     line(
         INFO,
         "embedded engine",
