@@ -103,6 +103,9 @@ def main() -> int:
     args = p.parse_args()
     if not shutil.which("tmux"):
         raise SystemExit("tmux missing: scripts/setup-e2e.sh installs it")
+    from benchmarks.prebuilt_vs_tuned import machine
+
+    print(machine(), flush=True)
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="infertop-first-") as tmp:
             m = measure(Path(tmp), args.held_build, args.warm_pip)

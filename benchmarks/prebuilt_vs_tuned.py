@@ -53,7 +53,19 @@ async def one(engine: Engine, request: GenerationRequest) -> tuple[float, float,
     return evaluated / t.prompt_ms * 1000, decoded / t.decode_ms * 1000, evaluated, decoded
 
 
+def machine() -> str:
+    """When, on what, at what load: a result file's first line."""
+    from datetime import datetime
+
+    from tui.engines.inprocess.probe import cpu_line
+
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    name = cpu_line().split(";")[0]
+    return f"{datetime.now():%Y-%m-%d %H:%M}, {name}, {os.cpu_count()} cores; {load}"
+
+
 async def main(args: argparse.Namespace) -> int:
+    print(machine(), flush=True)
     threads = args.threads or os.cpu_count() or 1
     engines = {
         kind: create_engine(
