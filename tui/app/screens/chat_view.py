@@ -34,7 +34,7 @@ from tui.chat.hardware import HardwareWatch, roofline_text
 from tui.core.events import REASONING, ContextFill
 from tui.core.kv import KvState
 from tui.core.live import LiveRequest, LiveSnapshot
-from tui.engines.inprocess.llama_builds import kind_label
+from tui.engines.inprocess.llama_builds import kind_label, kind_short_label
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
@@ -189,7 +189,8 @@ class ChatView:
         info = host.info()
         model = info.model if info else (spec.model or spec.url or "")
         kind = kind_label(spec.kind)  # a llama.cpp kind: which build ("built for this CPU")
-        view = SlotView(name, kind, short_model(model), host.state, host.error or "")
+        short = kind_short_label(spec.kind)
+        view = SlotView(name, kind, short_model(model), host.state, host.error or "", short)
         self.screen.query_one(EngineBar).set_slot(slot, view)
         for s in ("A", "B"):
             engine = self.core.slot_engine[s]

@@ -25,6 +25,7 @@ class SlotView:
     model: str = ""
     state: str = "idle"
     detail: str = ""
+    kind_short: str = ""  # the kind's shorter name, taken first when the line is full
 
 
 class EngineBar(Static):
@@ -82,9 +83,11 @@ def _clip(text: str, width: int) -> str:
 def slot_text(slot: str, view: SlotView, ab: bool, width: int = 0) -> Text:
     """``A ● name · kind · model · state (detail)`` in ``width`` cells (0: no limit).
 
-    The state always shows; as the width shrinks the detail goes first, then the model
-    is shortened (a path to its file name, then clipped) and dropped, then the kind, and
-    last the engine's name is clipped."""
+    The state always shows; as the width shrinks the kind takes its shorter name (a
+    llama.cpp build's: "llama.cpp (prebuilt)"), then the detail goes — but while the
+    engine loads, its detail is the load's progress, and the kind goes first — then the
+    model is shortened (a path to its file name, then clipped) and dropped, then the
+    kind, and last the engine's name is clipped."""
     state_style = STATE_STYLE.get(view.state, "")
     detail = view.detail if view.detail and (view.state == "error" or not ab) else ""
     # the model's name and an error's reason come from a server: terminal-safe
@@ -110,6 +113,16 @@ def slot_text(slot: str, view: SlotView, ab: bool, width: int = 0) -> Text:
     text = build()
     if not width or text.cell_len <= width:
         return text
+    if view.kind_short:
+        kind = terminal_label(view.kind_short)
+        text = build()
+        if text.cell_len <= width:
+            return text
+    if view.state == "loading" and detail:
+        kind = ""
+        text = build()
+        if text.cell_len <= width:
+            return text
     if view.state != "error":  # an error's reason is worth more than the model's name
         detail = ""
     else:

@@ -71,6 +71,16 @@ def kind_label(kind: str) -> str:
     return kind if build is None else build_label(build)
 
 
+SHORT_LABELS: dict[Build, str] = {TUNED: "llama.cpp (this CPU)", PREBUILT: "llama.cpp (prebuilt)"}
+
+
+def kind_short_label(kind: str) -> str:
+    """The label where a line is short of room (the engine bar): "llama.cpp (prebuilt)";
+    "" for a kind with no shorter name."""
+    build = KIND_BUILDS.get(kind)
+    return "" if build is None else SHORT_LABELS[build]
+
+
 def installed_builds() -> frozenset[Build]:
     """The builds this environment has (found, not imported: nothing native loads)."""
     found = set()
