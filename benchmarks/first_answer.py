@@ -12,18 +12,20 @@ clock starts when the command is typed. Measured from the pane, polled every 0.1
 - first answer: a prompt sent at "ready" has its summary line drawn (`` · e2e ``); that
   line (TTFT, tok/s) is printed too.
 
-The background build compiles for real meanwhile, at nice 19 (``--held-build``: it takes
-the wheel from a held local wheelhouse instead, as the e2e test does: no compile beside
-the first answer); it is stopped when the measurement ends. The machine's load is printed
-beside the numbers. Goals (docs/performance.md): first screen ≤ 60 s, first answer ≤ 75 s.
+Arms, in turn each round: ``compiling`` — the background build compiles for real
+meanwhile, at nice 19, as on a user's machine; ``held`` — it takes the wheel from a held
+local wheelhouse instead, as the e2e test does (no compile beside the first answer). The
+build is stopped when a run ends. The machine's load is printed first and last. Goals
+(docs/performance.md): first screen ≤ 60 s, first answer ≤ 75 s.
 
-    .venv/bin/python -m benchmarks.first_answer [--runs 1] [--held-build] [--warm-pip]
+    .venv/bin/python -m benchmarks.first_answer [--rounds 3] [--arms compiling,held] [--warm-pip]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,7 +88,7 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
             time.sleep(0.1)
         building = "building llama.cpp for this CPU" in tmux.screen()
         marks["build_line_shown"] = float(building)
-        print(f"the answer's summary: {summary}")
+        print(f"  the answer's summary: {summary}", flush=True)
     finally:
         subprocess.run([*tmux.base, "kill-server"], capture_output=True)
         stop_builder(repo / ".venv")
@@ -97,8 +99,13 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--held-build", action="store_true", help="no compile beside the answer")
+    p.add_argument("--rounds", type=int, default=1, help="rounds of every arm, in turn")
+    p.add_argument(
+        "--arms",
+        default="compiling",
+        help="comma-separated, run in turn each round: compiling (the real background "
+        "build at nice 19), held (its wheel from a held wheelhouse: no compile)",
+    )
     p.add_argument("--warm-pip", action="store_true", help="keep pip's own cache")
     args = p.parse_args()
     if not shutil.which("tmux"):
@@ -106,19 +113,29 @@ def main() -> int:
     from benchmarks.prebuilt_vs_tuned import machine
 
     print(machine(), flush=True)
-    for run in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="infertop-first-") as tmp:
-            m = measure(Path(tmp), args.held_build, args.warm_pip)
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    if not set(arms) <= {"compiling", "held"}:
+        raise SystemExit("--arms: compiling and/or held")
+    got: dict[str, list[dict[str, float]]] = {a: [] for a in arms}
+    for r in range(args.rounds):
+        for arm in arms if r % 2 == 0 else arms[::-1]:
+            with tempfile.TemporaryDirectory(prefix="infertop-first-") as tmp:
+                m = measure(Path(tmp), arm == "held", args.warm_pip)
+            got[arm].append(m)
+            print(
+                f"round {r + 1} {arm}: first screen {m['screen']:.1f} s, engine ready "
+                f"{m['ready']:.1f} s, answer drawn {m['answer']:.1f} s (at most 32 tokens); "
+                f"build line shown: {'yes' if m['build_line_shown'] else 'no'}",
+                flush=True,
+            )
+    print()
+    for arm, runs in got.items():
+        med = {k: statistics.median(m[k] for m in runs) for k in ("screen", "ready", "answer")}
         print(
-            f"run {run + 1}: first screen {m['screen']:.1f} s, engine ready {m['ready']:.1f} s, "
-            f"prompt sent {m['sent']:.1f} s, answer drawn {m['answer']:.1f} s (goals: first "
-            "screen 60 s, first answer 75 s; the answer: 32 tokens); build line shown: "
-            f"{'yes' if m['build_line_shown'] else 'no'}",
-            flush=True,
+            f"{arm} (median of {len(runs)}): first screen {med['screen']:.1f} s (goal 60), "
+            f"first answer {med['answer']:.1f} s (goal 75); engine ready {med['ready']:.1f} s"
         )
-    pip = "warm" if args.warm_pip else "empty"
-    build = "held (no compile)" if args.held_build else "compiling at nice 19"
-    print(f"pip cache {pip}; background build {build}")
+    print(f"pip cache {'warm' if args.warm_pip else 'empty'} at each start")
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     return 0
 

@@ -383,6 +383,7 @@ def test_no_config_lists_a_server_on_its_default_port_in_a_real_terminal(
         took = time.monotonic() - t_paint
         sys.stderr.write(f"\n[ollama:11434 on screen {took:.2f} s after the first paint]\n")
         assert took < 2.0
+
         # Ctrl+N walks the engine list: the built-in ones (llama.cpp built for this CPU,
         # and the prebuilt one where installed) come before the servers found
         def slot_a(screen: str) -> str:
@@ -392,7 +393,7 @@ def test_no_config_lists_a_server_on_its_default_port_in_a_real_terminal(
         for _ in range(3):  # each press waits for the bar to name the next engine
             before = slot_a(screen)
             tmux("send-keys", "-t", "e2e", "C-n")
-            screen = tmux.wait(lambda s: slot_a(s) != before, 10, "the next engine")
+            screen = tmux.wait(lambda s, b=before: slot_a(s) != b, 10, "the next engine")
             if "A ● ollama:11434" in screen:
                 break
         assert "A ● ollama:11434" in screen, screen

@@ -70,6 +70,8 @@ async def test_both_builds_report_alike(kind: str, model_path: Path) -> None:
         assert truth.prompt_tokens == m.prompt_tokens and truth.prompt_eval_tokens
         assert m.prefill_tps_source == "engine" and m.engine_decode_tps is not None
         assert m.output_tokens == 24
+        # each chunk's tokens as the engine counts them: the ITL is per token, not a guess
+        assert not m.itl_token_estimated and not m.output_tokens_estimated
         # the KV line: the engine's own count of the tokens in its context, as it grows
         fills = [ev for ev in events if isinstance(ev, ContextFill)]
         assert len(fills) >= 3 and fills[0].tokens >= truth.prompt_tokens - 1

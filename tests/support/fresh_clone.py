@@ -90,11 +90,14 @@ class HeldWheelhouse:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 sent = 0
-                while not held.released.wait(1.0) and sent < len(data) - 1:
-                    self.wfile.write(data[sent : sent + 1])  # a byte a second: pip waits
-                    self.wfile.flush()
-                    sent += 1
-                self.wfile.write(data[sent:])
+                try:
+                    while not held.released.wait(1.0) and sent < len(data) - 1:
+                        self.wfile.write(data[sent : sent + 1])  # a byte a second: pip waits
+                        self.wfile.flush()
+                        sent += 1
+                    self.wfile.write(data[sent:])
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # pip was stopped (the test or benchmark ended its build)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

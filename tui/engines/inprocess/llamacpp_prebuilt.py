@@ -13,7 +13,9 @@ builds report alike:
 
 - **stamps**: each read of the stream, stamped where its bytes arrive (in the worker,
   over loopback), with the worker's usual hand-over to infertop (the first token at
-  once, then frames at most every 50 ms: worker_main's frame sink);
+  once, then frames at most every 50 ms: worker_main's frame sink); each chunk's tokens
+  as the engine counts them (``predicted_n`` of the ``timings`` it carries), as the
+  tuned build counts its token ids;
 - **the engine's own account**: llama.cpp's ``timings`` (prompt_n, prompt_ms,
   predicted_n, predicted_ms, cache_n) as the EngineReport, as for llama-server;
 - **the KV line**: ContextFill events from the ``timings`` each chunk carries
@@ -239,13 +241,18 @@ class _ServerClient(LlamaServerEngine):
     async def read_body(self, resp: Any, state: StreamDecoder, emit: Emit) -> None:
         n_ctx = self.spec.n_ctx
         shown = -KV_FILL_EVERY  # the decode tokens counted at the last ContextFill
+        counted = 0  # the tokens the chunks so far carried, by the server's count
 
         def emit_with_fill(event: StreamEvent) -> None:
-            nonlocal shown
-            emit(event)
+            nonlocal shown, counted
             if type(event) is not TextChunk:
+                emit(event)
                 return
             fill = context_tokens(state.extra.get("timings"))
+            if fill is not None and event.tokens is None and fill[1] >= counted:
+                # the chunk's tokens as the engine counts them (predicted_n grew by that)
+                event.tokens, counted = fill[1] - counted, fill[1]
+            emit(event)
             if fill is not None and fill[1] - shown >= KV_FILL_EVERY:
                 shown = fill[1]
                 emit(ContextFill(event.t_ns, fill[0], n_ctx))
