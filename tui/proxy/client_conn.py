@@ -37,8 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httpx
-
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
 from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, send_now
@@ -49,6 +47,7 @@ from tui.proxy.peer_process import PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import PassChunked, error_response
+from tui.transport.http_errors import FramingError
 from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
 BUDGET_FULL = (
@@ -332,7 +331,7 @@ class ClientConnection(asyncio.Protocol):
         if self.chunks is not None:
             try:
                 out = self.chunks.feed(bytes(self.buf))
-            except httpx.RemoteProtocolError as e:
+            except FramingError as e:
                 self._refuse(400, "Bad Request", f"bad chunked body: {e}")
                 return
             rest = self.chunks.leftover

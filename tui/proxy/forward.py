@@ -22,13 +22,12 @@ import asyncio
 import time
 from functools import partial
 
-import httpx
-
 from tui.proxy.exchange import Client, Exchange
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamPool
 from tui.proxy.wire import PassChunked, both_framings, client_response, error_response
+from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Framing, Sized, UntilClose
 from tui.transport.http_head import BadMessage, connection_tokens, response_framing
 from tui.transport.tcp import Stamped
@@ -177,7 +176,7 @@ async def _pump_body(
         silent = f"the upstream sent nothing for {fw.stall_timeout:g} s"
         _cut(fw.book.reads, client, observer, silent)
         return False, last[0], False
-    except httpx.RemoteProtocolError as e:  # the upstream's chunk framing is broken
+    except FramingError as e:  # the upstream's chunk framing is broken
         _cut(fw.book.reads, client, observer, f"the upstream broke its framing: {e}")
         return False, last[0], False
     finally:

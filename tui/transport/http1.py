@@ -18,7 +18,9 @@ Timeouts: ``connect`` for the TCP connection; ``read`` for the response head and
 body bytes; ``stall`` for any later gap between reads. One re-armed timer per connection
 checks the deadline (no task or timer per read). Faults raise httpx's exception types
 (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError, ReadError) or
-:class:`StallTimeout`, so :func:`describe_transport_error` words them as for httpx.
+:class:`StallTimeout`, so :func:`describe_transport_error` words them as for httpx: this
+module is the boundary where the transport's own errors (tui/transport/http_errors.py:
+a broken head, a broken body framing) become httpx's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose
 from tui.transport.http_head import (
     BadMessage,
@@ -79,6 +82,12 @@ def _head_fault(e: HeadReadError) -> httpx.HTTPError:
         return NoResponse("Server disconnected without sending a response.")
     if e.kind == "cut":
         return httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
+    return httpx.RemoteProtocolError(str(e))
+
+
+def _framing_fault(e: FramingError) -> httpx.RemoteProtocolError:
+    """A body's broken framing (the transport's own error), as httpx words it: the
+    boundary where the lean client's faults become httpx's types."""
     return httpx.RemoteProtocolError(str(e))
 
 
@@ -162,15 +171,17 @@ class Http1Response:
             self._settle(body, keep, leftover=bool(self._rest))
             return
         rest, self._rest = self._rest, []  # body bytes read along with the head
-        for t_ns, data in rest:
-            if sink(t_ns, data):
-                return
-        first = timeouts.stall if fed else timeouts.read
         try:
+            for t_ns, data in rest:
+                if sink(t_ns, data):
+                    return
+            first = timeouts.stall if fed else timeouts.read
             if await self._conn.pump(sink, first, timeouts.stall):
                 return
         except TimeoutError:
             raise _timed_out(before_body=not fed) from None
+        except FramingError as e:
+            raise _framing_fault(e) from None
         if isinstance(body, UntilClose):  # the server closed: that is the body's end
             self._settle(body, keep, leftover=False)
             return
@@ -196,7 +207,10 @@ class Http1Response:
                         break
                     raise self._cut_short()
             for i, (t, data) in enumerate(parts):
-                out = body.feed(data)
+                try:
+                    out = body.feed(data)
+                except FramingError as e:
+                    raise _framing_fault(e) from None
                 if body.done:
                     # settled before the last yield: a consumer that stops at the end of
                     # the stream (SSE [DONE]) still leaves a reusable connection

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-import httpx
+from tui.transport.http_errors import FramingError
 
 LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
 
@@ -115,7 +115,7 @@ class Chunked(Framing):
             if n - pos < 2:
                 return -pos - 1
             if buf[pos : pos + 2] != b"\r\n":
-                raise httpx.RemoteProtocolError(
+                raise FramingError(
                     f"bad chunk end: {buf[pos : pos + 2]!r} after the chunk's data, not CRLF"
                 )
             self._crlf = False
@@ -131,18 +131,18 @@ class Chunked(Framing):
 
 def _chunk_size(buf: bytes, pos: int, eol: int) -> int:
     """The size on the chunk-size line ``buf[pos:eol]`` (extensions ignored);
-    RemoteProtocolError naming the line unless it is 1 to 16 hex digits."""
+    FramingError naming the line unless it is 1 to 16 hex digits."""
     _check_line_length(buf, pos, eol, "chunk size")
     m = _SIZE_LINE.fullmatch(buf, pos, eol)
     if m is None:
-        raise httpx.RemoteProtocolError(f"bad chunk size line {buf[pos:eol][:40]!r}")
+        raise FramingError(f"bad chunk size line {buf[pos:eol][:40]!r}")
     return int(m[1], 16)
 
 
 def _check_line_length(buf: bytes, pos: int, end: int, what: str) -> None:
-    """RemoteProtocolError when the line from ``pos`` runs past LINE_LIMIT before ``end``
+    """FramingError when the line from ``pos`` runs past LINE_LIMIT before ``end``
     (a peer that never ends a line would otherwise fill the buffer)."""
     if end - pos > LINE_LIMIT:
-        raise httpx.RemoteProtocolError(
+        raise FramingError(
             f"{what} line longer than {LINE_LIMIT} bytes: {buf[pos : pos + 40]!r}..."
         )

@@ -21,6 +21,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
+from tui.transport.http_errors import ProtocolError
 from tui.transport.tcp import Stamped, StampedConn
 
 HEAD_LIMIT = 64 * 1024
@@ -35,7 +36,7 @@ _BAD_VALUE = re.compile(rb"[\x00\r\n]")
 Headers = list[tuple[bytes, bytes]]
 
 
-class BadMessage(ValueError):
+class BadMessage(ProtocolError, ValueError):
     """A head that is not HTTP/1.1 as infertop accepts it (the reason, in words)."""
 
 
