@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked
-from tui.transport.http_head import BadMessage, parse_response_head, response_framing
+from tui.transport.http_head import BadMessage, framing_for, parse_response_head
 
 SPLITS = 7
 DATA_BYTES = [b"a", b"\r", b"\n", b"\r\n", b"0\r\n\r\n", b"\xff", b";", b" "]
@@ -175,7 +175,7 @@ CL_ALPHABET = ["0", "5", "9", " ", "\t", "+", "-", "_", ",", "x", "e", ".", "٣"
 
 def _framed_length(value: str) -> int | None:
     head = parse_response_head(f"HTTP/1.1 200 OK\r\nContent-Length: {value}".encode())
-    return response_framing(head, "GET")[1]
+    return framing_for(head, "GET")[1]
 
 
 def test_content_length_is_taken_exactly_when_it_is_decimal_digits() -> None:

@@ -13,7 +13,7 @@ from tui.transport.http1 import Http1Pool, fast_path_ok
 from tui.transport.http_calls import read_stamped
 from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import LINE_LIMIT, Chunked
-from tui.transport.http_head import BadMessage, parse_response_head, response_framing
+from tui.transport.http_head import BadMessage, framing_for, parse_response_head
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
@@ -71,7 +71,7 @@ def test_a_chunk_size_line_without_end_is_refused_past_the_limit() -> None:
 
 def _length(value: str) -> int | None:
     head = parse_response_head(f"HTTP/1.1 200 OK\r\nContent-Length: {value}".encode())
-    return response_framing(head, "GET")[1]
+    return framing_for(head, "GET")[1]
 
 
 @pytest.mark.parametrize("value", ["-5", "+5", "1_0", "5, 6", "0x5", "", "1" * 20])

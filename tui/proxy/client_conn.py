@@ -46,8 +46,9 @@ from tui.proxy.peer import format_peer, is_loopback, is_proxy_user, owner_now
 from tui.proxy.peer_process import PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
-from tui.proxy.wire import PassChunked, error_response
+from tui.proxy.wire import error_response
 from tui.transport.http_errors import FramingError
+from tui.transport.http_framing import Chunked
 from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
 BUDGET_FULL = (
@@ -94,7 +95,7 @@ class ClientConnection(asyncio.Protocol):
         self.upstream: UpstreamConn | None = None
         self.buf = bytearray()
         self.head: RequestHead | None = None
-        self.chunks: PassChunked | None = None
+        self.chunks: Chunked | None = None
         self.body: list[bytes] = []
         self.body_size = 0
         self.task: asyncio.Task[None] | None = None
@@ -321,7 +322,7 @@ class ClientConnection(asyncio.Protocol):
             if head.content_length or head.chunked:  # its bytes held as they come
                 self.hold = self.fw.budget.hold(self.key, self._body_dropped)
             self.head = head
-            self.chunks = PassChunked() if head.chunked else None
+            self.chunks = Chunked() if head.chunked else None
             self.body, self.body_size = [], 0
             expect = head.get(b"expect")
             if expect is not None and expect.lower() == b"100-continue":

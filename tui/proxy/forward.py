@@ -26,10 +26,10 @@ from tui.proxy.exchange import Client, Exchange
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamPool
-from tui.proxy.wire import PassChunked, both_framings, client_response, error_response
+from tui.proxy.wire import both_framings, client_response, error_response
 from tui.transport.http_errors import FramingError
-from tui.transport.http_framing import Framing, Sized, UntilClose
-from tui.transport.http_head import BadMessage, connection_tokens, response_framing
+from tui.transport.http_framing import Chunked, Framing
+from tui.transport.http_head import BadMessage, connection_tokens, framing_for
 from tui.transport.tcp import Stamped
 
 
@@ -67,7 +67,7 @@ async def _pass_on(ex: Exchange) -> bool:
         return keep
     rec = ex.rec
     try:
-        framing, length = response_framing(resp, head.method)
+        framing, length = framing_for(resp, head.method)
     except BadMessage as e:
         upstream.close()
         if rec is not None:
@@ -75,27 +75,28 @@ async def _pass_on(ex: Exchange) -> bool:
         client.write(error_response(502, "Bad Gateway", f"the upstream sent {e}", not keep))
         return keep
     passthrough = head.version == "HTTP/1.1"
-    close_after = not keep or framing == "close" or (framing == "chunked" and not passthrough)
+    chunked, until_close = framing is Framing.CHUNKED, framing is Framing.CLOSE
+    close_after = not keep or until_close or (chunked and not passthrough)
     reusable = (
         b"close" not in connection_tokens(resp.headers)
-        and framing != "close"
+        and not until_close
         and not both_framings(resp)  # (a smuggling shape: that connection is not kept)
     )
-    head_bytes = client_response(resp, framing, passthrough, close_after)
-    if framing == "none" or not rest:
+    head_bytes = client_response(resp, chunked and passthrough, close_after)
+    if framing is Framing.NONE or not rest:
         client.write(head_bytes)  # now: the body may be a while
         head_bytes = b""
     observer: Observer | None = None
     if rec is not None:
         rec.status = resp.status
         observer = rec.observer = observer_for(rec, resp, rec.dialect)
-    if framing == "none":
+    if framing is Framing.NONE:
         if observer is not None:
             observer.end(time.perf_counter_ns())
         _settle(fw.pool, upstream, reusable and not rest)
         return not close_after
     try:
-        raw_chunks = framing == "chunked" and passthrough
+        raw_chunks = chunked and passthrough
         ok, t_last, clean = await _pump_body(
             ex, upstream, framing, length, rest, observer, raw_chunks, head_bytes
         )
@@ -120,8 +121,8 @@ def _settle(pool: UpstreamPool, upstream: UpstreamConn, reusable: bool) -> None:
 async def _pump_body(
     ex: Exchange,
     upstream: UpstreamConn,
-    framing: str,
-    length: int | None,
+    framing: Framing,
+    length: int,
     rest: list[Stamped],
     observer: Observer | None,
     raw_chunks: bool,
@@ -132,14 +133,8 @@ async def _pump_body(
     as it came. ``head``: the response head, written with the first body bytes (that
     came with it: one write, one wake-up of the client). Not whole: it was cut short
     (the client connection is then closed)."""
-    body: Framing
-    if framing == "length":
-        body = Sized(length or 0)
-    elif framing == "chunked":
-        body = PassChunked()
-    else:
-        body = UntilClose()
-    chunks = body if raw_chunks and isinstance(body, PassChunked) else None
+    body = framing.deframer(length)
+    chunks = body if raw_chunks and isinstance(body, Chunked) else None
     client, fw = ex.client, ex.fw
     write = client.write
     observe = None if observer is None or observer.off else observer.feed
@@ -181,7 +176,7 @@ async def _pump_body(
         return False, last[0], False
     finally:
         client.upstream = None
-    if done or isinstance(body, UntilClose):
+    if done or framing is Framing.CLOSE:
         return True, last[0], not body.extra
     why = f"connection reset ({upstream.error})" if upstream.error else "connection closed"
     _cut(fw.book.reads, client, observer, f"the upstream's answer was cut short: {why}")

@@ -33,13 +33,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.transport.http_errors import FramingError
-from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose
+from tui.transport.http_framing import Deframer, UntilClose
 from tui.transport.http_head import (
     BadMessage,
     HeadReadError,
     ResponseHead,
+    framing_for,
     read_response_head,
-    response_framing,
 )
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 from tui.transport.tcp import Stamped, StampedConn, open_socket
@@ -134,22 +134,15 @@ class Http1Response:
         if coding != "identity":
             raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
 
-    def _framing(self) -> tuple[Framing, bool]:
-        """The body's framing (RFC 9112 6.3: :func:`~tui.transport.http_head.
-        response_framing`), and whether the server keeps the connection open after it."""
+    def _framing(self) -> tuple[Deframer, bool]:
+        """The body's reader (RFC 9112 6.3: :func:`~tui.transport.http_head.framing_for`),
+        and whether the server keeps the connection open after it."""
         assert self._head is not None
         try:
-            framing, n = response_framing(self._head, self._method)
+            framing, n = framing_for(self._head, self._method)
         except BadMessage as e:
             raise httpx.RemoteProtocolError(str(e)) from None
-        body: Framing
-        if framing == "chunked":
-            body = Chunked()
-        elif framing == "close":
-            body = UntilClose()
-        else:
-            body = Sized(n or 0)
-        return body, self._head.keep_alive
+        return framing.deframer(n), self._head.keep_alive
 
     async def push_body(self, timeouts: HttpTimeouts, on_part: OnPart) -> None:
         """:meth:`stamped_body`, pushed: ``on_part(t_ns, data)`` is called from the socket's
@@ -230,7 +223,7 @@ class Http1Response:
             "peer closed connection without sending complete message body"
         )
 
-    def _settle(self, body: Framing, keep: bool, leftover: bool) -> None:
+    def _settle(self, body: Deframer, keep: bool, leftover: bool) -> None:
         """The body is complete; the connection is reusable when the server keeps it
         open, the body's end was framed, and no bytes came after it."""
         self._complete = True

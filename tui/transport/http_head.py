@@ -7,8 +7,9 @@ values hold no CR, LF or NUL, a folded line (obs-fold) is refused, and a request
 both Content-Length and Transfer-Encoding is refused (the classic request-smuggling
 shape). Headers are kept as the raw ``(name, value)`` bytes the peer sent, in order and
 in its case (a proxy forwards what came). A response's body framing follows RFC 9112
-6.3 (:func:`response_framing`): no body for HEAD, 1xx, 204 and 304; Transfer-Encoding
-(only ``chunked`` is understood) over Content-Length; else until the close.
+6.3 (:func:`framing_for`, a :class:`~tui.transport.http_framing.Framing`): no body for
+HEAD, 1xx, 204 and 304; Transfer-Encoding (only ``chunked`` is understood) over
+Content-Length; else until the close.
 
 :func:`read_response_head` reads a response head off a kernel-stamped connection within
 a deadline and the size limit, skipping interim 1xx heads; each side words its faults
@@ -22,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from tui.transport.http_errors import ProtocolError
+from tui.transport.http_framing import Framing
 from tui.transport.tcp import Stamped, StampedConn
 
 HEAD_LIMIT = 64 * 1024
@@ -190,20 +192,23 @@ def parse_response_head(head: bytes) -> ResponseHead:
     return ResponseHead(int(m[2]), lines[0], _fields(lines[1:]), len(head) + 4)
 
 
-def response_framing(head: ResponseHead, method: str) -> tuple[str, int | None]:
-    """How a response's body is framed: ("none", 0), ("length", n), ("chunked", None)
-    or ("close", None) (RFC 9112 6.3: HEAD, 1xx, 204 and 304 have no body)."""
+def framing_for(head: ResponseHead, method: str) -> tuple[Framing, int]:
+    """How the body of a response to ``method`` is framed, and its length (a LENGTH
+    body's; 0 for the others): RFC 9112 6.3 — HEAD, 1xx, 204 and 304 have none;
+    Transfer-Encoding (only ``chunked``; BadMessage for another) over Content-Length
+    (0: none); else until the close. The one reading of a response's framing, for
+    infertop's client and the proxy."""
     if method == "HEAD" or head.status < 200 or head.status in (204, 304):
-        return "none", 0
+        return Framing.NONE, 0
     codings = [v for k, v in head.headers if k.lower() == b"transfer-encoding"]
     if codings:
         _is_chunked(codings)
-        return "chunked", None
+        return Framing.CHUNKED, 0
     lengths = [v for k, v in head.headers if k.lower() == b"content-length"]
     if lengths:
         n = _content_length(lengths)
-        return ("length", n) if n else ("none", 0)
-    return "close", None
+        return (Framing.LENGTH, n) if n else (Framing.NONE, 0)
+    return Framing.CLOSE, 0
 
 
 class HeadReadError(Exception):
