@@ -76,10 +76,8 @@ class UpstreamPool:
         """A kept-alive connection that is still open and quiet, or None."""
         while self._idle:
             conn = self._idle.pop()
-            conn.idle = False
-            if not conn.closed and not conn.parts:
+            if conn.unpark():
                 return conn
-            conn.close()
         return None
 
     def release(self, conn: UpstreamConn) -> None:
@@ -87,8 +85,7 @@ class UpstreamPool:
         if self.closed or conn.closed or conn.paused or len(self._idle) >= self.max_idle:
             conn.close()
             return
-        conn._cancel_timer()
-        conn.idle = True  # a byte from the server now closes it
+        conn.park()  # (a byte from the server now closes it)
         self._idle.append(conn)
 
     def close(self) -> None:

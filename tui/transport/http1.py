@@ -269,8 +269,7 @@ class Http1Response:
         if conn is None:
             return
         if self._complete and self._reusable and not conn.closed and not conn.parts:
-            conn._cancel_timer()
-            conn.idle = True  # from now on, a byte from the server closes it
+            conn.park()  # (from now on, a byte from the server closes it)
             self._pool.put(self._key, conn)
         else:
             conn.close()
@@ -331,9 +330,7 @@ class Http1Pool:
         idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
-            conn.idle = False
-            if conn.closed or conn.parts:
-                conn.close()
+            if not conn.unpark():
                 continue
             try:
                 return await self._exchange(conn, key, message, method)
