@@ -25,7 +25,7 @@ from functools import partial
 from tui.proxy.exchange import Client, Exchange
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
-from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamPool
+from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamFault, UpstreamPool
 from tui.proxy.wire import both_framings, client_response, error_response
 from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked, Framing
@@ -59,10 +59,11 @@ async def _pass_on(ex: Exchange) -> bool:
         upstream, resp, rest = await ex.send()
         ex.let_go()  # answered: the body is not sent again
     except UpstreamError as e:
-        status, reason = (504, "Gateway Timeout") if e.kind == "timeout" else (502, "Bad Gateway")
+        timeout = e.kind is UpstreamFault.TIMEOUT
+        status, reason = (504, "Gateway Timeout") if timeout else (502, "Bad Gateway")
         rec = ex.booked()
         if rec is not None:
-            rec.fail(f"upstream: {e}", "timeout" if e.kind == "timeout" else "connect")
+            rec.fail(f"upstream: {e}", "timeout" if timeout else "connect")
         client.write(error_response(status, reason, str(e), close=not keep))
         return keep
     rec = ex.rec
@@ -169,25 +170,29 @@ async def _pump_body(
         done = await upstream.pump(sink, fw.read_timeout, fw.stall_timeout)
     except TimeoutError:
         silent = f"the upstream sent nothing for {fw.stall_timeout:g} s"
-        _cut(fw.book.reads, client, observer, silent)
+        _cut(fw.book.reads, client, observer, silent, "timeout")
         return False, last[0], False
     except FramingError as e:  # the upstream's chunk framing is broken
-        _cut(fw.book.reads, client, observer, f"the upstream broke its framing: {e}")
+        why = f"the upstream broke its framing: {e}"
+        _cut(fw.book.reads, client, observer, why, "protocol")
         return False, last[0], False
     finally:
         client.upstream = None
     if done or framing is Framing.CLOSE:
         return True, last[0], not body.extra
     why = f"connection reset ({upstream.error})" if upstream.error else "connection closed"
-    _cut(fw.book.reads, client, observer, f"the upstream's answer was cut short: {why}")
+    _cut(fw.book.reads, client, observer, f"the upstream's answer was cut short: {why}", "protocol")
     return False, last[0], False
 
 
-def _cut(reads: ObserveQueue, client: Client, observer: Observer | None, why: str) -> None:
+def _cut(
+    reads: ObserveQueue, client: Client, observer: Observer | None, why: str, kind: str
+) -> None:
     """The answer cannot be completed: the client connection closes; the request fails
-    (once its reads still queued are observed)."""
+    with the failure ``kind`` the caller names (once its reads still queued are
+    observed)."""
     if observer is not None:
-        rec, kind = observer.record, "timeout" if "sent nothing" in why else "protocol"
+        rec = observer.record
 
         def cut() -> None:
             if not rec.ended:

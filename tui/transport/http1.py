@@ -36,6 +36,7 @@ from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Deframer, UntilClose
 from tui.transport.http_head import (
     BadMessage,
+    HeadFault,
     HeadReadError,
     ResponseHead,
     framing_for,
@@ -76,11 +77,11 @@ OnPart = Callable[[int, bytes], bool]
 
 def _head_fault(e: HeadReadError) -> httpx.HTTPError:
     """A response head that could not be read, as httpx words it."""
-    if e.kind == "timeout":
+    if e.kind is HeadFault.TIMEOUT:
         return httpx.ReadTimeout("no response within the read timeout")
-    if e.kind == "closed":
+    if e.kind is HeadFault.CLOSED:
         return NoResponse("Server disconnected without sending a response.")
-    if e.kind == "cut":
+    if e.kind is HeadFault.CUT:
         return httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
     return httpx.RemoteProtocolError(str(e))
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
 from tui.transport.http_errors import ProtocolError
 from tui.transport.http_framing import Framing
@@ -211,14 +212,23 @@ def framing_for(head: ResponseHead, method: str) -> tuple[Framing, int]:
     return Framing.CLOSE, 0
 
 
-class HeadReadError(Exception):
-    """Reading a response head failed; ``kind`` says how: ``timeout`` (none within the
-    deadline), ``closed`` (the connection closed before any byte), ``cut`` (closed
-    mid-head), ``long`` (past :data:`HEAD_LIMIT`), ``bad`` (not a head as
-    :func:`parse_response_head` takes it; the message says why) or ``switched`` (101)."""
+class HeadFault(Enum):
+    """How reading a response head failed."""
 
-    def __init__(self, kind: str, message: str = "") -> None:
-        super().__init__(message or kind)
+    TIMEOUT = "timeout"  # none within the deadline
+    CLOSED = "closed"  # the connection closed before any byte
+    CUT = "cut"  # closed mid-head
+    LONG = "long"  # past HEAD_LIMIT
+    BAD = "bad"  # not a head as parse_response_head takes it (the message says why)
+    SWITCHED = "switched"  # 101: the server switched protocols
+
+
+class HeadReadError(Exception):
+    """Reading a response head failed; ``kind`` says how (:class:`HeadFault`); each side
+    words it in its own terms."""
+
+    def __init__(self, kind: HeadFault, message: str = "") -> None:
+        super().__init__(message or kind.value)
         self.kind = kind
 
 
@@ -238,16 +248,16 @@ async def read_response_head(
         end = buf.find(b"\r\n\r\n")
         while end < 0:
             if len(buf) > HEAD_LIMIT:
-                raise HeadReadError("long", f"response head longer than {HEAD_LIMIT} bytes")
+                raise HeadReadError(HeadFault.LONG, f"response head longer than {HEAD_LIMIT} bytes")
             left = deadline - loop.time()
             try:
                 if left <= 0:
                     raise TimeoutError
                 parts = await conn.take(left)
             except TimeoutError:
-                raise HeadReadError("timeout") from None
+                raise HeadReadError(HeadFault.TIMEOUT) from None
             if not parts:
-                raise HeadReadError("cut" if got_any else "closed")
+                raise HeadReadError(HeadFault.CUT if got_any else HeadFault.CLOSED)
             got_any = True
             seen = max(0, len(buf) - 3)  # the head's end may straddle the old bytes
             for _, data in parts:
@@ -257,10 +267,10 @@ async def read_response_head(
         try:
             head = parse_response_head(bytes(buf[:end]))
         except BadMessage as e:
-            raise HeadReadError("bad", str(e)) from None
+            raise HeadReadError(HeadFault.BAD, str(e)) from None
         rest = bytes(buf[end + 4 :])
         if head.status == 101:
-            raise HeadReadError("switched", "the server switched protocols")
+            raise HeadReadError(HeadFault.SWITCHED, "the server switched protocols")
         if 100 <= head.status < 200:
             buf = bytearray(rest)  # an interim response (100 Continue, 103 Early Hints)
             continue
