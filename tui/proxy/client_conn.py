@@ -98,7 +98,8 @@ class ClientConnection(asyncio.Protocol):
         self.chunks: Chunked | None = None
         self.body: list[bytes] = []
         self.body_size = 0
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # the request's: forward, or own route
+        self.exchange: Exchange | None = None  # the request forwarded now, if one is
         self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
         self.stall_timer: asyncio.TimerHandle | None = None
         self.reading = True
@@ -166,6 +167,8 @@ class ClientConnection(asyncio.Protocol):
         if self.hold is not None:
             self.hold.release()
             self.hold = None
+        if self.exchange is not None:  # (ended here if its task has not run)
+            self.exchange.cancel()
         if self.task is not None:
             self.task.cancel()
 
@@ -417,15 +420,13 @@ class ClientConnection(asyncio.Protocol):
         """The request's exchange, the one place one is made: sent now from this read
         callback (``sending``: already, by :meth:`_plain`; else on an idle kept-alive
         upstream connection, if there is one), then its task."""
-        ex = Exchange(self.fw, self, req, sending)
-        task = self._run(req, ex)
-        if ex.sending is not None:
-            task.add_done_callback(ex.never_ran)
+        ex = self.exchange = Exchange(self.fw, self, req)
+        ex.start(sending)
+        self._run(req, ex)
 
-    def _run(self, req: ClientRequest, ex: Exchange | None) -> asyncio.Task[None]:
+    def _run(self, req: ClientRequest, ex: Exchange | None) -> None:
         """The request's task: its exchange (forward), or the proxy's own route."""
         self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
-        return self.task
 
     async def _handle(self, req: ClientRequest, ex: Exchange | None) -> None:
         keep = False
@@ -440,7 +441,7 @@ class ClientConnection(asyncio.Protocol):
             self.parts.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
             self.write(error_response(500, "Internal Server Error", "internal error", True))
         finally:
-            self.task = None
+            self.task = self.exchange = None
         if not keep or self.closed or self.eof:
             self.close()
             return

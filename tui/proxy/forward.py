@@ -22,42 +22,41 @@ import asyncio
 import time
 from functools import partial
 
-from tui.proxy.exchange import Client, Exchange
+from tui.proxy.exchange import Client, Exchange, ExchangeState
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamFault, UpstreamPool
 from tui.proxy.wire import both_framings, client_response, error_response
 from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked, Framing
-from tui.transport.http_head import BadMessage, connection_tokens, framing_for
+from tui.transport.http_head import BadMessage, ResponseHead, connection_tokens, framing_for
 from tui.transport.tcp import Stamped
 
 
 async def forward(ex: Exchange) -> bool:
     """The exchange's task: send ``ex`` (or go on sending it) and pass its answer on;
-    True when the client connection stays open for another request."""
-    ex.entered = True
-    failed = cancelled = False
+    True when the client connection stays open for another request. It ends the
+    exchange however it goes: done, unanswered, cut short, cancelled (the client gone)
+    or failed (an internal error, raised on)."""
+    ex.run()
+    ending = ExchangeState.FAILED
     try:
-        return await _pass_on(ex)
+        keep, ending = await _pass_on(ex)
+        return keep
     except asyncio.CancelledError:
-        cancelled = True
+        ending = ExchangeState.CANCELLED
         ex.client_gone()
         raise
-    except Exception:
-        failed = True
-        raise
     finally:
-        ex.end(failed, cancelled)
+        ex.end(ending)
 
 
-async def _pass_on(ex: Exchange) -> bool:
-    """Send, then pass the answer on (see the module docstring); True: keep the client."""
-    fw, client, head = ex.fw, ex.client, ex.req.head
-    keep = head.keep_alive
+async def _pass_on(ex: Exchange) -> tuple[bool, ExchangeState]:
+    """Send, then pass the answer on (see the module docstring): whether the client
+    connection is kept, and how the exchange ended."""
+    client, keep = ex.client, ex.req.head.keep_alive
     try:
         upstream, resp, rest = await ex.send()
-        ex.let_go()  # answered: the body is not sent again
     except UpstreamError as e:
         timeout = e.kind is UpstreamFault.TIMEOUT
         status, reason = (504, "Gateway Timeout") if timeout else (502, "Bad Gateway")
@@ -65,7 +64,20 @@ async def _pass_on(ex: Exchange) -> bool:
         if rec is not None:
             rec.fail(f"upstream: {e}", "timeout" if timeout else "connect")
         client.write(error_response(status, reason, str(e), close=not keep))
-        return keep
+        return keep, ExchangeState.UNANSWERED
+    try:
+        return await _pass_answer(ex, upstream, resp, rest)
+    except BaseException:
+        upstream.close()  # (an answer not passed whole: that connection is not kept)
+        raise
+
+
+async def _pass_answer(
+    ex: Exchange, upstream: UpstreamConn, resp: ResponseHead, rest: list[Stamped]
+) -> tuple[bool, ExchangeState]:
+    """The answer's head came: pass it on, and its body (:func:`_pass_on`)."""
+    fw, client, head = ex.fw, ex.client, ex.req.head
+    keep, unanswered = head.keep_alive, ExchangeState.UNANSWERED
     rec = ex.rec
     try:
         framing, length = framing_for(resp, head.method)
@@ -74,7 +86,8 @@ async def _pass_on(ex: Exchange) -> bool:
         if rec is not None:
             rec.fail(f"upstream sent {e}", "protocol")
         client.write(error_response(502, "Bad Gateway", f"the upstream sent {e}", not keep))
-        return keep
+        return keep, unanswered
+    ex.answered()  # the body is not sent again
     passthrough = head.version == "HTTP/1.1"
     chunked, until_close = framing is Framing.CHUNKED, framing is Framing.CLOSE
     close_after = not keep or until_close or (chunked and not passthrough)
@@ -95,21 +108,17 @@ async def _pass_on(ex: Exchange) -> bool:
         if observer is not None:
             observer.end(time.perf_counter_ns())
         _settle(fw.pool, upstream, reusable and not rest)
-        return not close_after
-    try:
-        raw_chunks = chunked and passthrough
-        ok, t_last, clean = await _pump_body(
-            ex, upstream, framing, length, rest, observer, raw_chunks, head_bytes
-        )
-    except BaseException:
-        upstream.close()
-        raise
-    if not ok:
-        return False  # the client's connection is closed: the answer was cut short
+        return not close_after, ExchangeState.DONE
+    raw_chunks = chunked and passthrough
+    ok, t_last, clean = await _pump_body(
+        ex, upstream, framing, length, rest, observer, raw_chunks, head_bytes
+    )
+    if not ok:  # the client's connection is closed: the answer was cut short
+        return False, ExchangeState.CUT
     if observer is not None:
         fw.book.reads.after(partial(observer.end, t_last))  # after its last reads
     _settle(fw.pool, upstream, reusable and clean)
-    return not close_after
+    return not close_after, ExchangeState.DONE
 
 
 def _settle(pool: UpstreamPool, upstream: UpstreamConn, reusable: bool) -> None:
