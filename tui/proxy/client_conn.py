@@ -43,7 +43,7 @@ from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, sen
 from tui.proxy.forward import forward
 from tui.proxy.limits import ClientSlots, Hold, peer_key
 from tui.proxy.peer import format_peer, is_loopback, is_proxy_user, owner_now
-from tui.proxy.peer_process import PeerProcess
+from tui.proxy.peer_process import LookupState, PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import error_response
@@ -215,7 +215,7 @@ class ClientConnection(asyncio.Protocol):
         client when the proxy takes identities (tui/proxy/peer_process.py), on the
         finder's thread; read when the request ends."""
         finder = self.fw.finder
-        if finder is not None and self.loopback and self.process.state == "unasked":
+        if finder is not None and self.loopback and self.process.state is LookupState.UNASKED:
             finder.find(self.process, *self.addresses)
         return self.process
 
