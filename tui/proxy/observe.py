@@ -34,8 +34,8 @@ from typing import Any
 from tui.core.events import Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for
 from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.fields import OLLAMA_FINAL
 from tui.engines.dialects.llama import timings_events
-from tui.engines.dialects.ollama import RAW_FIELDS
 from tui.engines.dialects.whole import whole_answer
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.proxy.body_scan import fields
@@ -53,7 +53,7 @@ WHOLE_LIMIT = 16 * 1024 * 1024
 # Dialects whose answers carry no text, only counts (a vector or a ranking per input)
 PROMPT_ONLY = frozenset({"embeddings", "rerank"})
 # What is read of such an answer: its usage, an error, Ollama's counts and durations
-PROMPT_ONLY_KEYS = frozenset({"usage", "error", "type", *RAW_FIELDS})
+PROMPT_ONLY_KEYS = frozenset({"usage", "error", "type", *OLLAMA_FINAL})
 # Dialects streamed as server-sent events (Ollama streams NDJSON)
 SSE_DIALECTS = frozenset(
     {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
