@@ -59,7 +59,7 @@ def arrays_of_bytes(outer: int, inner: int) -> bytes:
 
 
 # a header read's time budget where another bound is under test: the 2 s default tripped
-# first at a load average of 14 (test_one_header_read_has_a_wall_time_budget tests the budget itself)
+# first at a load average of 14 (test_one_header_read_has_a_wall_time_budget tests it)
 LOADED_S = 60.0
 
 
