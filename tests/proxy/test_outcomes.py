@@ -87,7 +87,7 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
     heads = {"Authorization": "Bearer sk-bob", "User-Agent": "Anthropic/Python 0.40.0"}
     with httpx.Client(base_url=proxy.url, timeout=10, headers=heads) as c:
         for _ in range(2):  # the second on the same connection: its process is found
-            with c.stream("POST", "/v1/messages", json=body) as r:
+            with c.stream("POST", "/v1/chat/completions", json=body) as r:
                 r.read()
     httpx.post(
         proxy.url + "/v1/chat/completions",
