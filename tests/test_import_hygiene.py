@@ -38,6 +38,7 @@ HEADLESS = [
     "tui.cli.doctor",
     "tui.cli.agent",
     "tui.cli.proxy",
+    "tui.cli.usage",
 ]
 
 

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("tui.cli.compare", "compare bench reports: B ÷ A ratios with bootstrap intervals"),
     "trust": ("tui.cli.trust", "use a ./infertop.toml: record it as trusted (path + content hash)"),
     "proxy": ("tui.cli.proxy", "forward other clients' requests to a server, measuring each"),
+    "usage": ("tui.cli.usage", "who used the servers, how much: per client, model, day (ledger)"),
 }
 
 
