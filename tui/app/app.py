@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
+from tui.app.ledger_link import AppLedger
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
@@ -68,6 +69,7 @@ class InfertopApp(App[None]):
         engine: str | None = None,
         watch: str | RequestsFeed | None = None,
         discover: bool | None = None,
+        ledger: Path | None = None,
     ) -> None:
         super().__init__()
         # Textual's private names used only on the Textual they fit, else its own code
@@ -102,6 +104,13 @@ class InfertopApp(App[None]):
             recorder=recorder if record_session else None,
             host_spec=ui_engine_spec,
         )
+        # the request ledger: every answer (and bench request) kept, numbers only
+        self.ledger = AppLedger(ledger, config.ledger)
+        sink = self.ledger.open(self._ledger_note)
+        if sink is not None:
+            self.core.outcomes.add(sink)
+        elif self.ledger.error:
+            self.startup_notes.append((self.ledger.error, "warning"))
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         notes: list[str] = []
         self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
@@ -270,6 +279,14 @@ class InfertopApp(App[None]):
             if close is not None:
                 await asyncio.to_thread(close)
         await self.core.close()
+        await asyncio.to_thread(self.core.outcomes.close)
+
+    def _ledger_note(self, text: str) -> None:
+        """The ledger's writer says something (from its thread)."""
+        try:
+            self.call_from_thread(self.notify, text, severity="warning", timeout=8)
+        except RuntimeError:  # not running (yet, or any more)
+            pass
 
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""
@@ -379,7 +396,8 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
     ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests) and
     ``discover`` (probe local servers after the first paint; None: ``[discovery]
-    enabled`` in config).
+    enabled`` in config) and ``ledger`` (the request ledger's file: every answer kept
+    there, the usage and history screens read it; None: off).
     """
     return InfertopApp(config, **kwargs)
 

@@ -352,9 +352,14 @@ def _with_ui(args: argparse.Namespace, config: Any, cfg: Any) -> int:
         prepare_terminal_ui()
         from tui.app.app import create_app, default_state_file
         from tui.app.terminal import engine_stderr_to
+        from tui.cli.ledger_args import ledger_path
 
         app = create_app(
-            cfg, state_path=default_state_file(), telemetry_source=args.telemetry, watch=url
+            cfg,
+            state_path=default_state_file(),
+            telemetry_source=args.telemetry,
+            watch=url,
+            ledger=ledger_path(args, cfg),  # the proxy's: the usage screen reads its rows
         )
         with engine_stderr_to(engine_log_path()):
             app.run()

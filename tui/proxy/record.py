@@ -183,6 +183,7 @@ class ProxiedRequest:
             output_tokens=self.counts.tokens,
             output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
+            who=self._who(),
         )
         m = self.metrics
         if m is not None:
@@ -203,6 +204,14 @@ class ProxiedRequest:
         row.tps = c.decode_tps()
         row.itl_p50_ms = c.itl_p50_ms()
         return row
+
+    def _who(self) -> str | None:
+        """The client's label, its process once found; None: nothing but the address."""
+        c = self.identity
+        if c.process is None and self.process is not None and self.process.name:
+            c = dataclasses.replace(c, process=bounded(self.process.name))
+        label = c.label
+        return None if label == c.address or label == "unknown" else label
 
     def summary(self, engine: str, kind: str) -> dict[str, Any]:
         """The request as one session-log record (``tui/core/session.py``), its text
