@@ -218,13 +218,13 @@ def main(args: argparse.Namespace) -> int:
     from tui.cli.ledger_args import client_keys, open_ledger, say
     from tui.core.sched_slice import request_slice
 
-    note = say("infertop proxy")
-    config.client_keys = client_keys(cfg, note)
-    sink = open_ledger(args, cfg, note)
-    slice_ns = round(args.slice_ms * 1e6)
+    slice_ns = round(args.slice_ms * 1e6)  # first: the threads made after inherit it
     sched = (
         request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
     )
+    note = say("infertop proxy")
+    config.client_keys = client_keys(cfg, note)
+    sink = open_ledger(args, cfg, note)
     return serve(config, evidence, log=args.log, sched=sched, sink=sink)
 
 

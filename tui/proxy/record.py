@@ -128,6 +128,11 @@ class ProxiedRequest:
         self.emit(Failed(t_ns or time.perf_counter_ns(), message[:ERROR_CHARS], kind))
 
     def set_truth(self, truth: EngineTruth) -> None:
+        """vLLM's account, read after the request (tui/proxy/truth.py); the cached prompt
+        tokens its usage said are kept beside it."""
+        had = self.timeline.truth
+        if had is not None and had.cached_tokens is not None and truth.cached_tokens is None:
+            truth = dataclasses.replace(truth, cached_tokens=had.cached_tokens)
         self.timeline.add(EngineReport(self.timeline.t_end_ns or time.perf_counter_ns(), truth))
 
     @property
