@@ -118,12 +118,16 @@ def request_for_process(pid: int, ns: int) -> list[SliceResult]:
     return [request_slice(ns, tid) for tid in tids]
 
 
-def start_ours(pace: str, slice_ms: float | None, events: Path | None) -> tuple[Any, str]:
+def start_ours(
+    pace: str, slice_ms: float | None, events: Path | None, ledger: Path | None = None
+) -> tuple[Any, str]:
     """``infertop proxy`` in front of ``pace`` (``slice_ms``: its --slice-ms, None: its
-    default): (process, URL)."""
+    default; ``ledger``: its request ledger there, None: ``--no-ledger``, so a benchmark
+    never writes to the user's own): (process, URL)."""
     port = free_port()
     cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
            f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
+    cmd += ["--ledger", str(ledger)] if ledger is not None else ["--no-ledger"]
     if slice_ms is not None:
         cmd += ["--slice-ms", f"{slice_ms:g}"]
     if events is not None:
@@ -140,10 +144,13 @@ def start_servers(
     events: Path | None,
     nginx_slice_ms: float = 0.0,
     default_slice_too: bool = False,
+    ledger_too: bool = False,
 ) -> Servers:
     """The pace server, nginx and ours; ``nginx_slice_ms``: give nginx's processes that
     scheduler slice (tui/core/sched_slice.py), as ours asks for its own; ``default_slice_too``:
-    also ours with the kernel's default slice, as the path ``ours@default``."""
+    also ours with the kernel's default slice, as the path ``ours@default``; ``ledger_too``:
+    ours writes its request ledger (a file in the run's folder), and ``ours@no-ledger``
+    is the same proxy with ``--no-ledger``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
     procs: list[subprocess.Popen[bytes]] = []
     pace_port = free_port()
@@ -196,7 +203,12 @@ def start_servers(
         ours, paths["ours@default"] = start_ours(pace, 0.0, None)
         procs.append(ours)
         cpu_pids["ours@default"] = [ours.pid]
-    ours, paths["ours"] = start_ours(pace, None, events)
+    if ledger_too:
+        bare, paths["ours@no-ledger"] = start_ours(pace, None, None, None)
+        procs.append(bare)
+        cpu_pids["ours@no-ledger"] = [bare.pid]
+    ledger = work / "ledger.sqlite3" if ledger_too else None
+    ours, paths["ours"] = start_ours(pace, None, events, ledger)
     procs.append(ours)
     cpu_pids["ours"] = [ours.pid]
     return Servers(pace, paths, cpu_pids, procs, work)

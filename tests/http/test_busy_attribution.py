@@ -113,8 +113,7 @@ def test_a_alone_then_a_and_b_is_a_three_b_one(two_slots, tmp_path) -> None:
     assert u.busy_wall_s == pytest.approx(wall, rel=0.01)
     # which is the server's own view of being busy, sampled every 50 ms (within 5 %)
     busy = sum(t1 - t0 for (t0, was), (t1, _n) in zip(busy_samples, busy_samples[1:]) if was)
-    print(
-        f"busy A {got['A']:.3f} s, B {got['B']:.3f} s; in flight {wall:.3f} s; /slots busy {busy:.3f} s"
-    )
+    print(f"busy A {got['A']:.3f} s, B {got['B']:.3f} s; in flight {wall:.3f} s; ", end="")
+    print(f"/slots busy {busy:.3f} s")
     assert busy == pytest.approx(wall, rel=0.05), (busy, wall, len(busy_samples))
     assert ClientIdentity(user="A").label == "A"

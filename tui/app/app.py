@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
+from tui.app.ledger_commands import LedgerCommands
 from tui.app.ledger_link import AppLedger
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 class InfertopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
-    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands}
+    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands, LedgerCommands}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),

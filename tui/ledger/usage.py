@@ -146,15 +146,22 @@ def usage(
     since: float,
     until: float | None = None,
     by: Sequence[Dimension] = ("client",),
+    upstream: str | None = None,
 ) -> Usage:
-    """The usage of ``[since, until)`` grouped ``by`` (see the module docstring)."""
+    """The usage of ``[since, until)`` grouped ``by`` (see the module docstring);
+    ``upstream``: that server's requests only."""
     until = time.time() if until is None else until
     names = texts_of(con)
+    sql, args = _SELECT, [since, until]
+    if upstream is not None:
+        found = next((i for i, t in names.items() if t == upstream), None)
+        sql += " AND upstream = ?"
+        args.append(found if found is not None else -1)
     dims = tuple(by)
     groups: dict[tuple[str, ...], Group] = {}
     total = Group(())
     windows: dict[int | None, list[tuple[float, float, tuple[str, ...]]]] = defaultdict(list)
-    for row in con.execute(_SELECT, (since, until)):
+    for row in con.execute(sql, args):
         key = tuple(_label(d, row, names) for d in dims)
         g = groups.get(key)
         if g is None:
@@ -164,8 +171,8 @@ def usage(
         t0, e2e = float(row[5]), row[6]
         windows[row[3]].append((t0, t0 + (float(e2e) if e2e is not None else 0.0), key))
     wall = 0.0
-    for upstream, spans in windows.items():
-        energy = _energy(con, upstream, since, until)
+    for engine, spans in windows.items():
+        energy = _energy(con, engine, since, until)
         got = attribute(spans, energy)
         wall += got.wall_s
         for key, seconds in got.busy.items():
