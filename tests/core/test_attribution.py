@@ -44,3 +44,31 @@ def test_energy_is_split_the_same_way_only_where_a_span_covers_it():
 
 def test_a_window_of_no_length_counts_its_key_at_zero():
     assert attribute([(1.0, 1.0, "A")]).busy == {"A": 0.0}
+
+
+def test_each_share_equals_the_integral_of_one_over_n_sampled_finely():
+    """A reference by brute force: the integral of 1/n(t) (and P/n) over each window,
+    summed on a 0.1 ms grid, for random schedules with ties and touching ends."""
+    import numpy as np
+
+    rng = random.Random(11)
+    for _ in range(5):
+        windows = []
+        for i in range(12):
+            t0 = round(rng.uniform(0, 8), 2)  # on the grid: ties and touching ends happen
+            windows.append((t0, round(t0 + rng.uniform(0.0, 3), 2), "abc"[i % 3]))
+        spans = [(1.0, 3.0, 50.0), (4.0, 4.5, 10.0)]
+        got = attribute(windows, spans)
+        grid = np.arange(0, 12, 1e-4) + 5e-5
+        n = sum(((grid >= a) & (grid < b)).astype(float) for a, b, _k in windows)
+        power = sum(np.where((grid >= a) & (grid < b), j / (b - a), 0.0) for a, b, j in spans)
+        for key in "abc":
+            inside = sum(
+                ((grid >= a) & (grid < b)).astype(float) for a, b, k in windows if k == key
+            )
+            want = float(np.sum(np.divide(inside, n, out=np.zeros_like(n), where=n > 0)) * 1e-4)
+            joule = float(
+                np.sum(np.divide(inside * power, n, out=np.zeros_like(n), where=n > 0)) * 1e-4
+            )
+            assert got.busy.get(key, 0.0) == pytest.approx(want, abs=1e-3)
+            assert got.joules.get(key, 0.0) == pytest.approx(joule, abs=1e-2)

@@ -111,3 +111,28 @@ def test_a_write_that_fails_is_said_once_and_recording_resumes(tmp_path: Path) -
     sink.close()
     assert any("recording again" in n for n in notes)
     assert sink.written + sink.lost == 201
+
+
+def test_percentiles_ranked_in_sql_equal_the_ones_defined_in_core(tmp_path: Path) -> None:
+    import random
+
+    from tui.core.stats import percentile
+
+    rng = random.Random(5)
+    sink = LedgerSink(tmp_path / "l.sqlite3")
+    values: dict[str, list[float]] = {"a": [], "b": []}
+    now = time.time()
+    for i in range(301):
+        who = "ab"[i % 2] if i < 300 else "a"
+        ms = rng.choice([rng.uniform(10, 900), 250.0])  # ties too
+        values[who].append(ms / 1000)
+        sink.publish(outcome(who, t0=now - 500 + i, ttft_ms=ms))
+    sink.flush()
+    sink.close()
+    u = usage(connect(tmp_path / "l.sqlite3"), now - 3600)
+    for g in u.groups:
+        d = g.to_dict(u.by)
+        for q in (50, 95):
+            assert d[f"ttft_p{q}_s"] == pytest.approx(percentile(values[g.key[0]], q), abs=1e-6)
+    every = values["a"] + values["b"]
+    assert u.total.to_dict(())["ttft_p95_s"] == pytest.approx(percentile(every, 95), abs=1e-6)

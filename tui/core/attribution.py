@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -57,55 +57,91 @@ def attribute(
 ) -> Attribution[K]:
     """Busy time (and energy, from ``energy`` spans ``(start, end, joules)`` that do not
     overlap each other) attributed to the keys of ``windows`` ``(t0, t_end, key)`` by
-    the module's definition. One sort, then O(1) per event: running integrals of
-    1/n(t), P(t)/n(t) and [P known]/n(t), each request's share their difference between
-    its end and its start."""
+    the module's definition (:func:`attribute_codes` computes it)."""
+    import numpy as np
+
     out: Attribution[K] = Attribution()
-    points: list[tuple[float, int, int]] = []  # (time, order: ends before starts, index)
-    keys: list[K] = []
-    for t0, t1, key in windows:
-        if not t1 > t0:
-            out.busy.setdefault(key, 0.0)
-            continue
-        i = len(keys)
-        keys.append(key)
-        points.append((t0, 1, i))
-        points.append((t1, 0, i))
-    for j, (a, b, _j) in enumerate(energy):
-        if b > a:
-            points.append((a, 3, j))
-            points.append((b, 2, j))
-    points.sort()
-    at_start = [(0.0, 0.0, 0.0)] * len(keys)
-    share = joule = cover = 0.0  # the running integrals
-    n = 0  # requests in flight
-    power: float | None = None  # W over the current elementary segment, None: unknown
-    last = points[0][0] if points else 0.0
-    wall = 0.0
-    for t, kind, idx in points:
-        if n and t > last:
-            dt = t - last
-            wall += dt
-            share += dt / n
-            if power is not None:
-                joule += power * dt / n
-                cover += dt / n
-        last = t
-        if kind == 1:
-            n += 1
-            at_start[idx] = (share, joule, cover)
-        elif kind == 0:
-            n -= 1
-            s0, j0, c0 = at_start[idx]
-            key = keys[idx]
-            out.busy[key] = out.busy.get(key, 0.0) + share - s0
-            if cover > c0:
-                out.joules[key] = out.joules.get(key, 0.0) + joule - j0
-                out.covered[key] = out.covered.get(key, 0.0) + cover - c0
-        elif kind == 2:
-            power = None
-        else:
-            start, end, joules = energy[idx]
-            power = joules / (end - start)
-    out.wall_s = wall
+    rows = list(windows)
+    if not rows:
+        return out
+    keys: dict[K, int] = {}
+    code = np.fromiter((keys.setdefault(k, len(keys)) for _a, _b, k in rows), np.int64, len(rows))
+    t0 = np.fromiter((a for a, _b, _k in rows), np.float64, len(rows))
+    t1 = np.fromiter((b for _a, b, _k in rows), np.float64, len(rows))
+    got = attribute_codes(t0, t1, code, len(keys), energy)
+    out.wall_s = got.wall_s
+    for k, i in keys.items():
+        out.busy[k] = float(got.busy[i])
+        if got.covered[i] > 0:
+            out.joules[k] = float(got.joules[i])
+            out.covered[k] = float(got.covered[i])
     return out
+
+
+@dataclass
+class CodedAttribution:
+    """:func:`attribute_codes`' answer: per key code, busy seconds, joules and covered
+    seconds (arrays of ``n_keys``); ``wall_s`` the time any request was in flight."""
+
+    busy: Any
+    joules: Any
+    covered: Any
+    wall_s: float
+
+
+def attribute_codes(
+    t0: Any,
+    t1: Any,
+    codes: Any,
+    n_keys: int,
+    energy: Sequence[tuple[float, float, float]] = (),
+) -> CodedAttribution:
+    """The module's definition over arrays (numpy): request i in flight over
+    ``[t0[i], t1[i])`` belongs to key ``codes[i]`` (0 ≤ code < ``n_keys``).
+
+    Computed from the running integral S(t) = ∫ 1/n dt (and E(t) = ∫ P/n dt, C(t) =
+    ∫ [P known]/n dt): every request's share is S(t_end) − S(t0). The instants where
+    n(t) or P(t) change (the windows' ends, the spans' ends) are sorted once (ends
+    before starts at one instant); between two of them n and P hold, so each integral is
+    a cumulative sum — linear after the sort: a million requests in about a second."""
+    import numpy as np
+
+    live = t1 > t0
+    n_req = int(live.sum())
+    spans = sorted((a, b, j) for a, b, j in energy if b > a)
+    span_a = [a for a, _b, _j in spans]
+    span_b = [b for _a, b, _j in spans]
+    # the instants: request starts (+1) and ends (−1), energy spans' starts and ends (0)
+    times = np.concatenate([t0[live], t1[live], span_a, span_b])
+    delta = np.concatenate([np.ones(n_req), -np.ones(n_req), np.zeros(2 * len(spans))])
+    rank = np.concatenate(  # at one instant: ends (0) before starts (1)
+        [np.ones(n_req), np.zeros(n_req), np.ones(len(spans)), np.zeros(len(spans))]
+    )
+    zeros = np.zeros(n_keys)
+    if not len(times):
+        return CodedAttribution(zeros, zeros.copy(), zeros.copy(), 0.0)
+    order = np.lexsort((rank, times))
+    t_sorted = times[order]
+    n_seg = np.cumsum(delta[order])[:-1]  # requests in flight over each segment
+    dt = np.diff(t_sorted)
+    busy_seg = np.where(n_seg > 0, dt, 0.0)
+    share_seg = np.divide(busy_seg, n_seg, out=np.zeros_like(dt), where=n_seg > 0)
+    s_cum = np.concatenate([[0.0], np.cumsum(share_seg)])
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order))  # each instant's place in the sorted order
+    starts, ends = at[:n_req], at[n_req : 2 * n_req]
+    live_codes = codes[live]
+    busy = np.bincount(live_codes, s_cum[ends] - s_cum[starts], n_keys)
+    joules, covered = zeros.copy(), zeros.copy()
+    if spans:
+        a, b = np.array(span_a), np.array(span_b)
+        watts = np.array([j for _a, _b, j in spans]) / (b - a)
+        mid = t_sorted[:-1]
+        idx = np.searchsorted(a, mid, side="right") - 1
+        inside = (idx >= 0) & (mid < b[np.clip(idx, 0, None)])
+        power = np.where(inside, watts[np.clip(idx, 0, None)], 0.0)
+        e_cum = np.concatenate([[0.0], np.cumsum(share_seg * power)])
+        c_cum = np.concatenate([[0.0], np.cumsum(np.where(inside, share_seg, 0.0))])
+        joules = np.bincount(live_codes, e_cum[ends] - e_cum[starts], n_keys).astype(float)
+        covered = np.bincount(live_codes, c_cum[ends] - c_cum[starts], n_keys).astype(float)
+    return CodedAttribution(busy, joules, covered, float(busy_seg.sum()))
