@@ -185,6 +185,9 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
         for r in snap.rows
         if r.hardware_error
     ]
+    from tui.fleet.columns import top_clients_text
+
+    notes += [f"{r.name}: {top_clients_text(r.top_clients)}" for r in snap.rows if r.top_clients]
     if notes:
         lines += ["", *notes]
     if snap.prometheus_error:
