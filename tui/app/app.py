@@ -16,7 +16,7 @@ from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
 from tui.app.ledger_commands import LedgerCommands
-from tui.app.ledger_link import AppLedger
+from tui.app.ledger_link import AppLedger, thread_note
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
@@ -107,7 +107,7 @@ class InfertopApp(App[None]):
         )
         # the request ledger: every answer (and bench request) kept, numbers only
         self.ledger = AppLedger(ledger, config.ledger)
-        sink = self.ledger.open(self._ledger_note)
+        sink = self.ledger.open(thread_note(self))
         if sink is not None:
             self.core.outcomes.add(sink)
         elif self.ledger.error:
@@ -263,6 +263,7 @@ class InfertopApp(App[None]):
             self.notify(f"loading {found.name} ({found.details()}) in-process…", timeout=4)
 
     def _start_sampler(self) -> None:
+        self.ledger.start_energy(self.hardware.sampler.energy, self.core)
         self.run_worker(
             self.hardware.sampler.run,
             thread=True,
@@ -280,14 +281,8 @@ class InfertopApp(App[None]):
             if close is not None:
                 await asyncio.to_thread(close)
         await self.core.close()
+        await asyncio.to_thread(self.ledger.stop_energy)
         await asyncio.to_thread(self.core.outcomes.close)
-
-    def _ledger_note(self, text: str) -> None:
-        """The ledger's writer says something (from its thread)."""
-        try:
-            self.call_from_thread(self.notify, text, severity="warning", timeout=8)
-        except RuntimeError:  # not running (yet, or any more)
-            pass
 
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""

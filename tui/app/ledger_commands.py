@@ -9,12 +9,12 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tui.app.screens.chat import ChatScreen
+from tui.chat.core import ChatCore
 
 
-def engine_upstream(chat: ChatScreen) -> str:
+def engine_upstream(core: ChatCore) -> str:
     """Where slot A's engine sends its requests, as the ledger names it (its server's
     URL, or "in-process")."""
-    core = chat.core
     name = core.engine_of("A")
     host = core.hosts.get(name)
     if host is not None and host.engine is not None:
@@ -44,7 +44,7 @@ class LedgerCommands(Provider):
             ),
         ]
         if isinstance(self.screen, ChatScreen):
-            upstream = engine_upstream(self.screen)
+            upstream = engine_upstream(self.screen.core)
             out.append(
                 (
                     "Usage: this engine, last 24 h",

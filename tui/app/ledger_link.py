@@ -15,9 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from tui.config import LedgerSettings
+from tui.ledger.energy_feed import EnergyFeed, track_window
 from tui.ledger.retention import Retention
 from tui.ledger.store import LedgerError, connect
 from tui.ledger.writer import LedgerSink
+
+
+def thread_note(app: Any) -> Callable[[str], None]:
+    """A note from the ledger's writer thread, shown as a warning (dropped while the app
+    is not running)."""
+
+    def note(text: str) -> None:
+        try:
+            app.call_from_thread(app.notify, text, severity="warning", timeout=8)
+        except RuntimeError:  # not running (yet, or any more)
+            pass
+
+    return note
 
 
 class AppLedger:
@@ -29,6 +43,7 @@ class AppLedger:
         self.settings = settings or LedgerSettings()
         self.sink: LedgerSink | None = None
         self.error: str | None = None
+        self.energy: EnergyFeed | None = None
 
     def open(self, note: Callable[[str], None]) -> LedgerSink | None:
         """The sink, or None (why: :attr:`error`, said once through ``note``, which the
@@ -41,6 +56,22 @@ class AppLedger:
         except LedgerError as e:
             self.error = f"ledger off: {e}"
         return self.sink
+
+    def start_energy(self, track: Any, core: Any) -> None:
+        """The device's energy (the hardware sampler's ``track``) into the ledger, for
+        the engine of slot A: its joules per client (tui/ledger/energy_feed.py)."""
+        if self.sink is None or self.energy is not None:
+            return
+        from tui.app.ledger_commands import engine_upstream
+
+        self.energy = EnergyFeed(
+            self.sink, lambda: engine_upstream(core), track_window(track), track.latest_t
+        )
+        self.energy.start()
+
+    def stop_energy(self) -> None:
+        if self.energy is not None:
+            self.energy.stop()
 
     def reader(self) -> sqlite3.Connection:
         """A connection to read (LedgerError: no ledger, or none yet). Call in a thread;

@@ -109,6 +109,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_ledger_arguments(p)
     p.add_argument(
+        "--energy",
+        metavar="SOURCE",
+        help="the hardware serving the upstream, read for the ledger's joules per client: "
+        "'local', ssh://[user@]host or an exporter URL (default: none: usage shows no "
+        "joules); a sampler thread in the proxy",
+    )
+    p.add_argument(
         "--top-clients",
         type=int,
         metavar="N",
@@ -225,7 +232,42 @@ def main(args: argparse.Namespace) -> int:
     note = say("infertop proxy")
     config.client_keys = client_keys(cfg, note)
     sink = open_ledger(args, cfg, note)
-    return serve(config, evidence, log=args.log, sched=sched, sink=sink)
+    try:
+        energy = _energy_feed(args.energy, cfg, sink, config.upstream, note)
+    except CLIError as e:
+        return fail(str(e), e.code)
+    try:
+        return serve(config, evidence, log=args.log, sched=sched, sink=sink)
+    finally:
+        if energy is not None:
+            energy[0].stop()
+            energy[1].stop()
+
+
+def _energy_feed(source: str | None, cfg: Any, sink: Any, upstream: str, note: Any) -> Any:
+    """--energy: a sampler of that hardware and the feed of its energy into the ledger
+    (tui/ledger/energy_feed.py), started; None without --energy or a ledger."""
+    if not source:
+        return None
+    if sink is None:
+        note("--energy: no ledger to keep the energy in (it is off)")
+        return None
+    from tui.ledger.energy_feed import EnergyFeed, track_window
+    from tui.telemetry.sampler import TelemetrySampler
+    from tui.telemetry.sources import SourceError, open_source, parse_source
+
+    try:
+        spec = parse_source(source)
+    except SourceError as e:
+        raise CLIError(f"--energy: {e}") from None
+    t = cfg.telemetry
+    sampler = TelemetrySampler(t.interval_s, source=open_source(spec, t.interval_s, t.gpu))
+    sampler.start()
+    track = sampler.energy
+    feed = EnergyFeed(sink, lambda: upstream, track_window(track), track.latest_t)
+    feed.start()
+    note(f"energy: {spec.label} sampled every {t.interval_s:g} s for the ledger's joules")
+    return sampler, feed
 
 
 def serve(config: Any, evidence: str, log: bool, sched: str = "", sink: Any = None) -> int:
