@@ -14,8 +14,8 @@ search on ``requests_t0``, never a scan of the table).
 The workload is checked: the file holds --rows requests, and the 7-day window's total
 equals the rows whose t0 falls in it (counted by SQL apart).
 
-    .venv/bin/python benchmarks/ledger_usage.py                 # 1M rows (~2-4 min to fill)
-    .venv/bin/python benchmarks/ledger_usage.py --rows 100000   # a quick run
+    .venv/bin/python -m benchmarks.ledger_usage                 # 1M rows (~2-4 min to fill)
+    .venv/bin/python -m benchmarks.ledger_usage --rows 100000   # a quick run
 """
 
 from __future__ import annotations
@@ -23,20 +23,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tui.core.metrics import RequestMetrics  # noqa: E402
-from tui.core.outcome import ClientIdentity, RequestOutcome  # noqa: E402
-from tui.core.stats import percentile  # noqa: E402
-from tui.ledger.store import connect  # noqa: E402
-from tui.ledger.usage import query_plan, usage  # noqa: E402
-from tui.ledger.writer import write_batch  # noqa: E402
+from tui.core.metrics import RequestMetrics
+from tui.core.outcome import ClientIdentity, RequestOutcome
+from tui.core.stats import percentile
+from tui.ledger.store import connect
+from tui.ledger.usage import query_plan, usage
+from tui.ledger.writer import write_batch
 
 MODELS = ("smollm2-135m", "qwen3-8b", "llama-3.1-8b-instruct", "gpt-oss-20b")
 UPSTREAMS = ("http://127.0.0.1:8080", "http://10.0.0.7:8000")

@@ -32,10 +32,10 @@ stamped with the kernel's receive time.
    proxy's (its /infertop/metrics requests_total and its --events file) and the pace
    server's must agree, with no failure.
 
-    .venv/bin/python benchmarks/proxy_overhead.py                  # the full run (~4 min)
-    .venv/bin/python benchmarks/proxy_overhead.py --quick          # a smoke run (~40 s)
-    .venv/bin/python benchmarks/proxy_overhead.py --one-stream --rounds 48  # 1 stream only
-    .venv/bin/python benchmarks/proxy_overhead.py --ledger-too --skip-soak  # ledger on ÷ off
+    .venv/bin/python -m benchmarks.proxy_overhead                  # the full run (~4 min)
+    .venv/bin/python -m benchmarks.proxy_overhead --quick          # a smoke run (~40 s)
+    .venv/bin/python -m benchmarks.proxy_overhead --one-stream --rounds 48  # 1 stream only
+    .venv/bin/python -m benchmarks.proxy_overhead --ledger-too --skip-soak  # ledger on ÷ off
 
 Goals (issue 22): added TTFT p50 ≤ 0.3 ms and p99 ≤ 2 ms; CPU per token within 2× nginx's;
 256 streams held 60 s with every request accounted for. Timing on a shared 2-core machine
@@ -48,7 +48,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import time
 import urllib.request
@@ -56,14 +55,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.proxy_paths import Servers, cpu_s, get_json, start_servers
+from tui.core.stats import percentile
+from tui.transport.http1 import Http1Pool
+from tui.transport.http_io import HttpTimeouts
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
-
-from proxy_paths import Servers, cpu_s, get_json, start_servers  # noqa: E402
-
-from tui.core.stats import percentile  # noqa: E402
-from tui.transport.http1 import Http1Pool  # noqa: E402
-from tui.transport.http_io import HttpTimeouts  # noqa: E402
 
 TIMEOUTS = HttpTimeouts(10.0, 60.0, 60.0)
 
@@ -287,11 +284,18 @@ def path_rows(res: dict[str, Result]) -> list[str]:
             for q in (50, 99)
         ]
         out.append(f"ours − nginx (same rounds): p50 {d[0]:+.3f} ms, p99 {d[1]:+.3f} ms")
+    for a, b in (("before", "nginx"), ("ours", "before")):
+        if res.get(a) and res.get(b) and res[a].path_ttft_ms and res[b].path_ttft_ms:
+            p50 = percentile(res[a].path_ttft_ms, 50) - percentile(res[b].path_ttft_ms, 50)
+            p99 = percentile(res[a].path_ttft_ms, 99) - percentile(res[b].path_ttft_ms, 99)
+            out.append(f"{a} − {b} (same rounds): p50 {p50:+.3f} ms, p99 {p99:+.3f} ms")
     return out
 
 
-def slices(args: argparse.Namespace) -> tuple[float, bool, bool]:
-    return args.nginx_slice_ms, args.default_slice_too, args.ledger_too
+def slices(args: argparse.Namespace) -> tuple[float, bool, Path | None, bool]:
+    """start_servers' scheduler slices, the older proxy (--before) and the ledger's
+    on/off pair (--ledger-too), as asked."""
+    return args.nginx_slice_ms, args.default_slice_too, args.before, args.ledger_too
 
 
 def ledger_rows(servers: Servers) -> int:
@@ -378,6 +382,8 @@ def run(args: argparse.Namespace) -> list[str]:
         lines.append(f"{name:<8} {med[name]:6.1f} µs/token  [{each}]")
     if "nginx" in med and med["nginx"] > 0:
         lines.append(f"ours ÷ nginx: {med['ours'] / med['nginx']:.2f}×")
+        if "before" in med:
+            lines.append(f"before ÷ nginx: {med['before'] / med['nginx']:.2f}×")
     if args.ledger_too:
         lines.append(
             f"ledger on ÷ off (CPU per token): {med['ours'] / med['ours@no-ledger']:.3f} "
@@ -434,6 +440,13 @@ def main() -> int:
         type=float,
         default=0.0,
         help="give nginx this scheduler slice, as ours asks for its own (0: the kernel's)",
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="also the proxy of another checkout (its tui/ at DIR: older code), as the path "
+        "'before', interleaved with the others in every round",
     )
     ap.add_argument(
         "--ledger-too",

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.fake_server import support_command, support_env
+from tui.core.sched_slice import SliceResult, request_slice
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tui.core.sched_slice import SliceResult, request_slice  # noqa: E402
-
-PACE = ROOT / "tests" / "support" / "pace_server.py"
 TICKS = os.sysconf("SC_CLK_TCK")
 NGINX_CONF = """
 daemon off;
@@ -119,11 +118,17 @@ def request_for_process(pid: int, ns: int) -> list[SliceResult]:
 
 
 def start_ours(
-    pace: str, slice_ms: float | None, events: Path | None, ledger: Path | None = None
+    pace: str,
+    slice_ms: float | None,
+    events: Path | None,
+    code: Path = ROOT,
+    ledger: Path | None = None,
 ) -> tuple[Any, str]:
     """``infertop proxy`` in front of ``pace`` (``slice_ms``: its --slice-ms, None: its
-    default; ``ledger``: its request ledger there, None: ``--no-ledger``, so a benchmark
-    never writes to the user's own): (process, URL)."""
+    default; ``code``: the tree whose tui/ runs, this one or an older checkout's;
+    ``ledger``: its request ledger there, None: ``--no-ledger``, so a benchmark never
+    writes to the user's own — an older checkout, which has no ledger, is given neither):
+    (process, URL)."""
     port = free_port()
     cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
            f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
@@ -132,7 +137,12 @@ def start_ours(
         cmd += ["--slice-ms", f"{slice_ms:g}"]
     if events is not None:
         cmd += ["--events", str(events)]
-    ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    if code == ROOT:
+        cmd += ["--ledger", str(ledger)] if ledger is not None else ["--no-ledger"]
+    env = {**os.environ, "PYTHONPATH": str(code)}  # (cwd too: `-m` puts it first)
+    ours = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     wait_up(url + "/infertop/health")
     return ours, url
@@ -144,11 +154,13 @@ def start_servers(
     events: Path | None,
     nginx_slice_ms: float = 0.0,
     default_slice_too: bool = False,
+    before: Path | None = None,
     ledger_too: bool = False,
 ) -> Servers:
     """The pace server, nginx and ours; ``nginx_slice_ms``: give nginx's processes that
     scheduler slice (tui/core/sched_slice.py), as ours asks for its own; ``default_slice_too``:
-    also ours with the kernel's default slice, as the path ``ours@default``; ``ledger_too``:
+    also ours with the kernel's default slice, as the path ``ours@default``; ``before``:
+    also the proxy of another checkout (older code), as the path ``before``; ``ledger_too``:
     ours writes its request ledger (a file in the run's folder), and ``ours@no-ledger``
     is the same proxy with ``--no-ledger``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
@@ -157,8 +169,7 @@ def start_servers(
     procs.append(
         subprocess.Popen(
             [
-                sys.executable,
-                str(PACE),
+                *support_command("pace_server"),
                 "--port",
                 str(pace_port),
                 "--interval-ms",
@@ -171,6 +182,7 @@ def start_servers(
                 "4096",
             ],
             stdout=subprocess.DEVNULL,
+            env=support_env(),
         )  # fmt: skip
     )
     pace = f"http://127.0.0.1:{pace_port}"
@@ -203,12 +215,16 @@ def start_servers(
         ours, paths["ours@default"] = start_ours(pace, 0.0, None)
         procs.append(ours)
         cpu_pids["ours@default"] = [ours.pid]
+    if before is not None:
+        old, paths["before"] = start_ours(pace, None, None, before)
+        procs.append(old)
+        cpu_pids["before"] = [old.pid]
     if ledger_too:
-        bare, paths["ours@no-ledger"] = start_ours(pace, None, None, None)
+        bare, paths["ours@no-ledger"] = start_ours(pace, None, None)
         procs.append(bare)
         cpu_pids["ours@no-ledger"] = [bare.pid]
     ledger = work / "ledger.sqlite3" if ledger_too else None
-    ours, paths["ours"] = start_ours(pace, None, events, ledger)
+    ours, paths["ours"] = start_ours(pace, None, events, ledger=ledger)
     procs.append(ours)
     cpu_pids["ours"] = [ours.pid]
     return Servers(pace, paths, cpu_pids, procs, work)

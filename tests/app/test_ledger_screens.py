@@ -7,26 +7,19 @@ clients chose are shown terminal-safe."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from app_support import SYNTH, gen, submit
-from screen_text import screen_text
-
-LEDGER_TESTS = Path(__file__).resolve().parents[1] / "ledger"
-if str(LEDGER_TESTS) not in sys.path:
-    sys.path.insert(0, str(LEDGER_TESTS))
-
-from ledger_support import outcome  # noqa: E402
-from test_requests_screen import FixedFeed  # noqa: E402
-
-from tui.app.screens.history import HistoryScreen, PastRequestScreen  # noqa: E402
-from tui.app.screens.requests import RequestsScreen  # noqa: E402
-from tui.app.screens.usage import UsageScreen  # noqa: E402
-from tui.core.outcome import ClientIdentity  # noqa: E402
-from tui.ledger.writer import LedgerSink  # noqa: E402
+from tests.app.app_support import SYNTH, gen, submit
+from tests.app.screen_text import screen_text
+from tests.app.test_requests_screen import FixedFeed
+from tests.ledger.ledger_support import outcome
+from tui.app.screens.history import HistoryScreen, PastRequestScreen
+from tui.app.screens.requests import RequestsScreen
+from tui.app.screens.usage import UsageScreen
+from tui.core.outcome import ClientIdentity
+from tui.ledger.writer import LedgerSink
 
 EVIL = "mallory\x1b]0;owned\x07"
 
@@ -140,7 +133,7 @@ async def test_the_chats_answers_are_kept_and_this_engine_last_24h(
 
 async def test_who_shows_in_the_client_column(make_config, build_app, wait_for) -> None:
     feed = FixedFeed()
-    import test_requests_screen as t
+    import tests.app.test_requests_screen as t
 
     rows = t.ROWS
     old = rows[2].who

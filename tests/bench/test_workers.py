@@ -7,8 +7,8 @@ import multiprocessing
 import time
 
 import pytest
-from clock_child import send_stamp
 
+from tests.support.clock_child import send_stamp
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.run.workers import default_workers, max_workers, split_streams
@@ -52,7 +52,7 @@ def test_streams_split_evenly_and_never_to_an_empty_worker():
 
 
 async def test_two_workers_merge_records_stamped_against_the_servers_send_times():
-    import pace_server
+    from tests.support import pace_server
 
     cfg = pace_server.PaceConfig(interval_ms=2.0, ttft_ms=5.0, stamps_kept=64)
     port, server, stop = pace_server.start_in_thread(cfg)
@@ -142,7 +142,7 @@ async def test_the_bench_reads_on_its_own_loop_and_other_loops_keep_the_shared_r
 async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured():
     import asyncio
 
-    import pace_server
+    from tests.support import pace_server
 
     port, _server, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=5.0))
     try:
@@ -178,7 +178,7 @@ async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured()
 async def test_two_workers_against_real_llama_server(tmp_path, model_path):
     """The real llama-server (two slots, the small GGUF): a c=2 level split over two
     worker processes; token counts and engine truth come from the server in each."""
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:
         sp = servers.start_llama_server(model_path, tmp_path, ["-np", "2"])

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-import real_servers as servers
 
+from tests.support import real_servers as servers
 from tui.core.outcome import ClientIdentity
 from tui.ledger.store import connect
 from tui.ledger.usage import usage

@@ -26,7 +26,8 @@ import anthropic
 import httpx
 import openai
 import pytest
-from proxy_process import ProxyProcess, start_proxy_process
+
+from tests.support.proxy_process import ProxyProcess, start_proxy_process
 
 pytestmark = pytest.mark.engine
 

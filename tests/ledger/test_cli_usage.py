@@ -10,8 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from ledger_support import outcome
-
+from tests.ledger.ledger_support import outcome
 from tui.core.outcome import ClientIdentity
 from tui.ledger.writer import LedgerSink
 

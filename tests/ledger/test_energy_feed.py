@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_support import outcome
 
+from tests.ledger.ledger_support import outcome
 from tui.core.energy import EnergyReading
 from tui.ledger.energy_feed import EnergyFeed, track_window
 from tui.ledger.store import connect

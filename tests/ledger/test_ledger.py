@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_support import outcome
 
+from tests.ledger.ledger_support import outcome
 from tui.core.outcome import ClientIdentity
 from tui.ledger.store import connect
 from tui.ledger.usage import usage

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_support import outcome
 
+from tests.ledger.ledger_support import outcome
 from tui.ledger.retention import Retention, prune, used_bytes
 from tui.ledger.store import MIGRATIONS, SCHEMA_VERSION, LedgerError, connect
 from tui.ledger.usage import usage
@@ -123,9 +123,8 @@ def test_retention_by_age_then_by_size_oldest_first(tmp_path: Path) -> None:
 
 
 WRITER = """
-import sys, time
-sys.path.insert(0, {here!r})
-from ledger_support import outcome
+import time
+from tests.ledger.ledger_support import outcome
 from tui.ledger.writer import LedgerSink
 sink = LedgerSink(__import__("pathlib").Path({path!r}))
 for i in range({n}):
@@ -140,11 +139,12 @@ print(sink.stats())
 
 def test_two_writer_processes_share_one_file_without_a_lost_row(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite3"
-    here = str(Path(__file__).resolve().parent)
+    root = str(Path(__file__).resolve().parents[2])
     n = 1500
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER.format(here=here, path=str(path), n=n, who=who)],
+            [sys.executable, "-c", WRITER.format(path=str(path), n=n, who=who)],
+            cwd=root,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

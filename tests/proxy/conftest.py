@@ -4,20 +4,12 @@ the real SDKs (tests/http/test_proxy_real.py has the real engines)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-for _p in (SUPPORT, Path(__file__).resolve().parent):  # proxy_support.py (importlib mode)
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-import pace_server  # noqa: E402
-
-from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
+from tests.support import pace_server
+from tui.proxy.server import ProxyConfig, ProxyThread
 
 
 @pytest.fixture

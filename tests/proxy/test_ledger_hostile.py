@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from proxy_process import ProxyProcess, start_proxy_process
+
+from tests.support.proxy_process import ProxyProcess, start_proxy_process
 
 CHAT = {"model": "pace", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -69,7 +70,7 @@ def proxy_log(tmp_path: Path) -> Path:
 @pytest.fixture
 def fast_pace() -> Iterator[str]:
     """A pace server that answers at once (1 ms a token): the proxy's own cost counts."""
-    import pace_server
+    from tests.support import pace_server
 
     port, _server, stop = pace_server.start_in_thread(
         pace_server.PaceConfig(interval_ms=1, ttft_ms=1, tokens=2)

@@ -33,6 +33,8 @@ long-numbers  model lists (/v1/models, /api/tags, /api/ps) where one model's siz
 conn-cl       a model list whose Connection field lists Content-Length (no sender may:
               a proxy that obeys it strips the answer's only length)
 cl-te         a chunked model list that also says Content-Length: 3 (the smuggling shape)
+inflated      a model list, then "hi" whose continuous usage claims 2**53 - 1 tokens
+              (tests/support/hostile_answers.py), its events 5 ms apart
 
 Standard library only; run it in a thread with :func:`start_in_thread`. ``sent`` counts
 the bytes written per mode (what a client that stops reading in time lets through).
@@ -45,6 +47,10 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable
+
+from tests.support.fake_server import FakeServer, read_path
+from tests.support.fake_server import start_in_thread as serve_in_thread
+from tests.support.hostile_answers import inflated_counts
 
 ESC = "\x1b"
 CLIPBOARD = f"{ESC}]52;c;cm0gLXJmIH4K\x07"  # OSC 52: put "rm -rf ~" on the clipboard
@@ -182,44 +188,16 @@ def _prom_shapes(path: str) -> bytes:
     return json.dumps({"status": "success", "data": data}).encode()
 
 
-class HostileServer:
+class HostileServer(FakeServer):
     def __init__(self) -> None:
+        super().__init__()
         self.seen: list[str] = []
         self.props_model_path = ""  # what props-gguf's /props names as its model file
         self.sent: Counter[str] = Counter()
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        self._server = await asyncio.start_server(self._conn, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for w in list(self._writers):
-            w.transport.abort()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
-
-    async def _conn(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        self._writers.add(w)
-        task.add_done_callback(lambda _t: self._writers.discard(w))
+    async def serve(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for ln in lines[1:]:
-                if ln.lower().startswith("content-length:"):
-                    length = int(ln.split(":", 1)[1])
-            if length:
-                await reader.readexactly(length)
+            path = await read_path(reader)
             self.seen.append(path)
             await self._answer(path.split("?", 1)[0], w)
             await w.drain()
@@ -322,38 +300,24 @@ class HostileServer:
                 body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
             w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + framing + b"\r\n")
             await self._send(mode, w, body)
+        elif mode == "inflated" and path.endswith("/v1/models"):
+            w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
+        elif mode == "inflated":  # each event a read of its own
+            await self._send(mode, w, _head("200 OK", ctype))
+            for event in inflated_counts(2**53 - 1):
+                await asyncio.sleep(0.005)
+                await self._send(mode, w, event)
         else:
             w.write(_whole(b'{"error": "no such mode"}', status="404 Not Found"))
 
 
 def start_in_thread(host: str = "127.0.0.1") -> tuple[int, HostileServer, Callable[[], None]]:
     """Serve on a daemon thread; returns (port, server, stop)."""
-    loop = asyncio.new_event_loop()
-    server = HostileServer()
-    ports: list[int] = []
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        ports.append(loop.run_until_complete(server.start(host)))
-        started.set()
-        loop.run_forever()
-
-    th = threading.Thread(target=run, name="hostile-server", daemon=True)
-    th.start()
-    if not started.wait(10):
-        raise RuntimeError("hostile server did not start")
-
-    def stop() -> None:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(5)
-
-    return ports[0], server, stop
+    return serve_in_thread(HostileServer(), "hostile-server", host)
 
 
 def main() -> None:
-    """``python hostile_server.py``: serve on a free port, print it, until killed (for
+    """``python -m tests.support.hostile_server``: serve on a free port, print it, until killed (for
     subprocess tests and benchmarks)."""
     import sys
 
