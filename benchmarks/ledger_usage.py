@@ -67,7 +67,7 @@ def outcome(i: int, t0: float, who: ClientIdentity, rng: random.Random) -> Reque
     m.decode_tps = rng.uniform(20, 120)
     e2e = m.ttft_ms / 1000 + out / m.decode_tps
     m.e2e_ms = e2e * 1000
-    m.itl_token_ms = [1000 / m.decode_tps] * 4
+    m.itl_token_ms, m.itl_token_weights = [1000 / m.decode_tps] * 4, [1] * 4
     route, api = ROUTES[i % len(ROUTES)]
     return RequestOutcome(
         id=f"b-{i}",

@@ -35,7 +35,7 @@ def outcome(
     m.output_tokens_source = "chunk-count-estimate" if estimated else "usage"
     m.decode_tps = 50.0
     m.ttfo_ms = ttft_ms
-    m.itl_token_ms = [10.0, 20.0, 30.0]
+    m.itl_token_ms, m.itl_token_weights = [10.0, 20.0, 30.0], [1, 1, 1]
     truth = None if cached is None else EngineTruth(cached_tokens=cached, source="usage")
     start = time.time() - 60 if t0 is None else t0
     return RequestOutcome(
