@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -163,10 +164,23 @@ def _own(
             t.add("infertop", m["prompt_tokens"], m["output_tokens"])
 
 
+def _rows(ledger: Path) -> int:
+    if not ledger.exists():
+        return 0
+    con = sqlite3.connect(str(ledger), timeout=10)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
+    except sqlite3.OperationalError:  # (no table yet)
+        return 0
+    finally:
+        con.close()
+
+
 def _one_server(
     env: dict[str, str], server: str, model: str, ledger: Path, config: Path, tmp: Path
 ) -> tuple[Traffic, list[bytes]]:
     t = Traffic(server, model)
+    base = _rows(ledger)
     log = tmp / f"proxy-{server.rsplit(':', 1)[1]}.log"
     args = ("--config", str(config), "--ledger", str(ledger))
     metrics: list[bytes] = []
@@ -181,6 +195,12 @@ def _one_server(
     t.curl(p, "c1")
     t.openai_sdk(p, "a2")
     metrics.append(httpx.get(p.url + "/infertop/metrics", timeout=10).content)
+    # the four that ended are committed (the writer's thread does it within milliseconds of
+    # each request's end; under a heavy load, later): then only the one in flight can be lost
+    deadline = time.monotonic() + 30
+    while _rows(ledger) < base + 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _rows(ledger) == base + 4
     cut: list[BaseException] = []
     first = threading.Event()
 
