@@ -103,7 +103,7 @@ def test_an_older_file_is_upgraded_with_its_rows_and_a_newer_one_refused(tmp_pat
 
 def test_retention_by_age_then_by_size_oldest_first(tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite3"
-    sink = LedgerSink(path, Retention(keep_days=10, max_mb=1000))
+    sink = LedgerSink(path, Retention(keep_days=1000, max_mb=1000), queue_limit=10_000)
     now = time.time()
     for day in range(30):
         for _ in range(200):

@@ -75,6 +75,7 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
     import os
 
     from tui.proxy.identity import ClientKeys
+    from tui.proxy.peer_process import LookupState
 
     url, _server = pace
     keys = ClientKeys(b"s" * 32, {})
@@ -88,7 +89,7 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
 
     def looked_up() -> bool:
         conns = proxy.call(lambda: [c.process.state for c in proxy.proxy.connections])
-        return bool(conns) and all(state == "done" for state in conns)
+        return bool(conns) and all(state is LookupState.DONE for state in conns)
 
     with httpx.Client(base_url=proxy.url, timeout=10, headers=heads) as c:
         for i in range(2):  # the second on the same connection, once its process is found
