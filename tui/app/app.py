@@ -15,6 +15,8 @@ from textual.worker import Worker, WorkerState
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
+from tui.app.ledger_commands import LedgerCommands
+from tui.app.ledger_link import AppLedger, thread_note
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 class InfertopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
-    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands}
+    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands, LedgerCommands}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
@@ -68,6 +70,7 @@ class InfertopApp(App[None]):
         engine: str | None = None,
         watch: str | RequestsFeed | None = None,
         discover: bool | None = None,
+        ledger: Path | None = None,
     ) -> None:
         super().__init__()
         # Textual's private names used only on the Textual they fit, else its own code
@@ -102,6 +105,13 @@ class InfertopApp(App[None]):
             recorder=recorder if record_session else None,
             host_spec=ui_engine_spec,
         )
+        # the request ledger: every answer (and bench request) kept, numbers only
+        self.ledger = AppLedger(ledger, config.ledger)
+        sink = self.ledger.open(thread_note(self))
+        if sink is not None:
+            self.core.outcomes.add(sink)
+        elif self.ledger.error:
+            self.startup_notes.append((self.ledger.error, "warning"))
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         notes: list[str] = []
         self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
@@ -253,6 +263,7 @@ class InfertopApp(App[None]):
             self.notify(f"loading {found.name} ({found.details()}) in-process…", timeout=4)
 
     def _start_sampler(self) -> None:
+        self.ledger.start_energy(self.hardware.sampler.energy, self.core)
         self.run_worker(
             self.hardware.sampler.run,
             thread=True,
@@ -270,6 +281,8 @@ class InfertopApp(App[None]):
             if close is not None:
                 await asyncio.to_thread(close)
         await self.core.close()
+        await asyncio.to_thread(self.ledger.stop_energy)
+        await asyncio.to_thread(self.core.outcomes.close)
 
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message."""
@@ -379,7 +392,8 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
     ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests) and
     ``discover`` (probe local servers after the first paint; None: ``[discovery]
-    enabled`` in config).
+    enabled`` in config) and ``ledger`` (the request ledger's file: every answer kept
+    there, the usage and history screens read it; None: off).
     """
     return InfertopApp(config, **kwargs)
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.cli.ledger_args import add_ledger_arguments
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
@@ -44,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead (the model's text raw, escaped by JSON itself)",
     )
+    add_ledger_arguments(p)
     p.epilog = RUN_EPILOG
 
 
@@ -77,15 +79,30 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     except EngineError as e:
         return fail(str(e))
+    from tui.cli.ledger_args import open_ledger, say
+
+    outcomes = Outcomes()
+    ledger = open_ledger(args, cfg, say("infertop run"))
+    if ledger is not None:
+        outcomes.add(ledger)
     try:
         info, load_ms, timeline, own = asyncio.run(
-            _run(cfg, spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
+            _run(
+                cfg,
+                spec,
+                request,
+                echo=not args.json,
+                hardware=hardware,
+                raw=not _to_terminal(),
+                outcomes=outcomes,
+            )
         )
     except EngineError as e:
         return fail(str(e), 1)
     finally:
         if hardware is not None:
             hardware.stop()
+        outcomes.close()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None
     energy = (

@@ -234,6 +234,9 @@ class BenchScreen(Screen[None]):
             on_update=lambda u: self.post_message(BenchProgress(u)),
             environment=environment(),
         )
+        sink = getattr(getattr(self.app, "ledger", None), "sink", None)
+        if sink is not None:  # every request the bench sends, in the ledger too
+            self.runner.outcomes.add(sink)
         self.query_one("#start", Button).disabled = True
         self.query_one("#stop", Button).disabled = False
         self.query_one("#status", Static).update("starting…")
