@@ -16,11 +16,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
+from tui.app.app_api import discovery_host
 from tui.app.messages import KvUpdated, ModelsListed, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.server_panel import ServerPanel
-from tui.chat.catalog import Catalog, Choice
+from tui.chat.catalog import Choice
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
@@ -145,10 +146,10 @@ class ChatEngines(Screen[None]):
         self._toggle_ab()
 
     def _ab_offer(self) -> list[Choice]:
-        catalog: Catalog | None = getattr(self.app, "catalog", None)
-        if self.core.ab or self.b_chosen or catalog is None or not catalog.discovered:
+        host = discovery_host(self.app)
+        if self.core.ab or self.b_chosen or host is None or not host.catalog.discovered:
             return []
-        return catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
+        return host.catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
 
     def _ab_picked(self, choice: Choice | None) -> None:
         if choice is None:
@@ -203,14 +204,14 @@ class ChatEngines(Screen[None]):
     def _list_models(self, name: str) -> None:
         """A server engine that is ready: its models join the palette (once per engine;
         servers discovery found are listed already)."""
-        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        host = discovery_host(self.app)
         spec = self.core.config.engines.get(name)
-        if catalog is None or spec is None or name in catalog.models:
+        if host is None or spec is None or name in host.catalog.models:
             return
         kind = find_kind(spec.kind)  # a server kind lists its models
         if kind is None or not kind.http or not spec.url:
             return
-        catalog.models[name] = []  # asked once, whatever the answer
+        host.catalog.models[name] = []  # asked once, whatever the answer
 
         def list_them() -> None:
             from tui.engines.base import EngineError
