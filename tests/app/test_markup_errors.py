@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_support import gen, summary, turns
-from screen_text import screen_text
 from textual.app import App
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
+from tests.app.app_support import gen, summary, turns
+from tests.app.screen_text import screen_text
 from tui.app.screens.bench import BenchScreen
 from tui.app.screens.compare import CompareApp, CompareScreen
 from tui.bench.report.files import load_report
@@ -109,7 +109,9 @@ async def test_a_server_error_is_shown_as_it_is_at_start_and_mid_chat(  # type: 
 ):
     url, handler = server
     handler.models_error = message  # the engine's load fails: at every start
-    cfg = make_config(f'default_engine = "h"\n{gen(4)}[engines.h]\nkind = "openai"\nurl = "{url}"\n')
+    cfg = make_config(
+        f'default_engine = "h"\n{gen(4)}[engines.h]\nkind = "openai"\nurl = "{url}"\n'
+    )
     app = build_app(cfg)
     async with app.run_test(size=(120, 36), notifications=True) as pilot:
         await wait_for(pilot, lambda: any(message in t.plain for t in toasts(app)), 30)

@@ -147,9 +147,9 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(Text("infertop keys", style="bold"), classes="title")
-            yield Static(app_keys(self.bound), id="app-keys")
+            yield Static(app_keys(self.bound), id="app-keys", markup=False)
             yield Static(Text("editing the prompt", style="bold"), classes="title")
-            yield Static(editing_keys(_text_area_bindings()), id="edit-keys")
+            yield Static(editing_keys(_text_area_bindings()), id="edit-keys", markup=False)
             yield Static(
                 Text("Esc or F1 closes this; README.md has the same list.", style="dim"),
                 classes="title",
