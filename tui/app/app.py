@@ -170,6 +170,18 @@ class InfertopApp(App[None]):
             text, title=terminal_label(title), severity=severity, timeout=timeout, markup=markup
         )
 
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Textual's run; when the UI stops on an error (exit code not 0), the terminal,
+        restored, says so and names the log with the traceback (tui/app/terminal.py):
+        stderr goes to the engines' log while the UI runs, and the app would just be
+        gone."""
+        super().run(*args, **kwargs)
+        if self.return_code:
+            from tui.app.terminal import say_crash
+            from tui.app.textual_private import app_error
+
+            say_crash(self.return_code, app_error(self))
+
     def on_mount(self) -> None:
         # The engine threads stamp tokens; a thread woken by a token must get the GIL
         # from the UI thread first (see tui/core/pauses.py).
