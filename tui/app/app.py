@@ -175,12 +175,13 @@ class InfertopApp(App[None]):
         restored, says so and names the log with the traceback (tui/app/terminal.py):
         stderr goes to the engines' log while the UI runs, and the app would just be
         gone."""
-        super().run(*args, **kwargs)
+        result = super().run(*args, **kwargs)
         if self.return_code:
             from tui.app.terminal import say_crash
             from tui.app.textual_private import app_error
 
             say_crash(self.return_code, app_error(self))
+        return result
 
     def on_mount(self) -> None:
         # The engine threads stamp tokens; a thread woken by a token must get the GIL
