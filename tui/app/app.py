@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
+from tui.app.listeners import ListenerWatch
 from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
@@ -115,6 +116,8 @@ class InfertopApp(App[None]):
         # and its port's listener is the user's own (anyone may listen on a free port)
         self.awaiting_remembered: str | None = None
         self.port_owners: dict[int, PortOwner] = {}  # where discovery found servers
+        # ... and whose listener each prompt to one is sent to (tui/app/listeners.py)
+        self.listeners = ListenerWatch()
         if (
             self.discovery_on
             and fleet is None
@@ -228,8 +231,10 @@ class InfertopApp(App[None]):
 
     def on_servers_found(self, msg: ServersFound) -> None:
         from tui.app.discovery import found_note
+        from tui.engines.servers.discovery import FOUND
 
         added = self.catalog.add_found(self.config, msg.findings)
+        self.listeners.found |= {f.port for f in msg.findings if f.status == FOUND}
         self.discovery_done = True
         if added:
             self.notify(found_note(added), timeout=6)
@@ -253,6 +258,7 @@ class InfertopApp(App[None]):
             owner = self.port_owners.get(int(name.rsplit(":", 1)[1]))
             if owner is not None and owner.is_yours():
                 self.chat.use_engine("A", name)
+                self.listeners.trust(owner)  # the user's own: each prompt checks it still is
                 return
             from tui.app.discovery import remembered_note
 

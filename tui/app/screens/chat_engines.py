@@ -7,6 +7,7 @@ core's (tui/chat/core.py); this only starts the workers and asks the view to dra
 
 from __future__ import annotations
 
+import asyncio
 import time
 from functools import partial
 from pathlib import Path
@@ -17,6 +18,7 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from tui.app.app_api import discovery_host
+from tui.app.listeners import changed_note, loopback_port
 from tui.app.messages import KvUpdated, ModelsListed, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
@@ -77,6 +79,7 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        self._chosen(name)
         if slot == "B":
             self.b_chosen = True
         if old == name:
@@ -84,6 +87,33 @@ class ChatEngines(Screen[None]):
         self._slot_now_runs(slot, name)
         if old is not None:
             self._close(self.core.release(old), old)
+
+    def _chosen(self, name: str) -> None:
+        """The user chose engine ``name``: a server discovery found is sent to whoever
+        listens on its port now (tui/app/listeners.py), even after a refusal."""
+        host = discovery_host(self.app)
+        spec = self.core.config.engines.get(name)
+        if host is not None and spec is not None:
+            host.listeners.chosen(spec)
+
+    async def listeners_unchanged(self) -> bool:
+        """Before a prompt: each found server it goes to is still listened on by the
+        process trusted (read in a thread); False, with a notification for each one
+        that is not, when the prompt must not be sent."""
+        host = discovery_host(self.app)
+        if host is None:
+            return True
+        engines = {self.core.engine_of(slot) for slot in self.core.slots()}
+        specs = [self.core.config.engines[name] for name in engines]
+        ports = host.listeners.ports(specs)
+        if not ports:
+            return True
+        changed = await asyncio.to_thread(host.listeners.changed, ports)
+        for owner in changed:
+            for spec in specs:
+                if loopback_port(spec) == owner.port:
+                    self.notify(changed_note(spec.name, owner), severity="warning", timeout=15)
+        return not changed
 
     def _slot_now_runs(self, slot: str, name: str) -> None:
         """Slot ``slot`` now runs engine ``name``: its panels start afresh and it loads
@@ -117,6 +147,7 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        self._chosen(name)
         if slot == "B":
             self.b_chosen = True
         self._close(stale, name)
