@@ -25,6 +25,8 @@ from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.core.events import REASONING
 
+pytestmark = pytest.mark.private_paths  # again with the Textual fallback (docs/testing.md)
+
 LINE = "I should weigh prefill against decode before I answer this one. "
 FRAMES = 12
 
