@@ -103,8 +103,8 @@ class ChatEngines(Screen[None]):
         host = discovery_host(self.app)
         if host is None:
             return True
-        engines = {self.core.engine_of(slot) for slot in self.core.slots()}
-        specs = [self.core.config.engines[name] for name in engines]
+        engines = {self.core.slot_engine.get(slot) for slot in self.core.slots()}
+        specs = [self.core.config.engines[n] for n in engines if n in self.core.config.engines]
         ports = host.listeners.ports(specs)
         if not ports:
             return True
