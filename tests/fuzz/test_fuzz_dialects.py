@@ -28,8 +28,8 @@ from tui.core.events import PARTS, RequestSent, StreamEvent, TextChunk, Usage
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.dialects import STREAMED, decoder_for
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.whole import whole_answer
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.sse import EventTooLarge
 
 ALLOWED = (StreamProtocolError, StreamServerError, EventTooLarge)

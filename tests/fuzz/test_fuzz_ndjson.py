@@ -30,8 +30,8 @@ from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.core.events import EngineReport, Finished, RequestSent, StreamEvent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.ollama import OllamaDecoder
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.sse import EventTooLarge, NDJSONDecoder
 
 SPLITS = 7

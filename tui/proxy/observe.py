@@ -31,9 +31,9 @@ import zlib
 from tui.core.events import Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for
 from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.llama import timings_events
 from tui.engines.dialects.whole import whole_answer
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
 from tui.transport.http_io import ERROR_BODY_LIMIT, error_message_from_body

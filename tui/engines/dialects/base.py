@@ -29,9 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.core.events import ANSWER, REASONING, TOOL, Failed, Finished, StreamEvent, TextChunk, Usage
+from tui.engines.dialects.errors import StreamProtocolError
 from tui.engines.dialects.fields import LLAMA_TIMINGS, kept_numbers
 from tui.engines.dialects.think import ThinkSplitter
-from tui.engines.http.stream_errors import StreamProtocolError
 from tui.transport.sse import NDJSONDecoder, SSEDecoder
 
 try:  # orjson parses a stream chunk ~3x faster than json (client CPU per token)

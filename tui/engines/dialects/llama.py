@@ -22,13 +22,13 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import (
     LLAMA_TIMINGS,
     engine_message,
     engine_word,
     kept_numbers,
 )
-from tui.engines.http.stream_errors import StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 

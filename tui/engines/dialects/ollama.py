@@ -22,8 +22,8 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
 from tui.engines.dialects.base import Emit, StreamDecoder
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL, engine_message, engine_word, kept_numbers
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count

@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, json_loads, text_of
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamServerError
 
 _REASONING = frozenset(
     (

@@ -47,6 +47,7 @@ from tui.engines.base import (
 )
 from tui.engines.dialects import route_dialect
 from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.http.http_common import (
     access_for,
     base_url,
@@ -55,7 +56,6 @@ from tui.engines.http.http_common import (
     make_client,
     wrong_content_failure,
 )
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.access import HttpAccess
 from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
 from tui.transport.http_calls import (
