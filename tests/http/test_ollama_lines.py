@@ -12,7 +12,7 @@ from tui.engines.dialects.ollama import OllamaDecoder, truth_from_final
 
 def read(line: str) -> list[StreamEvent]:
     out: list[StreamEvent] = []
-    OllamaDecoder().payload(line, 1, out.append)
+    OllamaDecoder("ndjson").payload(line, 1, out.append)
     return out
 
 

@@ -126,7 +126,7 @@ def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None, str
     """(``model``, ``stream``, ``user``) of a generation request's JSON body (None: not
     said; Ollama's routes stream unless told not to; ``user``: OpenAI's ``user``, else
     Anthropic's ``metadata.user_id``)."""
-    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
+    stream: bool | None = True if routes.streams_by_default(path) else False
     try:
         obj = json_loads(body) if body else None
     except (ValueError, RecursionError):

@@ -29,11 +29,11 @@ from __future__ import annotations
 import zlib
 
 from tui.core.events import Failed, Finished, FirstByte
-from tui.engines.dialects import decoder_for
+from tui.engines.dialects import decoder_for, whole_answer
 from tui.engines.dialects.base import CUT_SHORT
 from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
+from tui.engines.dialects.kinds import streamed_as
 from tui.engines.dialects.llama import timings_events
-from tui.engines.dialects.whole import whole_answer
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
 from tui.transport.http_io import ERROR_BODY_LIMIT, error_message_from_body
@@ -45,10 +45,6 @@ except ImportError:  # pragma: no cover - a dependency
     from json import loads as json_loads  # type: ignore[assignment]
 
 WHOLE_LIMIT = 16 * 1024 * 1024
-# Dialects streamed as server-sent events (Ollama streams NDJSON)
-SSE_DIALECTS = frozenset(
-    {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
-)
 
 
 class Observer:
@@ -207,9 +203,9 @@ def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Ob
         errors.content_type = ctype
         obs = errors
     elif "event-stream" in ctype:
-        obs = Streamed(record, dialect if dialect in SSE_DIALECTS else "openai-chat")
+        obs = Streamed(record, streamed_as(dialect, "sse").name)
     elif "ndjson" in ctype:
-        obs = Streamed(record, "ollama")
+        obs = Streamed(record, streamed_as(dialect, "ndjson").name)
     elif "json" in ctype:
         obs = WholeBody(record, dialect)
     else:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
 from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
 
@@ -45,8 +45,8 @@ def stop_reason(reason: Any) -> str:
 class AnthropicDecoder(StreamDecoder):
     """One streamed message (see the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.block_is_tool = False
 
     def payload(self, data: str | bytes, t_ns: int, emit: Emit) -> None:

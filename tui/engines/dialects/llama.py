@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
 from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import (
     LLAMA_TIMINGS,
@@ -90,8 +90,8 @@ def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usa
 class LlamaCompletionDecoder(StreamDecoder):
     """llama-server's ``/completion`` stream (see the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.final: dict[str, Any] | None = None
         self.final_t_ns = 0
 
