@@ -24,6 +24,7 @@ from functools import partial
 
 import httpx
 
+from tui.core.events import FailureKind
 from tui.proxy.exchange import Client, Exchange
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
@@ -193,7 +194,8 @@ def _cut(reads: ObserveQueue, client: Client, observer: Observer | None, why: st
     """The answer cannot be completed: the client connection closes; the request fails
     (once its reads still queued are observed)."""
     if observer is not None:
-        rec, kind = observer.record, "timeout" if "sent nothing" in why else "protocol"
+        rec = observer.record
+        kind: FailureKind = "timeout" if "sent nothing" in why else "protocol"
 
         def cut() -> None:
             if not rec.ended:

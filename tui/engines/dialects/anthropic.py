@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.core.events import FinishReason, OwnReason
 from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
 from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
 
-STOP_REASONS = {
+STOP_REASONS: dict[str, OwnReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "max_tokens": "length",
@@ -36,7 +37,7 @@ STOP_REASONS = {
 }
 
 
-def stop_reason(reason: Any) -> str:
+def stop_reason(reason: Any) -> FinishReason:
     """Anthropic's ``stop_reason`` as a finish reason ("stop" where it gave none)."""
     word = engine_word(reason)
     return STOP_REASONS.get(word, word) if word else "stop"

@@ -28,7 +28,17 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tui.core.events import ANSWER, REASONING, TOOL, Failed, Finished, StreamEvent, TextChunk, Usage
+from tui.core.events import (
+    ANSWER,
+    REASONING,
+    TOOL,
+    Failed,
+    Finished,
+    FinishReason,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
 from tui.engines.dialects.errors import StreamProtocolError
 from tui.engines.dialects.fields import LLAMA_TIMINGS, kept_numbers
 from tui.engines.dialects.think import ThinkSplitter
@@ -112,7 +122,7 @@ class StreamDecoder:
             frames.feed_payloads if isinstance(frames, SSEDecoder) else frames.feed
         )
         self.complete = False  # the server said the answer is over
-        self.finish_reason: str | None = None
+        self.finish_reason: FinishReason | None = None
         self.prompt_tokens: int | None = None
         self.output_tokens: int | None = None
         self.reasoning_tokens: int | None = None
