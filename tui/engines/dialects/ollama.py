@@ -25,8 +25,6 @@ from tui.engines.dialects.base import Emit, Framing, StreamDecoder
 from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL, engine_message, engine_word, kept_numbers
 
-RAW_FIELDS = OLLAMA_FINAL  # the done line's numbers kept (.fields)
-
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count
 TOOL_ARGS_SHOWN = 64 * 1024  # characters of one whole tool call's arguments kept as text
