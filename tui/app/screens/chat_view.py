@@ -31,7 +31,7 @@ from tui.app.widgets.text_lines import TextLines
 from tui.chat.core import ChatCore
 from tui.chat.events import AnswerEnded, AnswerWaiting, TurnEnded
 from tui.chat.hardware import HardwareWatch, roofline_text
-from tui.core.events import REASONING, ContextFill
+from tui.core.events import REASONING, ContextFill, Part
 from tui.core.kv import KvState
 from tui.core.live import LiveRequest, LiveSnapshot
 from tui.core.safe_text import markup_label
@@ -79,7 +79,7 @@ class ChatView:
                 if turn is not None and runs and not turn.finished:
                     await self._append(turn, runs, live)
 
-    async def _append(self, turn: Turn, runs: list[tuple[str, str]], live: LiveRequest) -> None:
+    async def _append(self, turn: Turn, runs: list[tuple[Part, str]], live: LiveRequest) -> None:
         """Runs of text (part, text) into ``turn``. When they end its thinking, the fold's
         line gets the live numbers first (final ones come with the answer's end):
         thinking time = TTFO − TTFT, the first token being the reasoning's."""

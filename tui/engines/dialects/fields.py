@@ -17,6 +17,7 @@ chosen by name and bounded, never copied whole:
 
 Strings: an engine's word (a finish reason, a stop type) is cut to :data:`WORD_CHARS`
 characters, an engine's error message to :data:`MESSAGE_CHARS` (:func:`engine_word`,
+which tui/core/events.py owns since Finished.reason is typed by it, and
 :func:`engine_message`); a value that is not text stands as its type's name.
 """
 
@@ -24,6 +25,10 @@ from __future__ import annotations
 
 import math
 from typing import Any, Final
+
+# an engine's word, bounded where core types it (Finished.reason)
+from tui.core.events import WORD_CHARS as WORD_CHARS
+from tui.core.events import engine_word as engine_word
 
 # llama-server's documented `timings` (tools/server/README.md): prefill, decode, the
 # prompt cache and speculative decoding
@@ -49,7 +54,6 @@ OLLAMA_FINAL: Final = (
     "eval_count",
     "eval_duration",
 )
-WORD_CHARS: Final = 40  # an engine's word: a finish reason, a stop type
 MESSAGE_CHARS: Final = 300  # an engine's error message
 NUMBER_LIMIT: Final = 2**63  # a kept number at or past this (in size) is not kept
 
@@ -73,12 +77,6 @@ def _bounded(v: Any, limit: int) -> str:
     if type(v) in (int, float, bool):
         return str(v)[:limit]
     return type(v).__name__  # a list or an object: its kind, not its contents
-
-
-def engine_word(v: Any) -> str | None:
-    """An engine's word (a finish reason, a stop type) as kept: None when it gave none
-    (absent, empty, null), else at most :data:`WORD_CHARS` characters."""
-    return _bounded(v, WORD_CHARS) if v else None
 
 
 def engine_message(v: Any) -> str:

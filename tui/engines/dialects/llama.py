@@ -21,14 +21,14 @@ import json
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import (
     LLAMA_TIMINGS,
     engine_message,
     engine_word,
     kept_numbers,
 )
-from tui.engines.http.stream_errors import StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 
@@ -90,8 +90,8 @@ def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usa
 class LlamaCompletionDecoder(StreamDecoder):
     """llama-server's ``/completion`` stream (see the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.final: dict[str, Any] | None = None
         self.final_t_ns = 0
 

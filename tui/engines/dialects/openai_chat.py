@@ -29,18 +29,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, json_loads, text_of
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, json_loads, text_of
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 
 class OpenAIChatDecoder(StreamDecoder):
-    """One streamed chat or text completion (``endpoint``: "chat" or "completions")."""
+    """One streamed chat completion (``choices[].delta``)."""
 
-    def __init__(self, endpoint: str = "chat") -> None:
-        super().__init__()
-        self.endpoint = endpoint
+    endpoint = "chat"
+
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.usage: dict[str, Any] | None = None  # the last usage object, as sent
         self.counted_tokens = 0  # running completion_tokens (continuous usage)
         self.carried = 0  # bytes of the payloads since the last usage (what a rise can be)
@@ -173,3 +174,9 @@ class OpenAIChatDecoder(StreamDecoder):
         added = ct - self.counted_tokens
         self.counted_tokens = ct
         return added
+
+
+class OpenAICompletionsDecoder(OpenAIChatDecoder):
+    """One streamed text completion (``choices[].text``)."""
+
+    endpoint = "completions"
