@@ -41,8 +41,10 @@ from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import OutcomeState
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
+from tui.core.verdict import Seen, Verdict, judge
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError, EngineInfo, EngineSpec, GenerationRequest
 from tui.engines.placement import CONCURRENT, ABPlan, ab_plan, turn_order
@@ -98,6 +100,7 @@ class ChatCore:
         self.messages: dict[str, list[dict[str, str]]] = {"A": [], "B": []}
         self.history: dict[str, dict[str, RollingWindow]] = {s: windows() for s in SLOTS}
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
+        self.last_verdict: dict[str, Verdict | None] = {"A": None, "B": None}
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._record_error_shown = False
 
@@ -313,10 +316,28 @@ class ChatCore:
             state = "error" if host.state == ERROR else "ready"
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
+        verdict = self.verdict(name, live, metrics)
+        self.last_verdict[slot] = verdict
         self._remember(slot, request, live, metrics)
         await self._record(slot, name, request, live, metrics)
-        self._emit(AnswerEnded(slot, live, metrics))
+        self._emit(AnswerEnded(slot, live, metrics, verdict))
         return metrics
+
+    def verdict(self, name: str, live: LiveRequest, metrics: RequestMetrics) -> Verdict:
+        """Why the answer took its time (tui/core/verdict.py): the chat sends one request
+        to an engine at a time, so none of its own was ahead of it; the engine's slots
+        from what it reported at load (llama-server's /props)."""
+        info = self.info(name)
+        slots = info.parameters.get("total_slots") if info is not None else None
+        seen = Seen(
+            others_at_send=0,
+            others_max=0,
+            slots_total=slots if isinstance(slots, int) and not isinstance(slots, bool) else None,
+        )
+        tl = live.timeline
+        cancelled = metrics.finish_reason == "cancelled" or tl.error_kind == "cancelled"
+        state: OutcomeState = "cancelled" if cancelled else "failed" if tl.error else "done"
+        return judge(metrics, tl.truth, seen, state)
 
     def _remember(
         self, slot: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics

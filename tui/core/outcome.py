@@ -25,6 +25,7 @@ from typing import Final, Literal, Protocol
 
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
+from tui.core.verdict import Verdict
 
 # Where a request was measured.
 Source = Literal["proxy", "chat", "run", "bench"]
@@ -107,6 +108,7 @@ class RequestOutcome:
     truth: EngineTruth | None = None
     error_kind: str | None = None  # Failed.kind where state is "failed"
     trace_id: str | None = None  # the W3C trace id the request carried, where one did
+    verdict: Verdict | None = None  # why it took its time (tui/core/verdict.py)
 
     @property
     def e2e_s(self) -> float:

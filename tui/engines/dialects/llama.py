@@ -20,6 +20,7 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.vllm_request import truth_from_request_metrics
 from tui.engines.http.stream_errors import StreamServerError
 from tui.transport.http_io import error_message_from_body
 
@@ -56,11 +57,18 @@ def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) ->
 
 
 def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usage]:
-    """The engine's report from the ``timings`` a stream carried (none: []); and, when
-    the client asked for no usage, the engine's counts as Usage."""
+    """The engine's report from the ``timings`` a stream carried (llama-server), else
+    from its per-request ``metrics`` (vLLM: tui/engines/dialects/vllm_request.py); none:
+    []. And, when the client asked for no usage, llama-server's counts as Usage."""
     timings = decoder.extra.get("timings")
     if type(timings) is not dict:
-        return []
+        usage = getattr(decoder, "usage", None)
+        truth = truth_from_request_metrics(
+            decoder.extra.get("metrics"),
+            usage if type(usage) is dict else None,
+            decoder.cached_tokens,
+        )
+        return [] if truth is None else [EngineReport(t_ns, truth)]
     usage = getattr(decoder, "usage", None)
     truth = truth_from_timings(timings, usage if type(usage) is dict else None)
     out: list[EngineReport | Usage] = []

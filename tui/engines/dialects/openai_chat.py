@@ -26,7 +26,7 @@ from tui.engines.dialects.base import Emit, StreamDecoder, count, json_loads, te
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
-_EXTRA_KEYS = frozenset(("timings", "x_groq", "system_fingerprint"))  # server-specific, kept
+_EXTRA_KEYS = frozenset(("timings", "x_groq", "system_fingerprint", "metrics"))  # kept
 
 
 class OpenAIChatDecoder(StreamDecoder):
