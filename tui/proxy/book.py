@@ -34,6 +34,7 @@ from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.truth import ScrapedTruth
+from tui.proxy.why import ProxyWhy
 
 try:
     from orjson import dumps as _dumps
@@ -97,6 +98,7 @@ class RequestBook:
         self.tasks: set[asyncio.Task[None]] = set()
         self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
         self.reads = ObserveQueue()  # reads forwarded, to observe (tui/proxy/observe_queue.py)
+        self.why: ProxyWhy | None = None  # verdicts, sessions, the engine's inside (why.py)
 
     def settle(self) -> None:
         """Observe the reads waiting (and the steps queued behind them): the one place
@@ -190,6 +192,7 @@ class RequestBook:
     def _finish(self, rec: ProxiedRequest) -> None:
         m = rec.finalize()
         rec.observer = None  # its reads are all in: no cycle left for the collector
+        verdict = self.why.finish(rec, self) if self.why is not None else None
         self.ended += 1
         if rec.state == "failed":
             self.failed += 1
@@ -198,14 +201,16 @@ class RequestBook:
         self.tokens_ended += m.output_tokens or 0
         self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
         self._keep(rec)
+        why = None if verdict is None else verdict.to_dict()
         if self.events is not None:
-            self.events.put(rec.summary(self.engine, self.metrics.kind))
+            self.events.put({**rec.summary(self.engine, self.metrics.kind), "verdict": why})
         if self.watchers:
             self.publish(
                 {
                     "event": "end",
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
+                    "verdict": why,
                     "totals": self.totals(),
                 }
             )
@@ -246,8 +251,9 @@ class RequestBook:
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.recent]
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
+        extras = self.why.extras() if self.why is not None else {}
         return json_line(
-            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals()}
+            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals(), **extras}
         )
 
     def attach(self, watcher: Watcher) -> None:
@@ -266,4 +272,5 @@ class RequestBook:
         self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
-        self.publish({"event": "tick", "rows": rows, "totals": self.totals()})
+        extras = self.why.extras() if self.why is not None else {}
+        self.publish({"event": "tick", "rows": rows, "totals": self.totals(), **extras})

@@ -56,6 +56,27 @@ def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) ->
     )
 
 
+USAGE_CACHED_SOURCE = "usage: cached prompt tokens"
+
+
+def cached_truth(decoder: StreamDecoder) -> EngineTruth | None:
+    """The one engine number an answer's usage may carry besides counts: the prompt
+    tokens read from the server's cache (chat ``prompt_tokens_details.cached_tokens``,
+    Responses ``input_tokens_details.cached_tokens``, Messages
+    ``cache_read_input_tokens``); None when it says none."""
+    cached = decoder.cached_tokens
+    if cached is None:
+        return None
+    prompt = decoder.prompt_tokens
+    computed = None if prompt is None or prompt < cached else prompt - cached
+    return EngineTruth(
+        prompt_tokens=prompt,
+        prompt_eval_tokens=computed,
+        cached_tokens=cached,
+        source=USAGE_CACHED_SOURCE,
+    )
+
+
 def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usage]:
     """The engine's report from the ``timings`` a stream carried (llama-server), else
     from its per-request ``metrics`` (vLLM: tui/engines/dialects/vllm_request.py); none:
@@ -68,6 +89,8 @@ def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usa
             usage if type(usage) is dict else None,
             decoder.cached_tokens,
         )
+        if truth is None:
+            truth = cached_truth(decoder)
         return [] if truth is None else [EngineReport(t_ns, truth)]
     usage = getattr(decoder, "usage", None)
     truth = truth_from_timings(timings, usage if type(usage) is dict else None)
