@@ -210,9 +210,10 @@ def breakdown(m: RequestMetrics, truth: EngineTruth | None) -> Breakdown:
         computed = max(0, prompt - cached)
     if cached is None and prompt is not None and computed is not None and computed <= prompt:
         cached = prompt - computed
-    decode = truth.decode_ms if truth is not None and truth.decode_ms is not None else m.decode_ms
-    transport = None
-    if m.e2e_ms is not None and decode is not None:
+    engine_decode = truth.decode_ms if truth is not None else None
+    decode = engine_decode if engine_decode is not None else m.decode_ms
+    transport = None  # (only against the engine's own decode time)
+    if m.e2e_ms is not None and engine_decode is not None:
         if source == "engine" and prefill is not None and queue is not None:
             transport = max(0.0, m.e2e_ms - queue - prefill - decode)
         elif m.ttft_ms is not None:
