@@ -304,7 +304,7 @@ def test_counters_going_back_restart_the_rates(srv: Scripted) -> None:
 
 
 def test_a_dripping_slots_ends_at_the_deadline() -> None:
-    import hostile_server
+    from tests.support import hostile_server
 
     port, _server, stop = hostile_server.start_in_thread()
     try:

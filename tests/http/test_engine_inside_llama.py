@@ -30,8 +30,8 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-import real_servers as servers
 
+from tests.support import real_servers as servers
 from tui.engines.inside.reader import InsideReader
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.server import ProxyConfig, ProxyThread

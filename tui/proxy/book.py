@@ -22,6 +22,7 @@ lines pass :data:`WATCHER_BUFFER` bytes is dropped (it reattaches and gets a fre
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections import deque
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tui.core.outcome import Outcomes
 from tui.engines.dialects.vllm_request import SOURCE as PER_REQUEST
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
@@ -81,9 +83,12 @@ class RequestBook:
         events: EventsWriter | None = None,
         truth: ScrapedTruth | None = None,
         info: dict[str, Any] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.metrics = metrics
         self.engine = engine  # the upstream's name in records ("llama-server@host:port")
+        # every finished generation request is published here (tui/core/outcome.py)
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
         self.events = events
         self.truth = truth
         self.info = info or {}
@@ -208,6 +213,8 @@ class RequestBook:
         why = None if verdict is None else verdict.to_dict()
         if self.events is not None:
             self.events.put({**rec.summary(self.engine, self.metrics.kind), "verdict": why})
+        outcome = rec.outcome(str(self.info.get("upstream") or self.engine))
+        self.outcomes.publish(dataclasses.replace(outcome, verdict=verdict))
         if self.watchers:
             self.publish(
                 {
