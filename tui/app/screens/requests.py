@@ -135,8 +135,9 @@ class RequestsScreen(SortedTableScreen):
         Binding("S", "sort(-1)", "Sort back", id="requests_sort_back", show=False),
         Binding("r", "reverse", "Reverse", id="requests_reverse"),
         Binding("f", "follow", "Follow", id="requests_follow"),
-        Binding("e", "engine", "Engine", id="requests_engine"),
-        Binding("a", "sessions", "Sessions", id="requests_sessions"),
+        # (not in the footer, which is full at 80 columns: the lines they open name them)
+        Binding("e", "engine", "Engine", id="requests_engine", show=False),
+        Binding("a", "sessions", "Sessions", id="requests_sessions", show=False),
     ]
 
     def __init__(self, feed: str | RequestsFeed) -> None:
@@ -238,12 +239,9 @@ class RequestsScreen(SortedTableScreen):
         line.display = inside is not None
         if inside is not None:
             lines = full_lines(inside) if self._engine_full else [short_line(inside)]
-            line.update(
-                "\n".join(
-                    terminal_label("engine: " + x if i == 0 else x, width)
-                    for i, x in enumerate(lines)
-                )
-            )
+            hint = " (e: less, a: sessions)" if self._engine_full else " (e: all, a: sessions)"
+            lines[0] = "engine: " + lines[0] + hint
+            line.update("\n".join(terminal_label(x, width) for x in lines))
         box = self.query_one("#req-sessions", Static)
         box.display = self._show_sessions
         if self._show_sessions:
