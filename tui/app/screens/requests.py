@@ -99,17 +99,17 @@ def hardware_line(s: Any, width: int) -> str:
 
 def sessions_text(sessions: list[dict[str, Any]], width: int) -> list[str]:
     """One line per agent session, newest first: turns, context now, prompt tokens
-    cached vs computed over its turns, and its time in prefill, decode, queue and in the
-    client between turns."""
+    cached vs computed over its turns, and its time in prefill, decode, in the client
+    between turns, and queued."""
     if not sessions:
         return ["sessions: none yet (requests that continue one conversation are grouped)"]
     out = [f"sessions ({len(sessions)}):"]
     for d in sessions:
         text = (
-            f"{d.get('id')} {d.get('client') or '?'} · {_n(d, 'turns')} turns · context "
-            f"{_n(d, 'context_tokens')} tok · cached {_n(d, 'cached_tokens')} / computed "
-            f"{_n(d, 'computed_tokens')} tok · prefill {_s(d, 'prefill_ms')} · decode "
-            f"{_s(d, 'decode_ms')} · queue {_s(d, 'queue_ms')} · client {_s(d, 'client_ms')}"
+            f"{d.get('id')} {d.get('client') or '?'} · {_n(d, 'turns')} turns · ctx "
+            f"{_n(d, 'context_tokens')} · cached/computed {_n(d, 'cached_tokens')}/"
+            f"{_n(d, 'computed_tokens')} · prefill {_s(d, 'prefill_ms')} decode "
+            f"{_s(d, 'decode_ms')} client {_s(d, 'client_ms')} queue {_s(d, 'queue_ms')}"
         )
         out.append(terminal_label(text, width))
     return out
@@ -161,6 +161,7 @@ class RequestsScreen(SortedTableScreen):
         yield Static("", id="req-engine", markup=False)  # the engine's inside (e: all)
         yield RequestsTable(id="req-table")
         yield Static("", id="req-detail", markup=False)
+        yield Static("", id="req-why", markup=False)  # the highlighted request's verdict
         yield Static("", id="req-sessions", markup=False)  # agent sessions (a)
         yield Footer(compact=True)
 
@@ -224,11 +225,12 @@ class RequestsScreen(SortedTableScreen):
 
     def _show_detail(self) -> None:
         row = self.highlighted_row()
-        text = detail_text(row) if row else ""
+        self.query_one("#req-detail", Static).update(detail_text(row) if row else "")
         verdict = self.snapshot.verdicts.get(row.id) if row and self.snapshot else None
+        why = self.query_one("#req-why", Static)
+        why.display = verdict is not None
         if verdict is not None:
-            text += "\nwhy: " + terminal_label(verdict.text, 300)
-        self.query_one("#req-detail", Static).update(text)
+            why.update(terminal_label("why: " + verdict.text, max(20, self.size.width - 2)))
 
     def _show_inside(self, snap: WatchSnapshot) -> None:
         """The engine's inside (its short line; ``e``: every line) and, with ``a``, the
