@@ -84,6 +84,21 @@ def watch_server(
         _watch_probe(spec, kv, interval_s, stopped, on_lines, on_kv, access)
         return
     reader = InsideReader(kind, spec.url, access, min_interval_s=INSIDE_INTERVAL_S)
+    try:
+        _watch_inside(reader, kv, interval_s, stopped, on_lines, on_kv, on_short)
+    finally:
+        reader.close()
+
+
+def _watch_inside(
+    reader: InsideReader,
+    kv: tuple[KvLayout | None, str],
+    interval_s: float,
+    stopped: Callable[[], bool],
+    on_lines: Callable[[list[str] | None], object],
+    on_kv: Callable[[KvState], object],
+    on_short: Callable[[str], object] | None,
+) -> None:
     kv_shown = None
     wake = threading.Event()
     while not stopped():

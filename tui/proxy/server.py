@@ -178,6 +178,8 @@ class Proxy:
             self._inside.cancel()
         for task in list(self.why.tasks):
             task.cancel()
+        if self.why.reader is not None:
+            self.why.reader.close()
         if self.server is not None:
             self.server.close()
         for conn in list(self.connections):

@@ -20,7 +20,7 @@ from typing import Final
 
 from tui.core.counter_window import CounterWindow
 from tui.core.inside import WINDOW_S, EngineInside, InsideKind
-from tui.engines.inside.fetch import InsideError, get_json, get_scrape
+from tui.engines.inside.fetch import Fetcher, InsideError
 from tui.engines.inside.llama_server import read_llama_server
 from tui.engines.inside.ollama import read_ollama
 from tui.engines.inside.sglang import read_sglang
@@ -79,6 +79,7 @@ class InsideReader:
         self.kind = kind
         self.base = base_url(url)
         self.access = access or HttpAccess()
+        self.fetch = Fetcher(self.access)
         self.min_interval_s = min_interval_s
         self.deadline_s = deadline_s
         self.may_read = may_read
@@ -94,6 +95,10 @@ class InsideReader:
         self.reads = 0  # reads made (each one GET per endpoint it needs)
         self.skipped = 0  # reads refused by may_read
         self._last_try: float | None = None
+
+    def close(self) -> None:
+        """Let go of the kept connection (a reader read again opens a new one)."""
+        self.fetch.close()
 
     def due(self) -> bool:
         t = self._last_try
@@ -122,10 +127,10 @@ class InsideReader:
         end = time.monotonic() + self.deadline_s
         kind = self.kind
         if kind == "ollama":
-            return read_ollama(self.clock(), get_json(self.base + "/api/ps", self.access, end))
+            return read_ollama(self.clock(), self.fetch.json(self.base + "/api/ps", end))
         if kind == "llama-server":
             return self._llama(end)
-        scrape = get_scrape(self.base + "/metrics", self.access, end)
+        scrape = self.fetch.scrape(self.base + "/metrics", end)
         self.prev_scrape, self.last_scrape = self.last_scrape, scrape
         if kind is None:
             kind = kind_from_scrape(scrape)
@@ -142,14 +147,14 @@ class InsideReader:
         notes: list[str] = []
         if scrape is None:
             try:
-                scrape = get_scrape(self.base + "/metrics", self.access, end)
+                scrape = self.fetch.scrape(self.base + "/metrics", end)
             except InsideError as e:
                 notes.append(f"no /metrics (start llama-server with --metrics): {e}")
                 scrape = Scrape()
         if not self._props_read:
             self._props_read = True
             try:
-                props = get_json(self.base + "/props", self.access, end)
+                props = self.fetch.json(self.base + "/props", end)
                 n = props.get("total_slots") if isinstance(props, dict) else None
                 if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**31:
                     self.total_slots = n
@@ -157,7 +162,7 @@ class InsideReader:
                 pass
         slots: object = None
         try:
-            slots = get_json(self.base + "/slots", self.access, end)
+            slots = self.fetch.json(self.base + "/slots", end)
         except InsideError as e:
             notes.append(f"no /slots: {e}")
         if not scrape.samples and slots is None:
