@@ -248,15 +248,15 @@ def test_slots_of_100000_entries_bounded(srv: Scripted) -> None:
     llama_server(srv, slots=slots)
     r = InsideReader("llama-server", srv.url)
     tracemalloc.start()
-    t0 = time.monotonic()
+    t0 = time.thread_time()  # CPU: what parsing them costs, whatever the machine's load
     ins = r.sample()
-    took = time.monotonic() - t0
+    took = time.thread_time() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert ins is not None
     assert ins.slots_busy == 33_334 and len(ins.slots) == 64 and ins.slots_unlisted == 99_936
     assert ins.slots_total == 2  # /props says; the list is what /slots claimed
-    assert took < 10 and peak < 200 * 2**20, (took, peak)
+    assert took < 5 and peak < 200 * 2**20, (took, peak)  # 0.46 s, 34 MiB here (loaded)
     r2 = InsideReader("llama-server", srv.url)  # past the byte cap: said, not read
     srv.bodies["/slots"] = b"[" + b'{"id":1,"is_processing":true},' * 400_000 + b"{}]"
     ins2 = r2.sample()
@@ -303,6 +303,7 @@ def test_counters_going_back_restart_the_rates(srv: Scripted) -> None:
             assert ins.prefix_hit_rate == pytest.approx(50 / 150)
 
 
+@pytest.mark.timing  # a 1 s deadline, accepted up to 3 s; without it: the drip, for ever
 def test_a_dripping_slots_ends_at_the_deadline() -> None:
     from tests.support import hostile_server
 
@@ -318,6 +319,7 @@ def test_a_dripping_slots_ends_at_the_deadline() -> None:
     assert took < 3.0, took  # one deadline for the whole read
 
 
+@pytest.mark.timing  # a 1 s deadline, accepted up to 3 s; without it: 10 s of drip
 def test_a_drip_beside_good_metrics_is_a_note(srv: Scripted) -> None:
     def drip(handler: BaseHTTPRequestHandler) -> None:
         handler.send_response(200)

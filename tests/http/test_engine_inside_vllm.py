@@ -35,7 +35,7 @@ from tui.engines.inside.reader import InsideReader
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.server import ProxyConfig, ProxyThread
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
 
 BLOCK_BYTES = 128 * 23_040  # a CPU block: 128 tokens × 22.5 KiB (SmolLM2, bf16)
 SPEC = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,"prompt_lookup_min":2}'
