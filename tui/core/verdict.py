@@ -34,8 +34,9 @@ list is in docs/engine-inside.md):
 6. spec-slower: it drafted, and its decode tok/s is below the same engine's without
    speculation (where measured): "draft acceptance 31 %: speculation slower than none";
    spec-low: it drafted and kept under SPEC_LOW of the drafts (no baseline to compare);
-7. decode-shared: other requests through this place decoded beside it: "decode shared
-   with 7 other requests";
+7. decode-shared: other requests through this place decoded beside its decode (first
+   token to end; one that waited in a queue meanwhile did not): "decode shared with 7
+   other requests";
 8. decode-bound: what is left when the decode took most of the time.
 9. unknown: the engine said nothing that tells queue from prefill, and the TTFT is most
    of the request: "no verdict: …" — never a guess.
@@ -93,8 +94,8 @@ class Seen:
     """What the measuring place saw around the request, besides its own stream.
 
     ``others_at_send``: other generation requests to the same engine in flight through
-    this place when it was sent; ``others_max``: the most at once while it ran (None:
-    not known). ``slots_total``: the engine's parallel slots (llama-server ``-np``, from
+    this place when it was sent; ``others_max``: the most of them decoding at once while
+    it decoded (first token to end: tui/core/overlap.py; None: not known). ``slots_total``: the engine's parallel slots (llama-server ``-np``, from
     /props). ``preemptions``: times the engine preempted this request, where it says.
     ``spec_baseline_tps``: decode tok/s of the same engine without speculation, where
     measured (bench ``--compare-spec``)."""

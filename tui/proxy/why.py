@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from tui.core.inside import EngineInside
 from tui.core.outcome import OutcomeState
+from tui.core.overlap import covering, most_at_once
 from tui.core.verdict import Seen, Verdict, judge
 from tui.engines.inside.reader import InsideReader, inside_kind
 from tui.proxy.record import ProxiedRequest
@@ -47,34 +48,49 @@ KEPT: Final = 500  # verdicts kept (as the book's rows)
 READ_EVERY_S: Final = 1.0
 
 
+def _decode_span(r: ProxiedRequest, now: int) -> tuple[int, int] | None:
+    """First token → end (or now, still decoding) of a request; None before its first."""
+    t0 = r.timeline.t_sent_ns
+    first = r.counts.t_first
+    if first is None and r.metrics is not None and r.metrics.ttft_ms is not None and t0:
+        first = t0 + int(r.metrics.ttft_ms * 1e6)
+    if first is None:
+        return None
+    end = r.timeline.t_end_ns
+    return first, end if end is not None else now
+
+
 def overlaps(rec: ProxiedRequest, book: RequestBook) -> tuple[int, int]:
-    """(other requests in flight when ``rec`` was sent, the most at once while it ran),
-    from the requests in flight and the recent ones (newest first; a recent one that
-    ended before ``rec`` was sent ends the walk: the older ended earlier still)."""
+    """(other requests in flight when ``rec`` was sent, the most decoding beside its own
+    decode at once), from the requests in flight and the recent ones (newest first; a
+    recent one that ended before ``rec`` was sent ends the walk: the older ended
+    earlier still). See tui/core/overlap.py."""
     t0, t1 = rec.timeline.t_sent_ns, rec.timeline.t_end_ns
     if t0 is None:
         return 0, 0
     end = t1 if t1 is not None else t0
-    spans: list[tuple[int, int]] = []
-    for r in book.in_flight.values():
-        s = r.timeline.t_sent_ns
-        if r is not rec and s is not None and s <= end:
-            spans.append((s, end))
+    others = [r for r in book.in_flight.values() if r is not rec]
     for r in reversed(list(book.recent)):
         if r is rec:
             continue
-        s, e = r.timeline.t_sent_ns, r.timeline.t_end_ns
+        e = r.timeline.t_end_ns
         if e is not None and e <= t0:
             break
-        if s is not None and s <= end:
-            spans.append((s, e if e is not None else end))
-    at_send = sum(1 for s, e in spans if s <= t0 < e)
-    events = sorted([(max(s, t0), 1) for s, e in spans] + [(min(e, end), -1) for s, e in spans])
-    most = now = 0
-    for _, step in events:
-        now += step
-        most = max(most, now)
-    return at_send, max(most, at_send)
+        others.append(r)
+    sends = []
+    decodes = []
+    for r in others:
+        s = r.timeline.t_sent_ns
+        if s is None or s > end:
+            continue
+        e = r.timeline.t_end_ns
+        sends.append((s, e if e is not None else end + 1))
+        d = _decode_span(r, end + 1)
+        if d is not None:
+            decodes.append(d)
+    mine = _decode_span(rec, end)
+    beside = most_at_once(decodes, *mine) if mine is not None else 0
+    return covering(sends, t0), beside
 
 
 class ProxyWhy:

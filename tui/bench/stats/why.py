@@ -18,7 +18,6 @@ tok/s, and the speed-up over the no-speculation twin's median at that level.
 
 from __future__ import annotations
 
-import bisect
 import statistics
 from typing import Any
 
@@ -28,28 +27,41 @@ from tui.core.verdict import Seen, Verdict, judge
 
 
 def overlaps(records: list[RequestRecord]) -> dict[int, tuple[int, int]]:
-    """id(record) → (others in flight at its send, the most at once while it ran)."""
-    spans = []
+    """id(record) → (others in flight at its send, the most decoding beside its decode
+    at once: tui/core/overlap.py's definitions), by two sweeps over the sorted sends
+    and ends: the cost is the records times the requests in flight at once."""
+    sends: list[tuple[int, int, int]] = []  # (t, 0 end | 1 start, record id)
+    decodes: list[tuple[int, int, int]] = []
     for r in records:
         t0, t1 = r.timeline.t_sent_ns, r.timeline.t_end_ns
-        if t0 is not None:
-            spans.append((t0, t1 if t1 is not None else t0, r))
-    starts = sorted(s for s, _, _ in spans)
-    ends = sorted(e for _, e, _ in spans)
-    events = sorted([(s, 1) for s, _, _ in spans] + [(e, -1) for _, e, _ in spans])
-    running: list[int] = []  # in flight just after each event
-    now = 0
-    for _, step in events:
-        now += step
-        running.append(now)
-    times = [t for t, _ in events]
-    out: dict[int, tuple[int, int]] = {}
-    for s, e, r in spans:
-        at_send = bisect.bisect_right(starts, s) - bisect.bisect_right(ends, s) - 1
-        lo, hi = bisect.bisect_right(times, s), bisect.bisect_left(times, e)
-        most = max(running[lo:hi], default=at_send + 1) - 1
-        out[id(r)] = (max(0, at_send), max(0, most, at_send))
-    return out
+        if t0 is None:
+            continue
+        end = t1 if t1 is not None else t0
+        if end > t0:
+            sends += [(t0, 1, id(r)), (end, 0, id(r))]
+        ttft = r.metrics.ttft_ms
+        first = t0 + int(ttft * 1e6) if ttft is not None else None
+        if first is not None and end > first:
+            decodes += [(first, 1, id(r)), (end, 0, id(r))]
+    at_send: dict[int, int] = {}
+    active: set[int] = set()
+    for _, start, k in sorted(sends):  # an end before a start at the same instant
+        if start:
+            at_send[k] = len(active)
+            active.add(k)
+        else:
+            active.discard(k)
+    beside: dict[int, int] = {}
+    active.clear()
+    for _, start, k in sorted(decodes):
+        if start:
+            active.add(k)
+            n = len(active) - 1
+            for j in active:
+                beside[j] = max(beside.get(j, 0), n)
+        else:
+            active.discard(k)
+    return {id(r): (at_send.get(id(r), 0), beside.get(id(r), 0)) for r in records}
 
 
 def _slots(info: dict[str, Any]) -> int | None:
