@@ -95,8 +95,9 @@ class Seen:
 
     ``others_at_send``: other generation requests to the same engine in flight through
     this place when it was sent; ``others_max``: the most of them decoding at once while
-    it decoded (first token to end: tui/core/overlap.py; None: not known). ``slots_total``: the engine's parallel slots (llama-server ``-np``, from
-    /props). ``preemptions``: times the engine preempted this request, where it says.
+    it decoded (first token to end: tui/core/overlap.py; None: not known).
+    ``slots_total``: the engine's parallel slots (llama-server ``-np``, from /props).
+    ``preemptions``: times the engine preempted this request, where it says.
     ``spec_baseline_tps``: decode tok/s of the same engine without speculation, where
     measured (bench ``--compare-spec``)."""
 
