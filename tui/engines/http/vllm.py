@@ -126,10 +126,8 @@ class VLLMEngine(OpenAICompatEngine):
 
     async def truth_after(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         cached = state.cached_tokens
-        usage = getattr(state, "usage", None)
-        own = truth_from_request_metrics(
-            state.extra.get("metrics"), usage if isinstance(usage, dict) else None, cached
-        )
+        counted = {"prompt_tokens": state.prompt_tokens, "completion_tokens": state.output_tokens}
+        own = truth_from_request_metrics(state.extra.get("metrics"), counted, cached)
         if own is not None:
             self.per_request_metrics = True
             return own
