@@ -49,7 +49,7 @@ def np1(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess
 
 @pytest.fixture(scope="module")
 def proxy(np1: servers.ServerProcess) -> Iterator[ProxyThread]:
-    t = ProxyThread(ProxyConfig(upstream=np1.url, kind="llama-server"))
+    t = ProxyThread(ProxyConfig(upstream=np1.url, kind="llama-server", listen_port=0))
     t.start()
     yield t
     t.stop()
@@ -232,10 +232,10 @@ def test_the_panels_acceptance_is_the_servers(spec_server: servers.ServerProcess
     assert reader.sample() is not None
     raw0 = fetch(url + "/metrics")
     drafted = accepted = 0
-    for prompt in (REPETITIVE, "Count from 1 to 30.", REPETITIVE.replace("fox", "cat")):
+    for prompt in (REPETITIVE, "Count from 1 to 30."):
         body = {
             "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": 120,
+            "max_tokens": 80,
             "temperature": 0,
         }
         t = httpx.post(url + "/v1/chat/completions", json=body, timeout=300).json()["timings"]

@@ -70,7 +70,7 @@ def vllm(server_logs: Path) -> Iterator[servers.ServerProcess]:
 
 @pytest.fixture(scope="module")
 def proxy(vllm: servers.ServerProcess) -> Iterator[ProxyThread]:
-    t = ProxyThread(ProxyConfig(upstream=vllm.url, kind="vllm"))
+    t = ProxyThread(ProxyConfig(upstream=vllm.url, kind="vllm", listen_port=0))
     t.start()
     yield t
     t.stop()
