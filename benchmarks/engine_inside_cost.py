@@ -11,6 +11,11 @@ on     the panel's reader (tui/engines/inside/reader.py: /metrics and /slots, /p
 10 Hz  the same reader ten times a second: ten times the panel's rate, to show the
        reads' cost is not hidden in the noise.
 
+Then, a figure that holds at any load: the server's own CPU per read (its process's
+utime + stime from /proc over ``--reads`` back-to-back reads of an idle server, less the
+same span idle): what one read takes from the engine, and so what a read a second is
+as a share of one core.
+
 The figure is the engine's own decode rate (``timings.predicted_per_second``: llama.cpp's
 clock), so it is the engine that slowed, not a client's stamps. Per round on ÷ off and
 10 Hz ÷ off, then medians with a bootstrap 95 % interval. The workload is checked: each
@@ -85,11 +90,31 @@ def answer(url: str, tokens: int, every_s: float | None) -> tuple[float, int]:
     return float(timings["predicted_per_second"]), reader.reads - reads0
 
 
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_read(url: str, pid: int, reads: int) -> tuple[float, float]:
+    """(the server's CPU seconds per read, its CPU seconds per second idle)."""
+    reader = InsideReader("llama-server", url, min_interval_s=0.0)
+    reader.read()
+    c0, t0 = process_cpu_s(pid), time.monotonic()
+    for _ in range(reads):
+        reader.read()
+    c1, t1 = process_cpu_s(pid), time.monotonic()
+    time.sleep(t1 - t0)  # the same span, idle
+    idle = (process_cpu_s(pid) - c1) / (t1 - t0)
+    reader.close()
+    return ((c1 - c0) - idle * (t1 - t0)) / reads, idle
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reads", type=int, default=300, help="reads for the server's CPU per read")
     a = ap.parse_args()
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
@@ -101,6 +126,12 @@ def main() -> int:
     reads: dict[str, list[int]] = {k: [] for k in ARMS}
     try:
         answer(server.url, a.tokens, None)  # unmeasured: warm the server
+        per, idle = cpu_per_read(server.url, server.pid, a.reads)
+        print(
+            f"the server's CPU per read (/metrics + /slots, {a.reads} reads of an idle server): "
+            f"{per * 1000:.2f} ms (idle {idle * 1000:.1f} ms/s): at one read a second "
+            f"{100 * per:.2f} % of one core   {load()}"
+        )
         for r in range(a.rounds):
             order = ARMS[r % 3 :] + ARMS[: r % 3]
             for arm in order:
