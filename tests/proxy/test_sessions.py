@@ -130,7 +130,6 @@ def test_the_watch_reads_verdicts_inside_and_sessions_as_untrusted() -> None:
         {"id": 5},
     ]
     w.take_line(json.dumps({"event": "tick", "rows": [], "inside": inside, "sessions": sessions}))
-    w.take_line(json.dumps({"event": "session", "id": "r1", "session": {}}))
     w.take_line(
         json.dumps(
             {"event": "end", "row": {**row, "id": "r2"}, "verdict": {"kind": "pwned", "text": "x"}}

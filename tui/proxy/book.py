@@ -28,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from tui.core.outcome import Outcomes
@@ -36,6 +37,7 @@ from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.rows import RequestState
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.why import ProxyWhy
 
@@ -50,6 +52,16 @@ except ImportError:  # pragma: no cover - a dependency
 
     def json_line(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchEvent(str, Enum):
+    """The kinds of line on the live stream (see the module docstring): the ``event``
+    field's value."""
+
+    HELLO = "hello"
+    START = "start"
+    TICK = "tick"
+    END = "end"
 
 
 KEEP = 500
@@ -153,7 +165,7 @@ class RequestBook:
         self.metrics.in_flight += 1
         self.metrics.generation_started(rec.model, rec.path)
         if self.watchers:
-            self.publish({"event": "start", "row": rec.row().to_json()})
+            self.publish({"event": WatchEvent.START, "row": rec.row().to_json()})
 
     def end(self, rec: ProxiedRequest) -> None:
         """It ended (done, failed or cancelled): its reads and its last word observed
@@ -170,7 +182,7 @@ class RequestBook:
         before = rec.truth_before
         # vLLM reported this request itself (per-request metrics): nothing to read after it
         own = rec.timeline.truth is not None and rec.timeline.truth.source == PER_REQUEST
-        alone = rec.alone and before is not None and rec.state == "done"
+        alone = rec.alone and before is not None and rec.state == RequestState.DONE
         if truth is not None and alone and not own:
             task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
             self.tasks.add(task)
@@ -203,9 +215,9 @@ class RequestBook:
         rec.observer = None  # its reads are all in: no cycle left for the collector
         verdict = self.why.finish(rec, self) if self.why is not None else None
         self.ended += 1
-        if rec.state == "failed":
+        if rec.state == RequestState.FAILED:
             self.failed += 1
-        elif rec.state == "cancelled":
+        elif rec.state == RequestState.CANCELLED:
             self.cancelled += 1
         self.tokens_ended += m.output_tokens or 0
         self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
@@ -218,7 +230,7 @@ class RequestBook:
         if self.watchers:
             self.publish(
                 {
-                    "event": "end",
+                    "event": WatchEvent.END,
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
                     "verdict": why,
@@ -264,7 +276,13 @@ class RequestBook:
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
         extras = self.why.extras() if self.why is not None else {}
         return json_line(
-            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals(), **extras}
+            {
+                "event": WatchEvent.HELLO,
+                "proxy": self.info,
+                "rows": rows,
+                "totals": self.totals(),
+                **extras,
+            }
         )
 
     def attach(self, watcher: Watcher) -> None:
@@ -284,4 +302,4 @@ class RequestBook:
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
         extras = self.why.extras() if self.why is not None else {}
-        self.publish({"event": "tick", "rows": rows, "totals": self.totals(), **extras})
+        self.publish({"event": WatchEvent.TICK, "rows": rows, "totals": self.totals(), **extras})

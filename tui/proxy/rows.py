@@ -25,11 +25,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from enum import Enum
 from typing import Any
 
 from tui.core.metrics import RequestMetrics
 
-STATES = ("prefill", "decoding", "done", "failed", "cancelled")
+
+class RequestState(str, Enum):
+    """Where a proxied request is (its JSON form, and its text, is the value)."""
+
+    PREFILL = "prefill"  # forwarded upstream, no text yet
+    DECODING = "decoding"  # its answer's text is coming
+    DONE = "done"  # answered to its end
+    FAILED = "failed"  # the upstream's error status, a broken stream, an internal fault
+    CANCELLED = "cancelled"  # its client went away first
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATES = tuple(s.value for s in RequestState)
 TEXT_LIMIT = 300  # characters of any one text field of a row
 MAX_COUNT = 2**53
 
@@ -44,7 +59,7 @@ class RequestRow:
     route: str
     model: str | None
     stream: bool | None
-    state: str
+    state: RequestState
     status: int | None = None
     age_ms: float = 0.0
     prompt_tokens: int | None = None
@@ -64,7 +79,7 @@ class RequestRow:
 
     @property
     def in_flight(self) -> bool:
-        return self.state in ("prefill", "decoding")
+        return self.state in (RequestState.PREFILL, RequestState.DECODING)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,9 +127,11 @@ def row_from_json(d: Any) -> RequestRow:
     """A row from a proxy's JSON (untrusted: ValueError names the first bad field)."""
     if not isinstance(d, dict):
         raise ValueError("a row is not an object")
-    state = _text(d, "state", required=True)
-    if state not in STATES:
-        raise ValueError(f"unknown state {str(state)[:20]!r}")
+    text = _text(d, "state", required=True)
+    try:
+        state = RequestState(text)
+    except ValueError:
+        raise ValueError(f"unknown state {str(text)[:20]!r}") from None
     status = _count(d, "status")
     return RequestRow(
         id=_text(d, "id", required=True) or "",

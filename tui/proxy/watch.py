@@ -28,6 +28,7 @@ from typing import Any
 from tui.core.inside import EngineInside, inside_from_dict
 from tui.core.safe_text import terminal_label
 from tui.core.verdict import Verdict, verdict_from_dict
+from tui.proxy.book import WatchEvent
 from tui.proxy.rows import TEXT_LIMIT, RequestRow, row_from_json
 from tui.transport.http1 import Http1Pool, fast_path_ok
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
@@ -212,7 +213,7 @@ class ProxyWatch:
         kind = obj.get("event")
         now = time.monotonic()
         with self._lock:
-            if kind == "hello":
+            if kind == WatchEvent.HELLO:
                 rows = [row_from_json(r) for r in _list(obj.get("rows"))]
                 self._rows.clear()
                 self._seen.clear()
@@ -223,10 +224,10 @@ class ProxyWatch:
                 self._info = info if isinstance(info, dict) else {}
                 self.attached = True
                 self.status = "attached"
-            elif kind in ("start", "end"):
+            elif kind in (WatchEvent.START, WatchEvent.END):
                 row = row_from_json(obj.get("row"))
                 self._put(row, now)
-                if kind == "end":
+                if kind == WatchEvent.END:
                     m = obj.get("metrics")
                     self._finished(row, m if isinstance(m, dict) else None)
                     verdict = verdict_from_dict(obj.get("verdict"))
@@ -234,17 +235,15 @@ class ProxyWatch:
                         self._verdicts[row.id] = verdict
                         while len(self._verdicts) > KEEP:
                             self._verdicts.popitem(last=False)
-            elif kind == "tick":
+            elif kind == WatchEvent.TICK:
                 for r in _list(obj.get("rows")):
                     self._put(row_from_json(r), now)
-            elif kind == "session":
-                pass  # (the sessions' summaries come with each tick)
             else:
                 raise ValueError(f"unknown event {str(kind)[:20]!r}")
             totals = obj.get("totals")
             if isinstance(totals, dict):
                 self._take_totals(totals, now)
-            if kind in ("hello", "tick"):
+            if kind in (WatchEvent.HELLO, WatchEvent.TICK):
                 self._inside = inside_from_dict(obj.get("inside"))
                 self._sessions = session_summaries(obj.get("sessions"))
             self.version += 1

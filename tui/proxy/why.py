@@ -7,7 +7,7 @@ as a request ends, and the server runs :meth:`ProxyWhy.run`).
   most at once while it ran (from the book's requests in flight and recent ones), and
   the engine's slots (llama-server's /props ``total_slots``).
 - Its session (tui/proxy/sessions.py): the body's messages hashed on a worker thread,
-  the session filed back on the loop, and a ``session`` line to the watchers.
+  the session filed back on the loop; the sessions ride on the watchers' ticks.
 - The engine's inside (tui/engines/inside), read by the proxy itself at most once a
   second while someone watches, and only while no generation request passes through it
   (the rule its vLLM engine-truth reads follow, tui/proxy/truth.py): a read is never in
@@ -27,6 +27,7 @@ from tui.core.overlap import covering, most_at_once
 from tui.core.verdict import Seen, Verdict, judge
 from tui.engines.inside.reader import InsideReader, inside_kind
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.rows import RequestState
 from tui.proxy.sessions import Arrival, SessionBook, chain, messages_of
 
 
@@ -118,15 +119,15 @@ class ProxyWhy:
         at_send, most = overlaps(rec, book)
         seen = Seen(others_at_send=at_send, others_max=most, slots_total=self.slots_total)
         state: OutcomeState = "done"
-        if rec.state == "failed":
+        if rec.state == RequestState.FAILED:
             state = "failed"
-        elif rec.state == "cancelled":
+        elif rec.state == RequestState.CANCELLED:
             state = "cancelled"
         v = judge(m, rec.timeline.truth, seen, state)
         self.verdicts[rec.id] = v
         while len(self.verdicts) > KEPT:
             self.verdicts.popitem(last=False)
-        if rec.body is not None and rec.state == "done":
+        if rec.body is not None and rec.state == RequestState.DONE:
             task = asyncio.get_running_loop().create_task(self._file(rec, rec.body, v, book))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -148,8 +149,6 @@ class ProxyWhy:
         self.session_of[rec.id] = (session.id, session.turn_count)
         while len(self.session_of) > KEPT:
             self.session_of.popitem(last=False)
-        if book.watchers:
-            book.publish({"event": "session", "id": rec.id, "session": session.to_dict()})
 
     def detail(self, rid: str) -> dict[str, Any]:
         """What the timeline view shows of a request besides its row: verdict, session."""
