@@ -40,7 +40,12 @@ from tui.core.events import (
     Usage,
 )
 from tui.engines.dialects.errors import StreamProtocolError
-from tui.engines.dialects.fields import LLAMA_TIMINGS, kept_numbers
+from tui.engines.dialects.fields import (
+    LLAMA_TIMINGS,
+    VLLM_REQUEST,
+    VLLM_SPECULATION,
+    kept_numbers,
+)
 from tui.engines.dialects.think import ThinkSplitter
 from tui.transport.sse import NDJSONDecoder, SSEDecoder
 
@@ -219,6 +224,16 @@ class StreamDecoder:
         """llama-server's ``timings`` object, its documented numbers only (:mod:`.fields`)."""
         if type(timings) is dict:
             self.extra["timings"] = kept_numbers(timings, LLAMA_TIMINGS)
+
+    def take_request_metrics(self, metrics: Any) -> None:
+        """vLLM's per-request ``metrics``, its documented numbers only (:mod:`.fields`)."""
+        if type(metrics) is not dict:
+            return
+        kept: dict[str, Any] = kept_numbers(metrics, VLLM_REQUEST)
+        spec = metrics.get("speculative_decoding")
+        if type(spec) is dict:
+            kept["speculative_decoding"] = kept_numbers(spec, VLLM_SPECULATION)
+        self.extra["metrics"] = kept
 
     def usage_event(self) -> Usage | None:
         """What the server counted, as a Usage event (None: it counted nothing)."""

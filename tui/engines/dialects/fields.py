@@ -8,6 +8,8 @@ chosen by name and bounded, never copied whole:
 
 - llama-server's ``timings``: :data:`LLAMA_TIMINGS`, its documented numbers (finite
   numbers only);
+- vLLM's per-request ``metrics``: :data:`VLLM_REQUEST` and, of its
+  ``speculative_decoding``, :data:`VLLM_SPECULATION` (numbers only);
 - Ollama's last line: :data:`OLLAMA_FINAL`, its durations and counts (numbers only: no
   text of the request, ``response``/``thinking``/``context``, ever reaches a record);
 - OpenAI's and vLLM's ``usage`` (and the Responses API's, Anthropic's): read field by
@@ -44,6 +46,23 @@ LLAMA_TIMINGS: Final = (
     "cache_n",
     "draft_n",
     "draft_n_accepted",
+)
+# vLLM's per-request account, the answer's `metrics` (--enable-per-request-metrics;
+# entrypoints/generate/base/protocol.py PerRequestMetrics), and its speculation part
+VLLM_REQUEST: Final = (
+    "queue_time_ms",
+    "time_to_first_token_ms",
+    "generation_time_ms",
+    "mean_itl_ms",
+    "tokens_per_second",
+)
+VLLM_SPECULATION: Final = (
+    "num_draft_tokens",
+    "num_accepted_draft_tokens",
+    "num_spec_steps",
+    "num_spec_tokens",
+    "mean_acceptance_length",
+    "draft_acceptance_rate",
 )
 # Ollama's account on its `done` line (nanoseconds and counts; docs/api.md)
 OLLAMA_FINAL: Final = (

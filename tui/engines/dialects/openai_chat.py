@@ -19,8 +19,9 @@ Each SSE ``data`` payload is a ``chat.completion.chunk`` (or ``text_completion``
   completion counts are not counts (no per-chunk count, no output or reasoning total;
   the metrics estimate them, and say so). A usage only at the end is not held to it
   (hidden reasoning is counted there and never streamed);
-- ``timings`` (llama-server): its documented numbers kept in ``extra``
-  (:mod:`.fields`); no other field of a payload is kept.
+- ``timings`` (llama-server) and ``metrics`` (vLLM's per-request account): their
+  documented numbers kept in ``extra`` (:mod:`.fields`); no other field of a payload is
+  kept.
 
 A role-only or empty delta is no token (its bytes still mark the first byte).
 """
@@ -73,6 +74,8 @@ class OpenAIChatDecoder(StreamDecoder):
             tokens = self.take_usage(usage, t_ns, per_chunk=bool(choices))
         if "timings" in obj:
             self.take_timings(obj["timings"])
+        if "metrics" in obj:
+            self.take_request_metrics(obj["metrics"])
         if not choices:
             return None
         if type(choices) is not list:
