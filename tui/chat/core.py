@@ -46,9 +46,10 @@ from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
-from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of
+from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of, timeline_state
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
+from tui.core.verdict import Seen, Verdict, judge
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError, EngineInfo, EngineSpec, GenerationRequest
 from tui.engines.placement import CONCURRENT, ABPlan, ab_plan, turn_order
@@ -113,6 +114,7 @@ class ChatCore:
         self.messages: dict[str, list[dict[str, str]]] = {"A": [], "B": []}
         self.history: dict[str, dict[str, RollingWindow]] = {s: windows() for s in SLOTS}
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
+        self.last_verdict: dict[str, Verdict | None] = {"A": None, "B": None}
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._record_error_shown = False
 
@@ -329,10 +331,12 @@ class ChatCore:
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
         live.disturbed = self._disturbed(live)
-        self._publish(name, request, live, metrics)
+        verdict = self.verdict(name, live, metrics)
+        self.last_verdict[slot] = verdict
+        self._publish(name, request, live, metrics, verdict)
         self._remember(slot, request, live, metrics)
         await self._record(slot, name, request, live, metrics)
-        self._emit(AnswerEnded(slot, live, metrics))
+        self._emit(AnswerEnded(slot, live, metrics, verdict))
         return metrics
 
     def _disturbed(self, live: LiveRequest) -> str | None:
@@ -341,6 +345,20 @@ class ChatCore:
         if self._disturbance is None or tl.t_sent_ns is None:
             return None
         return self._disturbance(tl.t_sent_ns, tl.t_end_ns or time.perf_counter_ns())
+
+    def verdict(self, name: str, live: LiveRequest, metrics: RequestMetrics) -> Verdict:
+        """Why the answer took its time (tui/core/verdict.py): the chat sends one request
+        to an engine at a time, so none of its own was ahead of it; the engine's slots
+        from what it reported at load (llama-server's /props)."""
+        info = self.info(name)
+        slots = info.parameters.get("total_slots") if info is not None else None
+        seen = Seen(
+            others_at_send=0,
+            others_max=0,
+            slots_total=slots if isinstance(slots, int) and not isinstance(slots, bool) else None,
+        )
+        tl = live.timeline
+        return judge(metrics, tl.truth, seen, timeline_state(tl))
 
     def _remember(
         self, slot: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
@@ -356,7 +374,12 @@ class ChatCore:
         self.push_history(slot, m)
 
     def _publish(
-        self, name: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
+        self,
+        name: str,
+        request: GenerationRequest,
+        live: LiveRequest,
+        m: RequestMetrics,
+        verdict: Verdict | None = None,
     ) -> None:
         """The answer's outcome to :attr:`outcomes` (nothing when it was never sent)."""
         host = self.hosts.get(name)
@@ -369,7 +392,13 @@ class ChatCore:
             spec = self.config.engines[name]
             where = Where(spec.kind, spec.kind, spec.url or "in-process", model or spec.model)
         outcome = outcome_of(
-            request.request_id, self.source, where, INFERTOP_ITSELF, live.timeline, m
+            request.request_id,
+            self.source,
+            where,
+            INFERTOP_ITSELF,
+            live.timeline,
+            m,
+            verdict=verdict,
         )
         if outcome is not None:
             self.outcomes.publish(outcome)

@@ -11,12 +11,15 @@ import sys
 from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.cli.ledger_args import add_ledger_arguments
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
+from tui.core.verdict import Verdict
+from tui.core.verdict_text import breakdown_line
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.telemetry.own_cpu import ProcessCpu, ProcessCpuWindow
 
@@ -44,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead (the model's text raw, escaped by JSON itself)",
     )
+    add_ledger_arguments(p)
     p.epilog = RUN_EPILOG
 
 
@@ -77,15 +81,30 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     except EngineError as e:
         return fail(str(e))
+    from tui.cli.ledger_args import open_ledger, say
+
+    outcomes = Outcomes()
+    ledger = open_ledger(args, cfg, say("infertop run"))
+    if ledger is not None:
+        outcomes.add(ledger)
     try:
-        info, load_ms, timeline, own, disturbed = asyncio.run(
-            _run(cfg, spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
+        info, load_ms, timeline, own, verdict, disturbed = asyncio.run(
+            _run(
+                cfg,
+                spec,
+                request,
+                echo=not args.json,
+                hardware=hardware,
+                raw=not _to_terminal(),
+                outcomes=outcomes,
+            )
         )
     except EngineError as e:
         return fail(str(e), 1)
     finally:
         if hardware is not None:
             hardware.stop()
+        outcomes.close()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None
     energy = (
@@ -95,6 +114,7 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
+        result["verdict"] = verdict.to_dict() if verdict is not None else None
         result["disturbed"] = disturbed
         result["hardware"] = summary.to_dict() if summary is not None else None
         result["energy"] = energy.to_dict() if energy is not None else None
@@ -103,6 +123,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print()
         print(format_summary(info, load_ms, metrics, timeline.stamp_source, disturbed))
+        if verdict is not None:
+            print(terminal_label(f"why: {verdict.text}", 400))
+            print(terminal_label(f"     {breakdown_line(verdict.breakdown)}", 400))
         print(own.describe())
         if summary is not None:
             from tui.telemetry.summary import format_line
@@ -220,11 +243,12 @@ async def _run(
     hardware: _Hardware | None = None,
     raw: bool = False,
     outcomes: Outcomes | None = None,
-) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, str | None]:
+) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, Verdict | None, str | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
-    as the TUI's do (tui/chat/core.py); the last item is what disturbed it (a build
-    compiling beside it: tui/engines/files/build_state.py), or None."""
+    as the TUI's do (tui/chat/core.py); the last two items are the answer's verdict and
+    what disturbed it (a build compiling beside it: tui/engines/files/build_state.py),
+    or None."""
     from tui.chat.core import ChatCore
     from tui.engines.files.build_state import BuildWatch
 
@@ -259,7 +283,7 @@ async def _run(
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
         live = core.live["A"]
-        return info, load_ms, live.timeline, own, live.disturbed
+        return info, load_ms, live.timeline, own, core.last_verdict["A"], live.disturbed
     finally:
         await core.close()
 
