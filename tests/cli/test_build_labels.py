@@ -129,12 +129,15 @@ def test_bench_waits_for_the_build_to_end_then_measures(tmp_path, builds, builde
 def test_doctor_says_which_build_runs_and_why(
     tmp_path, builds, builder, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
+    from tui.cli import doctor_engine
     from tui.engines.inprocess import llama_builds
 
     monkeypatch.setenv("INFERTOP_CONFIG", "")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     # a fresh install: only the prebuilt llama.cpp yet, the build for this CPU compiling
-    monkeypatch.setattr(llama_builds, "installed_builds", lambda: frozenset({"prebuilt"}))
+    only_prebuilt = lambda: frozenset({"prebuilt"})  # noqa: E731
+    monkeypatch.setattr(llama_builds, "installed_builds", only_prebuilt)
+    monkeypatch.setattr(doctor_engine, "installed_builds", only_prebuilt)
     write_build_state(builds, compiling(builder.pid))
     main(["doctor", "--no-load"])
     out = capsys.readouterr().out

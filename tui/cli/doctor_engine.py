@@ -9,7 +9,7 @@ import importlib.metadata
 from collections.abc import Callable
 
 from tui.engines.base import EngineSpec
-from tui.engines.files.build_state import read_build_state, read_mode, venv_state_dir
+from tui.engines.files.build_state import BuildWatch, read_mode
 from tui.engines.inprocess.llama_builds import (
     PREBUILT,
     PREBUILT_PIN,
@@ -41,7 +41,7 @@ def check_builds(line: Line) -> frozenset[Build]:
     if TUNED in builds and tuned:
         line(OK, "llama-cpp-python", f"{tuned} ({build_label(TUNED)})")
     else:
-        state = read_build_state(venv_state_dir())
+        state = BuildWatch().state()
         why = state.describe() if state is not None else "not built here yet"
         line(INFO if PREBUILT in builds else MISSING, "llama-cpp-python", f"not installed: {why}")
     prebuilt = _version("xllamacpp")
@@ -65,10 +65,11 @@ def why_this_build(spec: EngineSpec, from_config: bool) -> str:
         return "the build for this CPU is installed"
     if from_config:
         return f"config names it (engine {spec.name!r}, kind {spec.kind})"
-    state = read_build_state(venv_state_dir())
+    watch = BuildWatch()
+    state = watch.state()
     if state is not None and state.phase != "done":
         return state.describe()
-    mode = read_mode(venv_state_dir())
+    mode = read_mode(watch.state_dir)
     if mode == "never":
         return "setup ran with INFERTOP_BUILD=never: llama.cpp is not built for this CPU here"
     return (

@@ -242,9 +242,9 @@ class LlamaCppEngine(BatchedEngine):
 
 def tuned_missing(error: ImportError) -> str:
     """Why the tuned build cannot load: not installed yet (a build may be compiling)."""
-    from tui.engines.files.build_state import read_build_state, venv_state_dir
+    from tui.engines.files.build_state import BuildWatch
 
-    state = read_build_state(venv_state_dir())
+    state = BuildWatch().state()
     doing = f"; {state.describe()}" if state is not None else ""
     return (
         f"{TUNED_LABEL} (llama-cpp-python) is not installed ({error}){doing}; "
