@@ -3,7 +3,8 @@
 The app starts as a fresh install does: only the prebuilt llama.cpp (the built-in engine
 ``prebuilt``). The build is its state file, written here as the builder writes it, with
 a live process named as the builder as its pid (the builder itself is tested in
-tests/engines/test_tuned_build.py, a real one end to end in tests/e2e/test_fresh_clone.py).
+tests/engines/test_tuned_build.py, a real one end to end in tests/e2e/test_fresh_clone.py);
+the failing build is a real one: a broken compiler first on PATH.
 Real engines answer: the prebuilt llama.cpp, then llama.cpp built for this CPU.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.app_support import SIZE, gen, submit, summary, turns
+from tests.support.builds import start_broken_build, stop_builds
 from tui.app.widgets.engine_bar import EngineBar
 from tui.engines.files.build_state import (
     BUILDER_MODULE,
@@ -123,24 +125,24 @@ async def test_the_build_shows_marks_and_hands_over_to_the_tuned_engine(
 
 
 async def test_a_failed_build_says_why_and_the_prebuilt_keeps_answering(
-    make_config, build_app, wait_for, notes, tmp_path, builder
+    make_config, build_app, wait_for, notes, tmp_path, request
 ) -> None:  # type: ignore[no-untyped-def]
-    states = tmp_path / "venv" / "infertop-build"
-    log = tmp_path / "venv" / "build-llama-cpp-python.log"
-    state = compiling(builder.pid, log, 3)
-    write_build_state(states, state)
+    """A real background build (tui/engines/files/tuned_build.py) that fails: a broken
+    compiler first on PATH, llama-cpp-python's CMake check the place it stops."""
+    venv = start_broken_build(tmp_path)
+    request.addfinalizer(lambda: stop_builds(tmp_path))
+    states = venv / "infertop-build"
     app = build_app(make_config(PREBUILT_ONLY), build_watch=BuildWatch(states))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "ready" in bar(app) and "step 3/193" in line(app))
-        builder.kill()
-        why = (
-            'while configuring (CMake): CMake Error: The C compiler "/x/cc" is not able to compile'
-        )
-        write_build_state(states, ended(state, "failed", why))
-        await wait_for(pilot, lambda: "building llama.cpp for this CPU failed" in line(app), 10)
+        await wait_for(pilot, lambda: "ready" in bar(app))
+        failed = "building llama.cpp for this CPU failed"
+        await wait_for(pilot, lambda: failed in line(app), 300)
         said = " ".join(notes(app))
-        assert why in said and f"log: {log}" in said and "the prebuilt llama.cpp stays" in said
-        assert why in line(app) and str(log) in line(app)
+        why = 'CMake Error: The C compiler "' + str(tmp_path / "broken-bin")
+        assert failed in said and why in said, said
+        assert f"log: {venv / 'build-llama-cpp-python.log'}" in said
+        assert "the prebuilt llama.cpp stays" in said
+        assert why in line(app)
         assert app.core.slot_engine["A"] == "prebuilt" and list(app.config.engines) == ["prebuilt"]
         await submit(pilot, "Name a colour.")
         await wait_for(pilot, lambda: turns(app) and turns(app)[-1].finished)

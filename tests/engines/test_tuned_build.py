@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.builds import broken_build_env, builder_command, real_venv, stop_builds
 from tui.core.child_python import child_env
 from tui.engines.files.build_state import BuildState, read_build_state, venv_state_dir
 
@@ -77,17 +78,7 @@ def _env(tmp: Path, recording: str = "pip-wheel-ninja.log", **extra: str) -> dic
 
 
 def _builder(command: str, venv: Path, wheels: Path, env: dict[str, str], *more: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "tui.engines.files.tuned_build",
-        command,
-        f"--venv={venv}",
-        f"--wheels={wheels}",
-        "--cmake-args=-DGGML_NATIVE=OFF -DGGML_AVX2=ON",
-        "--jobs=2",
-        *more,
-    ]
+    return builder_command(command, venv, wheels, *more)
 
 
 def _run(tmp: Path, **extra: str) -> tuple[int, BuildState, list[str]]:
@@ -187,36 +178,11 @@ def test_start_detaches_runs_once_and_stops_on_sigterm(tmp_path: Path) -> None:
     assert done.pid != running.pid
 
 
-BROKEN_CC = '#!/bin/sh\necho "broken compiler (test): $0 refuses to compile" >&2\nexit 1\n'
-
-
-def broken_compilers(bin_dir: Path) -> Path:
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("cc", "gcc", "c++", "g++", "clang", "clang++"):
-        (bin_dir / name).write_text(BROKEN_CC)
-        (bin_dir / name).chmod(0o755)
-    return bin_dir
-
-
-def real_venv(tmp: Path) -> Path:
-    """A venv folder whose python is this test run's (pip and all) behind a wrapper."""
-    venv = tmp / "venv"
-    (venv / "bin").mkdir(parents=True)
-    wrapper = venv / "bin" / "python"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
-    return venv
-
-
 def fail_a_real_build(tmp: Path) -> BuildState:
     """A real ``pip wheel llama-cpp-python`` with a broken compiler first on PATH."""
     venv = real_venv(tmp)
-    env = child_env()
-    env["PATH"] = f"{broken_compilers(tmp / 'broken-bin')}{os.pathsep}{env['PATH']}"
-    for var in ("CC", "CXX", "INFERTOP_TUNED_WHEELS"):
-        env.pop(var, None)
-    cmd = _builder("run", venv, tmp / "wheels", env)
-    subprocess.run(cmd, env=env, timeout=600, check=False)
+    env = broken_build_env(tmp)
+    subprocess.run(builder_command("run", venv, tmp / "wheels"), env=env, timeout=600, check=False)
     state = read_build_state(venv_state_dir(str(venv)))
     assert state is not None
     return state
@@ -235,7 +201,4 @@ def test_a_broken_compiler_fails_the_build_with_one_clear_line(tmp_path: Path) -
 @pytest.fixture(autouse=True)
 def _no_builders_left(tmp_path: Path):  # type: ignore[no-untyped-def]
     yield
-    for state_dir in tmp_path.glob("venv/infertop-build"):
-        state = read_build_state(state_dir)
-        if state is not None and state.running():
-            os.killpg(state.pid, signal.SIGKILL)
+    stop_builds(tmp_path)

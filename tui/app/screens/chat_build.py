@@ -41,7 +41,8 @@ class ChatBuild(ChatEngines):
     _build_timer: Timer | None = None
 
     def follow_build(self) -> None:
-        """At mount: follow a build that runs now; say if the last one failed."""
+        """At mount: follow a build that runs now; say if the last one failed (while the
+        prebuilt engine it would have replaced runs)."""
         state = self.build_watch.state() if self.build_watch is not None else None
         if state is None:
             return
@@ -50,7 +51,7 @@ class ChatBuild(ChatEngines):
             self._show_build(state)
             self._build_timer = self.set_interval(POLL_S, self.build_tick)
         elif state.phase == "failed" and self._on_prebuilt():
-            self._show_build(state, failed=True)
+            self._build_failed(state)
 
     def build_tick(self) -> None:
         """Timer: read the state; show it, and act on its end."""
@@ -67,6 +68,10 @@ class ChatBuild(ChatEngines):
         if state.phase == "done":
             self._built(state)
             return
+        self._build_failed(state)
+
+    def _build_failed(self, state: BuildState) -> None:
+        """Why, with its log, on the line and in a notification; the prebuilt stays."""
         self._show_build(state, failed=True)
         text = terminal_label(state.describe(), 2000) + " — the prebuilt llama.cpp stays"
         self.notify(text, severity="error", timeout=20, markup=False)
