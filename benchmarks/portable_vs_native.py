@@ -46,8 +46,6 @@ CHILD = r"""
 import json, sys, time
 import llama_cpp
 import llama_cpp.llama_cpp as C
-
-ROOT = Path(__file__).resolve().parents[1]
 a = json.loads(sys.argv[1])
 if not a["extra_bufts"]:
     original = C.llama_model_default_params
