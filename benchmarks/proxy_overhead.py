@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import smoke
 from benchmarks.proxy_paths import Servers, cpu_s, get_json, start_servers
 from tui.core.stats import percentile
 from tui.transport.http1 import Http1Pool
@@ -290,7 +291,9 @@ def slices(args: argparse.Namespace) -> tuple[float, bool]:
     return args.nginx_slice_ms, args.default_slice_too
 
 
-def run(args: argparse.Namespace) -> list[str]:
+def run(args: argparse.Namespace, checks: list[tuple[bool, str]] | None = None) -> list[str]:
+    """The report's lines; ``checks`` (a smoke run): (ok, what) of each part's workload."""
+    checks = [] if checks is None else checks
     lines: list[str] = [
         f"proxy_overhead.py on {os.cpu_count()} cores ({os.uname().machine}), "
         f"{time.strftime('%Y-%m-%d %H:%M')}",
@@ -315,6 +318,10 @@ def run(args: argparse.Namespace) -> list[str]:
         )
         for name, r in res.items():
             lines.append(latency_row(name, r, res))
+            want = streams * args.rounds
+            checks.append(
+                (len(r.ttft_ms) == want, f"{streams} stream(s), {name}: {r.failed} failed")
+            )
         lines += path_rows(res)
     if args.one_stream:
         return lines
@@ -335,6 +342,7 @@ def run(args: argparse.Namespace) -> list[str]:
         lines.append(f"{name:<8} {med[name]:6.1f} µs/token  [{each}]")
     if "nginx" in med and med["nginx"] > 0:
         lines.append(f"ours ÷ nginx: {med['ours'] / med['nginx']:.2f}×")
+    checks.append((all(med.get(n, 0) > 0 for n in ("ours", "nginx")), f"CPU per token: {med}"))
     events = Path(tempfile.mkdtemp()) / "events.jsonl"
     servers = start_servers(args.soak_interval_ms, args.soak_streams + 8, events)
     try:
@@ -354,6 +362,7 @@ def run(args: argparse.Namespace) -> list[str]:
     )
     lines.append(json.dumps(s))
     lines.append(f"every request accounted for: {'yes' if every else 'NO'}")
+    checks.append((every and s["client_ok"] > args.soak_streams, f"soak: {s}"))
     return lines
 
 
@@ -385,15 +394,25 @@ def main() -> int:
         help="give nginx this scheduler slice, as ours asks for its own (0: the kernel's)",
     )
     ap.add_argument("--out", type=Path, help="also write the report here")
+    smoke.add_flag(ap)
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.cpu_rounds, args.cpu_requests = 3, 2, 32
         args.soak_streams, args.soak_s = 64, 10.0
-    lines = run(args)
+    if args.smoke:  # every part, tiny: 4 streams, one round each, a 2 s soak of 8 streams
+        args.streams, args.tokens, args.rounds, args.interval_ms = 4, 8, 1, 10.0
+        args.cpu_streams, args.cpu_requests, args.cpu_rounds = 4, 8, 1
+        args.soak_streams, args.soak_s, args.soak_tokens, args.soak_interval_ms = 8, 2.0, 10, 10.0
+    checks: list[tuple[bool, str]] = []
+    lines = run(args, checks)
     text = "\n".join(lines)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    if args.smoke:
+        for ok, what in checks:
+            smoke.check(ok, what)
+        smoke.passed("latency at 1 and 4 streams on three paths, CPU per token, a soak")
     return 0
 
 
