@@ -13,5 +13,5 @@ export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
 # Lint and types first (about 10 s): a style or type slip fails the run like a test.
 .venv/bin/ruff check tui tests benchmarks scripts
 .venv/bin/ruff format --check tui tests benchmarks scripts
-.venv/bin/mypy --strict tui
+.venv/bin/mypy --strict tui tests/support
 exec .venv/bin/python -m pytest "$@"
