@@ -580,7 +580,7 @@ def smoke_run(a: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="infertop-watch-"))
     parts = a.parts.split(",")
     if "tui" in parts:
-        got = part_tui(tmp, 1, 16, 1, 1)
+        got = part_tui(tmp, 1, 16, 1, None)  # (LOCAL says one thread)
         smoke.check(got and not any(math.isnan(x) for x in got), f"tui: a figure is lost {got}")
     if "ui" in parts:
         shares = part_ui(tmp, 1.0, settle_s=0.5, idle_s=0.5)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
-from tui.bench.run.records import LevelRun, RequestRecord, classify
+from tui.bench.run.records import LevelRun, RequestPhase, RequestRecord, classify
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
@@ -95,7 +95,7 @@ class RequestDriver:
     async def run(
         self,
         request: GenerationRequest,
-        phase: str,
+        phase: RequestPhase,
         level: str,
         index: int,
         *,
@@ -156,7 +156,7 @@ class RequestDriver:
 
 
 async def run_sequential(
-    driver: RequestDriver, n: int, make_request: MakeRequest, phase: str, label: str
+    driver: RequestDriver, n: int, make_request: MakeRequest, phase: RequestPhase, label: str
 ) -> list[RequestRecord]:
     out: list[RequestRecord] = []
     for _ in range(n):
