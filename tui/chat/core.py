@@ -34,7 +34,7 @@ from tui.chat.events import (
     Notice,
     TurnEnded,
 )
-from tui.chat.host import ERROR, GENERATING, READY, EngineHost
+from tui.chat.host import ERROR, GENERATING, READY, EngineHost, HostState
 from tui.config import Config
 from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, StreamEvent
@@ -310,7 +310,7 @@ class ChatCore:
                 await host.stream(request, cancel, add)
             except EngineError as e:
                 add(Failed(time.perf_counter_ns(), str(e), "engine"))
-            state = "error" if host.state == ERROR else "ready"
+            state: HostState = ERROR if host.state == ERROR else READY
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
         self._remember(slot, request, live, metrics)

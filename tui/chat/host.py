@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Literal
 
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, StreamEvent
@@ -23,7 +23,13 @@ from tui.engines.kinds import find_kind
 from tui.engines.registry import create_engine
 from tui.transport.reader_loop import LoopThread
 
-IDLE, LOADING, READY, GENERATING, ERROR = "idle", "loading", "ready", "generating", "error"
+# What the host's engine is doing (chat's EngineStateChanged says it to the front ends).
+HostState = Literal["idle", "loading", "ready", "generating", "error"]
+IDLE: HostState = "idle"
+LOADING: HostState = "loading"
+READY: HostState = "ready"
+GENERATING: HostState = "generating"
+ERROR: HostState = "error"
 SHARE_READER_LOOP = True  # see EngineHost._loop_thread
 
 
@@ -33,7 +39,7 @@ class EngineHost:
     def __init__(self, spec: EngineSpec) -> None:
         self.spec = spec
         self.engine: Engine | None = None
-        self.state = IDLE
+        self.state: HostState = IDLE
         self.error: str | None = None
         self.load_ms: float | None = None
         self._thread: LoopThread | None = None
