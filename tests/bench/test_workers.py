@@ -12,7 +12,19 @@ from tests.support.clock_child import send_stamp
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.run.workers import default_workers, max_workers, split_streams
+from tui.core.outcome import Outcomes, RequestOutcome
 from tui.engines.base import EngineSpec
+
+
+class KeepOutcomes:
+    def __init__(self) -> None:
+        self.seen: list[RequestOutcome] = []
+
+    def publish(self, outcome: RequestOutcome) -> None:
+        self.seen.append(outcome)
+
+    def close(self) -> None:
+        pass
 
 
 def test_perf_counter_is_one_clock_across_processes():
@@ -52,13 +64,24 @@ async def test_two_workers_merge_records_stamped_against_the_servers_send_times(
             engines=["pace"], runs=3, warmup=0, concurrency=[4], prompt_tokens=16,
             max_tokens=12, workers=2,
         )  # fmt: skip
-        res = await BenchRunner(plan, [spec]).run()
+        keep = KeepOutcomes()
+        outcomes = Outcomes()
+        outcomes.add(keep)
+        res = await BenchRunner(plan, [spec], outcomes=outcomes).run()
     finally:
         stop()
     run = res.engines[0]
     assert run.error is None and not res.partial
     (level,) = run.levels
     assert level.complete
+    # every request sent is one outcome: the workers' too, and the prompt's calibration
+    ids = [o.id for o in keep.seen]
+    assert len(ids) == len(set(ids)) and {r.request_id for r in level.records} <= set(ids)
+    assert len(ids) == server.stats.requests, (len(ids), server.stats.requests)
+    assert {(o.source, o.route, o.api, o.state) for o in keep.seen} == {
+        ("bench", "/v1/completions", "openai-completions", "done")
+    }
+    assert {o.upstream for o in keep.seen} == {f"http://127.0.0.1:{port}"}
     # merged: every request of both workers, each once, each from a worker process
     assert len(level.records) == 4 * 3 and all(r.ok for r in level.records)
     assert sorted(r.worker for r in level.records) == [1] * 6 + [2] * 6

@@ -29,10 +29,10 @@ def start_proxy() -> Iterator[Callable[..., ProxyThread]]:
     """``start_proxy(upstream_url, **config)`` → a running ProxyThread (its ``url``)."""
     running: list[ProxyThread] = []
 
-    def start(upstream: str, **kw) -> ProxyThread:  # type: ignore[no-untyped-def]
+    def start(upstream: str, outcomes=None, **kw) -> ProxyThread:  # type: ignore[no-untyped-def]
         kw.setdefault("listen_port", 0)
         kw.setdefault("kind", "openai")
-        t = ProxyThread(ProxyConfig(upstream=upstream, **kw))
+        t = ProxyThread(ProxyConfig(upstream=upstream, **kw), outcomes)
         t.start()
         running.append(t)
         return t

@@ -18,10 +18,17 @@ from collections.abc import Callable
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
-from tui.bench.run.records import LevelRun, RequestPhase, RequestRecord, classify
+from tui.bench.run.records import (
+    LevelRun,
+    RequestPhase,
+    RequestRecord,
+    classify,
+    record_outcome,
+)
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
+from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import Engine, GenerationRequest
 
@@ -43,12 +50,16 @@ class RequestDriver:
         t0_ns: int,
         stop: threading.Event,
         on_record: Callable[[RequestRecord], None] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.engine = engine
         self.engine_name = engine_name
         self.t0_ns = t0_ns
         self.stop = stop
         self.on_record = on_record
+        # every request sent, calibration and warm-up too, is published here
+        self.outcomes = outcomes
+        self.where: Where | None = None
         self._active: set[CancelToken] = set()
         # request id -> (its cancel token, its timeline so far): open-loop levels watch
         # requests in flight (tui/bench/run/open_loop.py) and may cut one
@@ -150,9 +161,26 @@ class RequestDriver:
         )
         if into is not None:
             into.append(record)
+        if self.outcomes is not None:
+            self.publish(record)
         if notify and self.on_record is not None:
             self.on_record(record)
         return record
+
+    def publish(self, record: RequestRecord) -> None:
+        """A finished request's outcome to :attr:`outcomes` (a worker process's record
+        too: the runner publishes those through its driver)."""
+        if self.outcomes is None:
+            return
+        if self.where is None:
+            try:
+                model = self.engine.info().model
+            except Exception:  # noqa: BLE001 - a name is not worth failing a request
+                model = None
+            self.where = self.engine.where(model)
+        outcome = record_outcome(record, self.where)
+        if outcome is not None:
+            self.outcomes.publish(outcome)
 
 
 async def run_sequential(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
 from tui.core.timeline import RequestTimeline
 
 
@@ -231,3 +232,19 @@ class DepthContext:
         d = dict(self.__dict__)
         d["counted_depth"] = self.counted_depth
         return d
+
+
+def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None:
+    """A bench request's outcome (tui/core/outcome.py; None: it was never sent): source
+    "bench", the client infertop itself; a request the bench cancelled or cut is
+    cancelled, else as its timeline ended."""
+    cut = record.status in ("cancelled", "cut")
+    return outcome_of(
+        record.request_id,
+        "bench",
+        where,
+        INFERTOP_ITSELF,
+        record.timeline,
+        record.metrics,
+        "cancelled" if cut else None,
+    )
