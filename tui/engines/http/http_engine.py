@@ -27,7 +27,6 @@ from __future__ import annotations
 import abc
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -38,9 +37,10 @@ from tui.core.cancel import CancelToken
 from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
 from tui.core.outcome import Where
 from tui.engines.base import (
-    BatchedEngine,
+    Engine,
     EngineError,
     EngineSpec,
+    EventSink,
     GenerationRequest,
     controls_from_body,
     refused,
@@ -67,7 +67,7 @@ from tui.transport.http_calls import (
 )
 from tui.transport.http_io import TRANSPORT_ERRORS, EventDeadline, HttpTimeouts, WholeResponse
 from tui.transport.prometheus import Scrape, ScrapeError, parse
-from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
+from tui.transport.reader_loop import Emit, HttpReader, relay_into
 from tui.transport.sse import EventTooLarge
 from tui.transport.whole import json_body
 
@@ -76,7 +76,7 @@ Response = httpx.Response | Http1Response
 SEND_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
 
 
-class HttpStreamEngine(BatchedEngine):
+class HttpStreamEngine(Engine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
 
     content_type: ClassVar[str] = ""  # a part of the Content-Type the stream must have
@@ -169,25 +169,13 @@ class HttpStreamEngine(BatchedEngine):
         return controls_from_body(self.build_body(request))
 
     # --- a stream --------------------------------------------------------------------
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        try:
-            request.validate()
-        except EngineError as e:
-            yield list(refused(str(e)))
-            return
-        async for batch in relay_batches(self.reader, partial(self._run, request), cancel):
-            yield batch
-
     async def stream_into(
-        self,
-        request: GenerationRequest,
-        cancel: CancelToken | None,
-        sink: Callable[[StreamEvent], None],
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
     ) -> None:
-        """Each event to ``sink`` straight from the reading task when the caller reads on
-        the reader's loop (tui/transport/reader_loop.py: :func:`relay_into`)."""
+        """Each event to ``sink``: straight from the reading task when the caller runs on
+        the reader's loop (the bench, the chat's engine host), else in the batches of a
+        reader-loop turn, on the caller's loop (tui/transport/reader_loop.py:
+        :func:`relay_into`)."""
         try:
             request.validate()
         except EngineError as e:
