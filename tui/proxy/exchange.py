@@ -25,11 +25,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tui.core.outcome import bounded
 from tui.proxy import routes
+from tui.proxy.body_scan import request_fields
 from tui.proxy.book import Departure, RequestBook
 from tui.proxy.identity import ClientKeys, identify, peer_host
-from tui.proxy.limits import BodyBudget
+from tui.proxy.limits import BodyBudget, Hold
 from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.upstream import (
@@ -44,23 +44,18 @@ from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
 from tui.transport.http_head import RequestHead, ResponseHead
 from tui.transport.tcp import Stamped
 
-try:
-    from orjson import loads as json_loads
-except ImportError:  # pragma: no cover - a dependency
-    from json import loads as json_loads  # type: ignore[assignment]
-
 NOT_SENT = "none (the request never reached the upstream)"
 
 
 @dataclass
 class ClientRequest:
-    """A whole request from a client: head, body, when its last byte came, and the bytes
-    of the proxy's body budget it holds until :meth:`Exchange.let_go`."""
+    """A whole request from a client: head, body, when its last byte came, and its hold
+    on the proxy's body budget, kept until :meth:`Exchange.let_go`."""
 
     head: RequestHead
     body: bytes
     t_received_ns: int
-    held: int = 0
+    hold: Hold | None = None
 
 
 class Client(Protocol):
@@ -122,33 +117,6 @@ def send_now(conn: UpstreamConn, message: bytes) -> Sending | None:
     return Sending(conn, message, t_ns, sent)
 
 
-def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None, str | None]:
-    """(``model``, ``stream``, ``user``) of a generation request's JSON body (None: not
-    said; Ollama's routes stream unless told not to; ``user``: OpenAI's ``user``, else
-    Anthropic's ``metadata.user_id``)."""
-    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
-    try:
-        obj = json_loads(body) if body else None
-    except (ValueError, RecursionError):
-        return None, None, None
-    if not isinstance(obj, dict):
-        return None, None, None
-    model = obj.get("model")
-    if isinstance(obj.get("stream"), bool):
-        stream = obj["stream"]
-    return (model if isinstance(model, str) else None), stream, body_user(obj)
-
-
-def body_user(obj: dict[str, Any]) -> str | None:
-    """The end user a request body names: OpenAI's ``user``, else Anthropic's
-    ``metadata.user_id`` (bounded; None: neither is a string)."""
-    user = obj.get("user")
-    if not isinstance(user, str):
-        meta = obj.get("metadata")
-        user = meta.get("user_id") if isinstance(meta, dict) else None
-    return bounded(user) if isinstance(user, str) and user else None
-
-
 def _stamps(conn: UpstreamConn) -> str:
     return KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS
 
@@ -201,7 +169,7 @@ class Exchange:
                         raise OSError("the upstream closed the connection")
                     await asyncio.sleep(0)
                 if now.sent < len(message):
-                    await conn.send(message[now.sent :])
+                    await conn.send(memoryview(message)[now.sent :])  # (no copy)
                 self.sent(now.t_ns, _stamps(conn))
                 head, rest, _t = await read_response_head(conn, fw.read_timeout)
                 return conn, head, rest
@@ -221,9 +189,9 @@ class Exchange:
         """The body will not be sent again (the upstream answered, or the exchange
         ended): its bytes are let go of, and so is its hold on the body budget."""
         req = self.req
-        if req.held:
-            self.fw.budget.give(req.held)
-            req.held = 0
+        if req.hold is not None:
+            req.hold.release()
+            req.hold = None
         req.body = b""
 
     def depart(self) -> None:
@@ -237,21 +205,21 @@ class Exchange:
             return
         if self.rec is None:
             head, req, book = self.req.head, self.req, self.fw.book
-            model, stream, user = request_fields(req.body, head.path)
+            said = request_fields(req.body, head.path)  # (bounded: tui/proxy/body_scan.py)
             self.rec = ProxiedRequest(
                 book.next_id(),
                 self.client.peer,
                 head.method,
                 head.path,
                 self.dialect,
-                model,
-                stream,
+                said.model,
+                said.stream,
                 req.t_received_ns,
                 req.body,
             )
             process = self.client.peer_process()
             self.rec.identity = identify(
-                head, user, peer_host(self.client.peer), self.fw.keys, process.name
+                head, said.user, peer_host(self.client.peer), self.fw.keys, process.name
             )
             self.rec.process = process
             book.start(self.rec, self.departure)

@@ -149,8 +149,8 @@ class ProxyMetrics:
             _hist(self.ttfo, key, TTFT_BUCKETS).observe(m.ttfo_ms / 1000.0)
         if m.itl_token_ms:
             h = _hist(self.itl, key, ITL_BUCKETS)
-            for v in m.itl_token_ms:
-                h.observe(v / 1000.0)
+            for v, n in zip(m.itl_token_ms, m.itl_token_weights):
+                h.observe(v / 1000.0, n)  # a gap's value, once per token it stands for
         if m.e2e_ms is not None:
             _hist(self.e2e, key, E2E_BUCKETS).observe(m.e2e_ms / 1000.0)
 

@@ -146,7 +146,7 @@ def metrics_from_json(d: Any) -> RequestMetrics:
         raise ValueError("metrics is not an object")
     kw: dict[str, Any] = {}
     for f in fields(RequestMetrics):
-        if f.name in ("itl_chunk_ms", "itl_token_ms"):
+        if f.name in ("itl_chunk_ms", "itl_token_ms", "itl_token_weights"):
             continue
         if f.name in _COUNT_FIELDS:
             kw[f.name] = _count(d, f.name)
@@ -158,9 +158,7 @@ def metrics_from_json(d: Any) -> RequestMetrics:
             kw[f.name] = _number(d, f.name)
     kw["content_chunks"] = kw["content_chunks"] or 0
     kw["output_tokens_source"] = kw["output_tokens_source"] or "chunk-count-estimate"
-    m = RequestMetrics(**kw)
-    m.itl_token_ms = []
-    return m
+    return RequestMetrics(**kw)
 
 
 _COUNT_FIELDS = (

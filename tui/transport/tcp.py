@@ -138,7 +138,7 @@ class StampedConn:
 
         loop.add_reader(sock.fileno(), self._on_readable)
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes | memoryview) -> None:
         await self.loop.sock_sendall(self.sock, data)
 
     def _on_readable(self) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui.bench.report.shape import BenchReport
+from tui.core.metrics import itl_weights_in
 
 MEASURED_PHASES = ("cold", "warm")
 
@@ -26,6 +27,12 @@ class RequestSample:
     output_tokens: int
     duration_s: float
     ttfo_ms: float | None = None
+    itl_token_weights: tuple[int, ...] = ()  # the tokens each value stands for (in order)
+
+    @property
+    def itl_weights(self) -> tuple[int, ...]:
+        """The tokens each ITL value stands for (one each where none were given)."""
+        return self.itl_token_weights or (1,) * len(self.itl_token_ms)
 
 
 @dataclass
@@ -67,11 +74,15 @@ def level_samples(report: BenchReport) -> dict[tuple[str, str], LevelSample]:
 
 def _request_sample(rec: dict[str, Any]) -> RequestSample:
     m = rec.get("metrics") or {}
+    pairs = sorted(
+        (v, w) for v, w in zip(m.get("itl_token_ms") or [], itl_weights_in(m)) if v is not None
+    )
     return RequestSample(
         decode_tps=m.get("decode_tps"),
         ttft_ms=m.get("ttft_ms"),
-        itl_token_ms=tuple(sorted(v for v in m.get("itl_token_ms") or [] if v is not None)),
+        itl_token_ms=tuple(v for v, _ in pairs),
         output_tokens=int(m.get("output_tokens") or 0),
         duration_s=float(rec["t_end_s"]) - float(rec["t_start_s"]),
         ttfo_ms=m.get("ttfo_ms"),
+        itl_token_weights=tuple(w for _, w in pairs),
     )
