@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 from benchmarks import smoke
 from tui.core.timeline import RequestTimeline
-from tui.engines.dialects.openai_chat import OpenAIChatDecoder
+from tui.engines.dialects import decoder_for
 from tui.transport.http_framing import Chunked
 
 
@@ -64,7 +64,7 @@ def chain() -> tuple[Callable[[bytes, int], None], RequestTimeline]:
     """One stream's parse chain, as the read callback runs it for each read, and the
     timeline it feeds."""
     body, timeline = Chunked(), RequestTimeline()
-    decoder = OpenAIChatDecoder("completions")
+    decoder = decoder_for("openai-completions")
     add = timeline.add
 
     def on_read(data: bytes, t_ns: int) -> None:

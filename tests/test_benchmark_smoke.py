@@ -27,6 +27,7 @@ BENCHMARKS = ROOT / "benchmarks"
 PARTS = {"__init__", "smoke", "ui_common", "client_common", "proxy_paths", "hostile_proxy"}
 # Scripts that start a real engine (the embedded model) or a real server.
 ENGINE = {
+    "engine_inside_cost",
     "kv_context_growth",
     "overhead_llamacpp",
     "portable_vs_native",

@@ -22,6 +22,9 @@ HEADLESS = [
     "tui.proxy",
     "tui.proxy.server",
     "tui.proxy.watch",
+    "tui.ledger",
+    "tui.ledger.writer",
+    "tui.ledger.usage",
     "tui.config",
     "tui.config_trust",
     "tui.config_keys",
@@ -35,6 +38,7 @@ HEADLESS = [
     "tui.cli.doctor",
     "tui.cli.agent",
     "tui.cli.proxy",
+    "tui.cli.usage",
 ]
 
 
@@ -58,7 +62,7 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet', 'tui.chat', 'tui.proxy'):\n"
+        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.ledger'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -80,7 +84,8 @@ def test_every_headless_module_file_is_checked():
 # both and never import each other; config reads engines' and telemetry's names; fleet,
 # chat and bench build on all of those and never on each other; proxy (forwarding and
 # measuring other clients' traffic) needs only core, transport and the engines' stream
-# readers; app (Textual) draws on top; cli, at the very top, may use anything. Every
+# readers; ledger (the request ledger's file and queries) needs only core; app (Textual)
+# draws on top; cli, at the very top, may use anything. Every
 # package of tui/ is listed (a test below checks it); tui.config_trust and tui.config_keys
 # are config's.
 BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
@@ -94,8 +99,9 @@ LAYERS = {
     "tui.chat": BASE,
     "tui.bench": BASE,
     "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
-    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy"},
-    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.app"},
+    "tui.ledger": {"tui.core"},
+    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger"},
+    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger", "tui.app"},
 }
 
 

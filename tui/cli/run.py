@@ -11,12 +11,15 @@ import sys
 from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.cli.ledger_args import add_ledger_arguments
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
+from tui.core.verdict import Verdict
+from tui.core.verdict_text import breakdown_line
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.telemetry.own_cpu import ProcessCpu, ProcessCpuWindow
 
@@ -44,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead (the model's text raw, escaped by JSON itself)",
     )
+    add_ledger_arguments(p)
     p.epilog = RUN_EPILOG
 
 
@@ -77,15 +81,30 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     except EngineError as e:
         return fail(str(e))
+    from tui.cli.ledger_args import open_ledger, say
+
+    outcomes = Outcomes()
+    ledger = open_ledger(args, cfg, say("infertop run"))
+    if ledger is not None:
+        outcomes.add(ledger)
     try:
-        info, load_ms, timeline, own = asyncio.run(
-            _run(cfg, spec, request, echo=not args.json, hardware=hardware, raw=not _to_terminal())
+        info, load_ms, timeline, own, verdict = asyncio.run(
+            _run(
+                cfg,
+                spec,
+                request,
+                echo=not args.json,
+                hardware=hardware,
+                raw=not _to_terminal(),
+                outcomes=outcomes,
+            )
         )
     except EngineError as e:
         return fail(str(e), 1)
     finally:
         if hardware is not None:
             hardware.stop()
+        outcomes.close()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None
     energy = (
@@ -95,6 +114,7 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
+        result["verdict"] = verdict.to_dict() if verdict is not None else None
         result["hardware"] = summary.to_dict() if summary is not None else None
         result["energy"] = energy.to_dict() if energy is not None else None
         result["own_cpu"] = own.to_dict()
@@ -102,6 +122,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print()
         print(format_summary(info, load_ms, metrics, timeline.stamp_source))
+        if verdict is not None:
+            print(terminal_label(f"why: {verdict.text}", 400))
+            print(terminal_label(f"     {breakdown_line(verdict.breakdown)}", 400))
         print(own.describe())
         if summary is not None:
             from tui.telemetry.summary import format_line
@@ -219,7 +242,7 @@ async def _run(
     hardware: _Hardware | None = None,
     raw: bool = False,
     outcomes: Outcomes | None = None,
-) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
+) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, Verdict | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
     as the TUI's do (tui/chat/core.py)."""
@@ -249,7 +272,7 @@ async def _run(
         own = window.end(engine_inside=info.pid == os.getpid())
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
-        return info, load_ms, core.live["A"].timeline, own
+        return info, load_ms, core.live["A"].timeline, own, core.last_verdict["A"]
     finally:
         await core.close()
 

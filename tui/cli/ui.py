@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --url: accept a TLS certificate that cannot be verified",
     )
+    from tui.cli.ledger_args import add_ledger_arguments
+
+    add_ledger_arguments(parser, "ui_")
 
 
 # Frames per second Textual may draw (it reads TEXTUAL_FPS when first imported). 30 keeps
@@ -143,6 +146,8 @@ def main(args: argparse.Namespace) -> int:
         except WatchError as e:
             print(f"infertop: error: {e}", file=sys.stderr)
             return 2
+    from tui.cli.ledger_args import ledger_path
+
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
@@ -153,6 +158,7 @@ def main(args: argparse.Namespace) -> int:
         telemetry_source=telemetry,
         engine=engine,
         watch=watch,
+        ledger=ledger_path(args, config, "ui_"),
     )
     with engine_stderr_to(engine_log_path()):
         app.run()

@@ -27,6 +27,7 @@ from typing import Final, Literal, Protocol
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
 from tui.core.timeline import RequestTimeline
+from tui.core.verdict import Verdict
 
 # Where a request was measured.
 Source = Literal["proxy", "chat", "run", "bench"]
@@ -119,6 +120,7 @@ class RequestOutcome:
     error_kind: str | None = None  # Failed.kind where state is "failed"
     trace_id: str | None = None  # the W3C trace id the request carried, where one did
     streamed: bool | None = None
+    verdict: Verdict | None = None  # why it took its time (tui/core/verdict.py)
 
     @property
     def e2e_s(self) -> float:
@@ -155,6 +157,7 @@ def outcome_of(
     metrics: RequestMetrics,
     state: OutcomeState | None = None,
     streamed: bool | None = True,
+    verdict: Verdict | None = None,
 ) -> RequestOutcome | None:
     """The outcome of a request infertop sent itself (the chat, ``run``, the bench) from
     its timeline; None when it was never sent (an engine that did not load, a cancel
@@ -180,6 +183,7 @@ def outcome_of(
         truth=tl.truth,
         error_kind=bounded(tl.error_kind, 40) if ended == "failed" else None,
         streamed=streamed,
+        verdict=verdict,
     )
 
 

@@ -34,6 +34,10 @@ def _power(v: float | None) -> str:
     return f"{v:.0f}W" if v < 10_000 else f"{v / 1000:.1f}kW"
 
 
+def _rate(v: float | None) -> str:
+    return DASH if v is None else f"{v:.1f}"
+
+
 def _jpt(v: float | None) -> str:
     return DASH if v is None else f"{v:.3g}"
 
@@ -60,6 +64,8 @@ COLUMNS: tuple[Column, ...] = (
     _col("waiting", "wait", 4, 3, _num),
     _col("kv_cache_pct", "KV%", 4, 5, _num),
     _col("prefix_cache_hit_pct", "pfx%", 4, 8, _num),
+    _col("preempt_per_min", "pre/m", 5, 19, _rate),
+    _col("spec_accept_pct", "acc%", 4, 20, _num),
     _col("ttft_p50_ms", "TTFT50", 6, 6, ms_text),
     _col("ttft_p90_ms", "TTFT90", 6, 9, ms_text),
     _col("itl_p50_ms", "ITL50", 6, 7, ms_text),
@@ -105,6 +111,16 @@ def text_table(rows: list[EndpointRow], width: int) -> str:
     return "\n".join(lines)
 
 
+def top_clients_text(top: list[tuple[str, float]]) -> str:
+    """ "top clients (tokens over the window): alice 12.3k, other 410" (names as the
+    proxy labels them: clients choose some; the caller's cell or line is terminal-safe)."""
+
+    def tokens(n: float) -> str:
+        return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
+
+    return "top clients (tokens over the window): " + ", ".join(f"{c} {tokens(n)}" for c, n in top)
+
+
 def detail_text(r: EndpointRow) -> str:
     """Everything about one row on one line (the screen's line under the table)."""
     parts = [r.name, r.kind or "kind unknown"]
@@ -116,8 +132,16 @@ def detail_text(r: EndpointRow) -> str:
     if r.up and r.window_s is not None:
         src = "Prometheus" if r.source == "prometheus" else "scrapes"
         parts.append(f"window {r.window_s:.1f} s ({src})")
+    if r.loaded:
+        parts.append(f"loaded: {r.loaded}")
+    if r.preempt_per_min:
+        parts.append(f"{r.preempt_per_min:.1f} preemptions/min")
+    if r.spec_accept_pct is not None:
+        parts.append(f"draft acceptance {r.spec_accept_pct:.0f}%")
     if r.itl_mean_ms is not None:
         parts.append(f"ITL mean {ms_text(r.itl_mean_ms)}")
+    if r.top_clients:
+        parts.append(top_clients_text(r.top_clients))
     if r.gpus:
         models = sorted({g.model for g in r.gpus if g.model})
         where = r.hardware or r.gpus[0].host

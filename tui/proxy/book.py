@@ -22,19 +22,24 @@ lines pass :data:`WATCHER_BUFFER` bytes is dropped (it reattaches and gets a fre
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from tui.core.outcome import Outcomes
+from tui.engines.dialects.vllm_request import SOURCE as PER_REQUEST
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.rows import RequestState
 from tui.proxy.truth import ScrapedTruth
+from tui.proxy.why import ProxyWhy
 
 try:
     from orjson import dumps as _dumps
@@ -47,6 +52,16 @@ except ImportError:  # pragma: no cover - a dependency
 
     def json_line(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchEvent(str, Enum):
+    """The kinds of line on the live stream (see the module docstring): the ``event``
+    field's value."""
+
+    HELLO = "hello"
+    START = "start"
+    TICK = "tick"
+    END = "end"
 
 
 KEEP = 500
@@ -101,6 +116,7 @@ class RequestBook:
         self.tasks: set[asyncio.Task[None]] = set()
         self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
         self.reads = ObserveQueue()  # reads forwarded, to observe (tui/proxy/observe_queue.py)
+        self.why: ProxyWhy | None = None  # verdicts, sessions, the engine's inside (why.py)
 
     def settle(self) -> None:
         """Observe the reads waiting (and the steps queued behind them): the one place
@@ -149,7 +165,7 @@ class RequestBook:
         self.metrics.in_flight += 1
         self.metrics.generation_started(rec.model, rec.path)
         if self.watchers:
-            self.publish({"event": "start", "row": rec.row().to_json()})
+            self.publish({"event": WatchEvent.START, "row": rec.row().to_json()})
 
     def end(self, rec: ProxiedRequest) -> None:
         """It ended (done, failed or cancelled): its reads and its last word observed
@@ -164,12 +180,15 @@ class RequestBook:
         self.metrics.in_flight -= 1
         truth = self.truth
         before = rec.truth_before
-        if truth is not None and rec.alone and before is not None and rec.state == "done":
+        # vLLM reported this request itself (per-request metrics): nothing to read after it
+        own = rec.timeline.truth is not None and rec.timeline.truth.source == PER_REQUEST
+        alone = rec.alone and before is not None and rec.state == RequestState.DONE
+        if truth is not None and alone and not own:
             task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             return
-        if truth is not None:
+        if truth is not None and not own:
             rec.truth_note = (
                 "other requests overlapped it" if not rec.alone else "no idle scrape before it"
             )
@@ -194,23 +213,29 @@ class RequestBook:
     def _finish(self, rec: ProxiedRequest) -> None:
         m = rec.finalize()
         rec.observer = None  # its reads are all in: no cycle left for the collector
+        verdict = self.why.finish(rec, self) if self.why is not None else None
         self.ended += 1
-        if rec.state == "failed":
+        if rec.state == RequestState.FAILED:
             self.failed += 1
-        elif rec.state == "cancelled":
+        elif rec.state == RequestState.CANCELLED:
             self.cancelled += 1
         self.tokens_ended += m.output_tokens or 0
-        self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
+        outcome = rec.outcome(str(self.info.get("upstream") or self.engine))
+        self.metrics.generation_ended(
+            rec.model, rec.path, rec.state, rec.stream is not False, m, outcome.client.label
+        )
         self._keep(rec)
+        why = None if verdict is None else verdict.to_dict()
         if self.events is not None:
-            self.events.put(rec.summary(self.engine, self.metrics.kind))
-        self.outcomes.publish(rec.outcome(str(self.info.get("upstream") or self.engine)))
+            self.events.put({**rec.summary(self.engine, self.metrics.kind), "verdict": why})
+        self.outcomes.publish(dataclasses.replace(outcome, verdict=verdict))
         if self.watchers:
             self.publish(
                 {
-                    "event": "end",
+                    "event": WatchEvent.END,
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
+                    "verdict": why,
                     "totals": self.totals(),
                 }
             )
@@ -251,8 +276,15 @@ class RequestBook:
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.recent]
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
+        extras = self.why.extras() if self.why is not None else {}
         return json_line(
-            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals()}
+            {
+                "event": WatchEvent.HELLO,
+                "proxy": self.info,
+                "rows": rows,
+                "totals": self.totals(),
+                **extras,
+            }
         )
 
     def attach(self, watcher: Watcher) -> None:
@@ -271,4 +303,5 @@ class RequestBook:
         self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
-        self.publish({"event": "tick", "rows": rows, "totals": self.totals()})
+        extras = self.why.extras() if self.why is not None else {}
+        self.publish({"event": WatchEvent.TICK, "rows": rows, "totals": self.totals(), **extras})

@@ -37,18 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httpx
-
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
 from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, send_now
 from tui.proxy.forward import forward
 from tui.proxy.limits import ClientSlots, Hold, peer_key
 from tui.proxy.peer import format_peer, is_loopback, is_proxy_user, owner_now
-from tui.proxy.peer_process import PeerProcess
+from tui.proxy.peer_process import LookupState, PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
-from tui.proxy.wire import PassChunked, error_response
+from tui.proxy.wire import error_response
+from tui.transport.http_errors import FramingError
+from tui.transport.http_framing import Chunked
 from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
 BUDGET_FULL = (
@@ -95,10 +95,11 @@ class ClientConnection(asyncio.Protocol):
         self.upstream: UpstreamConn | None = None
         self.buf = bytearray()
         self.head: RequestHead | None = None
-        self.chunks: PassChunked | None = None
+        self.chunks: Chunked | None = None
         self.body: list[bytes] = []
         self.body_size = 0
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # the request's: forward, or own route
+        self.exchange: Exchange | None = None  # the request forwarded now, if one is
         self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
         self.stall_timer: asyncio.TimerHandle | None = None
         self.reading = True
@@ -166,6 +167,8 @@ class ClientConnection(asyncio.Protocol):
         if self.hold is not None:
             self.hold.release()
             self.hold = None
+        if self.exchange is not None:  # (ended here if its task has not run)
+            self.exchange.cancel()
         if self.task is not None:
             self.task.cancel()
 
@@ -212,7 +215,7 @@ class ClientConnection(asyncio.Protocol):
         client when the proxy takes identities (tui/proxy/peer_process.py), on the
         finder's thread; read when the request ends."""
         finder = self.fw.finder
-        if finder is not None and self.loopback and self.process.state == "unasked":
+        if finder is not None and self.loopback and self.process.state is LookupState.UNASKED:
             finder.find(self.process, *self.addresses)
         return self.process
 
@@ -322,7 +325,7 @@ class ClientConnection(asyncio.Protocol):
             if head.content_length or head.chunked:  # its bytes held as they come
                 self.hold = self.fw.budget.hold(self.key, self._body_dropped)
             self.head = head
-            self.chunks = PassChunked() if head.chunked else None
+            self.chunks = Chunked() if head.chunked else None
             self.body, self.body_size = [], 0
             expect = head.get(b"expect")
             if expect is not None and expect.lower() == b"100-continue":
@@ -332,7 +335,7 @@ class ClientConnection(asyncio.Protocol):
         if self.chunks is not None:
             try:
                 out = self.chunks.feed(bytes(self.buf))
-            except httpx.RemoteProtocolError as e:
+            except FramingError as e:
                 self._refuse(400, "Bad Request", f"bad chunked body: {e}")
                 return
             rest = self.chunks.leftover
@@ -417,15 +420,13 @@ class ClientConnection(asyncio.Protocol):
         """The request's exchange, the one place one is made: sent now from this read
         callback (``sending``: already, by :meth:`_plain`; else on an idle kept-alive
         upstream connection, if there is one), then its task."""
-        ex = Exchange(self.fw, self, req, sending)
-        task = self._run(req, ex)
-        if ex.sending is not None:
-            task.add_done_callback(ex.never_ran)
+        ex = self.exchange = Exchange(self.fw, self, req)
+        ex.start(sending)
+        self._run(req, ex)
 
-    def _run(self, req: ClientRequest, ex: Exchange | None) -> asyncio.Task[None]:
+    def _run(self, req: ClientRequest, ex: Exchange | None) -> None:
         """The request's task: its exchange (forward), or the proxy's own route."""
         self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
-        return self.task
 
     async def _handle(self, req: ClientRequest, ex: Exchange | None) -> None:
         keep = False
@@ -440,7 +441,7 @@ class ClientConnection(asyncio.Protocol):
             self.parts.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
             self.write(error_response(500, "Internal Server Error", "internal error", True))
         finally:
-            self.task = None
+            self.task = self.exchange = None
         if not keep or self.closed or self.eof:
             self.close()
             return

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from tui.core import table
 from tui.core.table import CELL_PADDING, DASH, clip, model_text, ms_text, tps_text
-from tui.proxy.rows import RequestRow
+from tui.proxy.rows import RequestRow, RequestState
 
 Column = table.Column[RequestRow]
-STATE_ORDER = {"prefill": 0, "decoding": 1, "failed": 2, "cancelled": 3, "done": 4}
+STATE_ORDER = {
+    RequestState.PREFILL: 0,
+    RequestState.DECODING: 1,
+    RequestState.FAILED: 2,
+    RequestState.CANCELLED: 3,
+    RequestState.DONE: 4,
+}
 
 
 def age_text(ms: float) -> str:
@@ -30,10 +36,15 @@ def tokens_text(n: int | None, estimated: bool = False) -> str:
     return f"~{n}" if estimated else str(n)
 
 
+def who_text(r: RequestRow) -> str:
+    """Who sent it (its label: tui/proxy/identity.py), else its address."""
+    return r.who or r.client
+
+
 def state_text(r: RequestRow) -> str:
-    if r.state == "failed" and r.status and r.status >= 400:
+    if r.state == RequestState.FAILED and r.status and r.status >= 400:
         return f"failed {r.status}"
-    return r.state
+    return str(r.state)
 
 
 def ttft_text(r: RequestRow) -> str:
@@ -46,7 +57,7 @@ def ttfo_text(r: RequestRow) -> str:
 
 COLUMNS: tuple[Column, ...] = (
     Column("state", "state", 10, 0, state_text, lambda r: STATE_ORDER.get(r.state, 9), False),
-    Column("client", "client", 15, 9, lambda r: r.client, lambda r: r.client, False, True),
+    Column("client", "client", 15, 9, lambda r: who_text(r), lambda r: who_text(r), False, True),
     Column("route", "route", 13, 8, lambda r: r.route, lambda r: r.route, False, True),
     Column("model", "model", 12, 1, lambda r: model_text(r.model), lambda r: r.model, False, True),
     Column(
@@ -92,7 +103,8 @@ def sort_rows(rows: list[RequestRow], key: str, reverse: bool = False) -> list[R
 
 def detail_text(r: RequestRow) -> str:
     """Everything about one row on one line (under the table)."""
-    parts = [f"{r.method} {r.route}", f"from {r.client}", model_text(r.model)]
+    who = f"from {r.who} ({r.client})" if r.who else f"from {r.client}"
+    parts = [f"{r.method} {r.route}", who, model_text(r.model)]
     parts.append("streamed" if r.stream else "not streamed" if r.stream is False else "?")
     status = f"HTTP {r.status}" if r.status else "no answer yet"
     parts.append(f"{r.state} ({status})")

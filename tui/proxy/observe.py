@@ -31,13 +31,14 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from tui.core.events import Failed, Finished, FirstByte
-from tui.engines.dialects import decoder_for
+from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
+from tui.engines.dialects import decoder_for, whole_answer
 from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL
+from tui.engines.dialects.kinds import streamed_as
 from tui.engines.dialects.llama import timings_events
-from tui.engines.dialects.whole import whole_answer
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.http.openai_compat import USAGE_CACHED_SOURCE
 from tui.proxy.body_scan import fields
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
@@ -54,10 +55,6 @@ WHOLE_LIMIT = 16 * 1024 * 1024
 PROMPT_ONLY = frozenset({"embeddings", "rerank"})
 # What is read of such an answer: its usage, an error, Ollama's counts and durations
 PROMPT_ONLY_KEYS = frozenset({"usage", "error", "type", *OLLAMA_FINAL})
-# Dialects streamed as server-sent events (Ollama streams NDJSON)
-SSE_DIALECTS = frozenset(
-    {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
-)
 
 
 class Observer:
@@ -161,8 +158,15 @@ class Streamed(Observer):
         dec, emit = self.decoder, self.record.emit
         dec.close(t_ns, emit)
         t_end = dec.last_t_ns or t_ns
-        for ev in timings_events(dec, t_end):
+        reported = timings_events(dec, t_end)
+        for ev in reported:
             emit(ev)
+        if dec.cached_tokens is not None and not any(isinstance(e, EngineReport) for e in reported):
+            # the usage's cached prompt tokens (OpenAI's prompt_tokens_details, the Responses
+            # API's input_tokens_details, Anthropic's cache_read_input_tokens), as the
+            # engines keep them: the engine's account of this request's prefix cache
+            truth = EngineTruth(cached_tokens=dec.cached_tokens, source=USAGE_CACHED_SOURCE)
+            emit(EngineReport(t_end, truth))
         end = dec.end(t_ns)
         if isinstance(end, Failed):
             self.record.fail(CUT_SHORT, "protocol", t_end)
@@ -236,9 +240,9 @@ def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Ob
         errors.content_type = ctype
         obs = errors
     elif "event-stream" in ctype:
-        obs = Streamed(record, dialect if dialect in SSE_DIALECTS else "openai-chat")
+        obs = Streamed(record, streamed_as(dialect, "sse").name)
     elif "ndjson" in ctype:
-        obs = Streamed(record, "ollama")
+        obs = Streamed(record, streamed_as(dialect, "ndjson").name)
     elif "json" in ctype:
         obs = WholeBody(record, dialect)
     else:

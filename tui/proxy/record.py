@@ -23,6 +23,7 @@ from tui.core.events import (
     EngineReport,
     EngineTruth,
     Failed,
+    FailureKind,
     Finished,
     RequestSent,
     StampSource,
@@ -41,16 +42,16 @@ from tui.core.outcome import (
 from tui.core.session import session_record
 from tui.core.timeline import RequestTimeline
 from tui.proxy.peer_process import PeerProcess
-from tui.proxy.rows import RequestRow
+from tui.proxy.rows import RequestRow, RequestState
 
 BODY_KEPT = 1024 * 1024
 TEXT_KEPT = 1024 * 1024
 CUT = "…"
 ERROR_CHARS = 300
-_OUTCOME_STATES: dict[str, OutcomeState] = {
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
+_OUTCOME_STATES: dict[RequestState, OutcomeState] = {
+    RequestState.DONE: "done",
+    RequestState.FAILED: "failed",
+    RequestState.CANCELLED: "cancelled",
 }
 
 
@@ -81,7 +82,7 @@ class ProxiedRequest:
         self.body = body if body is None or len(body) <= BODY_KEPT else body[:BODY_KEPT]
         self.body_cut = body is not None and len(body) > BODY_KEPT
         self.timeline = RequestTimeline()
-        self.state = "prefill"
+        self.state = RequestState.PREFILL
         self.status: int | None = None
         self.t_forwarded: int | None = None
         self.counts = LiveCounts()  # the live numbers (tui/core/live.py)
@@ -112,22 +113,28 @@ class ProxiedRequest:
                 if self.text_chars > TEXT_KEPT:
                     ev.text = CUT
                 if self.counts.t_first is None:
-                    self.state = "decoding"
+                    self.state = RequestState.DECODING
                 self.counts.add(ev)
         elif type(ev) is Failed:
             if self.timeline.t_end_ns is not None:
                 return  # it already ended: the first word stands
-            self.state = "cancelled" if ev.kind == "cancelled" else "failed"
+            cancelled = ev.kind == "cancelled"  # (a failure kind: tui/core/events.py)
+            self.state = RequestState.CANCELLED if cancelled else RequestState.FAILED
         elif type(ev) is Finished:
             if self.timeline.t_end_ns is not None:
                 return
-            self.state = "done"
+            self.state = RequestState.DONE
         self.timeline.add(ev)
 
-    def fail(self, message: str, kind: str, t_ns: int | None = None) -> None:
+    def fail(self, message: str, kind: FailureKind, t_ns: int | None = None) -> None:
         self.emit(Failed(t_ns or time.perf_counter_ns(), message[:ERROR_CHARS], kind))
 
     def set_truth(self, truth: EngineTruth) -> None:
+        """vLLM's account, read after the request (tui/proxy/truth.py); the cached prompt
+        tokens its usage said are kept beside it."""
+        had = self.timeline.truth
+        if had is not None and had.cached_tokens is not None and truth.cached_tokens is None:
+            truth = dataclasses.replace(truth, cached_tokens=had.cached_tokens)
         self.timeline.add(EngineReport(self.timeline.t_end_ns or time.perf_counter_ns(), truth))
 
     @property
@@ -183,6 +190,7 @@ class ProxiedRequest:
             output_tokens=self.counts.tokens,
             output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
+            who=self._who(),
         )
         m = self.metrics
         if m is not None:
@@ -203,6 +211,14 @@ class ProxiedRequest:
         row.tps = c.decode_tps()
         row.itl_p50_ms = c.itl_p50_ms()
         return row
+
+    def _who(self) -> str | None:
+        """The client's label, its process once found; None: nothing but the address."""
+        c = self.identity
+        if c.process is None and self.process is not None and self.process.name:
+            c = dataclasses.replace(c, process=bounded(self.process.name))
+        label = c.label
+        return None if label == c.address or label == "unknown" else label
 
     def summary(self, engine: str, kind: str) -> dict[str, Any]:
         """The request as one session-log record (``tui/core/session.py``), its text
@@ -275,7 +291,7 @@ class ProxiedRequest:
             t_end_ns=t_end,
             metrics=m,
             truth=tl.truth,
-            error_kind=tl.error_kind if self.state == "failed" else None,
+            error_kind=tl.error_kind if self.state == RequestState.FAILED else None,
             streamed=self.stream,
         )
 

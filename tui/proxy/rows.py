@@ -16,6 +16,8 @@ Live numbers (exact definitions; a finished request's come from
 
 The live numbers are :class:`tui.core.live.LiveCounts`', the same as the chat panes'.
 - ``age_ms``: time since the request reached the proxy, as of the row's making.
+- ``who``: its client as far as the proxy can tell (tui/proxy/identity.py): a name from
+  config, the body's user, the API key's fingerprint, the program, the process.
 
 A row read from a proxy (:func:`row_from_json`) is untrusted: each field is checked for
 type and range, text is cut short, and a bad row is refused (ValueError) — never shown.
@@ -25,11 +27,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from enum import Enum
 from typing import Any
 
-from tui.core.metrics import RequestMetrics
+from tui.core.events import end_reason_of
+from tui.core.metrics import COUNT_SOURCES, PREFILL_SOURCES, RequestMetrics
 
-STATES = ("prefill", "decoding", "done", "failed", "cancelled")
+
+class RequestState(str, Enum):
+    """Where a proxied request is (its JSON form, and its text, is the value)."""
+
+    PREFILL = "prefill"  # forwarded upstream, no text yet
+    DECODING = "decoding"  # its answer's text is coming
+    DONE = "done"  # answered to its end
+    FAILED = "failed"  # the upstream's error status, a broken stream, an internal fault
+    CANCELLED = "cancelled"  # its client went away first
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATES = tuple(s.value for s in RequestState)
 TEXT_LIMIT = 300  # characters of any one text field of a row
 MAX_COUNT = 2**53
 
@@ -44,7 +62,7 @@ class RequestRow:
     route: str
     model: str | None
     stream: bool | None
-    state: str
+    state: RequestState
     status: int | None = None
     age_ms: float = 0.0
     prompt_tokens: int | None = None
@@ -57,6 +75,7 @@ class RequestRow:
     error: str | None = None
     ttfo_ms: float | None = None
     reasoning_tokens: int | None = None
+    who: str | None = None  # who sent it (tui/core/outcome.py ClientIdentity.label)
 
     @property
     def key(self) -> str:
@@ -64,7 +83,7 @@ class RequestRow:
 
     @property
     def in_flight(self) -> bool:
-        return self.state in ("prefill", "decoding")
+        return self.state in (RequestState.PREFILL, RequestState.DECODING)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,9 +131,11 @@ def row_from_json(d: Any) -> RequestRow:
     """A row from a proxy's JSON (untrusted: ValueError names the first bad field)."""
     if not isinstance(d, dict):
         raise ValueError("a row is not an object")
-    state = _text(d, "state", required=True)
-    if state not in STATES:
-        raise ValueError(f"unknown state {str(state)[:20]!r}")
+    text = _text(d, "state", required=True)
+    try:
+        state = RequestState(text)
+    except ValueError:
+        raise ValueError(f"unknown state {str(text)[:20]!r}") from None
     status = _count(d, "status")
     return RequestRow(
         id=_text(d, "id", required=True) or "",
@@ -136,6 +157,7 @@ def row_from_json(d: Any) -> RequestRow:
         error=_text(d, "error"),
         ttfo_ms=_number(d, "ttfo_ms"),
         reasoning_tokens=_count(d, "reasoning_tokens"),
+        who=_text(d, "who"),
     )
 
 
@@ -158,6 +180,10 @@ def metrics_from_json(d: Any) -> RequestMetrics:
             kw[f.name] = _number(d, f.name)
     kw["content_chunks"] = kw["content_chunks"] or 0
     kw["output_tokens_source"] = kw["output_tokens_source"] or "chunk-count-estimate"
+    for name, allowed in _KIND_FIELDS.items():  # the kinds' own words, or none
+        if kw[name] is not None and kw[name] not in allowed:
+            raise ValueError(f"{name} is not one of {', '.join(allowed)}")
+    kw["finish_reason"] = end_reason_of(kw["finish_reason"])
     return RequestMetrics(**kw)
 
 
@@ -176,3 +202,8 @@ _TEXT_FIELDS = (
     "reasoning_tokens_source",
 )
 _FLAG_FIELDS = ("itl_token_estimated", "answer_tokens_estimated")
+_KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "prefill_tps_source": PREFILL_SOURCES,
+    "output_tokens_source": COUNT_SOURCES,
+    "reasoning_tokens_source": COUNT_SOURCES,
+}

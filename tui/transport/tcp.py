@@ -212,6 +212,22 @@ class StampedConn:
                 # level-triggered, so bytes that came meanwhile wake us again
                 return
 
+    def park(self) -> None:
+        """Kept alive in a pool between responses: no timer runs, and from now a byte
+        (or the end) from the server closes it — it has nothing to say until asked
+        (the pools call this, tui/transport/http1.py and tui/proxy/upstream.py)."""
+        self._cancel_timer()
+        self.idle = True
+
+    def unpark(self) -> bool:
+        """Taken from a pool for a request: True when it is still open and quiet (else
+        it is closed, and the caller takes another)."""
+        self.idle = False
+        if self.closed or self.parts:
+            self.close()
+            return False
+        return True
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.error = exc

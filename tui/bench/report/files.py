@@ -24,6 +24,7 @@ from tui.bench.run.records import finite
 from tui.bench.run.results import BenchResult
 from tui.bench.stats.aggregate import summarize_result
 from tui.bench.stats.samples import N_BOOT
+from tui.bench.stats.why import spec_levels, twin_baselines, verdicts
 
 SCHEMA = "infertop.bench/1"
 FILES = ("report.json", "report.csv", "report.md")
@@ -33,7 +34,10 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> BenchReport:
     """The report dictionary. Records come finite from RequestRecord.to_dict (and are
     not walked again: they hold every chunk stamp); the rest is made finite here."""
     engines: list[EngineEntry] = []
+    baselines = twin_baselines(result.engines)
     for run in result.engines:
+        records = run.records()
+        why = verdicts(records, run.info, baselines.get(run.name))
         engines.append(
             {
                 "name": run.name,
@@ -42,7 +46,10 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> BenchReport:
                 "info": finite(run.info),
                 "model_file": model_file(run.info),
                 "request_controls": dict(run.controls),
-                "records": [r.to_dict() for r in run.records()],
+                "records": [
+                    {**r.to_dict(), "verdict": finite(why[id(r)].to_dict())} for r in records
+                ],
+                "speculation": finite(spec_levels(records, baselines.get(run.name))),
             }
         )
     return {

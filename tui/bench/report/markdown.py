@@ -16,6 +16,7 @@ from tui.bench.report.reasoning import reasoning_markdown, run_reasoned
 from tui.bench.report.shape import BenchReport, EngineSummary, LevelSummary
 from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
+from tui.bench.report.why import why_markdown
 from tui.bench.report.workload import workload_markdown
 
 
@@ -44,7 +45,7 @@ def _environment(env: dict[str, Any]) -> str:
 def markdown(report: BenchReport) -> str:
     """report.md: one section after another, each from its own function (the sections of
     other modules: sweep, reasoning, workload, arrivals, SLO, capacity, Pareto, energy, the
-    engine's own account, depth, batching)."""
+    engine's own account, why each request took its time, depth, batching)."""
     reasoned = run_reasoned(report)  # TTFO columns only where some request reasoned
     lines = _title(report) + _setup(report) + _engines(report, reasoned)
     lines += sweep_markdown(report) + _cold(report) + _scaling(report, reasoned)
@@ -53,6 +54,7 @@ def markdown(report: BenchReport) -> str:
     lines += capacity_markdown(report) + pareto_markdown(report)
     lines += energy_markdown(report)
     lines += truth_markdown(report, table)
+    lines += why_markdown(report)
     lines += _comparisons(report)
     lines += depth_markdown(report) + batching_markdown(report)
     lines += _fairness(report) + _failures(report) + _definitions(report, reasoned)

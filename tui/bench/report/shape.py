@@ -126,16 +126,20 @@ class Summary(TypedDict):
     fairness: list[str]
 
 
-class EngineEntry(TypedDict):
-    """One engine as report.json's "engines" lists it: what ran, and every request."""
-
+class _EntryRequired(TypedDict):
     name: str
     kind: str
     spec: Table
     info: Table | None
     model_file: Table | None
     request_controls: dict[str, str]
-    records: list[Table]
+    records: list[Table]  # RequestRecord.to_dict, each with its "verdict" (tui/core/verdict.py)
+
+
+class EngineEntry(_EntryRequired, total=False):
+    """One engine as report.json's "engines" lists it: what ran, and every request."""
+
+    speculation: list[Table]  # per warm level, where it drafted (tui/bench/stats/why.py)
 
 
 class _ReportRequired(TypedDict):

@@ -31,6 +31,7 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
     Usage,
+    engine_word,
 )
 from tui.engines.base import (
     EngineError,
@@ -208,4 +209,4 @@ class VLLMInProcessEngine(GeneratorEngine):
         )
         if truth is not None:
             emit(EngineReport(t_end, truth))
-        emit(Finished(t_end, "length" if reason == "length" else reason))
+        emit(Finished(t_end, engine_word(reason) or "stop"))
