@@ -107,11 +107,23 @@ class RequestOutcome:
     truth: EngineTruth | None = None
     error_kind: str | None = None  # Failed.kind where state is "failed"
     trace_id: str | None = None  # the W3C trace id the request carried, where one did
+    # infertop's span of the request in that trace, and the client's span it continues
+    # (tui/core/trace_context.py); None where no trace context was made
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    stream: bool | None = None  # the request asked for a streamed answer (None: not said)
+    kind: str | None = None  # the engine's kind ("llama-server", "vllm", ...), where known
+    response_model: str | None = None  # the model the answer named, where it named one
 
     @property
     def e2e_s(self) -> float:
         """Seconds from the request's send to the stream's end."""
         return (self.t_end_ns - self.t0_ns) / 1e9
+
+    @property
+    def t_end_wall(self) -> float:
+        """The stream's end on the wall clock (epoch seconds), from the request's stamps."""
+        return self.t0_wall + self.e2e_s
 
 
 class OutcomeSink(Protocol):
