@@ -107,11 +107,11 @@ class RequestOutcome:
     truth: EngineTruth | None = None
     error_kind: str | None = None  # Failed.kind where state is "failed"
     trace_id: str | None = None  # the W3C trace id the request carried, where one did
+    streamed: bool | None = None
     # infertop's span of the request in that trace, and the client's span it continues
     # (tui/core/trace_context.py); None where no trace context was made
     span_id: str | None = None
     parent_span_id: str | None = None
-    stream: bool | None = None  # the request asked for a streamed answer (None: not said)
     kind: str | None = None  # the engine's kind ("llama-server", "vllm", ...), where known
     response_model: str | None = None  # the model the answer named, where it named one
 

@@ -73,7 +73,7 @@ def points_of(o: RequestOutcome, models: BoundedModels) -> list[Point]:
         out.append((C.CLIENT_TOKEN_USAGE, float(m.prompt_tokens), _typed(base, "input")))
     if m.output_tokens is not None and not m.output_tokens_estimated:
         out.append((C.CLIENT_TOKEN_USAGE, float(m.output_tokens), _typed(base, "output")))
-    streamed = o.stream is not False
+    streamed = o.streamed is not False
     if streamed and m.ttft_ms is not None:
         out.append((C.CLIENT_TIME_TO_FIRST_CHUNK, m.ttft_ms / 1000.0, base))
     if streamed:

@@ -92,8 +92,8 @@ def span_of(o: RequestOutcome, content: dict[str, str] | None = None) -> SpanDat
         a[C.GEN_AI_REQUEST_MODEL] = o.model
     if o.response_model:
         a[C.GEN_AI_RESPONSE_MODEL] = o.response_model
-    if o.stream is not None:
-        a[C.GEN_AI_REQUEST_STREAM] = o.stream
+    if o.streamed is not None:
+        a[C.GEN_AI_REQUEST_STREAM] = o.streamed
     if o.state == "done" and m.finish_reason:
         a[C.GEN_AI_RESPONSE_FINISH_REASONS] = [m.finish_reason]
     address, port = server_of(o.upstream)
@@ -149,7 +149,7 @@ def _usage(a: dict[str, AttrValue], o: RequestOutcome) -> None:
 
 def _times(a: dict[str, AttrValue], o: RequestOutcome) -> None:
     m = o.metrics
-    streamed = o.stream is not False
+    streamed = o.streamed is not False
     ttft = _seconds(m.ttft_ms)
     if streamed and ttft is not None:
         a[C.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ttft

@@ -29,6 +29,7 @@ from tui.proxy import routes
 from tui.proxy.book import Departure, RequestBook
 from tui.proxy.limits import BodyBudget
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.tracing import TraceMode, trace_for, traceparent_field
 from tui.proxy.upstream import (
     NoResponse,
     UpstreamConn,
@@ -85,6 +86,7 @@ class Forwarding:
     stall_timeout: float  # any later gap between the upstream's reads
     book: RequestBook
     budget: BodyBudget
+    trace: TraceMode = "off"  # a request's traceparent: read, passed on (tui/proxy/tracing.py)
 
 
 @dataclass
@@ -142,6 +144,7 @@ class Exchange:
     ) -> None:
         self.fw, self.client, self.req = fw, client, req
         self.dialect = routes.dialect(req.head.method, req.head.path)
+        self.trace = trace_for(fw.trace, req.head) if self.dialect is not None else None
         self.rec: ProxiedRequest | None = None
         self.departure: Departure | None = None
         self.sending = sending
@@ -156,7 +159,10 @@ class Exchange:
     def message(self) -> bytes:
         """What goes upstream: the head (tui/proxy/wire.py, upstream_request), the body."""
         fw, req = self.fw, self.req
-        head = upstream_request(req.head, fw.host_header, len(req.body), fw.path_prefix)
+        traceparent = traceparent_field(fw.trace, self.trace)
+        head = upstream_request(
+            req.head, fw.host_header, len(req.body), fw.path_prefix, traceparent
+        )
         return head + req.body
 
     async def send(self) -> tuple[UpstreamConn, ResponseHead, list[Stamped]]:
@@ -229,6 +235,7 @@ class Exchange:
                 req.t_received_ns,
                 req.body,
             )
+            self.rec.trace = self.trace
             book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)
 

@@ -32,6 +32,7 @@ from tui.core.live import LiveCounts
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.session import session_record
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 from tui.proxy.rows import RequestRow
 
 BODY_KEPT = 1024 * 1024
@@ -79,6 +80,7 @@ class ProxiedRequest:
         self.truth_note: str | None = None
         self.truth_before: Any = None  # vLLM: the idle scrape before it (tui/proxy/truth.py)
         self.observer: Any = None  # what reads its answer (tui/proxy/observe.py)
+        self.trace: TraceContext | None = None  # its span's ids (tui/proxy/tracing.py)
 
     # -- events ---------------------------------------------------------------------------
     def sent(self, t_ns: int, stamps: str) -> None:
@@ -167,6 +169,7 @@ class ProxiedRequest:
             output_tokens=self.counts.tokens,
             output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
+            trace_id=None if self.trace is None else self.trace.trace_id,
         )
         m = self.metrics
         if m is not None:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from tui.core.metrics import RequestMetrics
+from tui.core.trace_context import is_trace_id
 
 STATES = ("prefill", "decoding", "done", "failed", "cancelled")
 TEXT_LIMIT = 300  # characters of any one text field of a row
@@ -57,6 +58,7 @@ class RequestRow:
     error: str | None = None
     ttfo_ms: float | None = None
     reasoning_tokens: int | None = None
+    trace_id: str | None = None  # its span's W3C trace id (with OTLP export or propagation)
 
     @property
     def key(self) -> str:
@@ -136,7 +138,15 @@ def row_from_json(d: Any) -> RequestRow:
         error=_text(d, "error"),
         ttfo_ms=_number(d, "ttfo_ms"),
         reasoning_tokens=_count(d, "reasoning_tokens"),
+        trace_id=_trace_id(d),
     )
+
+
+def _trace_id(d: dict[str, Any]) -> str | None:
+    v = _text(d, "trace_id")
+    if v is not None and not is_trace_id(v):
+        raise ValueError("trace_id is not a W3C trace id")
+    return v
 
 
 def metrics_from_json(d: Any) -> RequestMetrics:

@@ -22,6 +22,7 @@ from tui.proxy.events_file import EventsWriter
 from tui.proxy.exchange import Forwarding
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.limits import BodyBudget, ClientSlots
+from tui.proxy.tracing import TraceMode
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -49,6 +50,7 @@ class ProxyConfig:
     max_per_address: int | None = None  # connections from one address (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
+    trace: TraceMode = "off"  # a request's traceparent (tui/proxy/tracing.py)
 
 
 class Proxy:
@@ -83,6 +85,7 @@ class Proxy:
             config.stall_timeout,
             self.book,
             self.budget,
+            config.trace,
         )
         self.client_parts = ClientParts(
             config.client_timeout,
