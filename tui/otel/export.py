@@ -216,7 +216,7 @@ class OtelExporter:
         self._wake.set()
         self._thread.join(timeout_s)
         try:
-            self._spans.shutdown()
+            self._spans.shutdown()  # type: ignore[no-untyped-call]
         except Exception:  # noqa: BLE001 - closing must not fail the front end
             pass
         if self._meter_provider is not None:
@@ -319,7 +319,7 @@ class OtelExporter:
             context=context,
             parent=parent,
             resource=self.resource,
-            attributes=span.attributes,  # type: ignore[arg-type]
+            attributes=span.attributes,
             kind=SpanKind.CLIENT,
             status=status,
             start_time=span.start_ns,
