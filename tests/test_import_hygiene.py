@@ -22,6 +22,8 @@ HEADLESS = [
     "tui.proxy",
     "tui.proxy.server",
     "tui.proxy.watch",
+    "tui.otel.export",
+    "tui.alerts.engine",
     "tui.config",
     "tui.config_trust",
     "tui.config_keys",
@@ -58,7 +60,7 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet', 'tui.chat', 'tui.proxy'):\n"
+        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.otel', 'tui.alerts'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -89,13 +91,16 @@ LAYERS = {
     "tui.transport": {"tui.core"},
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
-    "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
+    "tui.otel": {"tui.core"},
+    "tui.alerts": {"tui.core", "tui.transport", "tui.telemetry"},
+    "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.alerts"},
     "tui.fleet": BASE,
     "tui.chat": BASE,
     "tui.bench": BASE,
     "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
-    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy"},
-    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.app"},
+    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.otel", "tui.alerts"},
+    "tui.cli": BASE
+    | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.app", "tui.otel", "tui.alerts"},
 }
 
 

@@ -10,9 +10,9 @@ called on this thread.
 
 One rule, per evaluation: its window's values (the requests that *ended* in the last
 ``window_s`` — answered to their end, for the latencies and decode tok/s; done or
-failed, for the error rate — or the gauge samples taken in it) reduced by its ``stat``. A rule that is
-``ok`` fires when the value is past its threshold, the window holds at least
-``min_samples`` values and its cooldown is over; a ``firing`` rule resolves when the
+failed, for the error rate — or the gauge samples taken in it) reduced by its
+``stat``. A rule that is ``ok`` fires when the value is past its threshold, the window
+holds at least ``min_samples`` values and its cooldown is over; a ``firing`` rule resolves when the
 value is back past its resolving level (a value between the two levels changes
 nothing: hysteresis), or when the window has emptied (as Prometheus resolves an alert
 whose expression returns nothing). After resolving, a rule fires again no sooner than

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, RequestSent, StreamEvent
+from tui.core.trace_context import TraceContext
 from tui.transport.access import split_credentials
 
 
@@ -71,6 +72,10 @@ class GenerationRequest:
     # what the bench asked of this prompt's length in the engine's tokens (never sent;
     # the report sets it beside the engine's count)
     prompt_tokens_target: int | None = None
+    # its span's trace context (tui/core/trace_context.py), where OTLP export or trace
+    # propagation is on; ``send_traceparent``: an HTTP engine sends it as ``traceparent``
+    trace: TraceContext | None = None
+    send_traceparent: bool = False
 
     @classmethod
     def from_prompt(cls, prompt: str, **kw: Any) -> GenerationRequest:

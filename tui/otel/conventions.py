@@ -107,9 +107,7 @@ class MetricSpec:
 
     __slots__ = ("name", "unit", "instrument", "description", "buckets")
 
-    def __init__(
-        self, name: str, unit: str, description: str, buckets: tuple[float, ...]
-    ) -> None:
+    def __init__(self, name: str, unit: str, description: str, buckets: tuple[float, ...]) -> None:
         self.name = name
         self.unit = unit
         self.instrument: Instrument = "histogram"

@@ -177,9 +177,7 @@ class OtelExporter:
         self._meter_provider = MeterProvider(
             metric_readers=[reader], resource=self.resource, views=views
         )
-        meter = self._meter_provider.get_meter(
-            C.INSTRUMENTATION_SCOPE, schema_url=C.SCHEMA_URL
-        )
+        meter = self._meter_provider.get_meter(C.INSTRUMENTATION_SCOPE, schema_url=C.SCHEMA_URL)
         for spec in C.METRICS:
             self._histograms[spec.name] = meter.create_histogram(
                 spec.name, unit=spec.unit, description=spec.description
@@ -305,9 +303,7 @@ class OtelExporter:
         flags = TraceFlags(TraceFlags.SAMPLED)
         context = SpanContext(trace_id, int(span.span_id or new_span_id(), 16), False, flags)
         parent = (
-            SpanContext(trace_id, int(span.parent_id, 16), True, flags)
-            if span.parent_id
-            else None
+            SpanContext(trace_id, int(span.parent_id, 16), True, flags) if span.parent_id else None
         )
         status = (
             Status(StatusCode.ERROR, span.status_message)

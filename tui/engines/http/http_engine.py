@@ -73,6 +73,13 @@ Response = httpx.Response | Http1Response
 SEND_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
 
 
+def trace_header(request: GenerationRequest) -> dict[str, str] | None:
+    """The ``traceparent`` field of a request that sends one (trace propagation)."""
+    if request.trace is None or not request.send_traceparent:
+        return None
+    return {"traceparent": request.trace.traceparent()}
+
+
 class HttpStreamEngine(BatchedEngine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
 
@@ -208,7 +215,7 @@ class HttpStreamEngine(BatchedEngine):
         state = self.new_state()
         emit(RequestSent(time.perf_counter_ns()))
         try:
-            resp = await post_json(client, pool, self.stream_url(), body)
+            resp = await post_json(client, pool, self.stream_url(), body, trace_header(request))
         except SEND_ERRORS as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return
