@@ -9,7 +9,7 @@ sample period), temperature (±3 °C), bus width and max memory clock (exact: th
 peak), and the torch child among the agent's GPU processes with NVML's byte count. Prints
 PASS/FAIL per check and writes a JSON record (``--out``).
 
-    python benchmarks/agent_vs_nvml.py [--seconds 8] [--gib 4] [--out FILE]
+    python -m benchmarks.agent_vs_nvml [--seconds 8] [--gib 4] [--out FILE]
 (needs an NVIDIA GPU, nvidia-ml-py and, for the load, PyTorch with CUDA)
 """
 
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def load(gib: float, seconds: float, ready: mp.Queue) -> None:

@@ -26,6 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.support.fake_server import support_command, support_env
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path.home() / ".cache" / "infertop"
 VLLM_PY = Path(os.environ.get("INFERTOP_VLLM_PYTHON", CACHE / "venv-vllm" / "bin" / "python"))
@@ -129,8 +131,7 @@ def start_pace_server(
     ``burst``: each answer in one prebuilt write (the server's cost per request is then
     a few tens of µs, so the client is the limit)."""
     cmd = [
-        sys.executable,
-        str(ROOT / "tests/support/pace_server.py"),
+        *support_command("pace_server"),
         "--interval-ms",
         str(interval_ms),
         "--ttft-ms",
@@ -141,7 +142,7 @@ def start_pace_server(
         str(stamps_kept),
         *(["--burst"] if burst else []),
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=support_env())
     assert proc.stdout is not None
     line = proc.stdout.readline()  # "pace server on http://127.0.0.1:PORT (...)"
     return proc, line.split(" on ", 1)[1].split()[0]

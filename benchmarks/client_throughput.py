@@ -21,7 +21,7 @@ process tree. Goals (issue 12, item 6): paced, less CPU per token than every pee
 bare reader (benchmarks/bare_reader.py), the floor any Python client stands on here: the
 difference to it is what parsing and records cost.
 
-    .venv/bin/python benchmarks/client_throughput.py [--requests 512] [--rounds 3]
+    .venv/bin/python -m benchmarks.client_throughput [--requests 512] [--rounds 3]
         [--regimes paced,unpaced] [--skip-peers]
 
 Measured (issue 12), 512 requests, 3 interleaved rounds, µs of client CPU per token in
@@ -158,9 +158,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from client_common import (  # noqa: E402
+from benchmarks.client_common import (
     BARE,
     compile_package,
     infertop_cmd,

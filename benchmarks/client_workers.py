@@ -30,7 +30,7 @@ two successive tokens as infertop measured it (report.json) minus the gap betwee
 server's send times of the same two tokens (its /stamps, matched by the request's seed);
 printed as median and p99 of |error| and the mean error, in µs, with and without workers.
 
-    .venv/bin/python benchmarks/client_workers.py [--regimes fast,paced] [--rounds 3]
+    .venv/bin/python -m benchmarks.client_workers [--regimes fast,paced] [--rounds 3]
         [--concurrency 32] [--fast-requests 8192] [--paced-requests 512]
         [--interval-ms 1] [--skip-vllm]
 
@@ -82,9 +82,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from client_common import (  # noqa: E402
+from benchmarks.client_common import (
     compile_package,
     get_json,
     infertop_cmd,

@@ -13,7 +13,7 @@ Prints both, their ratio, and checks that the two give the same values on the re
 both computed (so the workload really was the same). Goal: a 500 × 255 level compared
 in a few seconds (2000 resamples per side).
 
-    .venv/bin/python benchmarks/compare_bootstrap.py [--report DIR] [--requests 500]
+    .venv/bin/python -m benchmarks.compare_bootstrap [--report DIR] [--requests 500]
 """
 
 from __future__ import annotations

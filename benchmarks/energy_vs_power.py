@@ -7,7 +7,7 @@ is measured where a counter exists) and the energy integrated from sampled power
 fallback, tui/core/energy.py) must agree within 5 %; the counter's energy ÷ the window is
 also compared with NVML's mean power. Prints PASS/FAIL and writes a JSON record.
 
-    python benchmarks/energy_vs_power.py [--seconds 10] [--interval 0.1] [--out FILE]
+    python -m benchmarks.energy_vs_power [--seconds 10] [--interval 0.1] [--out FILE]
 (needs an NVIDIA GPU of Volta or later, nvidia-ml-py, and PyTorch with CUDA)
 """
 
@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def load(seconds: float, started: mp.Queue) -> None:

@@ -18,7 +18,7 @@ Measured:
 - that the workload happened: 225 targets up in Prometheus, 200 rows with numbers (tok/s,
   TTFT, KV cache, 8 GPUs each), and the screen showing them.
 
-    .venv/bin/python benchmarks/fleet_prometheus.py [--endpoints 200] [--ui-s 20]
+    .venv/bin/python -m benchmarks.fleet_prometheus [--endpoints 200] [--ui-s 20]
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUPPORT = ROOT / "tests" / "support"
-sys.path.insert(0, str(SUPPORT))
-sys.path.insert(0, str(ROOT))
 
 PER_HOST = 8  # endpoints (and GPUs) per host
 
@@ -96,9 +93,8 @@ def main() -> None:
     ap.add_argument("--ui-s", type=float, default=20.0, help="seconds of the UI measured")
     ap.add_argument("--window", type=float, default=10.0)
     args = ap.parse_args()
-    import prometheus_server as ps
-    from ui_common import TmuxApp, cpu_share
-
+    from benchmarks.ui_common import TmuxApp, cpu_share
+    from tests.support import prometheus_server as ps
     from tui.fleet.columns import fit_columns
     from tui.fleet.poller import Fleet, fleet_endpoints
 
@@ -108,7 +104,8 @@ def main() -> None:
     helper = subprocess.Popen(
         [
             sys.executable,
-            str(SUPPORT / "fleet_fixture.py"),
+            "-m",
+            "tests.support.fleet_fixture",
             "--vllm",
             str(n),
             "--dcgm-hosts",
@@ -118,6 +115,7 @@ def main() -> None:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=ROOT,
     )
     prom = None
     try:
@@ -173,7 +171,7 @@ def main() -> None:
         env = {"XDG_STATE_HOME": str(work / "state"), "XDG_DATA_HOME": str(work / "data")}
         child = [
             "-c",
-            "import sys; sys.path.insert(0, 'benchmarks'); import fleet_prometheus as f; "
+            "import sys; from benchmarks import fleet_prometheus as f; "
             "sys.exit(f.ui_child(sys.argv[1], sys.argv[2:]))",
             str(out),
             "--config",

@@ -7,7 +7,7 @@ worker's own GPU memory as NVML lists it (against what the worker allocated), po
 temperature, clocks, and the achieved copy bandwidth as a share of NVML's peak
 (bus width × max memory clock × 2) — the same roofline arithmetic the decode panel uses.
 
-    python benchmarks/gpu_telemetry.py [--seconds 12] [--gib 8]
+    python -m benchmarks.gpu_telemetry [--seconds 12] [--gib 8]
 (needs an NVIDIA GPU, nvidia-ml-py and, for the load, PyTorch with CUDA)
 """
 

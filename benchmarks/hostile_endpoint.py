@@ -31,7 +31,7 @@ starts, so the child's peak is the read's own):
 - models-digits:  a model list with 400- and 5000-digit sizes (hostile server's
                   long-numbers mode) [the one model's number left unsaid]
 
-    python benchmarks/hostile_endpoint.py [--json FILE] [--only CASE,...]
+    python -m benchmarks.hostile_endpoint [--json FILE] [--only CASE,...]
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile_proxy import PROXY_CASES, proxy_case  # noqa: E402
+from benchmarks.hostile_proxy import PROXY_CASES, proxy_case
+from tests.support.fake_server import support_command, support_env
 
-SERVER = ROOT / "tests" / "support" / "hostile_server.py"
+ROOT = Path(__file__).resolve().parents[1]
+
 CASES = (
     "stream-endless",
     "stream-drip",
@@ -232,13 +232,12 @@ def main() -> int:
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:  # the child
-        sys.path.insert(0, str(ROOT))
         files = Path(args.files) if args.files else None
         print(json.dumps(_case(args.case, args.base, files)))
         return 0
     cases = CASES if not args.only else tuple(c for c in CASES if c in args.only.split(","))
     server = subprocess.Popen(
-        [sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        support_command("hostile_server"), stdout=subprocess.PIPE, text=True, env=support_env()
     )
     tmp = tempfile.TemporaryDirectory(prefix="hostile-files-")
     try:
@@ -251,7 +250,17 @@ def main() -> int:
                 results.append(_fleet(base))
                 continue
             child = subprocess.run(
-                [sys.executable, __file__, "--case", case, "--base", base, "--files", tmp.name],
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.hostile_endpoint",
+                    "--case",
+                    case,
+                    "--base",
+                    base,
+                ]
+                + ["--files", tmp.name],
+                cwd=ROOT,
                 capture_output=True,
                 text=True,
                 timeout=600,

@@ -9,7 +9,7 @@ interpreter's switch interval (sys.getswitchinterval(), 5 ms by default): the re
 thread waits for the GIL; the mean is unaffected because later stamps are not delayed
 further. --switch-interval-ms shows the effect of a smaller switch interval.
 
-    .venv/bin/python benchmarks/http_consumer_skew.py [--tokens 100] [--interval-ms 10]
+    .venv/bin/python -m benchmarks.http_consumer_skew [--tokens 100] [--interval-ms 10]
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from tests.support.fake_server import support_command, support_env
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.openai_compat import OpenAICompatEngine
-
-PACE = Path(__file__).resolve().parents[1] / "tests" / "support" / "pace_server.py"
 
 
 def free_port() -> int:
@@ -67,8 +65,9 @@ def main() -> int:
         sys.setswitchinterval(a.switch_interval_ms / 1000)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, str(PACE), "--port", str(port), "--interval-ms", str(a.interval_ms)],
+        support_command("pace_server", "--port", str(port), "--interval-ms", str(a.interval_ms)),
         stdout=subprocess.PIPE,
+        env=support_env(),
     )
     try:
         assert server.stdout is not None

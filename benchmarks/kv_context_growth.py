@@ -16,7 +16,7 @@ It checks the workload happened as intended (the context grows every turn and eq
 prompt plus the answer fed back; cold prefills the whole prompt; warm reuses a prefix) and
 exits 1 if not.
 
-    python benchmarks/kv_context_growth.py [--turns 4] [--answer-tokens 24] [--threads 2]
+    python -m benchmarks.kv_context_growth [--turns 4] [--answer-tokens 24] [--threads 2]
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tui.core.events import ContextFill
+from tui.core.kv import KvLayout, state_from_fill
+from tui.core.metrics import compute_metrics
+from tui.engines.base import EngineSpec, GenerationRequest
+from tui.engines.collect import run_request
+from tui.engines.inprocess.llamacpp import LlamaCppEngine
 
-from tui.core.events import ContextFill  # noqa: E402
-from tui.core.kv import KvLayout, state_from_fill  # noqa: E402
-from tui.core.metrics import compute_metrics  # noqa: E402
-from tui.engines.base import EngineSpec, GenerationRequest  # noqa: E402
-from tui.engines.collect import run_request  # noqa: E402
-from tui.engines.inprocess.llamacpp import LlamaCppEngine  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 QUESTIONS = [
     "Explain in a few sentences what a lighthouse keeper did in the nineteenth century.",

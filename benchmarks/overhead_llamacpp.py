@@ -8,7 +8,7 @@ prompt-cache reuse; runs alternate (ours, bare, ours, bare, ...) so machine nois
 both alike, and never overlap. Decode tok/s is (N − 1) / (t_last − t_first) for both.
 Goal: median ratio >= 0.98.
 
-    .venv/bin/python benchmarks/overhead_llamacpp.py [--runs 8] [--tokens 128]
+    .venv/bin/python -m benchmarks.overhead_llamacpp [--runs 8] [--tokens 128]
 """
 
 from __future__ import annotations

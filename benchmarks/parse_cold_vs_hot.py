@@ -17,7 +17,7 @@ minus the same around an empty call after the same idle (the clock reads' own co
 grows when cold too); median over --rounds interleaved rounds of --calls calls. Figures
 in µs per token, and the ratio to hot.
 
-    .venv/bin/python benchmarks/parse_cold_vs_hot.py [--rounds 5] [--calls 4000]
+    .venv/bin/python -m benchmarks.parse_cold_vs_hot [--rounds 5] [--calls 4000]
         [--idle-us 0,60,250,1000]
 
 Measured on the project's 2-core VM (idle, defaults, issue 12), median (min-max):
@@ -39,16 +39,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tui.core.timeline import RequestTimeline  # noqa: E402
-from tui.engines.dialects.openai_chat import OpenAIChatDecoder  # noqa: E402
-from tui.transport.http_framing import Chunked  # noqa: E402
+from tui.core.timeline import RequestTimeline
+from tui.engines.dialects.openai_chat import OpenAIChatDecoder
+from tui.transport.http_framing import Chunked
 
 
 def token_read(i: int) -> bytes:

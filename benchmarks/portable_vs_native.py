@@ -20,8 +20,8 @@ Per run: prefill = ``--prompt-tokens`` tokens evaluated in one call, timed by ll
 (N − 1) / (t_last − t_first) from stamps taken as each token id returns. Each run checks
 its workload happened (n_p_eval and tokens generated are as asked) or says so.
 
-    .venv/bin/python benchmarks/portable_vs_native.py --build-native   # once
-    .venv/bin/python benchmarks/portable_vs_native.py [--runs 5]
+    .venv/bin/python -m benchmarks.portable_vs_native --build-native   # once
+    .venv/bin/python -m benchmarks.portable_vs_native [--runs 5]
 """
 
 from __future__ import annotations
@@ -35,12 +35,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tui.engines.files.default_model import default_model_path  # noqa: E402
-from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx  # noqa: E402
-from tui.engines.inprocess.probe import read_probe  # noqa: E402
+from tui.engines.files.default_model import default_model_path
+from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx
+from tui.engines.inprocess.probe import read_probe
 
 LLAMA_VERSION = "0.3.36"
 DEFAULT_NATIVE_VENV = Path.home() / ".cache" / "infertop" / "bench-native-venv"
@@ -49,6 +46,8 @@ CHILD = r"""
 import json, sys, time
 import llama_cpp
 import llama_cpp.llama_cpp as C
+
+ROOT = Path(__file__).resolve().parents[1]
 a = json.loads(sys.argv[1])
 if not a["extra_bufts"]:
     original = C.llama_model_default_params

@@ -32,9 +32,9 @@ stamped with the kernel's receive time.
    proxy's (its /infertop/metrics requests_total and its --events file) and the pace
    server's must agree, with no failure.
 
-    .venv/bin/python benchmarks/proxy_overhead.py                  # the full run (~4 min)
-    .venv/bin/python benchmarks/proxy_overhead.py --quick          # a smoke run (~40 s)
-    .venv/bin/python benchmarks/proxy_overhead.py --one-stream --rounds 48  # 1 stream only
+    .venv/bin/python -m benchmarks.proxy_overhead                  # the full run (~4 min)
+    .venv/bin/python -m benchmarks.proxy_overhead --quick          # a smoke run (~40 s)
+    .venv/bin/python -m benchmarks.proxy_overhead --one-stream --rounds 48  # 1 stream only
 
 Goals (issue 22): added TTFT p50 ≤ 0.3 ms and p99 ≤ 2 ms; CPU per token within 2× nginx's;
 256 streams held 60 s with every request accounted for. Timing on a shared 2-core machine
@@ -47,7 +47,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import time
 import urllib.request
@@ -55,14 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.proxy_paths import Servers, cpu_s, get_json, start_servers
+from tui.core.stats import percentile
+from tui.transport.http1 import Http1Pool
+from tui.transport.http_io import HttpTimeouts
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
-
-from proxy_paths import Servers, cpu_s, get_json, start_servers  # noqa: E402
-
-from tui.core.stats import percentile  # noqa: E402
-from tui.transport.http1 import Http1Pool  # noqa: E402
-from tui.transport.http_io import HttpTimeouts  # noqa: E402
 
 TIMEOUTS = HttpTimeouts(10.0, 60.0, 60.0)
 

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.fake_server import support_command, support_env
+from tui.core.sched_slice import SliceResult, request_slice
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tui.core.sched_slice import SliceResult, request_slice  # noqa: E402
-
-PACE = ROOT / "tests" / "support" / "pace_server.py"
 TICKS = os.sysconf("SC_CLK_TCK")
 NGINX_CONF = """
 daemon off;
@@ -150,8 +149,7 @@ def start_servers(
     procs.append(
         subprocess.Popen(
             [
-                sys.executable,
-                str(PACE),
+                *support_command("pace_server"),
                 "--port",
                 str(pace_port),
                 "--interval-ms",
@@ -164,6 +162,7 @@ def start_servers(
                 "4096",
             ],
             stdout=subprocess.DEVNULL,
+            env=support_env(),
         )  # fmt: skip
     )
     pace = f"http://127.0.0.1:{pace_port}"

@@ -9,7 +9,7 @@ kernel's table has that many lines; then one connection's peer is looked up each
 the lookup (p50) and the longest the ticker was held up (the stall every stream through
 the proxy would see). The issue measured ~115 ms per lookup at 50k sockets.
 
-    .venv/bin/python benchmarks/proxy_peer_lookup.py [--sockets 50000] [--repeat 7]
+    .venv/bin/python -m benchmarks.proxy_peer_lookup [--sockets 50000] [--repeat 7]
 """
 
 from __future__ import annotations
@@ -24,17 +24,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tui.proxy import peer  # noqa: E402
+from tui.proxy import peer
 
 PER_HELPER = 8000  # connections (2 sockets each) per helper process, within its fd limit
 
 HOLD = """
 import socket, sys, resource
+
+ROOT = Path(__file__).resolve().parents[1]
 n = int(sys.argv[1])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -21,7 +21,7 @@ This is the one-stream TTFT path of benchmarks/proxy_overhead.py (goal: added TT
 so its path runs with cold caches, and Python code costs several times what a loop of
 the same calls costs hot (the head parse: ~9 µs hot, ~50 µs here).
 
-    .venv/bin/python benchmarks/proxy_request_path.py [--requests 41] [--strict]
+    .venv/bin/python -m benchmarks.proxy_request_path [--requests 41] [--strict]
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 POINTS = ["bytes in", "head matched", "parse begun", "parse done", "request whole"]
 POINTS += ["send begun", "send returned", "task runs"]
@@ -134,16 +133,16 @@ def serve(upstream: str, port: int, strict: bool) -> None:
 
 
 def measure(requests: int, strict: bool) -> None:
-    import proxy_overhead as po
-    from proxy_paths import free_port, start_servers, wait_up
-
+    from benchmarks import proxy_overhead as po
+    from benchmarks.proxy_paths import free_port, start_servers, wait_up
     from tui.transport.http1 import Http1Pool
 
     servers = start_servers(10.0, 16, None)
     port = free_port()
-    here = [sys.executable, __file__, "--serve", servers.pace_url, str(port)]
+    here = [sys.executable, "-m", "benchmarks.proxy_request_path", "--serve", servers.pace_url]
+    here += [str(port)]
     here += ["--strict"] if strict else []
-    proxy = subprocess.Popen(here, stdout=subprocess.PIPE, text=True)
+    proxy = subprocess.Popen(here, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proxy.stdout is not None
     try:
         proxy.stdout.readline()

@@ -11,7 +11,7 @@ records' intervals, the server's own count, the driver's in-flight count) — pr
 the streams overlapped rather than ran one after another; and the load average.
 The harness is tests/support/soak.py; tests/bench/test_soak.py runs a small one.
 
-    .venv/bin/python benchmarks/soak.py [--streams 256] [--seconds 60] [--warmup S]
+    .venv/bin/python -m benchmarks.soak [--streams 256] [--seconds 60] [--warmup S]
                                         [--interval-ms 20] [--tokens 50] [--endpoint chat]
 
 Exit status 1 when a goal is missed (so a script can use it), else 0.
@@ -40,11 +40,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-sys.path.insert(0, str(ROOT))
+from tests.support.soak import SoakConfig, SoakResult, run_soak
 
-from soak import SoakConfig, SoakResult, run_soak  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RSS_GROWTH_GOAL_PCT = 10.0
 ITL_P50_GOAL_MS = 0.2

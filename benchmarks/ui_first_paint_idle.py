@@ -6,7 +6,7 @@
 with the model loaded, the hardware sampler at its default 2 Hz and the UI at default
 refresh. Goal < 2 % of one core.
 
-    .venv/bin/python benchmarks/ui_first_paint_idle.py [--starts 5] [--idle-s 10]
+    .venv/bin/python -m benchmarks.ui_first_paint_idle [--starts 5] [--idle-s 10]
 
 ``--discovery``: (d) only, with discovery off and on in turn (``[discovery] enabled``),
 on probing three closed loopback ports and one that accepts and never answers (its
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ui_common import TmuxApp, cpu_share, write_config
+from benchmarks.ui_common import TmuxApp, cpu_share, write_config
 
 CONFIG = """
 [engines.local]

@@ -4,20 +4,16 @@ Samples psutil and NVML through TelemetrySampler at its default 2 Hz for ``--sec
 then prints the last reading in full, the NVML peak bandwidth, and the cost of one
 sample (CPU time per reading of psutil + NVML). No Textual involved.
 
-    .venv/bin/python benchmarks/ui_hw_sample.py [--seconds 3]
+    .venv/bin/python -m benchmarks.ui_hw_sample [--seconds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tui.telemetry.sampler import TelemetrySampler  # noqa: E402
+from tui.telemetry.sampler import TelemetrySampler
 
 
 def main() -> None:

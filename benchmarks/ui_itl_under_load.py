@@ -19,7 +19,7 @@ is responsible for. Headless, where the absolute stamps are at hand, the one-way
 If the "openai" engine kind or the pace server is not in this tree, the same measurement
 runs against the in-process synthetic engine at 100 tok/s (10 ms) instead, and says so.
 
-    .venv/bin/python benchmarks/ui_itl_under_load.py [--requests 5] [--tokens 200]
+    .venv/bin/python -m benchmarks.ui_itl_under_load [--requests 5] [--tokens 200]
 
 Measured on the shared 2-core machine (2026-11-30), with the UI, vs the server's send gaps:
     2026-11-29: p50 0.004 ms, p99 0.35 ms (one run, load ~0.9)
@@ -47,14 +47,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ui_common import ROOT, TmuxApp  # noqa: E402
+from benchmarks.ui_common import ROOT, TmuxApp
+from tests.support.fake_server import support_command, support_env
 
 INTERVAL_MS = 10.0
 TOKEN = re.compile(r"tok(\d+) ")
-PACE_SERVER = ROOT / "tests" / "support" / "pace_server.py"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -202,11 +199,12 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
     server = None
     port = None
-    if find_kind("openai") is not None and PACE_SERVER.exists():
+    if find_kind("openai") is not None:
         server = subprocess.Popen(
-            [sys.executable, str(PACE_SERVER), "--port", "0", "--interval-ms", str(INTERVAL_MS)],
+            support_command("pace_server", "--port", "0", "--interval-ms", str(INTERVAL_MS)),
             stdout=subprocess.PIPE,
             text=True,
+            env=support_env(),
         )
         line = server.stdout.readline() if server.stdout else ""
         port = int(line.split("http://127.0.0.1:")[1].split()[0])
@@ -229,8 +227,8 @@ def main() -> None:
         app.sock = f"infertop-bench-a-{int(time.time())}"
         cmd = (
             f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} "
-            f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --inside {cfg} {session} "
-            f"{args.requests}"
+            f"{shlex.quote(sys.executable)} -m benchmarks.ui_itl_under_load "
+            f"--inside {cfg} {session} {args.requests}"
         )
         subprocess.run(
             ["tmux", "-L", app.sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "36", cmd],

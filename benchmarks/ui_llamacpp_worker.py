@@ -17,7 +17,7 @@ decode call (t_eval_ms over n_eval tokens), GIL waits excluded. Per request:
   ITL p99 ÷ mean  the 99th-percentile per-token ITL ÷ the engine's mean time per token:
                   how far the slowest gaps stray from the engine's pace.
 
-    .venv/bin/python benchmarks/ui_llamacpp_worker.py [--rounds 3] [--requests 4]
+    .venv/bin/python -m benchmarks.ui_llamacpp_worker [--rounds 3] [--requests 4]
 """
 
 from __future__ import annotations
@@ -32,11 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ui_common import ROOT  # noqa: E402
-from ui_itl_under_load import load  # noqa: E402
+from benchmarks.ui_common import ROOT
+from benchmarks.ui_itl_under_load import load
 
 MODES = {"in-process": False, "worker": True}
 PROMPT = "Write a long story about a lighthouse keeper and a storm (part {i})."
@@ -58,8 +55,8 @@ def run_app(cfg: Path, session: Path, requests: int, timeout_s: float) -> list[d
     sock = f"infertop-bench-w-{time.time_ns()}"
     cmd = (
         f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} "
-        f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent))}"
-        f"/ui_itl_under_load.py --inside {cfg} {session} {requests} {shlex.quote(PROMPT)}"
+        f"{shlex.quote(sys.executable)} -m benchmarks.ui_itl_under_load"
+        f" --inside {cfg} {session} {requests} {shlex.quote(PROMPT)}"
     )
     subprocess.run(
         ["tmux", "-L", sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "36", cmd],

@@ -14,7 +14,7 @@ The app CPU includes every thread of the app process, the synthetic engine's tok
 too (a thread that sleeps until each token is due: ~8 % of a core at 2,000 tok/s here,
 the part a real engine would spend computing); the script prints it apart as well.
 
-    .venv/bin/python benchmarks/ui_stream_2000.py [--tokens 20000] [--rate 2000]
+    .venv/bin/python -m benchmarks.ui_stream_2000 [--tokens 20000] [--rate 2000]
 
 Measured on the shared 2-core machine (2026-11-30, 20,000 tokens, load average 1.1-1.3):
     before: 61-66 % of a core (76 % at 40,000 tokens: the cost grew with the answer),
@@ -36,10 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu  # noqa: E402
+from benchmarks.ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu
 
 
 def inside(cfg_path: str, probe_path: str) -> None:
@@ -138,7 +135,7 @@ def main() -> None:
     app.sock = f"infertop-bench-{TmuxApp.count}-{int(time.time())}"
     cmd = (
         f"cd {shlex.quote(str(ROOT))} && exec env PYTHONPATH={shlex.quote(str(ROOT))} "
-        f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --inside {cfg} {probe}"
+        f"{shlex.quote(sys.executable)} -m benchmarks.ui_stream_2000 --inside {cfg} {probe}"
     )
     subprocess.run(
         ["tmux", "-L", app.sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "36", cmd],

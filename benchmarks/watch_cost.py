@@ -39,7 +39,7 @@ ab    A/B on one machine: A = the embedded llama.cpp (worker process), B = llama
 bench The bench's own requests: ``infertop bench`` against a llama-server at c = 1 and 4:
       the requests it made that were not measured, per level, as its report lists them.
 
-    .venv/bin/python benchmarks/watch_cost.py [--rounds 8] [--tokens 256] [--parts tui,ui]
+    .venv/bin/python -m benchmarks.watch_cost [--rounds 8] [--tokens 256] [--parts tui,ui]
 """
 
 from __future__ import annotations
@@ -59,10 +59,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ui_common import (  # noqa: E402
+from benchmarks.ui_common import (
     ROOT,
     StatClock,
     TmuxApp,

@@ -17,7 +17,7 @@ kept core   one ChatCore for the whole run: the same worker answers every round,
 The figure is the engine's own decode rate (llama.cpp's perf clock: t_eval ÷ n_eval), per
 round, then the median; each arm ÷ "fresh run" in the same round.
 
-    .venv/bin/python benchmarks/worker_age.py [--rounds 8] [--tokens 256]
+    .venv/bin/python -m benchmarks.worker_age [--rounds 8] [--tokens 256]
 """
 
 from __future__ import annotations
@@ -27,21 +27,17 @@ import asyncio
 import math
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.watch_cost import PROMPT, headless  # the same headless arm
+from tui.chat.core import ChatCore
+from tui.config import load_config
+from tui.engines.base import GenerationRequest
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from watch_cost import PROMPT, headless  # noqa: E402  (the same headless arm)
-
-from tui.chat.core import ChatCore  # noqa: E402
-from tui.config import load_config  # noqa: E402
-from tui.engines.base import GenerationRequest  # noqa: E402
 
 REST_S = 2.0
 ARMS = ("fresh run", "new core", "kept core")

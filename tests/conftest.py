@@ -13,9 +13,6 @@ from hypothesis import HealthCheck, settings
 from tui.engines.files.default_model import default_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUPPORT = ROOT / "tests" / "support"  # the test servers and helpers, importable by name
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
 
 # Property tests judge answers, never speed: no per-example deadline and no "too slow"
 # health check, whose wall-clock limits a busy machine can break (tests that set their own

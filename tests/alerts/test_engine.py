@@ -14,8 +14,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from made_outcomes import metrics, outcome
-
+from tests.support.made_outcomes import metrics, outcome
 from tui.alerts.engine import AlertEngine
 from tui.alerts.notify import Notifier, Webhook
 from tui.alerts.rules import AlertingSettings, parse_rules

@@ -1,5 +1,4 @@
-"""Constants and small helpers for UI tests (importable: tests/app is put on sys.path
-by conftest)."""
+"""Constants and small helpers for UI tests (``tests.app.app_support``)."""
 
 from __future__ import annotations
 

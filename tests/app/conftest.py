@@ -5,7 +5,6 @@ Every UI test uses a fixed terminal size (``SIZE`` unless it says otherwise).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +14,6 @@ import pytest
 from tui.app.app import InfertopApp, create_app
 from tui.app.themes import builtin_theme_dir
 from tui.config import Config, parse_config
-
-sys.path.insert(0, str(Path(__file__).parent))  # app_support.py (importlib import mode)
 
 
 @pytest.fixture

@@ -1,5 +1,4 @@
-"""Counting the screen's layouts in a UI test, from a quiet screen (importable: tests/app
-is put on sys.path by conftest).
+"""Counting the screen's layouts in a UI test, from a quiet screen (``tests.app.screen_quiet``).
 
 A test that says "this costs no layout" counts the calls of the screen's
 ``_refresh_layout`` over the code under test. What came before it (a mount, a box given

@@ -27,7 +27,8 @@ import threading
 import time
 
 import pytest
-from app_support import SIZE, gen
+
+from tests.app.app_support import SIZE, gen
 
 CORE = {min(os.sched_getaffinity(0))} if hasattr(os, "sched_getaffinity") else set()
 pytestmark = [

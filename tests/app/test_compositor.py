@@ -17,9 +17,9 @@ import functools
 import random
 
 import pytest
-from app_support import gen
 from textual._compositor import Compositor
 
+from tests.app.app_support import gen
 from tui.app.textual_private.compositor import CroppedCompositor
 
 TWO = (

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from app_support import gen
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
+from tests.app.app_support import gen
 from tui.app.screens.ab_picker import ABPicker
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput
@@ -169,7 +169,7 @@ def test_open_gguf_80x24(snap_compare, make_config, build_app):  # type: ignore[
 async def test_a_model_named_with_control_sequences_is_shown_safe(make_config, build_app):  # type: ignore[no-untyped-def]
     """A server's model id of terminal control sequences (OSC 52, OSC 0, CSI, C1, BEL):
     the palette and Ctrl+O's list show it, made visible, never obeyed."""
-    from screen_text import screen_text
+    from tests.app.screen_text import screen_text
 
     evil = "evil\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x07\x1b[2J\x9b31m\x07name"
     app = build_app(make_config('default_engine = "smol"\n' + gen() + CONFIG))

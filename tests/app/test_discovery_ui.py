@@ -14,19 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_support import LOCAL, SIZE, SYNTH, gen
-from screen_text import screen_text
 from textual.command import CommandPalette
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import ollama_emulator  # noqa: E402
-import real_servers as servers  # noqa: E402
-
-from tui.app.screens.ab_picker import ABPicker  # noqa: E402
-from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
+from tests.app.app_support import LOCAL, SIZE, SYNTH, gen
+from tests.app.screen_text import screen_text
+from tests.support import ollama_emulator
+from tests.support import real_servers as servers
+from tui.app.screens.ab_picker import ABPicker
+from tui.app.widgets.engine_bar import EngineBar
 
 pytestmark = pytest.mark.engine
 
@@ -238,7 +233,7 @@ def test_model_option_opens_a_gguf_in_a_real_terminal(model_path: Path, tmp_path
     import shlex
     import subprocess
 
-    from tmux_pane import Tmux
+    from tests.support.tmux_pane import Tmux
 
     root = Path(__file__).resolve().parents[2]
     cfg = tmp_path / "c.toml"
@@ -361,7 +356,7 @@ def test_no_config_lists_a_server_on_its_default_port_in_a_real_terminal(
     import shlex
     import subprocess
 
-    from tmux_pane import Tmux
+    from tests.support.tmux_pane import Tmux
 
     if not servers.port_is_free(11434):
         pytest.skip("port 11434 is in use on this machine")

@@ -5,28 +5,21 @@ endpoints served over HTTP from this process)."""
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
-from app_support import SYNTH, gen
 from textual.widgets import Static
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import fleet_fixture as ff  # noqa: E402
-from prometheus_server import free_port  # noqa: E402
-
-from tui.app.screens.chat import ChatScreen  # noqa: E402
-from tui.app.screens.fleet import FleetScreen  # noqa: E402
-from tui.app.widgets.conversation import Conversation  # noqa: E402
-from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
-from tui.app.widgets.fleet_table import FleetTable  # noqa: E402
-from tui.app.widgets.server_panel import ServerPanel  # noqa: E402
-from tui.fleet.poller import Fleet, fleet_endpoints  # noqa: E402
-from tui.fleet.rows import FleetSnapshot  # noqa: E402
+from tests.app.app_support import SYNTH, gen
+from tests.support import fleet_fixture as ff
+from tests.support.prometheus_server import free_port
+from tui.app.screens.chat import ChatScreen
+from tui.app.screens.fleet import FleetScreen
+from tui.app.widgets.conversation import Conversation
+from tui.app.widgets.engine_bar import EngineBar
+from tui.app.widgets.fleet_table import FleetTable
+from tui.app.widgets.server_panel import ServerPanel
+from tui.fleet.poller import Fleet, fleet_endpoints
+from tui.fleet.rows import FleetSnapshot
 
 
 class FixedFleet:
@@ -187,7 +180,7 @@ async def test_f3_joins_each_engines_own_hardware(endpoints, make_config, build_
     """F3 is built from config by the same builder as ``infertop fleet``: an engine whose
     config names a ``telemetry`` source shows that source's GPUs on its row (a DCGM
     exporter page written from its documented names, served over HTTP)."""
-    from exporter_fixtures import MetricsServer, dcgm_page
+    from tests.support.exporter_fixtures import MetricsServer, dcgm_page
 
     dcgm = MetricsServer(dcgm_page()).start()
     url = endpoints.urls[0]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_support import LOCAL, SIZE, SYNTH, gen, submit, summary, turns
 
+from tests.app.app_support import LOCAL, SIZE, SYNTH, gen, submit, summary, turns
 from tui.app.format import ms, tps
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics

@@ -4,8 +4,8 @@ help screen, engine switches), and F1 lists the app's own keys first, as remappe
 from __future__ import annotations
 
 import pytest
-from app_support import SYNTH, gen
 
+from tests.app.app_support import SYNTH, gen
 from tui.app.screens.help import HelpScreen
 from tui.app.widgets.prompt import PromptInput
 

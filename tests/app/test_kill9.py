@@ -23,8 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from app_support import SIZE
-
+from tests.app.app_support import SIZE
 from tui.app.widgets.conversation import Conversation
 from tui.cli.replay import build_replay_app
 from tui.core.session import read_session

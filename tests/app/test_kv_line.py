@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
-from app_support import LOCAL, gen, submit
 
+from tests.app.app_support import LOCAL, gen, submit
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.kv_line import KvLine, kv_lines, size_text
 from tui.core.kv import KvLayout, state_from_fill, state_from_vllm

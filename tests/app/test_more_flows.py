@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from app_support import LOCAL, SIZE, SYNTH, gen
 
+from tests.app.app_support import LOCAL, SIZE, SYNTH, gen
 from tui.app.widgets.conversation import Conversation, Turn
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.hardware_panel import HardwarePanel

@@ -15,9 +15,9 @@ import asyncio
 import json
 
 import pytest
-from app_support import SIZE, SYNTH, gen, submit, summary, turns
-from screen_text import screen_text
 
+from tests.app.app_support import SIZE, SYNTH, gen, submit, summary, turns
+from tests.app.screen_text import screen_text
 from tui.app.widgets.ab_table import ABTable
 from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import TailText, Turn

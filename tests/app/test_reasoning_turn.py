@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from screen_quiet import layouts_from_quiet, quiet
 from textual.app import App, ComposeResult
 
+from tests.app.screen_quiet import layouts_from_quiet, quiet
 from tui.app.format import summary_line
 from tui.app.screens.request_timeline import RUNS_SHOWN, parts_text
 from tui.app.widgets.conversation import Conversation, TailText, Turn

@@ -8,21 +8,15 @@ test_the_server_used_last_is_taken_again_at_start.) Pilot, at 80x24."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from app_support import SYNTH, gen, submit, turns
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import port_squatter  # noqa: E402
-
-from tui.app.state import UIState, save_state  # noqa: E402
-from tui.app.widgets.engine_bar import EngineBar  # noqa: E402
+from tests.app.app_support import SYNTH, gen, submit, turns
+from tests.support import port_squatter
+from tui.app.state import UIState, save_state
+from tui.app.widgets.engine_bar import EngineBar
 
 
 @pytest.fixture

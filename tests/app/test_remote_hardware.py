@@ -9,27 +9,20 @@ loopback (tests/support/sshd_server.py).
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
-from app_support import SIZE, gen
 
+from tests.app.app_support import SIZE, gen
+from tests.support.exporter_fixtures import MetricsServer, dcgm_page
+from tests.support.off_cpu import run_delay_s
+from tests.support.sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd
 from tui.app.widgets.hardware_panel import HardwarePanel
 from tui.app.widgets.prompt import PromptInput
 from tui.core.metrics import RequestMetrics
 from tui.telemetry.devices.nvml import GpuSample, NvmlSample
 from tui.telemetry.sampler import TelemetrySample
-
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from exporter_fixtures import MetricsServer, dcgm_page  # noqa: E402
-from off_cpu import run_delay_s  # noqa: E402
-from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from app_support import LOCAL, SIZE, gen
 
+from tests.app.app_support import LOCAL, SIZE, gen
 from tui.app.widgets.conversation import Conversation
 from tui.cli.replay import ReplayError, build_replay_app
 

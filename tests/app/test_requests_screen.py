@@ -7,32 +7,25 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from app_support import SYNTH, gen
-from screen_text import screen_text
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import pace_server  # noqa: E402
-
-from tui.app.messages import TelemetrySampled  # noqa: E402
-from tui.app.screens.request_timeline import HIDDEN, RequestTimelineScreen  # noqa: E402
-from tui.app.screens.requests import RequestsScreen  # noqa: E402
-from tui.app.widgets.requests_table import RequestsTable  # noqa: E402
-from tui.proxy.rows import RequestRow  # noqa: E402
-from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
-from tui.proxy.watch import WatchSnapshot  # noqa: E402
-from tui.telemetry.devices.nvml import GpuSample, NvmlSample  # noqa: E402
-from tui.telemetry.sampler import TelemetrySample  # noqa: E402
-from tui.telemetry.system import SystemSample  # noqa: E402
+from tests.app.app_support import SYNTH, gen
+from tests.app.screen_text import screen_text
+from tests.support import pace_server
+from tui.app.messages import TelemetrySampled
+from tui.app.screens.request_timeline import HIDDEN, RequestTimelineScreen
+from tui.app.screens.requests import RequestsScreen
+from tui.app.widgets.requests_table import RequestsTable
+from tui.proxy.rows import RequestRow
+from tui.proxy.server import ProxyConfig, ProxyThread
+from tui.proxy.watch import WatchSnapshot
+from tui.telemetry.devices.nvml import GpuSample, NvmlSample
+from tui.telemetry.sampler import TelemetrySample
+from tui.telemetry.system import SystemSample
 
 # the GPU box's hardware, as `--telemetry ssh://gpu-box` brings it (two H200s)
 BOX = TelemetrySample(

@@ -3,22 +3,17 @@ and a server going away mid-stream."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from app_support import SIZE, gen
 
+from tests.app.app_support import SIZE, gen
 from tui.app.widgets.server_panel import ServerPanel
 
 pytestmark = pytest.mark.engine
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 
 @pytest.fixture
 def llama_server(tmp_path, model_path):  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(SUPPORT))
-    from real_servers import start_llama_server
+    from tests.support.real_servers import start_llama_server
 
     server = start_llama_server(model_path, tmp_path)
     yield server

@@ -6,9 +6,9 @@ it.)"""
 
 from __future__ import annotations
 
-from app_support import gen
 from textual.errors import NoWidget
 
+from tests.app.app_support import gen
 from tui.app.widgets.conversation import TailText
 from tui.app.widgets.sizes import laid_out_size
 

@@ -12,8 +12,8 @@ import asyncio
 import time
 
 import pytest
-from app_support import LOCAL, SYNTH, gen
 
+from tests.app.app_support import LOCAL, SYNTH, gen
 from tui.app.format import summary_line
 from tui.app.messages import KvUpdated, TelemetrySampled
 from tui.app.widgets.ab_table import ABTable

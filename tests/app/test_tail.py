@@ -11,12 +11,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
-from screen_quiet import layouts_from_quiet
 from textual.app import App, ComposeResult
 from textual.geometry import Size
 from textual.widgets import Markdown
-from virtual_time import VirtualClock
 
+from tests.app.screen_quiet import layouts_from_quiet
+from tests.support.virtual_time import VirtualClock
 from tui.app import tail as tail_mod
 from tui.app.tail import TailLines, last_lines, scroll_step, wrap_paragraph
 from tui.app.widgets import conversation

@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import SIZE, gen
-from screen_text import screen_text
 from textual._compositor import ChopsUpdate, Compositor
 from textual.css.styles import RenderStyles
 from textual.widget import Widget
 
 import tui
+from tests.app.app_support import SIZE, gen
+from tests.app.screen_text import screen_text
 from tui.app import textual_private
 from tui.app.textual_private import SWITCH, TESTED, FastPaths, check
 from tui.app.textual_private.compositor import CroppedCompositor

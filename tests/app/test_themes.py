@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import LOCAL, SIZE, gen
 
+from tests.app.app_support import LOCAL, SIZE, gen
 from tui.app.themes import ThemeFileError, builtin_theme_dir, load_theme_dirs, parse_theme
 
 

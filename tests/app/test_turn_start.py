@@ -11,9 +11,9 @@ a loaded 2-core CI runner has laid it out (area 1620, twice), so that is not ass
 from __future__ import annotations
 
 import pytest
-from app_support import SIZE, SYNTH, gen
 
 import tui.app.screens.chat as chat_screen
+from tests.app.app_support import SIZE, SYNTH, gen
 from tui.app.widgets.conversation import Conversation
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.prompt import PromptInput

@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
 
 @pytest.fixture(autouse=True)
 def pace_kind():
-    import pace_engine
-
+    from tests.bench import pace_engine
     from tui.engines.registry import register, unregister
 
-    register("pace", "pace_engine:PaceEngine", "test pace engine", pace_engine.OPTIONS)
+    register("pace", "tests.bench.pace_engine:PaceEngine", "test pace engine", pace_engine.OPTIONS)
     yield
     unregister("pace")
-
-
-SUPPORT = HERE.parent / "support"
-if SUPPORT.is_dir() and str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
 
 
 @pytest.fixture
 def pace_server_url():
     """The issue-3 pace server (OpenAI SSE, known timing) factory: url(**PaceConfig)."""
-    import pace_server
+    from tests.support import pace_server
 
     stops = []
 

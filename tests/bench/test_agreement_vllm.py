@@ -74,7 +74,7 @@ GENERATED = "vllm:request_generation_tokens"  # its le="1" bucket: requests of o
 
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:
         # prompt-token details: each response's own cached-token count (the workload
@@ -92,7 +92,7 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def peer(url: str, tmp: Path) -> dict[str, Any]:
-    from vllm_bench import vllm_bench_serve
+    from tests.support.vllm_bench import vllm_bench_serve
 
     args = ["--backend", "openai-chat", "--endpoint", "/v1/chat/completions", "--model", "smollm2"]
     args += ["--dataset-name", "random", "--random-input-len", str(IN), "--random-output-len"]
@@ -151,7 +151,7 @@ async def ours(url: str, prompt_tokens: int) -> dict[str, Any]:
 
 def server_account(url: str) -> dict[str, float]:
     """The server's histograms' running sums and counts (one /metrics read)."""
-    from vllm_bench import histogram_totals
+    from tests.support.vllm_bench import histogram_totals
 
     return histogram_totals(url, [*SERVER.values(), GENERATED])
 
@@ -175,7 +175,7 @@ def server_means(before: dict[str, float], after: dict[str, float]) -> dict[str,
 # vLLM's CLI started twice: past 300 s on a quiet 2-core AMD EPYC (2026-12-02)
 @pytest.mark.timeout(900)
 async def test_infertop_agrees_with_vllm_bench_serve(vllm_url: str, tmp_path: Path) -> None:
-    from vllm_bench import counter
+    from tests.support.vllm_bench import counter
 
     before = counter(vllm_url, "vllm:prompt_tokens_total")
     reads = [server_account(vllm_url)]
@@ -249,7 +249,7 @@ async def test_vllm_reports_the_shared_prefix_it_served_from_cache(vllm_url: str
     res = await BenchRunner(p, [EngineSpec("vllm", "vllm", url=vllm_url)]).run()
     recs = [r for r in res.engines[0].records() if r.phase == "warm"]
     assert len(recs) == 6 and all(r.ok for r in recs)
-    from vllm_bench import block_size
+    from tests.support.vllm_bench import block_size
 
     block = block_size(vllm_url)
     assert block is not None and block > 0

@@ -83,7 +83,7 @@ def test_no_fit_without_c1_or_a_second_level():
 def test_fit_batching_from_records_counts_the_queue_before_the_engine_stamped_sent():
     """A serial engine that stamps a request sent only when it starts it: e2e alone would
     make 2 in flight look as fast as 1 (α = 0.5); the client latency keeps the wait."""
-    from synthetic import level, record
+    from tests.bench.synthetic import level, record
 
     c1 = level([record(0, 100, 10, 10, index=i) for i in range(3)], 1)  # e2e 190 ms
     waiting = []
@@ -101,7 +101,7 @@ def test_fit_batching_from_records_counts_the_queue_before_the_engine_stamped_se
 
 
 def test_fit_batching_skips_stopped_and_non_concurrency_levels():
-    from synthetic import level, record
+    from tests.bench.synthetic import level, record
 
     c1 = level([record(0, 100, 10, 10, index=i) for i in range(2)], 1)
     stopped = level([record(0, 100, 10, 10, "c=2", 2, index=i) for i in range(2)], 2)

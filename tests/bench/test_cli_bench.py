@@ -16,9 +16,10 @@ HERE = Path(__file__).resolve().parent
 # Runs the real CLI entry point with the pace engine kind registered first (config
 # validation only accepts registered kinds).
 PACE_MAIN = (
-    f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+    "import sys; "
     "from tui.engines.registry import register; "
-    "import pace_engine; register('pace', 'pace_engine:PaceEngine', '', pace_engine.OPTIONS); "
+    "from tests.bench import pace_engine; "
+    "register('pace', 'tests.bench.pace_engine:PaceEngine', '', pace_engine.OPTIONS); "
     "from tui.__main__ import main; sys.exit(main(sys.argv[1:]))"
 )
 

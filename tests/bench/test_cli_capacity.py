@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from test_cli_bench import _pace_config, one_line_error, pace_bench
+from tests.bench.test_cli_bench import _pace_config, one_line_error, pace_bench
 
 
 def test_open_loop_slo_and_workload_flags_reach_the_report(cli_env, tmp_path) -> None:  # type: ignore[no-untyped-def]

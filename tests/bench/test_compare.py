@@ -42,7 +42,7 @@ def bench(spec: EngineSpec, out: Path, max_tokens: int) -> Path:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory, model_path):
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     root = tmp_path_factory.mktemp("compare")
     local = EngineSpec("local", "llamacpp", model=str(model_path), n_threads=THREADS)

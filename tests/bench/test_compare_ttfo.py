@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic import level, reasoning_record, record, result
 
+from tests.bench.synthetic import level, reasoning_record, record, result
 from tui.bench.compare.markdown import markdown
 from tui.bench.compare.ratios import (
     METRICS,

@@ -183,7 +183,7 @@ def test_a_number_of_5000_digits_is_a_dataset_error(
 def test_bench_names_a_5000_digit_number_in_one_line(cli_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`infertop bench --dataset` on it: one line naming the file and the line, no
     traceback, nothing run."""
-    from test_cli_bench import _pace_config, one_line_error, pace_bench
+    from tests.bench.test_cli_bench import _pace_config, one_line_error, pace_bench
 
     cfg = _pace_config(tmp_path)
     bad = tmp_path / "d.jsonl"

@@ -90,7 +90,7 @@ async def test_depth_and_batching_in_process(model_path):
 
 
 async def test_depth_and_batching_llama_server(tmp_path, model_path):
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:  # two slots, so two requests really decode together
         sp = servers.start_llama_server(model_path, tmp_path, ["-np", "2"])

@@ -200,7 +200,7 @@ def cli_bench_url(url: str, out) -> dict:  # type: ignore[no-untyped-def]
 
 @pytest.mark.engine
 async def test_real_llama_server_bench(tmp_path, model_path):
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:
         sp = servers.start_llama_server(model_path, tmp_path)
@@ -246,7 +246,7 @@ async def test_real_llama_server_bench(tmp_path, model_path):
 @pytest.mark.timeout(900)  # the vLLM server starts inside this test (65-400 s)
 async def test_real_vllm_bench(tmp_path):
     """vLLM's CPU build (its own venv): a tiny bench; skipped loudly where it cannot start."""
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:
         sp = servers.start_vllm_server(tmp_path)
@@ -271,7 +271,7 @@ async def test_real_vllm_bench(tmp_path):
 async def test_ollama_cold_start_by_unload_and_load_duration(model_path):
     """Ollama (the issue-3 emulator, real generation): cold = keep_alive 0, then the next
     request's load_duration is the load time; the emulator runs one request at a time."""
-    import ollama_emulator
+    from tests.support import ollama_emulator
 
     emu = ollama_emulator.OllamaEmulator(model_path, n_threads=2)
     port, stop = ollama_emulator.start_in_thread(emu)

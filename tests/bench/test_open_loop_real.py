@@ -30,8 +30,7 @@ pytestmark = pytest.mark.engine
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import real_servers as servers
-
+    from tests.support import real_servers as servers
     from tui.engines.files.default_model import default_model_path
 
     model = default_model_path()

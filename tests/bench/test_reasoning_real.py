@@ -49,8 +49,7 @@ RUNS, MAX_TOKENS = 3, 16
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    import real_servers as servers
-
+    from tests.support import real_servers as servers
     from tui.engines.files.default_model import default_model_path
 
     model = default_model_path()
@@ -75,7 +74,7 @@ def predicted_total(url: str, key: str) -> int:
 
 
 def test_bench_responses_and_messages_engines_measure_reasoning(server, tmp_path, cli_env) -> None:  # type: ignore[no-untyped-def]
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     url = server.url  # type: ignore[attr-defined]
     cfg = tmp_path / "infertop.toml"

@@ -9,8 +9,8 @@ import io
 import xml.etree.ElementTree as ET
 
 import pytest
-from synthetic import level, reasoning_record, record, result
 
+from tests.bench.synthetic import level, reasoning_record, record, result
 from tui.bench.report.csv import csv_text
 from tui.bench.report.files import build_report
 from tui.bench.report.markdown import markdown

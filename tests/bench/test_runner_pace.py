@@ -14,14 +14,14 @@ import asyncio
 import random
 import threading
 
-import pace_engine
 import pytest
-from virtual_time import VirtualClock, run_virtual
 
 import tui.bench.run.hooks as hooks_module
 import tui.bench.run.loads as loads_module
 import tui.bench.run.open_loop as open_loop_module
 import tui.bench.run.runner as runner_module
+from tests.bench import pace_engine
+from tests.support.virtual_time import VirtualClock, run_virtual
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.stats.aggregate import summarize_result
@@ -132,7 +132,7 @@ def test_cold_starts_are_timed_and_reported_apart(clock):
 
 
 async def test_engine_without_cold_hook_says_so():
-    import pace_engine
+    from tests.bench import pace_engine
 
     class Plain(pace_engine.PaceEngine):
         restart = None  # type: ignore[assignment]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from synthetic import level, record
 
+from tests.bench.synthetic import level, record
 from tui.bench.stats.aggregate import summarize_level
 from tui.bench.stats.slo import SLO_DEFINITION, goodput, wilson
 

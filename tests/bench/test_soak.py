@@ -9,7 +9,7 @@ server's actual send gaps.
 
 from __future__ import annotations
 
-from soak import SoakConfig, run_soak
+from tests.support.soak import SoakConfig, run_soak
 
 STREAMS = 32
 

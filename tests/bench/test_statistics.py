@@ -6,8 +6,8 @@ import dataclasses
 import math
 
 import pytest
-from synthetic import level, record
 
+from tests.bench.synthetic import level, record
 from tui.bench.stats.aggregate import meets_slo, summarize_level
 from tui.bench.stats.samples import interval_dict
 from tui.core.stats import ratio_ci, summarize

@@ -8,21 +8,14 @@ import json
 import math
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.support.real_servers import llama_server_binary, unavailable
 from tui.bench.sweep.perplexity import measure_perplexity
 from tui.bench.sweep.quantize import make_variants
 from tui.engines.files.gguf import gguf_file_type
-
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from real_servers import llama_server_binary, unavailable  # noqa: E402
 
 pytestmark = pytest.mark.engine
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from synthetic import MS, level, reasoning_record, result
-from test_cli_bench import _pace_config, pace_bench
 
+from tests.bench.synthetic import MS, level, reasoning_record, result
+from tests.bench.test_cli_bench import _pace_config, pace_bench
 from tui.bench.report.files import build_report
 from tui.bench.report.markdown import markdown
 from tui.bench.run.capacity import hopeless

@@ -7,12 +7,24 @@ import multiprocessing
 import time
 
 import pytest
-from clock_child import send_stamp
 
+from tests.support.clock_child import send_stamp
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.run.workers import default_workers, max_workers, split_streams
+from tui.core.outcome import Outcomes, RequestOutcome
 from tui.engines.base import EngineSpec
+
+
+class KeepOutcomes:
+    def __init__(self) -> None:
+        self.seen: list[RequestOutcome] = []
+
+    def publish(self, outcome: RequestOutcome) -> None:
+        self.seen.append(outcome)
+
+    def close(self) -> None:
+        pass
 
 
 def test_perf_counter_is_one_clock_across_processes():
@@ -40,7 +52,7 @@ def test_streams_split_evenly_and_never_to_an_empty_worker():
 
 
 async def test_two_workers_merge_records_stamped_against_the_servers_send_times():
-    import pace_server
+    from tests.support import pace_server
 
     cfg = pace_server.PaceConfig(interval_ms=2.0, ttft_ms=5.0, stamps_kept=64)
     port, server, stop = pace_server.start_in_thread(cfg)
@@ -52,13 +64,24 @@ async def test_two_workers_merge_records_stamped_against_the_servers_send_times(
             engines=["pace"], runs=3, warmup=0, concurrency=[4], prompt_tokens=16,
             max_tokens=12, workers=2,
         )  # fmt: skip
-        res = await BenchRunner(plan, [spec]).run()
+        keep = KeepOutcomes()
+        outcomes = Outcomes()
+        outcomes.add(keep)
+        res = await BenchRunner(plan, [spec], outcomes=outcomes).run()
     finally:
         stop()
     run = res.engines[0]
     assert run.error is None and not res.partial
     (level,) = run.levels
     assert level.complete
+    # every request sent is one outcome: the workers' too, and the prompt's calibration
+    ids = [o.id for o in keep.seen]
+    assert len(ids) == len(set(ids)) and {r.request_id for r in level.records} <= set(ids)
+    assert len(ids) == server.stats.requests, (len(ids), server.stats.requests)
+    assert {(o.source, o.route, o.api, o.state) for o in keep.seen} == {
+        ("bench", "/v1/completions", "openai-completions", "done")
+    }
+    assert {o.upstream for o in keep.seen} == {f"http://127.0.0.1:{port}"}
     # merged: every request of both workers, each once, each from a worker process
     assert len(level.records) == 4 * 3 and all(r.ok for r in level.records)
     assert sorted(r.worker for r in level.records) == [1] * 6 + [2] * 6
@@ -119,7 +142,7 @@ async def test_the_bench_reads_on_its_own_loop_and_other_loops_keep_the_shared_r
 async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured():
     import asyncio
 
-    import pace_server
+    from tests.support import pace_server
 
     port, _server, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=5.0))
     try:
@@ -155,7 +178,7 @@ async def test_stopping_a_bench_stops_its_workers_and_keeps_what_they_measured()
 async def test_two_workers_against_real_llama_server(tmp_path, model_path):
     """The real llama-server (two slots, the small GGUF): a c=2 level split over two
     worker processes; token counts and engine truth come from the server in each."""
-    import real_servers as servers
+    from tests.support import real_servers as servers
 
     try:
         sp = servers.start_llama_server(model_path, tmp_path, ["-np", "2"])

@@ -28,8 +28,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import real_servers as servers
-
+    from tests.support import real_servers as servers
     from tui.engines.files.default_model import default_model_path
 
     model = default_model_path()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pace_server
 import pytest
 
+from tests.support import pace_server
 from tui.chat.core import ChatCore
 from tui.config import parse_config
 

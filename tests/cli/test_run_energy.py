@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from exporter_fixtures import MetricsServer, dcgm_page  # noqa: E402
+from tests.support.exporter_fixtures import MetricsServer, dcgm_page
 
 WATTS = 300.0
 CONFIG = (

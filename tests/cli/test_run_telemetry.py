@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd  # noqa: E402
+from tests.support.sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd
 
 pytestmark = pytest.mark.e2e
 
@@ -90,7 +84,7 @@ def test_fleet_takes_url_endpoints_hardware_over_ssh(infertop_cmd, remote, tmp_p
     """``infertop fleet --url U --telemetry ssh://HOST --once --json``: the row carries the
     remote host's CPU and RAM from the real agent over a real SSH link (and its GPUs: none
     on this machine, so an empty list, not null)."""
-    import fleet_fixture
+    from tests.support import fleet_fixture
 
     server = fleet_fixture.FixtureFleet([fleet_fixture.Profile("vllm", 0)]).start()
     try:

@@ -74,3 +74,51 @@ def test_e2e_and_labels():
     assert ClientIdentity().label == "unknown"
     assert ClientIdentity(key_fingerprint="k:1a2b", program="curl").label == "k:1a2b"
     assert bounded("x" * 1000) == "x" * 200 and bounded(None) is None
+
+
+def test_fields_added_for_the_ledger_address_streamed_and_the_timeline_helpers():
+    import time
+
+    from tui.core.events import Failed, Finished, RequestSent
+    from tui.core.outcome import Where, outcome_of, timeline_state, wall_clock
+    from tui.core.timeline import RequestTimeline
+
+    assert ClientIdentity(address="10.0.0.7").label == "10.0.0.7"
+    assert ClientIdentity(program="curl", address="10.0.0.7").label == "curl"
+    assert _outcome().streamed is None  # not known unless the place says
+    now = time.perf_counter_ns()
+    assert abs(wall_clock(now - 2_000_000_000) - (time.time() - 2.0)) < 0.05
+    where = Where("/v1/chat/completions", "openai-chat", "http://h:1", "m" * 500)
+    tl = RequestTimeline()
+    none = RequestMetrics(None, None, None)
+    assert outcome_of("x", "chat", where, INFERTOP_ITSELF, tl, none) is None
+    tl.add(RequestSent(now))
+    tl.add(Finished(now + 5, "stop"))
+    o = outcome_of("x", "bench", where, INFERTOP_ITSELF, tl, RequestMetrics(None, None, 0.0))
+    assert o is not None and o.state == "done" and o.model == "m" * 200 and o.t_end_ns == now + 5
+    cut = RequestTimeline()
+    cut.add(RequestSent(now))
+    cut.add(Failed(now + 9, "bye", "cancelled"))
+    assert timeline_state(cut) == "cancelled"
+    broke = RequestTimeline()
+    broke.add(RequestSent(now))
+    broke.add(Failed(now + 9, "HTTP 500", "http"))
+    o = outcome_of("y", "run", where, INFERTOP_ITSELF, broke, RequestMetrics(None, None, None))
+    assert o is not None and o.state == "failed" and o.error_kind == "http"
+
+
+def test_an_http_engine_says_where_its_requests_go():
+    from tui.engines.base import EngineSpec
+    from tui.engines.dialects import route_dialect
+    from tui.engines.registry import create_engine
+
+    assert route_dialect("/gw/ollama/api/chat") == "ollama"
+    assert route_dialect("/v1/messages") == "anthropic" and route_dialect("/x") is None
+    spec = EngineSpec(name="e", kind="openai", url="http://127.0.0.1:9/gw", endpoint="responses")
+    w = create_engine(spec).where("served-model")
+    assert (w.route, w.api, w.upstream, w.model) == (
+        "/gw/v1/responses",
+        "openai-responses",
+        "http://127.0.0.1:9/gw",
+        "served-model",
+    )

@@ -18,14 +18,10 @@ from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import pace_server  # noqa: E402
-import real_servers as servers  # noqa: E402
-from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd, free_port  # noqa: E402
-from tmux_pane import Tmux  # noqa: E402
+from tests.support import pace_server
+from tests.support import real_servers as servers
+from tests.support.sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, Sshd, free_port
+from tests.support.tmux_pane import Tmux
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 

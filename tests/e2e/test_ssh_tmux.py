@@ -24,11 +24,7 @@ from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from tmux_pane import Tmux  # noqa: E402
+from tests.support.tmux_pane import Tmux
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 

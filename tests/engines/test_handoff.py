@@ -9,9 +9,9 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from virtual_time import VirtualClock, run_virtual
 
 import tui.transport.handoff as handoff_module
+from tests.support.virtual_time import VirtualClock, run_virtual
 from tui.transport.handoff import REST_S, Handoff
 
 END = object()

@@ -13,13 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import port_squatter
 from tui.engines.servers.port_owner import PROC_TCP, PortOwner, listeners, port_owners
-
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import port_squatter  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not PROC_TCP[0].is_file(), reason="no /proc/net/tcp here")
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from virtual_time import VirtualClock
 
 import tui.engines.inprocess.synthetic as synthetic_module
+from tests.support.virtual_time import VirtualClock
 from tui.core.events import Failed, Finished, RequestSent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import fleet_fixture  # noqa: E402
+from tests.support import fleet_fixture
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from prometheus_server import free_port
+from tests.support.prometheus_server import free_port
 
 FIELDS = {
     "name",
@@ -100,7 +100,7 @@ def test_telemetry_source_gives_the_gpus_of_url_endpoints(
     """``--telemetry EXPORTER``: the endpoints given with --url take their GPUs from it (a
     DCGM page written from its documented names, served over HTTP); an engine's own
     ``telemetry`` in config wins; a bad source is one line."""
-    from exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
+    from tests.support.exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
 
     dcgm = MetricsServer(dcgm_page()).start()
     nvitop = MetricsServer(nvitop_page()).start()

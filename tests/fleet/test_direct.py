@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-import fleet_fixture as ff
 import pytest
-from prometheus_server import free_port
 
+from tests.support import fleet_fixture as ff
+from tests.support.prometheus_server import free_port
 from tui.engines.base import EngineSpec
 from tui.fleet.poller import Fleet, fleet_endpoints
 

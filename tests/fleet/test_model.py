@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import fleet_fixture as ff
 import pytest
 
+from tests.support import fleet_fixture as ff
 from tui.config import ConfigError, parse_config
 from tui.engines.base import EngineSpec
 from tui.fleet.columns import BY_KEY, detail_text, fit_columns, sort_rows, text_table

@@ -8,10 +8,10 @@ import json
 import subprocess
 from collections.abc import Iterator
 
-import fleet_fixture as ff
-import prometheus_server as ps
 import pytest
 
+from tests.support import fleet_fixture as ff
+from tests.support import prometheus_server as ps
 from tui.fleet.poller import Fleet, fleet_endpoints
 
 WINDOW_S = 10.0

@@ -24,9 +24,9 @@ import random
 
 import httpx
 import pytest
-from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
+from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.transport.http_framing import Chunked
 from tui.transport.http_head import BadMessage, parse_response_head, response_framing
 

@@ -25,10 +25,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from config_documents import PATH, Doc, inject, valid_doc
-from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from hypothesis import given, settings
 
+from tests.fuzz.config_documents import PATH, Doc, inject, valid_doc
+from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from tui.config import Config, ConfigError, load_config, parse_config
 from tui.config_keys import key_text
 

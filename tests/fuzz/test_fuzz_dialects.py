@@ -21,9 +21,9 @@ import json
 import random
 from typing import Any
 
-from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
+from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.core.events import PARTS, RequestSent, StreamEvent, TextChunk, Usage
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline

@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 import random
 
-from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from hypothesis import given, settings
 
+from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
 from tui.telemetry.servers import llamacpp_metrics, vllm_metrics
 from tui.transport.prometheus import (
     Labels,

@@ -20,9 +20,9 @@ import random
 import re
 
 import pytest
-from fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from hypothesis import given, settings
 
+from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.transport.sse import EventTooLarge, SSEDecoder, SSEEvent
 
 SPLITS = 9  # random splittings per stream, for each of feed and feed_payloads

@@ -15,16 +15,9 @@ from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import fault_server  # noqa: E402
-import ollama_emulator  # noqa: E402
-import pace_server  # noqa: E402
-import real_servers as servers  # noqa: E402
-
-from tui.engines.files.default_model import default_model_path  # noqa: E402
+from tests.support import fault_server, ollama_emulator, pace_server
+from tests.support import real_servers as servers
+from tui.engines.files.default_model import default_model_path
 
 _unavailable = servers.unavailable
 
@@ -124,7 +117,7 @@ def llama_server_keyed(smollm2_gguf: Path, server_logs: Path) -> Iterator[server
 @pytest.fixture(scope="session")
 def thinking_llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[servers.ServerProcess]:
     """llama-server made to reason and call tools (tests/support/thinking_servers.py)."""
-    import thinking_servers
+    from tests.support import thinking_servers
 
     with thinking_servers.running_thinking_llama_server(smollm2_gguf, server_logs) as sp:
         yield sp
@@ -134,7 +127,7 @@ def thinking_llama_server(smollm2_gguf: Path, server_logs: Path) -> Iterator[ser
 def thinking_vllm_server(server_logs: Path) -> Iterator[servers.ServerProcess]:
     """vLLM's CPU server with its qwen3 reasoning parser and hermes tool parser on the same
     template (tests/support/thinking_servers.py)."""
-    import thinking_servers
+    from tests.support import thinking_servers
 
     with thinking_servers.running_thinking_vllm_server(server_logs) as sp:
         yield sp

@@ -7,9 +7,9 @@ Each answer comes back with its reasoning apart, TTFO after TTFT, and the server
 from __future__ import annotations
 
 import pytest
-import thinking_bodies as tb
-from stream_check import collect
 
+from tests.support import thinking_bodies as tb
+from tests.support.stream_check import collect
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.anthropic import AnthropicEngine
 from tui.engines.http.http_common import request_headers

@@ -15,10 +15,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import ollama_emulator
 import pytest
-import real_servers as servers
 
+from tests.support import ollama_emulator
+from tests.support import real_servers as servers
 from tui.config import parse_config
 from tui.engines.base import EngineError, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine

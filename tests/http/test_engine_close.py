@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from soak import PaceProcess, SoakConfig, open_fds
 
+from tests.support.soak import PaceProcess, SoakConfig, open_fds
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 from tui.transport.http1 import Http1Pool

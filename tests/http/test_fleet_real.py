@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-import fleet_fixture as ff
 import httpx
-import prometheus_server as ps
 import pytest
 
+from tests.support import fleet_fixture as ff
+from tests.support import prometheus_server as ps
 from tui.fleet.poller import Fleet, fleet_endpoints
 from tui.transport.prometheus import parse
 

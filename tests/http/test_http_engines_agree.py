@@ -4,8 +4,8 @@ is the same Failed kind whichever engine meets it, and a bug is reported as a bu
 from __future__ import annotations
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.http_engine import HttpStreamEngine
 from tui.engines.http.ollama import OllamaEngine

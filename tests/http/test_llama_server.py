@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from real_servers import TEST_API_KEY
-from stream_check import collect
 
+from tests.support.real_servers import TEST_API_KEY
+from tests.support.stream_check import collect
 from tui.core.events import Usage
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
 from tui.engines.http.llama_server import LlamaServerEngine

@@ -4,8 +4,8 @@ the KV layout read from the GGUF file the (local) server serves."""
 from __future__ import annotations
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.core.events import Usage
 from tui.core.kv import MODEL_METADATA, KvLayout
 from tui.engines.base import EngineSpec, GenerationRequest

@@ -6,8 +6,8 @@ import json
 import urllib.request
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.core.events import EngineReport, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.dialects.ollama import truth_from_final

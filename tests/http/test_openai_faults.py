@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.openai_compat import OpenAICompatEngine
 

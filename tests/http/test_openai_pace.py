@@ -8,9 +8,8 @@ import json
 import statistics
 import urllib.request
 
-import pace_server
-from stream_check import collect
-
+from tests.support import pace_server
+from tests.support.stream_check import collect
 from tui.core.events import Finished, TextChunk
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
 from tui.engines.http.openai_compat import OpenAICompatEngine, listed_context_size

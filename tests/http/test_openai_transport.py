@@ -7,10 +7,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pace_server
 import pytest
-from stream_check import collect
 
+from tests.support import pace_server
+from tests.support.stream_check import collect
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.http_calls import HTTPX_STAMPS, KERNEL_STAMPS

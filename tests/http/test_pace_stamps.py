@@ -6,7 +6,7 @@ import json
 import time
 import urllib.request
 
-import pace_server
+from tests.support import pace_server
 
 
 def _post(port: int, body: dict) -> bytes:

@@ -20,10 +20,10 @@ import anthropic
 import httpx
 import openai
 import pytest
-import thinking_bodies as tb
-import thinking_servers as ts
-from same_bytes import exchange, masked
 
+from tests.support import thinking_bodies as tb
+from tests.support import thinking_servers as ts
+from tests.support.same_bytes import exchange, masked
 from tui.core.events import REASONING, TOOL
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.server import ProxyConfig, ProxyThread

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-import real_servers
 
+from tests.support import real_servers
 from tui.proxy.columns import ttft_text
 from tui.proxy.server import ProxyConfig, ProxyThread
 

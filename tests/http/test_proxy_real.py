@@ -21,19 +21,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import prometheus_server as ps  # noqa: E402
-from same_bytes import exchange, masked  # noqa: E402
-
-from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
+from tests.support import prometheus_server as ps
+from tests.support.same_bytes import exchange, masked
+from tui.proxy.server import ProxyConfig, ProxyThread
 
 pytestmark = pytest.mark.engine
 

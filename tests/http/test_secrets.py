@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pace_server
 import pytest
 
+from tests.support import pace_server
 from tui.core.session import SessionRecorder
 from tui.engines.base import EngineSpec
 from tui.transport.access import redact_url, split_credentials

@@ -11,8 +11,9 @@ from typing import Any
 import anthropic
 import openai
 import pytest
-import thinking_bodies as tb
-import thinking_servers as ts
+
+from tests.support import thinking_bodies as tb
+from tests.support import thinking_servers as ts
 
 pytestmark = pytest.mark.engine
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.core.events import TextChunk, Usage
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.http.vllm import VLLMEngine

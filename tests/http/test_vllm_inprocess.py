@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import real_servers as servers
+
+from tests.support import real_servers as servers
 
 SCRIPT = Path(__file__).resolve().parents[1] / "support" / "vllm_inprocess_check.py"
 pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(900)]
@@ -21,7 +22,7 @@ def test_in_process_vllm_streams_with_exact_counts_and_truth(tmp_path) -> None:
     if not py.is_file() or not (model / "config.json").is_file():
         servers.unavailable("vLLM in-process", "run scripts/setup-test-servers.sh")
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(SCRIPT.parents[2])  # tui from this tree: the vLLM venv lacks it
     out = subprocess.run(
         [str(py), str(SCRIPT), str(model)],
         capture_output=True,

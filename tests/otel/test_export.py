@@ -9,9 +9,9 @@ import socket
 import time
 
 import pytest
-from made_outcomes import outcome
-from otlp_sink import OtlpSink
 
+from tests.support.made_outcomes import outcome
+from tests.support.otlp_sink import OtlpSink
 from tui.core.trace_context import continue_or_start
 from tui.otel import conventions as C
 

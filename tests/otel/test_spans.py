@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from made_outcomes import metrics, outcome
-
+from tests.support.made_outcomes import metrics, outcome
 from tui.core.trace_context import continue_or_start
 from tui.otel import conventions as C
 from tui.otel.measures import MAX_MODELS, BoundedModels, points_of

@@ -4,20 +4,12 @@ the real SDKs (tests/http/test_proxy_real.py has the real engines)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-for _p in (SUPPORT, Path(__file__).resolve().parent):  # proxy_support.py (importlib mode)
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-import pace_server  # noqa: E402
-
-from tui.proxy.server import ProxyConfig, ProxyThread  # noqa: E402
+from tests.support import pace_server
+from tui.proxy.server import ProxyConfig, ProxyThread
 
 
 @pytest.fixture
@@ -37,10 +29,10 @@ def start_proxy() -> Iterator[Callable[..., ProxyThread]]:
     """``start_proxy(upstream_url, **config)`` → a running ProxyThread (its ``url``)."""
     running: list[ProxyThread] = []
 
-    def start(upstream: str, **kw) -> ProxyThread:  # type: ignore[no-untyped-def]
+    def start(upstream: str, outcomes=None, **kw) -> ProxyThread:  # type: ignore[no-untyped-def]
         kw.setdefault("listen_port", 0)
         kw.setdefault("kind", "openai")
-        t = ProxyThread(ProxyConfig(upstream=upstream, **kw))
+        t = ProxyThread(ProxyConfig(upstream=upstream, **kw), outcomes)
         t.start()
         running.append(t)
         return t

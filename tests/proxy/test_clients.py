@@ -8,11 +8,11 @@ import json
 import socket
 import time
 
-import pace_server
 import pytest
-from proxy_support import raw_exchange, read_response, wait_until
-from scripted_upstream import ScriptedUpstream
 
+from tests.proxy.proxy_support import raw_exchange, read_response, wait_until
+from tests.support import pace_server
+from tests.support.scripted_upstream import ScriptedUpstream
 from tui.proxy.client_conn import HIGH_WATER
 from tui.transport.tcp import DRAIN_LIMIT, READ_SIZE
 

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from proxy_support import raw_exchange, read_response, wait_until
-from scripted_upstream import CLOSE, HANG, ScriptedUpstream, chunked, sse_head
+
+from tests.proxy.proxy_support import raw_exchange, read_response, wait_until
+from tests.support.scripted_upstream import CLOSE, HANG, ScriptedUpstream, chunked, sse_head
 
 SSE = [
     b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n',

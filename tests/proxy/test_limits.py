@@ -9,9 +9,9 @@ import socket
 import threading
 
 import pytest
-from proxy_support import raw_exchange, read_response, wait_until
-from scripted_upstream import ScriptedUpstream
 
+from tests.proxy.proxy_support import raw_exchange, read_response, wait_until
+from tests.support.scripted_upstream import ScriptedUpstream
 from tui.proxy import peer
 from tui.proxy.limits import BodyBudget, ClientSlots, address_key
 from tui.proxy.own_routes import loopback_host

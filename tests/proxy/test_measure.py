@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import time
 
-import fault_server
 import httpx
 import pytest
-from proxy_support import wait_until
 
+from tests.proxy.proxy_support import wait_until
+from tests.support import fault_server
 from tui.core.stats import median
 from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
 
@@ -157,7 +157,7 @@ def test_requests_that_are_not_generation_are_counted_not_rowed(pace, start_prox
 
 
 def _gzip_upstream(body: bytes):  # type: ignore[no-untyped-def]
-    from scripted_upstream import ScriptedUpstream, chunked
+    from tests.support.scripted_upstream import ScriptedUpstream, chunked
 
     head = (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"

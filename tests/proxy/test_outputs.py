@@ -10,8 +10,8 @@ import stat
 import time
 
 import httpx
-from proxy_support import wait_until
 
+from tests.proxy.proxy_support import wait_until
 from tui.core.metrics import RequestMetrics
 from tui.core.session import read_session
 from tui.core.session_check import record_problem

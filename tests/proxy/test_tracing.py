@@ -6,10 +6,10 @@ trace, and a hostile ``traceparent`` starts a new trace instead."""
 from __future__ import annotations
 
 import pytest
-from proxy_support import raw_exchange
-from scripted_upstream import ScriptedUpstream, chunked, sse_head
-from test_forward import SSE, as_forwarded
 
+from tests.proxy.proxy_support import raw_exchange
+from tests.proxy.test_forward import SSE, as_forwarded
+from tests.support.scripted_upstream import ScriptedUpstream, chunked, sse_head
 from tui.core.trace_context import parse_traceparent
 
 REQUEST = (

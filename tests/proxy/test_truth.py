@@ -8,8 +8,9 @@ import threading
 from collections.abc import Iterator
 
 import httpx
-from proxy_support import wait_until
-from scripted_upstream import Exchange, ScriptedUpstream
+
+from tests.proxy.proxy_support import wait_until
+from tests.support.scripted_upstream import Exchange, ScriptedUpstream
 
 FRAMES = [
     b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n',

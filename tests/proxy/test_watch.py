@@ -9,9 +9,9 @@ import threading
 
 import httpx
 import pytest
-from proxy_support import wait_until
-from scripted_upstream import HANG, ScriptedUpstream
 
+from tests.proxy.proxy_support import wait_until
+from tests.support.scripted_upstream import HANG, ScriptedUpstream
 from tui.core.table import clip
 from tui.proxy.columns import COLUMNS
 from tui.proxy.rows import row_from_json

@@ -1,5 +1,5 @@
-"""A child-process target for clock tests (a module of its own, so a spawned child can
-import it whichever way pytest imported the test)."""
+"""A child-process target for clock tests (a module of its own: a spawned child imports
+``tests.support.clock_child`` by its name, the repository root on its path as on the parent's)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable
+
+from tests.support.fake_server import FakeServer, read_path
+from tests.support.fake_server import start_in_thread as serve_in_thread
 
 ERROR_MESSAGES = {
     "500": ("500 Internal Server Error", "fault-server: the model crashed (mode 500)"),
@@ -76,46 +78,20 @@ def _head(status: str, ctype: str, chunked: bool = True, length: int | None = No
     return ("\r\n".join(h) + "\r\n\r\n").encode()
 
 
-class FaultServer:
+class FaultServer(FakeServer):
     def __init__(self) -> None:
+        super().__init__()
         self.seen: list[str] = []
-        self._server: asyncio.base_events.Server | None = None
         self._hold: list[asyncio.StreamWriter] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        self._server = await asyncio.start_server(self._conn, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         for w in self._hold:
             w.close()
-        if self._server is not None:
-            self._server.close()
-        # Abort the sockets (not the tasks: asyncio logs cancelled connection handlers).
-        for w in list(self._writers):
-            w.transport.abort()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
+        await super().stop()
 
-    async def _conn(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        self._writers.add(w)
-        task.add_done_callback(lambda _t: self._writers.discard(w))
+    async def serve(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for ln in lines[1:]:
-                if ln.lower().startswith("content-length:"):
-                    length = int(ln.split(":", 1)[1])
-            if length:
-                await reader.readexactly(length)
+            path = await read_path(reader)
             self.seen.append(path)
             await self._answer(path, w)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -181,25 +157,4 @@ class FaultServer:
 
 def start_in_thread(host: str = "127.0.0.1") -> tuple[int, FaultServer, Callable[[], None]]:
     """Serve on a daemon thread; returns (port, server, stop)."""
-    loop = asyncio.new_event_loop()
-    server = FaultServer()
-    ports: list[int] = []
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        ports.append(loop.run_until_complete(server.start(host)))
-        started.set()
-        loop.run_forever()
-
-    th = threading.Thread(target=run, name="fault-server", daemon=True)
-    th.start()
-    if not started.wait(10):
-        raise RuntimeError("fault server did not start")
-
-    def stop() -> None:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(5)
-
-    return ports[0], server, stop
+    return serve_in_thread(FaultServer(), "fault-server", host)

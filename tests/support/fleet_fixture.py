@@ -28,8 +28,8 @@ read (``n``): counters grow by a fixed step per scrape, histograms by a fixed se
 observations per scrape, gauges are constant. So any window's quantiles and ratios are
 known exactly (see :func:`expected_vllm`), and rates are step / Δt.
 
-Run ``python tests/support/fleet_fixture.py --vllm 200 --dcgm-hosts 25`` to serve
-(prints one JSON line with the ports, then serves until killed).
+Run ``python -m tests.support.fleet_fixture --vllm 200 --dcgm-hosts 25`` from the repository
+root to serve (prints one JSON line with the ports, then serves until killed).
 """
 
 from __future__ import annotations
@@ -41,10 +41,8 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pace_server import HttpRequest, PaceConfig, PaceServer  # noqa: E402
+from tests.support.pace_server import HttpRequest, PaceConfig, PaceServer
 
 TTFT_BOUNDS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5]
 ITL_BOUNDS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0]

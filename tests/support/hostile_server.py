@@ -46,6 +46,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+from tests.support.fake_server import FakeServer, read_path
+from tests.support.fake_server import start_in_thread as serve_in_thread
+
 ESC = "\x1b"
 CLIPBOARD = f"{ESC}]52;c;cm0gLXJmIH4K\x07"  # OSC 52: put "rm -rf ~" on the clipboard
 TITLE = f"{ESC}]0;pwned\x07"  # OSC 0: the window title
@@ -182,44 +185,16 @@ def _prom_shapes(path: str) -> bytes:
     return json.dumps({"status": "success", "data": data}).encode()
 
 
-class HostileServer:
+class HostileServer(FakeServer):
     def __init__(self) -> None:
+        super().__init__()
         self.seen: list[str] = []
         self.props_model_path = ""  # what props-gguf's /props names as its model file
         self.sent: Counter[str] = Counter()
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        self._server = await asyncio.start_server(self._conn, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for w in list(self._writers):
-            w.transport.abort()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
-
-    async def _conn(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        self._writers.add(w)
-        task.add_done_callback(lambda _t: self._writers.discard(w))
+    async def serve(self, reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for ln in lines[1:]:
-                if ln.lower().startswith("content-length:"):
-                    length = int(ln.split(":", 1)[1])
-            if length:
-                await reader.readexactly(length)
+            path = await read_path(reader)
             self.seen.append(path)
             await self._answer(path.split("?", 1)[0], w)
             await w.drain()
@@ -328,32 +303,11 @@ class HostileServer:
 
 def start_in_thread(host: str = "127.0.0.1") -> tuple[int, HostileServer, Callable[[], None]]:
     """Serve on a daemon thread; returns (port, server, stop)."""
-    loop = asyncio.new_event_loop()
-    server = HostileServer()
-    ports: list[int] = []
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        ports.append(loop.run_until_complete(server.start(host)))
-        started.set()
-        loop.run_forever()
-
-    th = threading.Thread(target=run, name="hostile-server", daemon=True)
-    th.start()
-    if not started.wait(10):
-        raise RuntimeError("hostile server did not start")
-
-    def stop() -> None:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(5)
-
-    return ports[0], server, stop
+    return serve_in_thread(HostileServer(), "hostile-server", host)
 
 
 def main() -> None:
-    """``python hostile_server.py``: serve on a free port, print it, until killed (for
+    """``python -m tests.support.hostile_server``: serve on a free port, print it, until killed (for
     subprocess tests and benchmarks)."""
     import sys
 

@@ -31,7 +31,7 @@ stamp to this one, the server's wait out) — and each request's ``seed`` (when 
 had one: the bench gives every request a distinct seed, so a client record finds its
 stamps even when many requests overlap).
 
-Run: ``python tests/support/pace_server.py --port N --interval-ms 10`` or import it and
+Run: ``python -m tests.support.pace_server --port N --interval-ms 10`` or import it and
 use :func:`start_in_thread`. Standard library only.
 """
 
@@ -40,11 +40,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tests.support.fake_server import FakeServer
+from tests.support.fake_server import start_in_thread as serve_in_thread
 
 MODEL_ID = "pace"
 STAMPS_KEPT = 256  # streamed requests whose token send times /stamps keeps
@@ -135,43 +137,26 @@ def sse_frame(rid: str, chat: bool, model: str, choices: list, extra: dict | Non
     return sse(obj)
 
 
-class PaceServer:
+class PaceServer(FakeServer):
     def __init__(self, config: PaceConfig) -> None:
+        super().__init__()
         self.config = config
         self.stats = PaceStats()
         self._slots: asyncio.Semaphore | None = None
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
         self.sent_ns: dict[str, list[int]] = {}  # response id -> token send times (ns)
         self.seeds: dict[str, int] = {}  # response id -> the request's seed (kept alike)
         self.received_ns: dict[str, int] = {}  # response id -> request read whole (alike)
         self.write_ns: dict[str, list[int]] = {}  # response id -> before each token's write
         self._bursts: dict[tuple[bool, int, bool, int, bool], bytes] = {}  # prebuilt answers
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None) -> int:
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None, **listen: Any
+    ) -> int:
         """Listen (``ssl``: an ssl.SSLContext for HTTPS); returns the port."""
         self._slots = asyncio.Semaphore(self.config.concurrency)
-        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024, ssl=ssl)
-        return int(self._server.sockets[0].getsockname()[1])
+        return await super().start(host, port, backlog=1024, ssl=ssl, **listen)
 
-    async def stop(self) -> None:
-        """Stop listening and end every open connection."""
-        if self._server is not None:
-            self._server.close()
-        # Abort the sockets (not the tasks: asyncio logs cancelled connection handlers).
-        for w in list(self._writers):
-            w.transport.abort()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
-
-    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        self._writers.add(writer)
-        task.add_done_callback(lambda _t: self._writers.discard(writer))
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 req = await read_request(reader)
@@ -353,29 +338,7 @@ def start_in_thread(
     config: PaceConfig, host: str = "127.0.0.1", port: int = 0, ssl: Any = None
 ) -> tuple[int, PaceServer, Callable[[], None]]:
     """Serve on a daemon thread; returns (port, server, stop). ``ssl``: serve HTTPS."""
-    loop = asyncio.new_event_loop()
-    server = PaceServer(config)
-    ready: list[int] = []
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        ready.append(loop.run_until_complete(server.start(host, port, ssl)))
-        started.set()
-        loop.run_forever()
-
-    th = threading.Thread(target=run, name="pace-server", daemon=True)
-    th.start()
-    if not started.wait(10):
-        raise RuntimeError("pace server did not start")
-
-    def stop() -> None:
-        fut = asyncio.run_coroutine_threadsafe(server.stop(), loop)
-        fut.result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        th.join(5)
-
-    return ready[0], server, stop
+    return serve_in_thread(PaceServer(config), "pace-server", host, port, ssl=ssl)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from real_servers import CACHE, free_port, unavailable
+from tests.support.real_servers import CACHE, free_port, unavailable
 
 
 def phoenix_python() -> Path:
@@ -97,9 +97,7 @@ def start_phoenix(workdir: Path, timeout_s: float = 90) -> Phoenix:
         unavailable("Arize Phoenix", f"venv missing ({py}): run scripts/setup-phoenix.sh")
     workdir.mkdir(parents=True, exist_ok=True)
     port, grpc = free_port(), free_port()
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PHOENIX_"))}
     env.update(
         PHOENIX_WORKING_DIR=str(workdir),
         PHOENIX_HOST="127.0.0.1",

@@ -42,7 +42,7 @@ def require_binaries(node_exporter: bool = True) -> None:
     """Prometheus (and node_exporter) are real servers like llama-server and vLLM: when
     missing, skip loudly, or fail under INFERTOP_REQUIRE_SERVERS=1 (the test command
     installs them: scripts/setup-e2e.sh)."""
-    from real_servers import unavailable
+    from tests.support.real_servers import unavailable
 
     if prometheus_binary() is None:
         unavailable("prometheus", "not installed (apt-get install prometheus)")

@@ -37,14 +37,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 
-PACE_SERVER = Path(__file__).resolve().parent / "pace_server.py"
+from tests.support.fake_server import support_command, support_env
+
 TOKEN = re.compile(r"tok(\d+) ")
 HIST_BIN_US = 1  # ITL error histogram: 1-µs bins...
 HIST_BINS = 20_000  # ...up to 20 ms, then one overflow bin
@@ -171,9 +170,8 @@ class PaceProcess:
     """The pace server in its own process (slots for every stream)."""
 
     def __init__(self, cfg: SoakConfig) -> None:
-        cmd = [
-            sys.executable,
-            str(PACE_SERVER),
+        cmd = support_command(
+            "pace_server",
             "--port",
             "0",
             "--interval-ms",
@@ -184,8 +182,8 @@ class PaceProcess:
             str(cfg.streams),
             "--stamps-kept",
             str(cfg.expected_requests * 2 + 1000),
-        ]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        )
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=support_env())
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # "pace server on http://127.0.0.1:PORT (...)"
         if " on " not in line:

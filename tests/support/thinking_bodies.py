@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import thinking_servers
+from tests.support import thinking_servers
 
 MODEL_ALIAS = thinking_servers.MODEL_ALIAS
 VLLM_MODEL = "smollm2"  # real_servers.start_vllm_server's --served-model-name

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import real_servers
+from tests.support import real_servers
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "tests" / "data" / "templates" / "chatml-think-tools.jinja"

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from real_servers import vllm_model_dir, vllm_python
+from tests.support.real_servers import vllm_model_dir, vllm_python
 
 LAUNCHER = """
 import importlib.metadata as md, os, sys

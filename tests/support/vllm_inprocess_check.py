@@ -1,6 +1,8 @@
 """Run inside the vLLM venv: drive the in-process vLLM engine, print one JSON result.
 
-    VENV/bin/python tests/support/vllm_inprocess_check.py MODEL_DIR
+    PYTHONPATH=REPO VENV/bin/python tests/support/vllm_inprocess_check.py MODEL_DIR
+
+(``tui`` from the repository: the vLLM venv does not have infertop installed.)
 
 tests/http/test_vllm_inprocess.py runs this (the main venv has no vLLM) and checks it.
 """
@@ -11,15 +13,12 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from tui.core.events import TextChunk  # noqa: E402
-from tui.core.metrics import compute_metrics  # noqa: E402
-from tui.core.timeline import RequestTimeline  # noqa: E402
-from tui.engines.base import CancelToken, EngineSpec, GenerationRequest  # noqa: E402
-from tui.engines.registry import create_engine  # noqa: E402
+from tui.core.events import TextChunk
+from tui.core.metrics import compute_metrics
+from tui.core.timeline import RequestTimeline
+from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
+from tui.engines.registry import create_engine
 
 
 async def main(model: str) -> dict:

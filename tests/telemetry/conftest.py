@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-from sshd_server import SSHD, Sshd  # noqa: E402
+from tests.support.sshd_server import SSHD, Sshd
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
-from exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
-from sshd_server import free_port, wait_until
 
+from tests.support.exporter_fixtures import MetricsServer, dcgm_page, nvitop_page
+from tests.support.sshd_server import free_port, wait_until
 from tui.telemetry.remote.exporters import (
     NOTHING_KNOWN,
     ExporterSource,

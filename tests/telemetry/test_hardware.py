@@ -11,9 +11,9 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from virtual_time import VirtualClock
 
 import tui.telemetry.sampler as sampler_module
+from tests.support.virtual_time import VirtualClock
 from tui.telemetry.devices.apple import memory_label
 from tui.telemetry.devices.nvml import ABSENT, ERROR, OK, NvmlProbe, peak_bandwidth_bps
 from tui.telemetry.roofline import roofline

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from off_cpu import Stopwatch
-from sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, wait_until
 
+from tests.support.off_cpu import Stopwatch
+from tests.support.sshd_server import BARE_PATH, HOST_ALIAS, VENV_BIN, wait_until
 from tui.telemetry.remote.remote_ssh import SshSource, remote_command
 from tui.telemetry.sources import open_source, parse_source
 

@@ -15,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SUPPORT = Path(__file__).resolve().parent.parent / "support"
-if str(SUPPORT) not in sys.path:
-    sys.path.insert(0, str(SUPPORT))
-
-import hostile_server  # noqa: E402
+from tests.support import hostile_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -115,10 +115,8 @@ def test_the_terminal_ui_imports_nothing_from_the_cwd(planted, launcher, clean_e
     worker process) is ready; then Ctrl+Q."""
     import os
     import shlex
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-    from tmux_pane import Tmux
+    from tests.support.tmux_pane import Tmux
 
     folder, markers = planted
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in clean_env.items() if k != "TMUX")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import hostile_server
 import pytest
 
+from tests.support import hostile_server
 from tui.core.safe_text import terminal_label
 from tui.engines.base import EngineError, EngineSpec
 from tui.engines.servers.server_models import list_server_models

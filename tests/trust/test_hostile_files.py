@@ -17,9 +17,9 @@ import stat
 import subprocess
 from pathlib import Path
 
-import hostile_server as hs
 import pytest
 
+from tests.support import hostile_server as hs
 from tui.app.widgets.conversation import Conversation
 from tui.cli.replay import ReplayError, build_replay_app
 from tui.core.session import read_session

@@ -13,8 +13,8 @@ import asyncio
 import time
 
 import pytest
-from stream_check import collect
 
+from tests.support.stream_check import collect
 from tui.engines.base import EngineError, EngineSpec, GenerationRequest
 from tui.engines.http.ollama import OllamaEngine
 from tui.engines.http.openai_compat import OpenAICompatEngine

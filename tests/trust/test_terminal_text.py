@@ -15,8 +15,7 @@ import select
 import subprocess
 import time
 
-import hostile_server as hs
-
+from tests.support import hostile_server as hs
 from tui.core.safe_text import terminal_label, terminal_safe
 
 

@@ -14,8 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import hostile_server as hs
-
+from tests.support import hostile_server as hs
 from tui.app.app import create_app
 from tui.app.themes import builtin_theme_dir
 from tui.app.widgets.conversation import Conversation

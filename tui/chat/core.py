@@ -13,6 +13,11 @@ The core is what a chat turn is, for every front end (the TUI, ``infertop run``)
 - the history windows the sparklines read (one value per finished answer), the last
   metrics per slot, and an engine's KV state from its stream's ContextFill.
 
+Every answer that was sent is published, once it ended, as one
+:class:`~tui.core.outcome.RequestOutcome` to the core's :attr:`ChatCore.outcomes`
+(``source`` "chat" for the TUI, "run" for ``infertop run``; the client is infertop
+itself): the front end adds its sinks (the ledger) to it and closes it.
+
 It runs on its caller's event loop and tells one listener what happened
 (tui/chat/events.py); engines run on their hosts' threads, where events are only stamped
 and stored. A ``tap`` may see every stream event as it is added (in the engine's thread:
@@ -41,6 +46,7 @@ from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
 from tui.core.window import RollingWindow
@@ -80,8 +86,12 @@ class ChatCore:
         recorder: SessionRecorder | None = None,
         host_spec: Callable[[EngineSpec], EngineSpec] = lambda spec: spec,
         tap: Callable[[str, StreamEvent], None] | None = None,
+        outcomes: Outcomes | None = None,
+        source: Source = "chat",
     ) -> None:
         self.config = config
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
+        self.source: Source = source
         self._emit = on_event
         self.recorder = recorder
         self._host_spec = host_spec
@@ -313,6 +323,7 @@ class ChatCore:
             state = "error" if host.state == ERROR else "ready"
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
+        self._publish(name, request, live, metrics)
         self._remember(slot, request, live, metrics)
         await self._record(slot, name, request, live, metrics)
         self._emit(AnswerEnded(slot, live, metrics))
@@ -330,6 +341,33 @@ class ChatCore:
                 {"role": "assistant", "content": live.timeline.text},
             ]
         self.push_history(slot, m)
+
+    def _publish(
+        self, name: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
+    ) -> None:
+        """The answer's outcome to :attr:`outcomes` (nothing when it was never sent)."""
+        host = self.hosts.get(name)
+        info = self.info(name)
+        model = info.model if info is not None else None
+        engine = host.engine if host is not None else None
+        if engine is not None:
+            where = engine.where(model)
+        else:
+            spec = self.config.engines[name]
+            where = Where(
+                spec.kind, spec.kind, spec.url or "in-process", model or spec.model, spec.kind
+            )
+        outcome = outcome_of(
+            request.request_id,
+            self.source,
+            where,
+            INFERTOP_ITSELF,
+            live.timeline,
+            m,
+            trace=request.trace,
+        )
+        if outcome is not None:
+            self.outcomes.publish(outcome)
 
     def push_history(self, slot: str, m: RequestMetrics) -> None:
         """An answer's metrics into the slot's windows (answers with no first token

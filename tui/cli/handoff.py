@@ -39,9 +39,12 @@ def add_otel_arguments(p: argparse.ArgumentParser, own_requests: bool = True) ->
         "--trace-propagation",
         action="store_true",
         help="send a W3C traceparent with each request "
-        + ("(forwarded requests get one naming the proxy's span; a client's own trace is "
-           "continued; off by default: the proxy changes no byte)" if not own_requests
-           else "so the engine's own span joins infertop's trace")  # fmt: skip
+        + (
+            "(forwarded requests get one naming the proxy's span; a client's own trace is "
+            "continued; off by default: the proxy changes no byte)"
+            if not own_requests
+            else "so the engine's own span joins infertop's trace"
+        )  # fmt: skip
         + " (default: [otel] trace_propagation)",
     )
     if own_requests:

@@ -14,6 +14,7 @@ from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, lo
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
@@ -217,6 +218,7 @@ async def _run(
     echo: bool,
     hardware: _Hardware | None = None,
     raw: bool = False,
+    outcomes: Outcomes | None = None,
 ) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
@@ -230,7 +232,9 @@ async def _run(
             echoed.write(event)
 
     config = dataclasses.replace(cfg, engines={spec.name: spec}, default_engine=spec.name)
-    core = ChatCore(config, lambda event: None, initial=spec.name, tap=tap)
+    core = ChatCore(
+        config, lambda event: None, initial=spec.name, tap=tap, outcomes=outcomes, source="run"
+    )
     host = core.host(spec.name)
     try:
         load_ms = await host.load()

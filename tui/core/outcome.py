@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
+from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 
 # Where a request was measured.
 Source = Literal["proxy", "chat", "run", "bench"]
@@ -56,7 +59,8 @@ class ClientIdentity:
     gives that fingerprint (``[clients]``), ``user`` the body's OpenAI ``user`` or
     Anthropic ``metadata.user_id``, ``program`` the client program named from its
     User-Agent (or the raw User-Agent, bounded), ``process`` the local process that owns
-    the client socket ("name[pid]"), looked up off the hot path. For the chat and bench:
+    the client socket ("name[pid]"), looked up off the hot path, ``address`` the client's
+    IP address (no port: a connection's port names no client). For the chat and bench:
     :data:`INFERTOP_ITSELF`.
     """
 
@@ -65,12 +69,20 @@ class ClientIdentity:
     user: str | None = None
     program: str | None = None
     process: str | None = None
+    address: str | None = None
 
     @property
     def label(self) -> str:
         """The one name a table shows: config's name, else the user, the fingerprint, the
-        program, the process, else "unknown"."""
-        for part in (self.name, self.user, self.key_fingerprint, self.program, self.process):
+        program, the process, the address, else "unknown"."""
+        for part in (
+            self.name,
+            self.user,
+            self.key_fingerprint,
+            self.program,
+            self.process,
+            self.address,
+        ):
             if part:
                 return part
         return "unknown"
@@ -124,6 +136,77 @@ class RequestOutcome:
     def t_end_wall(self) -> float:
         """The stream's end on the wall clock (epoch seconds), from the request's stamps."""
         return self.t0_wall + self.e2e_s
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Where a request went: its ``route`` (the path, or the engine's kind for an
+    in-process engine), ``api`` (the wire dialect), ``upstream`` (the server's URL, or
+    "in-process") and ``model``. An engine says its own (``Engine.where``)."""
+
+    route: str
+    api: str
+    upstream: str
+    model: str | None
+    kind: str | None = None  # the engine's kind (gen_ai.provider.name: tui/otel)
+
+
+def timeline_state(tl: RequestTimeline) -> OutcomeState:
+    """How a finished timeline ended: cancelled (a Failed of kind "cancelled"), failed
+    (any other error), else done."""
+    if tl.error is None and tl.error_kind is None:
+        return "done"
+    return "cancelled" if tl.error_kind == "cancelled" else "failed"
+
+
+def outcome_of(
+    rid: str,
+    source: Source,
+    where: Where,
+    client: ClientIdentity,
+    tl: RequestTimeline,
+    metrics: RequestMetrics,
+    state: OutcomeState | None = None,
+    streamed: bool | None = True,
+    trace: TraceContext | None = None,
+) -> RequestOutcome | None:
+    """The outcome of a request infertop sent itself (the chat, ``run``, the bench) from
+    its timeline; None when it was never sent (an engine that did not load, a cancel
+    before the start): no server saw it. ``state``: the caller's, else the timeline's.
+    ``trace``: the request's trace context (``GenerationRequest.trace``), where it had
+    one."""
+    t0 = tl.t_sent_ns
+    if t0 is None:
+        return None
+    t_end = tl.t_end_ns if tl.t_end_ns is not None else t0
+    ended = state or timeline_state(tl)
+    return RequestOutcome(
+        id=rid,
+        source=source,
+        state=ended,
+        route=where.route,
+        api=where.api,
+        upstream=where.upstream,
+        model=bounded(where.model),
+        client=client,
+        t0_wall=wall_clock(t0),
+        t0_ns=t0,
+        t_end_ns=t_end,
+        metrics=metrics,
+        truth=tl.truth,
+        error_kind=bounded(tl.error_kind, 40) if ended == "failed" else None,
+        streamed=streamed,
+        trace_id=trace.trace_id if trace is not None else None,
+        span_id=trace.span_id if trace is not None else None,
+        parent_span_id=trace.parent_id if trace is not None else None,
+        kind=where.kind,
+    )
+
+
+def wall_clock(t_ns: int) -> float:
+    """A ``time.perf_counter_ns()`` stamp on the wall clock (epoch seconds): now's wall
+    clock less how long ago the stamp was. Read once per stamp, at its request's end."""
+    return time.time() - (time.perf_counter_ns() - t_ns) / 1e9
 
 
 class OutcomeSink(Protocol):

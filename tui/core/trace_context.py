@@ -17,8 +17,12 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
+# What a measuring place does with trace context: nothing; a context for each request's
+# span (OTLP export on), the request unchanged; that, and ``traceparent`` sent with it.
+TraceMode = Literal["off", "record", "propagate"]
+TRACE_MODES: Final[tuple[TraceMode, ...]] = ("off", "record", "propagate")
 TRACEPARENT: Final = "traceparent"
 MAX_HEADER: Final = 256  # longer than any traceparent a version may make; past it: none
 _HEX32 = re.compile(r"[0-9a-f]{32}")

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, RequestSent, StreamEvent
+from tui.core.outcome import Where
 from tui.core.trace_context import TraceContext
 from tui.transport.access import split_credentials
 
@@ -191,6 +192,12 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def info(self) -> EngineInfo:
         """Engine, model, quantisation, context size and parameters."""
+
+    def where(self, model: str | None = None) -> Where:
+        """Where its requests go, as a finished request's outcome names it
+        (tui/core/outcome.py): an in-process engine's route and api are its kind, its
+        upstream "in-process"; ``model``: the model it runs (else the spec's)."""
+        return Where(self.kind, self.kind, "in-process", model or self.spec.model, self.kind)
 
     @classmethod
     def fixed_controls(cls, request: GenerationRequest) -> dict[str, str] | None:

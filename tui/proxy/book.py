@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tui.core.outcome import Outcomes
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
@@ -79,9 +80,12 @@ class RequestBook:
         events: EventsWriter | None = None,
         truth: ScrapedTruth | None = None,
         info: dict[str, Any] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.metrics = metrics
         self.engine = engine  # the upstream's name in records ("llama-server@host:port")
+        # every finished generation request is published here (tui/core/outcome.py)
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
         self.events = events
         self.truth = truth
         self.info = info or {}
@@ -200,6 +204,8 @@ class RequestBook:
         self._keep(rec)
         if self.events is not None:
             self.events.put(rec.summary(self.engine, self.metrics.kind))
+        upstream = str(self.info.get("upstream") or self.engine)
+        self.outcomes.publish(rec.outcome(upstream, self.metrics.kind))
         if self.watchers:
             self.publish(
                 {

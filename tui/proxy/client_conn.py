@@ -42,6 +42,7 @@ from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, sen
 from tui.proxy.forward import forward
 from tui.proxy.limits import ClientSlots, address_key
 from tui.proxy.peer import format_peer, is_loopback, is_proxy_user
+from tui.proxy.peer_process import PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import PassChunked, error_response
@@ -102,6 +103,7 @@ class ClientConnection(asyncio.Protocol):
         self.address = ""  # the client address it counts against (tui/proxy/limits.py)
         self.slotted = False  # it holds a slot (parts.slots)
         self.held = 0  # bytes of the body being read, held in the body budget
+        self.process = PeerProcess()  # the local process owning the client's socket
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -181,6 +183,15 @@ class ClientConnection(asyncio.Protocol):
         if self.watch_ok is None:
             self.watch_ok = await is_proxy_user(*self.addresses)
         return self.watch_ok
+
+    def peer_process(self) -> PeerProcess:
+        """The local process owning the client's socket: looked up once, for a loopback
+        client when the proxy takes identities (tui/proxy/peer_process.py), on the
+        finder's thread; read when the request ends."""
+        finder = self.fw.finder
+        if finder is not None and self.loopback and self.process.state == "unasked":
+            finder.find(self.process, *self.addresses)
+        return self.process
 
     def write(self, data: bytes) -> None:
         t = self.transport

@@ -25,11 +25,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tui.core.outcome import bounded
+from tui.core.trace_context import TraceMode
 from tui.proxy import routes
 from tui.proxy.book import Departure, RequestBook
+from tui.proxy.identity import ClientKeys, identify, peer_host
 from tui.proxy.limits import BodyBudget
+from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
-from tui.proxy.tracing import TraceMode, trace_for, traceparent_field
+from tui.proxy.tracing import trace_for, traceparent_field
 from tui.proxy.upstream import (
     NoResponse,
     UpstreamConn,
@@ -73,6 +77,10 @@ class Client(Protocol):
 
     def close(self) -> None: ...
 
+    def peer_process(self) -> PeerProcess:
+        """The local process owning its socket (looked up once, off the path)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Forwarding:
@@ -86,6 +94,8 @@ class Forwarding:
     stall_timeout: float  # any later gap between the upstream's reads
     book: RequestBook
     budget: BodyBudget
+    keys: ClientKeys | None = None  # API keys' fingerprints (None: not taken)
+    finder: ProcessFinder | None = None  # local clients' processes (None: not looked up)
     trace: TraceMode = "off"  # a request's traceparent: read, passed on (tui/proxy/tracing.py)
 
 
@@ -115,20 +125,31 @@ def send_now(conn: UpstreamConn, message: bytes) -> Sending | None:
     return Sending(conn, message, t_ns, sent)
 
 
-def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None]:
-    """(``model``, ``stream``) of a generation request's JSON body (None: not said;
-    Ollama's routes stream unless told not to)."""
+def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None, str | None]:
+    """(``model``, ``stream``, ``user``) of a generation request's JSON body (None: not
+    said; Ollama's routes stream unless told not to; ``user``: OpenAI's ``user``, else
+    Anthropic's ``metadata.user_id``)."""
     stream: bool | None = True if routes.ollama_streams_by_default(path) else False
     try:
         obj = json_loads(body) if body else None
     except (ValueError, RecursionError):
-        return None, None
+        return None, None, None
     if not isinstance(obj, dict):
-        return None, None
+        return None, None, None
     model = obj.get("model")
     if isinstance(obj.get("stream"), bool):
         stream = obj["stream"]
-    return (model if isinstance(model, str) else None), stream
+    return (model if isinstance(model, str) else None), stream, body_user(obj)
+
+
+def body_user(obj: dict[str, Any]) -> str | None:
+    """The end user a request body names: OpenAI's ``user``, else Anthropic's
+    ``metadata.user_id`` (bounded; None: neither is a string)."""
+    user = obj.get("user")
+    if not isinstance(user, str):
+        meta = obj.get("metadata")
+        user = meta.get("user_id") if isinstance(meta, dict) else None
+    return bounded(user) if isinstance(user, str) and user else None
 
 
 def _stamps(conn: UpstreamConn) -> str:
@@ -223,7 +244,7 @@ class Exchange:
             return
         if self.rec is None:
             head, req, book = self.req.head, self.req, self.fw.book
-            model, stream = request_fields(req.body, head.path)
+            model, stream, user = request_fields(req.body, head.path)
             self.rec = ProxiedRequest(
                 book.next_id(),
                 self.client.peer,
@@ -235,6 +256,11 @@ class Exchange:
                 req.t_received_ns,
                 req.body,
             )
+            process = self.client.peer_process()
+            self.rec.identity = identify(
+                head, user, peer_host(self.client.peer), self.fw.keys, process.name
+            )
+            self.rec.process = process
             self.rec.trace = self.trace
             book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)

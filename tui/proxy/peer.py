@@ -71,6 +71,13 @@ def _families(host: str) -> list[tuple[int, bytes]]:
 def netlink_owner(peer: tuple[str, int], ours: tuple[str, int]) -> int | None:
     """The uid owning the TCP socket at ``peer`` connected to ``ours``, by netlink; None:
     no such socket. Raises :class:`NetlinkRefused` when netlink cannot be asked."""
+    found = netlink_socket(peer, ours)
+    return None if found is None else found[0]
+
+
+def netlink_socket(peer: tuple[str, int], ours: tuple[str, int]) -> tuple[int, int] | None:
+    """(uid, inode) of the TCP socket at ``peer`` connected to ``ours``, by netlink (see
+    :func:`netlink_owner`)."""
     pairs = list(zip(_families(peer[0]), _families(ours[0])))
     if not pairs:
         return None
@@ -102,10 +109,10 @@ def netlink_owner(peer: tuple[str, int], ours: tuple[str, int]) -> int | None:
                 if -code == errno.ENOENT:
                     continue  # not in this family: the next
                 raise NetlinkRefused(f"netlink: {errno.errorcode.get(-code, code)}")
-            if kind != SOCK_DIAG_BY_FAMILY or len(answer) < _UID_AT + 4:
+            if kind != SOCK_DIAG_BY_FAMILY or len(answer) < _UID_AT + 8:
                 raise NetlinkRefused(f"an unexpected netlink answer (type {kind})")
-            (uid,) = struct.unpack_from("=I", answer, _UID_AT)
-            return int(uid)
+            uid, inode = struct.unpack_from("=II", answer, _UID_AT)
+            return int(uid), int(inode)
     return None
 
 
@@ -133,6 +140,13 @@ def table_owner(peer: tuple[str, int], ours: tuple[str, int]) -> int | None:
     """The same, from ``/proc/net/tcp`` and ``tcp6`` (None: not found, or no table).
     Blocking (the kernel writes the whole table for the read): run it on a thread. The
     one line is found by searching for its address pair, not by parsing every line."""
+    found = table_socket(peer, ours)
+    return None if found is None else found[0]
+
+
+def table_socket(peer: tuple[str, int], ours: tuple[str, int]) -> tuple[int, int] | None:
+    """(uid, inode) of that socket from ``/proc/net/tcp`` and ``tcp6`` (blocking: see
+    :func:`table_owner`)."""
     p, o = _hex_address(*peer[:2]), _hex_address(*ours[:2])
     if p is None or o is None:
         return None
@@ -147,8 +161,8 @@ def table_owner(peer: tuple[str, int], ours: tuple[str, int]) -> int | None:
             continue
         end = text.find(b"\n", at)
         fields = text[at : end if end >= 0 else len(text)].split()
-        try:
-            return int(fields[7])  # ":", local, remote, st, queues, tr:when, retrnsmt, uid
+        try:  # ":", local, remote, st, queues, tr:when, retrnsmt, uid, timeout, inode
+            return int(fields[7]), int(fields[9])
         except (IndexError, ValueError):
             return None
     return None

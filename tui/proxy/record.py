@@ -15,6 +15,7 @@ carried text); both are dropped when the request leaves the proxy's short text w
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -30,15 +31,28 @@ from tui.core.events import (
 )
 from tui.core.live import LiveCounts
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import (
+    ClientIdentity,
+    OutcomeState,
+    RequestOutcome,
+    bounded,
+    wall_clock,
+)
 from tui.core.session import session_record
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceContext
+from tui.proxy.peer_process import PeerProcess
 from tui.proxy.rows import RequestRow
 
 BODY_KEPT = 1024 * 1024
 TEXT_KEPT = 1024 * 1024
 CUT = "…"
 ERROR_CHARS = 300
+_OUTCOME_STATES: dict[str, OutcomeState] = {
+    "done": "done",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 class ProxiedRequest:
@@ -80,6 +94,8 @@ class ProxiedRequest:
         self.truth_note: str | None = None
         self.truth_before: Any = None  # vLLM: the idle scrape before it (tui/proxy/truth.py)
         self.observer: Any = None  # what reads its answer (tui/proxy/observe.py)
+        self.identity = ClientIdentity()  # who sent it (tui/proxy/identity.py)
+        self.process: PeerProcess | None = None  # its client's process, once looked up
         self.trace: TraceContext | None = None  # its span's ids (tui/proxy/tracing.py)
 
     # -- events ---------------------------------------------------------------------------
@@ -236,6 +252,39 @@ class ProxiedRequest:
             "truth_note": self.truth_note,
         }
         return rec
+
+    def outcome(self, upstream: str, kind: str | None = None) -> RequestOutcome:
+        """The finished request as every measuring place hands it on (numbers and names
+        only: tui/core/outcome.py); ``upstream`` the server's URL, ``kind`` its kind."""
+        m = self.metrics or self.finalize()
+        tl = self.timeline
+        client = self.identity
+        if self.process is not None and self.process.name and client.process is None:
+            client = dataclasses.replace(client, process=bounded(self.process.name))
+            self.identity = client
+        t0 = tl.t_sent_ns if tl.t_sent_ns is not None else self.t_received_ns
+        t_end = tl.t_end_ns if tl.t_end_ns is not None else t0
+        return RequestOutcome(
+            id=self.id,
+            source="proxy",
+            state=_OUTCOME_STATES.get(self.state, "failed"),
+            route=self.path,
+            api=self.dialect,
+            upstream=upstream,
+            model=self.model,
+            client=client,
+            t0_wall=wall_clock(t0),
+            t0_ns=t0,
+            t_end_ns=t_end,
+            metrics=m,
+            truth=tl.truth,
+            error_kind=tl.error_kind if self.state == "failed" else None,
+            streamed=self.stream,
+            trace_id=None if self.trace is None else self.trace.trace_id,
+            span_id=None if self.trace is None else self.trace.span_id,
+            parent_span_id=None if self.trace is None else self.trace.parent_id,
+            kind=kind,
+        )
 
     @property
     def forward_delay_ms(self) -> float | None:

@@ -17,27 +17,10 @@ is ``other``; a model is cut to :data:`MODEL_LABEL_CHARS` characters, and after
 
 from __future__ import annotations
 
-GENERATION_ROUTES: dict[str, str] = {
-    # path -> the answer's dialect (tui/engines/dialects)
-    "/v1/chat/completions": "openai-chat",
-    "/chat/completions": "openai-chat",
-    "/v1/completions": "openai-completions",
-    "/completions": "openai-completions",
-    "/v1/responses": "openai-responses",
-    "/responses": "openai-responses",
-    "/v1/messages": "anthropic",
-    "/api/chat": "ollama",
-    "/api/generate": "ollama",
-    "/completion": "llama",
-    "/v1/embeddings": "embeddings",
-    "/embeddings": "embeddings",
-    "/api/embed": "embeddings",
-    "/api/embeddings": "embeddings",
-    "/v1/rerank": "rerank",
-    "/rerank": "rerank",
-    "/v1/reranking": "rerank",
-    "/reranking": "rerank",
-}
+from tui.engines.dialects import ROUTES
+
+# path -> the answer's dialect: the routes infertop's decoders read (tui/engines/dialects)
+GENERATION_ROUTES: dict[str, str] = ROUTES
 # Dialects whose answers are never streamed: a latency and a prompt count, no TTFT.
 NOT_STREAMED = frozenset({"embeddings", "rerank"})
 KNOWN_ROUTES = frozenset(

@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui.core.outcome import Outcomes
+from tui.core.trace_context import TraceMode
 from tui.proxy.book import TICK_S, RequestBook
 from tui.proxy.client_conn import ClientConnection, ClientParts
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exchange import Forwarding
 from tui.proxy.exposition import ProxyMetrics
+from tui.proxy.identity import ClientKeys
 from tui.proxy.limits import BodyBudget, ClientSlots
-from tui.proxy.tracing import TraceMode
+from tui.proxy.peer_process import ProcessFinder
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
 
@@ -50,14 +53,28 @@ class ProxyConfig:
     max_per_address: int | None = None  # connections from one address (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
+    # who sent each request (tui/proxy/identity.py): API keys' fingerprints (None: none
+    # taken), and the local process owning a loopback client's socket
+    client_keys: ClientKeys | None = None
+    find_processes: bool = False
     trace: TraceMode = "off"  # a request's traceparent (tui/proxy/tracing.py)
 
 
 class Proxy:
-    """A running proxy: its listening socket, upstream pool, book, metrics, events."""
+    """A running proxy: its listening socket, upstream pool, book, metrics, events.
 
-    def __init__(self, config: ProxyConfig, note: Callable[[str], None] | None = None) -> None:
+    ``outcomes``: where every finished generation request is published (one
+    :class:`~tui.core.outcome.RequestOutcome` each, from the book); a sink (the ledger,
+    spans, alerts) is added to it before :meth:`start`, and closed by :meth:`close`."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        note: Callable[[str], None] | None = None,
+        outcomes: Outcomes | None = None,
+    ) -> None:
         self.config = config
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
         parts = urlsplit(config.upstream)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"the upstream must be an http:// URL, not {config.upstream!r}")
@@ -71,12 +88,13 @@ class Proxy:
             "listen": None,
         }
         self.book = RequestBook(
-            self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info
+            self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info, self.outcomes
         )
         self.connections: set[ClientConnection] = set()
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
         self.budget = BodyBudget(config.body_budget)
+        self.finder = ProcessFinder() if config.find_processes else None
         self.forwarding = Forwarding(
             self.pool,
             parts.netloc,
@@ -85,6 +103,8 @@ class Proxy:
             config.stall_timeout,
             self.book,
             self.budget,
+            config.client_keys,
+            self.finder,
             config.trace,
         )
         self.client_parts = ClientParts(
@@ -161,10 +181,13 @@ class Proxy:
         for task in list(self.book.tasks):
             task.cancel()
         self.pool.close()
+        if self.finder is not None:
+            self.finder.close()
         if self.book.truth is not None:
             self.book.truth.close()
         if self.events is not None:
             await asyncio.to_thread(self.events.close)
+        await asyncio.to_thread(self.outcomes.close)
 
 
 def run_loop(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -180,8 +203,9 @@ def run_loop(coro: Coroutine[Any, Any, Any]) -> Any:
 class ProxyThread:
     """A proxy on a thread with its own loop (tests, benchmarks, embedding)."""
 
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, outcomes: Outcomes | None = None) -> None:
         self.config = config
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
         self.proxy: Proxy | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
@@ -195,7 +219,7 @@ class ProxyThread:
             self.loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                self.proxy = Proxy(self.config)
+                self.proxy = Proxy(self.config, outcomes=self.outcomes)
                 await self.proxy.start()
             except BaseException as e:
                 self._error = e

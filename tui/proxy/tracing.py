@@ -14,13 +14,11 @@ a request's ``traceparent``, by its mode.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
-from tui.core.trace_context import TRACEPARENT, TraceContext, continue_or_start
+from tui.core.trace_context import TRACEPARENT, TraceContext, TraceMode, continue_or_start
 from tui.transport.http_head import RequestHead
 
-TraceMode = Literal["off", "record", "propagate"]
-TRACE_MODES: Final[tuple[TraceMode, ...]] = ("off", "record", "propagate")
 TRACEPARENT_FIELD: Final = TRACEPARENT.encode()
 
 

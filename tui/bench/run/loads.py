@@ -18,11 +18,13 @@ from collections.abc import Callable
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
-from tui.bench.run.records import LevelRun, RequestRecord, classify
+from tui.bench.run.records import LevelRun, RequestRecord, classify, record_outcome
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
+from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceMode, continue_or_start
 from tui.engines.base import Engine, GenerationRequest
 
 MakeRequest = Callable[[int], GenerationRequest]
@@ -43,18 +45,25 @@ class RequestDriver:
         t0_ns: int,
         stop: threading.Event,
         on_record: Callable[[RequestRecord], None] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.engine = engine
         self.engine_name = engine_name
         self.t0_ns = t0_ns
         self.stop = stop
         self.on_record = on_record
+        # every request sent, calibration and warm-up too, is published here
+        self.outcomes = outcomes
+        self.where: Where | None = None
         self._active: set[CancelToken] = set()
         # request id -> (its cancel token, its timeline so far): open-loop levels watch
         # requests in flight (tui/bench/run/open_loop.py) and may cut one
         self._live: dict[str, tuple[CancelToken, RequestTimeline]] = {}
         self._lock = threading.Lock()  # cancel_all may be called from another thread
         self._next_index = 1  # prompt 0 is the calibration prompt
+        # each request's trace context: "record" (OTLP export: its span's ids),
+        # "propagate" (and sent as traceparent), "off" (none)
+        self.trace: TraceMode = "off"
 
     @property
     def stopped(self) -> bool:
@@ -109,6 +118,9 @@ class RequestDriver:
         """Send one request; the record is appended to ``into`` (before anyone is told)."""
         cancel = CancelToken()
         tl = RequestTimeline()
+        if self.trace != "off" and request.trace is None:
+            request.trace = continue_or_start(None)
+            request.send_traceparent = self.trace == "propagate"
         with self._lock:
             self._active.add(cancel)
             self._live[request.request_id] = (cancel, tl)
@@ -147,12 +159,31 @@ class RequestDriver:
             prompt_tokens_target=prompt_tokens_target or request.prompt_tokens_target,
             max_tokens=request.max_tokens,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
+            trace_id=None if request.trace is None else request.trace.trace_id,
+            span_id=None if request.trace is None else request.trace.span_id,
         )
         if into is not None:
             into.append(record)
+        if self.outcomes is not None:
+            self.publish(record)
         if notify and self.on_record is not None:
             self.on_record(record)
         return record
+
+    def publish(self, record: RequestRecord) -> None:
+        """A finished request's outcome to :attr:`outcomes` (a worker process's record
+        too: the runner publishes those through its driver)."""
+        if self.outcomes is None:
+            return
+        if self.where is None:
+            try:
+                model = self.engine.info().model
+            except Exception:  # noqa: BLE001 - a name is not worth failing a request
+                model = None
+            self.where = self.engine.where(model)
+        outcome = record_outcome(record, self.where)
+        if outcome is not None:
+            self.outcomes.publish(outcome)
 
 
 async def run_sequential(

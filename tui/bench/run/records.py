@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.core.metrics import RequestMetrics, compute_metrics
+from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 
 
 def finite(x: Any) -> Any:
@@ -70,6 +72,8 @@ class RequestRecord:
     max_tokens: int | None = None  # the output length asked of this request
     session: int | None = None  # --turns: the conversation it belongs to (tui/bench/run/sessions)
     turn: int | None = None  # and its turn number in it, from 1
+    trace_id: str | None = None  # its span's W3C trace (with OTLP export or propagation)
+    span_id: str | None = None
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -224,3 +228,22 @@ class DepthContext:
         d = dict(self.__dict__)
         d["counted_depth"] = self.counted_depth
         return d
+
+
+def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None:
+    """A bench request's outcome (tui/core/outcome.py; None: it was never sent): source
+    "bench", the client infertop itself; a request the bench cancelled or cut is
+    cancelled, else as its timeline ended."""
+    cut = record.status in ("cancelled", "cut")
+    return outcome_of(
+        record.request_id,
+        "bench",
+        where,
+        INFERTOP_ITSELF,
+        record.timeline,
+        record.metrics,
+        "cancelled" if cut else None,
+        trace=None
+        if record.trace_id is None or record.span_id is None
+        else TraceContext(record.trace_id, record.span_id),
+    )

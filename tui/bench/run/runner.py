@@ -41,7 +41,9 @@ from tui.bench.run.results import (
 from tui.bench.run.sessions import run_sessions
 from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_workers, split_streams
 from tui.bench.run.workload import request_maker
+from tui.core.outcome import Outcomes
 from tui.core.pauses import settle_heap, streaming
+from tui.core.trace_context import TraceMode
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
@@ -75,8 +77,11 @@ class BenchRunner:
         on_update: Callable[[BenchUpdate], object] | None = None,
         engine_factory: Callable[[EngineSpec], Engine] = create_engine,
         environment: dict[str, Any] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.plan = plan
+        # every request the bench sends is published here (tui/core/outcome.py)
+        self.outcomes = outcomes if outcomes is not None else Outcomes()
         self.specs = specs
         self.on_update = on_update
         self.engine_factory = engine_factory
@@ -90,6 +95,8 @@ class BenchRunner:
         self._stage = ("", "")
         self._last_engine = True
         self.checkpoint: Callable[[BenchResult], None] | None = None
+        # each request's trace context (tui/bench/run/loads.py RequestDriver.trace)
+        self.trace: TraceMode = "off"
         # called with (engine, its EngineRun) after its last level, before it closes
         self.before_close: Callable[[Engine, EngineRun], Awaitable[None]] | None = None
         self._saved_at = time.monotonic()
@@ -191,7 +198,10 @@ class BenchRunner:
             run.error = f"{type(e).__name__}: {e}"
             self._emit(message=f"{spec.name}: {run.error}")
             return
-        driver = RequestDriver(engine, spec.name, self._t0_ns, self._stop, self._on_record)
+        driver = RequestDriver(
+            engine, spec.name, self._t0_ns, self._stop, self._on_record, self.outcomes
+        )
+        driver.trace = self.trace
         self._driver = driver
         try:
             try:
@@ -300,7 +310,7 @@ class BenchRunner:
             level.complete = await run_level_in_workers(
                 jobs,
                 level.records,
-                self._on_record,
+                partial(self._worker_record, driver=driver),
                 lambda: self.stopped,
                 partial(self._worker_ended, level=level),
             )
@@ -308,6 +318,11 @@ class BenchRunner:
             level.complete = False
             run.warnings.append(f"{level.label}: the worker processes failed: {e}")
             self._emit(message=f"{run.name} {level.label}: {e}")
+
+    def _worker_record(self, record: RequestRecord, driver: RequestDriver) -> None:
+        """A record from a worker process: published, then as the bench's own."""
+        driver.publish(record)
+        self._on_record(record)
 
     def _worker_ended(self, cpu_s: float, calls: dict[str, int], level: LevelRun) -> None:
         """A --workers process ended: its CPU is the bench's; its small calls (its own

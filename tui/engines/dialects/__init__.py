@@ -34,6 +34,40 @@ STREAMED = (
     "llama",
 )
 NOT_STREAMED = ("embeddings", "rerank")
+# path -> the dialect of its answers: every generation route infertop reads (the proxy's
+# measured routes are these: tui/proxy/routes.py)
+ROUTES: dict[str, str] = {
+    "/v1/chat/completions": "openai-chat",
+    "/chat/completions": "openai-chat",
+    "/v1/completions": "openai-completions",
+    "/completions": "openai-completions",
+    "/v1/responses": "openai-responses",
+    "/responses": "openai-responses",
+    "/v1/messages": "anthropic",
+    "/api/chat": "ollama",
+    "/api/generate": "ollama",
+    "/completion": "llama",
+    "/v1/embeddings": "embeddings",
+    "/embeddings": "embeddings",
+    "/api/embed": "embeddings",
+    "/api/embeddings": "embeddings",
+    "/v1/rerank": "rerank",
+    "/rerank": "rerank",
+    "/v1/reranking": "rerank",
+    "/reranking": "rerank",
+}
+
+
+def route_dialect(path: str) -> str | None:
+    """The dialect of the route ``path`` ends with (a server behind a path prefix too),
+    or None."""
+    found = ROUTES.get(path)
+    if found is not None:
+        return found
+    for route in sorted(ROUTES, key=len, reverse=True):
+        if path.endswith(route):
+            return ROUTES[route]
+    return None
 
 
 def decoder_for(dialect: str) -> StreamDecoder:

@@ -30,11 +30,13 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
+from tui.core.outcome import Where
 from tui.engines.base import (
     BatchedEngine,
     EngineError,
@@ -43,6 +45,7 @@ from tui.engines.base import (
     controls_from_body,
     refused,
 )
+from tui.engines.dialects import route_dialect
 from tui.engines.dialects.base import StreamDecoder
 from tui.engines.http.http_common import (
     access_for,
@@ -257,6 +260,13 @@ class HttpStreamEngine(BatchedEngine):
     @abc.abstractmethod
     def stream_url(self) -> str:
         """Where a streamed request is POSTed."""
+
+    def where(self, model: str | None = None) -> Where:
+        """The stream URL's path, its wire dialect, the server's URL."""
+        route = urlsplit(self.stream_url()).path
+        return Where(
+            route, route_dialect(route) or self.kind, self.base, model or self.spec.model, self.kind
+        )
 
     @abc.abstractmethod
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
