@@ -99,6 +99,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="connections from one client address (an IPv6 /64 counts as one; default: "
         "half of --max-clients)",
     )
+    from tui.cli.handoff import add_alert_arguments, add_otel_arguments
+
+    add_otel_arguments(p, own_requests=False)
+    add_alert_arguments(p)
     p.add_argument(
         "--read-timeout",
         type=float,
@@ -195,23 +199,51 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     if args.ui:
         return _with_ui(args, config)
+    from tui.cli.common import load
+    from tui.cli.handoff import build_handoff, note_line
     from tui.core.sched_slice import request_slice
 
+    try:
+        handoff = build_handoff(
+            args,
+            load(args),
+            note=note_line("infertop proxy"),
+            on_line=_alert_line,
+            upstream=config.upstream,
+            own_requests=False,
+        )
+    except CLIError as e:
+        return fail(str(e), e.code)
+    config.trace = "propagate" if handoff.propagate else "record" if handoff.recording else "off"
     slice_ns = round(args.slice_ms * 1e6)
     sched = (
         request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
     )
-    return serve(config, evidence, log=args.log, sched=sched)
+    try:
+        return serve(config, evidence, log=args.log, sched=sched, handoff=handoff)
+    finally:
+        handoff.close()
 
 
-def serve(config: Any, evidence: str, log: bool, sched: str = "") -> int:
-    """Run the proxy until SIGINT/SIGTERM (the headless command)."""
+def _alert_line(text: str, bell: bool) -> None:
+    from tui.core.safe_text import terminal_label
+
+    print(f"infertop proxy: {terminal_label(text, 1000)}", file=sys.stderr, flush=True)
+
+
+def serve(config: Any, evidence: str, log: bool, sched: str = "", handoff: Any = None) -> int:
+    """Run the proxy until SIGINT/SIGTERM (the headless command); ``handoff``: the OTLP
+    exporter and alert rules finished requests go to (tui/cli/handoff.py)."""
     import asyncio
 
     from tui.proxy.server import Proxy, run_loop
 
     async def run() -> int:
         proxy = Proxy(config, note=lambda t: print(f"infertop proxy: {t}", file=sys.stderr))
+        if handoff is not None:
+            for sink in handoff.sinks:
+                proxy.outcomes.add(sink)
+            proxy.metrics.extra.append(handoff.exposition)
         if log:
             proxy.book.on_end = _log_line
         try:
@@ -290,6 +322,12 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
         argv += ["--events", str(Path(args.events).expanduser().resolve())]
     if args.no_engine_truth:
         argv.append("--no-engine-truth")
+    if args.otlp:
+        argv += ["--otlp", args.otlp]
+    if args.trace_propagation:
+        argv.append("--trace-propagation")
+    if args.alerts:
+        argv += ["--alerts", str(Path(args.alerts).expanduser().resolve())]
     return python_argv("tui", *argv)
 
 

@@ -135,7 +135,7 @@ class OtelExporter:
         self.queue_limit = queue_limit
         self.flush_s = flush_s
         self.stats = ExportStats()
-        self._note = note
+        self.note = note
         self._noted_failure = False
         self.resource = Resource.create(
             {"service.name": os.environ.get("OTEL_SERVICE_NAME") or "infertop",
@@ -209,7 +209,10 @@ class OtelExporter:
                 self._content.popitem(last=False)
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Send what is queued (within ``timeout_s``), then stop."""
+        """Send what is queued (within ``timeout_s``), then stop (once: a second call
+        does nothing)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
@@ -285,9 +288,9 @@ class OtelExporter:
         self.stats.spans_dropped += len(spans)
         self.stats.batches_failed += 1
         self.stats.last_error = why
-        if not self._noted_failure and self._note is not None:
+        if not self._noted_failure and self.note is not None:
             self._noted_failure = True
-            self._note(
+            self.note(
                 f"OTLP export to {self.endpoint} failed ({why}); batches are dropped and "
                 "counted while it fails"
             )
