@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import zlib
 
-from tui.core.events import Failed, Finished, FirstByte
+from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for
 from tui.engines.dialects.base import CUT_SHORT
 from tui.engines.dialects.llama import timings_events
 from tui.engines.dialects.whole import whole_answer
+from tui.engines.http.openai_compat import USAGE_CACHED_SOURCE
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
@@ -152,8 +153,13 @@ class Streamed(Observer):
         dec, emit = self.decoder, self.record.emit
         dec.close(t_ns, emit)
         t_end = dec.last_t_ns or t_ns
-        for ev in timings_events(dec, t_end):
+        reported = timings_events(dec, t_end)
+        for ev in reported:
             emit(ev)
+        if dec.cached_tokens is not None and not any(type(e) is EngineReport for e in reported):
+            # the usage's cached prompt tokens (Messages, Responses), as the engines keep it
+            cached = EngineTruth(cached_tokens=dec.cached_tokens, source=USAGE_CACHED_SOURCE)
+            emit(EngineReport(t_end, cached))
         end = dec.end(t_ns)
         if isinstance(end, Failed):
             self.record.fail(CUT_SHORT, "protocol", t_end)
