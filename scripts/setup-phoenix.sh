@@ -16,7 +16,7 @@ CACHE=${INFERTOP_CACHE:-$HOME/.cache/infertop}
 PHOENIX_PY=${INFERTOP_PHOENIX_PYTHON:-$CACHE/venv-phoenix/bin/python}
 VENV=$(dirname "$(dirname "$PHOENIX_PY")")
 PYTHON=${PYTHON:-python3}
-PINS="arize-phoenix==20.26.1 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2 openai==3.51.0 opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-instrumentation-httpx==0.66b2"
+PINS="arize-phoenix==20.26.1 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2 openai==3.51.0 opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-instrumentation-httpx==0.66b2 opentelemetry-util-genai==1.1b0"
 
 say() { printf '\033[1m[setup-phoenix]\033[0m %s\n' "$*"; }
 
