@@ -2,7 +2,8 @@
 instrumentation of the official ``openai`` client (``opentelemetry-instrumentation-
 openai-v2``, on the client side, in Phoenix's venv) and by ``infertop proxy`` between that
 client and a real llama-server, one streamed and one not. Both export to one Phoenix;
-the client's span and the proxy's of each request agree on the model, the token counts
+the client's span and the proxy's of each request agree on the model asked for and the
+model that answered, the token counts
 and the finish reasons (where the instrumentation records them: 2.4b0 records none for a
 stream). The instrumentation sends no ``traceparent`` (it suppresses the HTTP client's
 instrumentation), so the two are paired by their order; continuing a client's trace is
@@ -94,6 +95,7 @@ def test_the_official_instrumentation_and_the_proxy_agree(proxy, phoenix, tmp_pa
         a, b = attributes(client), attributes(mine)
         for key in (
             C.GEN_AI_REQUEST_MODEL,
+            C.GEN_AI_RESPONSE_MODEL,
             C.GEN_AI_USAGE_INPUT_TOKENS,
             C.GEN_AI_USAGE_OUTPUT_TOKENS,
         ):

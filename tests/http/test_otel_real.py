@@ -123,6 +123,7 @@ def test_proxied_requests_land_in_phoenix_as_genai_spans(
         assert span["name"] == "chat smollm2" and span["context"]["trace_id"] == rec.trace.trace_id
         assert a[C.GEN_AI_OPERATION_NAME] == "chat" and a[C.GEN_AI_PROVIDER_NAME] == "llama.cpp"
         assert a[C.GEN_AI_REQUEST_MODEL] == "smollm2" and a[C.GEN_AI_REQUEST_STREAM] is True
+        assert a[C.GEN_AI_RESPONSE_MODEL] == rec.response_model and rec.response_model
         assert a[C.GEN_AI_USAGE_INPUT_TOKENS] == prompt, rec.path
         assert a[C.GEN_AI_USAGE_OUTPUT_TOKENS] == output, rec.path
         assert a.get(C.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS) == cached, rec.path

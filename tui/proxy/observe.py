@@ -152,6 +152,7 @@ class Streamed(Observer):
     def close(self, t_ns: int) -> None:
         dec, emit = self.decoder, self.record.emit
         dec.close(t_ns, emit)
+        self.record.response_model = dec.response_model
         t_end = dec.last_t_ns or t_ns
         reported = timings_events(dec, t_end)
         for ev in reported:

@@ -97,6 +97,7 @@ class ProxiedRequest:
         self.identity = ClientIdentity()  # who sent it (tui/proxy/identity.py)
         self.process: PeerProcess | None = None  # its client's process, once looked up
         self.trace: TraceContext | None = None  # its span's ids (tui/proxy/tracing.py)
+        self.response_model: str | None = None  # the model its answer named
 
     # -- events ---------------------------------------------------------------------------
     def sent(self, t_ns: int, stamps: str) -> None:
@@ -284,6 +285,7 @@ class ProxiedRequest:
             span_id=None if self.trace is None else self.trace.span_id,
             parent_span_id=None if self.trace is None else self.trace.parent_id,
             kind=kind,
+            response_model=self.response_model,
         )
 
     @property

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
 from tui.engines.http.stream_errors import StreamServerError
 
 STOP_REASONS = {
@@ -82,6 +82,7 @@ class AnthropicDecoder(StreamDecoder):
         elif kind == "message_start":
             message = obj.get("message")
             if type(message) is dict:
+                self.response_model = model_name(message.get("model"))
                 self.take_usage(message.get("usage"), t_ns)
         elif kind == "message_stop":
             self.complete = True

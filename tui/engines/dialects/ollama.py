@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
-from tui.engines.dialects.base import Emit, StreamDecoder
+from tui.engines.dialects.base import Emit, StreamDecoder, model_name
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
@@ -117,6 +117,8 @@ class OllamaDecoder(StreamDecoder):
 
     def line(self, obj: dict[str, Any], t_ns: int, emit: Emit) -> None:
         """One parsed line (also a whole answer not streamed, :mod:`.whole`)."""
+        if self.response_model is None:
+            self.response_model = model_name(obj.get("model"))
         if obj.get("error"):
             raise StreamServerError(f"server error: {str(obj['error'])[:300]}")
         msg = obj.get("message")

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, json_loads, text_of
+from tui.engines.dialects.base import (
+    Emit,
+    StreamDecoder,
+    count,
+    json_loads,
+    model_name,
+    text_of,
+)
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
@@ -55,6 +62,8 @@ class OpenAIChatDecoder(StreamDecoder):
         if get("error"):
             raw = data if isinstance(data, bytes) else data.encode()
             raise StreamServerError(error_message_from_body(raw, "json"))
+        if self.response_model is None:
+            self.response_model = model_name(get("model"))
         usage = get("usage")
         tokens: int | None = None
         if type(usage) is dict:

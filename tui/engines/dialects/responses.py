@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
 from tui.engines.http.stream_errors import StreamServerError
 
 _REASONING = frozenset(
@@ -98,6 +98,8 @@ class ResponsesDecoder(StreamDecoder):
         its finish and its counts."""
         self.complete = True
         self.finish_reason = reason
+        if type(response) is dict:
+            self.response_model = model_name(response.get("model")) or self.response_model
         if type(response) is not dict:
             return
         details = response.get("incomplete_details")
