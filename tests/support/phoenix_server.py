@@ -88,7 +88,7 @@ class Phoenix:
         raise AssertionError(f"{len(found)} of {n} spans in Phoenix after {timeout_s} s")
 
 
-def start_phoenix(workdir: Path, timeout_s: float = 90) -> Phoenix:
+def start_phoenix(workdir: Path, timeout_s: float = 180) -> Phoenix:
     """Phoenix serving on a free loopback port, its data under ``workdir``; skip (or fail
     under INFERTOP_REQUIRE_SERVERS=1) when its venv is missing."""
     py = phoenix_python()

@@ -30,7 +30,7 @@ import zlib
 
 from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for
-from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.base import CUT_SHORT, model_name
 from tui.engines.dialects.llama import timings_events
 from tui.engines.dialects.whole import whole_answer
 from tui.engines.http.openai_compat import USAGE_CACHED_SOURCE
@@ -202,6 +202,7 @@ class WholeBody(Observer):
             raise StreamProtocolError("the answer is not a JSON object")
         if obj.get("error") or obj.get("type") == "error":
             raise StreamServerError(error_message_from_body(body, "json"))
+        self.record.response_model = model_name(obj.get("model"))
         whole_answer(self.dialect, obj, t_ns, self.record.emit)
 
 
