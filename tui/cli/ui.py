@@ -171,6 +171,7 @@ def main(args: argparse.Namespace) -> int:
             ),
             config,
             note=note_line("infertop"),
+            upstream=config.engines[engine or config.default_engine].url,
         )
     except CLIError as e:
         print(f"infertop: error: {e}", file=sys.stderr)
