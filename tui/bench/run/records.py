@@ -117,6 +117,8 @@ class RequestRecord:
             "max_tokens": self.max_tokens,
             "session": self.session,
             "turn": self.turn,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -156,7 +158,17 @@ class RequestRecord:
             max_tokens=d.get("max_tokens"),
             session=d.get("session"),
             turn=d.get("turn"),
+            trace_id=_trace_part(d.get("trace_id"), 32),
+            span_id=_trace_part(d.get("span_id"), 16),
         )
+
+
+def _trace_part(value: Any, digits: int) -> str | None:
+    """A trace or span id read from a report (someone's file): lower-case hex of its
+    length, else None."""
+    if type(value) is not str or len(value) != digits:
+        return None
+    return value if all(c in "0123456789abcdef" for c in value) else None
 
 
 def classify(tl: RequestTimeline) -> str:
