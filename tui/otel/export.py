@@ -8,9 +8,10 @@ returns; one thread of its own builds the spans and metric points and exports a 
 every ``flush_s`` (or sooner when :data:`BATCH` wait). A collector that is down, slow or
 refusing costs that thread its export timeout, and the batch is dropped and counted
 (:attr:`stats`), never kept: memory stays bounded whatever the collector does. A
-collector down at start is no error — nothing is sent until a request ends. Metrics go
-through the SDK's periodic reader (cumulative histograms with the conventions' bucket
-boundaries, every ``metric_interval_s``).
+collector down at start is no error — nothing is sent until a request ends. The metrics
+(cumulative histograms with the conventions' bucket boundaries) are kept by infertop
+itself (tui/otel/aggregate.py says why) and sent by the same thread every
+``metric_interval_s``, and at a flush or the end.
 
 Where: ``endpoint`` is the collector's base URL (``http://host:4318``: traces to
 ``/v1/traces``, metrics to ``/v1/metrics``), or ``"env"`` to take every endpoint from
@@ -24,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Final
@@ -32,6 +34,7 @@ from urllib.parse import urlsplit
 from tui.core.outcome import RequestOutcome
 from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
+from tui.otel.aggregate import HistogramTable
 from tui.otel.measures import BoundedModels, points_of
 from tui.otel.spans import SpanData, span_of
 
@@ -56,6 +59,7 @@ class ExportStats:
     spans_dropped: int = 0
     batches_failed: int = 0
     last_error: str | None = None
+    metric_failures: int = 0  # metric exports the collector did not take
 
 
 def signal_endpoints(endpoint: str) -> tuple[str | None, str | None]:
@@ -149,39 +153,20 @@ class OtelExporter:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._models = BoundedModels()
-        self._meter_provider: Any = None
-        self._histograms: dict[str, Any] = {}
+        self._table: HistogramTable | None = None
+        self._metrics: Any = None  # the OTLP/HTTP metric exporter
+        self.metric_interval_s = metric_interval_s
+        self._next_metrics = time.monotonic() + metric_interval_s
+        self._metrics_ok = True
         if metrics:
-            self._start_metrics(metrics_url, metric_interval_s, timeout_s)
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter,
+            )
+
+            self._table = HistogramTable(C.METRICS)
+            self._metrics = OTLPMetricExporter(endpoint=metrics_url, timeout=timeout_s)
         self._thread = threading.Thread(target=self._run, name="infertop-otlp", daemon=True)
         self._thread.start()
-
-    def _start_metrics(self, url: str | None, interval_s: float, timeout_s: float) -> None:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-        from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-
-        reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(endpoint=url, timeout=timeout_s),
-            export_interval_millis=interval_s * 1000,
-            export_timeout_millis=timeout_s * 1000,
-        )
-        views = [
-            View(
-                instrument_name=spec.name,
-                aggregation=ExplicitBucketHistogramAggregation(list(spec.buckets)),
-            )
-            for spec in C.METRICS
-        ]
-        self._meter_provider = MeterProvider(
-            metric_readers=[reader], resource=self.resource, views=views
-        )
-        meter = self._meter_provider.get_meter(C.INSTRUMENTATION_SCOPE, schema_url=C.SCHEMA_URL)
-        for spec in C.METRICS:
-            self._histograms[spec.name] = meter.create_histogram(
-                spec.name, unit=spec.unit, description=spec.description
-            )
 
     # -- OutcomeSink ----------------------------------------------------------------------
     def publish(self, outcome: RequestOutcome) -> None:
@@ -216,14 +201,11 @@ class OtelExporter:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
-        try:
-            self._spans.shutdown()  # type: ignore[no-untyped-call]
-        except Exception:  # noqa: BLE001 - closing must not fail the front end
-            pass
-        if self._meter_provider is not None:
+        for exporter in (self._spans, self._metrics):
             try:
-                self._meter_provider.shutdown(timeout_millis=timeout_s * 1000)
-            except Exception:  # noqa: BLE001
+                if exporter is not None:
+                    exporter.shutdown()
+            except Exception:  # noqa: BLE001 - closing must not fail the front end
                 pass
 
     def flush(self, timeout_s: float = 10.0) -> bool:
@@ -233,10 +215,7 @@ class OtelExporter:
         with self._lock:
             self._flush_waiters.append(done)
         self._wake.set()
-        ok = done.wait(timeout_s) and self.stats.last_error is None
-        if self._meter_provider is not None:
-            ok = bool(self._meter_provider.force_flush(timeout_millis=timeout_s * 1000)) and ok
-        return ok
+        return done.wait(timeout_s) and self.stats.last_error is None and self._metrics_ok
 
     # -- the export thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -244,20 +223,43 @@ class OtelExporter:
             self._wake.wait(self.flush_s)
             self._wake.clear()
             stopping = self._stop.is_set()
+            waiters: list[threading.Event] = []
             while True:
                 with self._lock:
                     batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
-                    waiters, self._flush_waiters = self._flush_waiters, []
+                    waiters += self._flush_waiters
+                    self._flush_waiters = []
                     content = {o.id: self._content.pop(o.id, None) for o in batch}
                 if batch:
                     self._export(batch, content)
-                for w in waiters:
-                    w.set()
                 with self._lock:
                     if not self._queue:
                         break
+            if self._table is not None and (
+                stopping or waiters or time.monotonic() >= self._next_metrics
+            ):
+                self._next_metrics = time.monotonic() + self.metric_interval_s
+                self._export_metrics()
+            for w in waiters:
+                w.set()
             if stopping:
                 return
+
+    def _export_metrics(self) -> None:
+        """The histograms as they stand, cumulative (tui/otel/aggregate.py)."""
+        from opentelemetry.sdk.metrics.export import MetricExportResult
+
+        assert self._table is not None
+        if not len(self._table):
+            return
+        data = self._table.metrics_data(self.resource, self._scope(), C.SCHEMA_URL)
+        try:
+            result = self._metrics.export(data)
+        except Exception:  # noqa: BLE001 - counted as a failure, as a batch of spans is
+            result = None
+        self._metrics_ok = result == MetricExportResult.SUCCESS
+        if not self._metrics_ok:
+            self.stats.metric_failures += 1
 
     def _export(self, batch: list[RequestOutcome], content: dict[str, Any]) -> None:
         spans = []
@@ -265,10 +267,9 @@ class OtelExporter:
             try:
                 own = o.source in ("chat", "run") and self.capture_content
                 spans.append(self._readable(span_of(o, content.get(o.id) if own else None)))
-                for spec, value, attrs in points_of(o, self._models):
-                    hist = self._histograms.get(spec.name)
-                    if hist is not None:
-                        hist.record(value, attrs)
+                if self._table is not None:
+                    for spec, value, attrs in points_of(o, self._models):
+                        self._table.record(spec, value, attrs)
             except Exception as e:  # noqa: BLE001 - one bad outcome must not stop export
                 log.warning("could not export request %s: %s", o.id, e)
         if not spans:
@@ -297,10 +298,7 @@ class OtelExporter:
 
     def _readable(self, span: SpanData) -> Any:
         from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-        from tui import __version__
 
         trace_id = int(span.trace_id or new_trace_id(), 16)
         flags = TraceFlags(TraceFlags.SAMPLED)
@@ -323,10 +321,15 @@ class OtelExporter:
             status=status,
             start_time=span.start_ns,
             end_time=span.end_ns,
-            instrumentation_scope=InstrumentationScope(
-                C.INSTRUMENTATION_SCOPE, __version__, C.SCHEMA_URL
-            ),
+            instrumentation_scope=self._scope(),
         )
+
+    def _scope(self) -> Any:
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+        from tui import __version__
+
+        return InstrumentationScope(C.INSTRUMENTATION_SCOPE, __version__, C.SCHEMA_URL)
 
     def exposition(self) -> str:
         """The exporter's counts in the Prometheus text format (for /infertop/metrics)."""
