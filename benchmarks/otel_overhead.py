@@ -19,6 +19,10 @@ none and counted its drops (its /infertop/metrics).
     .venv/bin/python -m benchmarks.otel_overhead --quick    # a smoke run
 
 Goal (issue 51): export on ÷ off ≤ 1.05 for the added TTFT p50 and the CPU per token.
+Export costs per *request* (a span: ~100 µs of Python to build and encode, most of it the
+SDK's protobuf encoding of ~25 attributes; the metric points ~0.3 µs a value), so its cost
+per token depends on the answers' length: the default is 256 output tokens a request;
+``--tokens 32`` shows short answers.
 """
 
 from __future__ import annotations
@@ -106,11 +110,41 @@ def otel_counts(url: str) -> dict[str, float]:
     return out
 
 
+def export_cpu_per_request(tokens: int, n: int = 512) -> float:
+    """µs of CPU (this process's, by process_time: insensitive to other load) to turn one
+    finished request of ``tokens`` output tokens into its span, encoded as OTLP protobuf,
+    and its metric points: the export thread's work per request, without the network."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tests.support.made_outcomes import metrics, outcome
+    from tui.otel.aggregate import HistogramTable
+    from tui.otel.conventions import METRICS
+    from tui.otel.export import OtelExporter
+    from tui.otel.measures import BoundedModels, points_of
+    from tui.otel.spans import span_of
+
+    gaps = [10.0] * (tokens - 1)
+    done = [outcome(i, metrics=metrics(itl_chunk_ms=gaps, itl_token_ms=gaps)) for i in range(n)]
+    ex = OtelExporter(f"http://127.0.0.1:{_closed_port()}", metrics=False)
+    table, models = HistogramTable(METRICS), BoundedModels()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.process_time()
+        spans = [ex._readable(span_of(o)) for o in done]
+        encode_spans(spans).SerializePartialToString()
+        for o in done:
+            for spec, values, attrs in points_of(o, models):
+                table.record(spec, values, attrs)
+        best = min(best, (time.process_time() - t0) / n * 1e6)
+    ex.close(0.5)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=24)
-    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--tokens", type=int, default=256, help="output tokens per request")
     ap.add_argument("--interval-ms", type=float, default=2.0)
     ap.add_argument("--cpu-streams", type=int, default=16)
     ap.add_argument("--cpu-requests", type=int, default=200)
@@ -118,7 +152,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.cpu_requests, a.cpu_rounds = 6, 48, 2
-    print(f"load before: {os.getloadavg()[0]:.2f} (uptime's 1-minute average)")
+    print(f"load before: {os.getloadavg()[0]:.2f} (uptime's 1-minute average); "
+          f"{a.tokens} output tokens a request")  # fmt: skip
     sink = OtlpSink()
     servers = start(a.interval_ms, max(64, a.cpu_streams), sink)
     try:
@@ -158,6 +193,13 @@ def main() -> None:
         print(
             f"  {name:12s} added TTFT {t:.3f}   less the server's wait {p:.3f}   CPU/token {c:.3f}"
         )
+    per_request = export_cpu_per_request(a.tokens)
+    base = median(cpu["ours"])
+    print(
+        f"\nexport's own CPU per request ({a.tokens} tokens; process time, best of 3): "
+        f"{per_request:.1f} µs = {per_request / a.tokens:.2f} µs a token, "
+        f"{per_request / a.tokens / base:.1%} of ours' {base:.1f}"
+    )
     print("\nthe workload, checked")
     print(f"  live collector: {len(sink.spans)} spans received of {sent_live} requests sent; "
           f"proxy says exported {live.get('infertop_otel_spans_exported_total', 0):.0f}, "

@@ -103,8 +103,8 @@ def test_operations_by_route_and_dialect() -> None:
 def test_metric_points() -> None:
     pts = points_of(outcome(), BoundedModels())
     by = {}
-    for spec, value, attrs in pts:
-        by.setdefault((spec.name, attrs.get(C.GEN_AI_TOKEN_TYPE)), []).append(value)
+    for spec, values, attrs in pts:
+        by.setdefault((spec.name, attrs.get(C.GEN_AI_TOKEN_TYPE)), []).extend(values)
     assert by[("gen_ai.client.operation.duration", None)] == [1.0]
     assert by[("gen_ai.client.token.usage", "input")] == [12.0]
     assert by[("gen_ai.client.token.usage", "output")] == [30.0]

@@ -46,18 +46,22 @@ class HistogramTable:
         self.start_ns = time.time_ns()
         self._series: dict[Key, _Series] = {}
 
-    def record(self, spec: MetricSpec, value: float, attributes: Attributes) -> None:
+    def record(self, spec: MetricSpec, values: list[float], attributes: Attributes) -> None:
+        """``values`` of one metric with one set of attributes (a request's chunk gaps:
+        the key is made once)."""
+        if not values:
+            return
         key = (spec.name, tuple(sorted(attributes.items())))
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = _Series(len(spec.buckets), dict(attributes))
-        series.counts[bisect_left(spec.buckets, value)] += 1
-        series.sum += value
-        series.count += 1
-        if value < series.min:
-            series.min = value
-        if value > series.max:
-            series.max = value
+        counts, bounds = series.counts, spec.buckets
+        for value in values:
+            counts[bisect_left(bounds, value)] += 1
+        series.sum += sum(values)
+        series.count += len(values)
+        series.min = min(series.min, min(values))
+        series.max = max(series.max, max(values))
 
     def __len__(self) -> int:
         return len(self._series)

@@ -268,8 +268,8 @@ class OtelExporter:
                 own = o.source in ("chat", "run") and self.capture_content
                 spans.append(self._readable(span_of(o, content.get(o.id) if own else None)))
                 if self._table is not None:
-                    for spec, value, attrs in points_of(o, self._models):
-                        self._table.record(spec, value, attrs)
+                    for spec, values, attrs in points_of(o, self._models):
+                        self._table.record(spec, values, attrs)
             except Exception as e:  # noqa: BLE001 - one bad outcome must not stop export
                 log.warning("could not export request %s: %s", o.id, e)
         if not spans:

@@ -30,7 +30,8 @@ from tui.otel.spans import server_of
 MAX_MODELS = 32
 MODEL_CHARS = 64
 Attributes = dict[str, str | int]
-Point = tuple[C.MetricSpec, float, Attributes]
+# a metric, its values from one request (the chunk gaps are many), their attributes
+Point = tuple[C.MetricSpec, list[float], Attributes]
 
 
 class BoundedModels:
@@ -68,21 +69,22 @@ def points_of(o: RequestOutcome, models: BoundedModels) -> list[Point]:
     duration = dict(base)
     if o.state == "failed":
         duration[C.ERROR_TYPE] = o.error_kind or "_OTHER"
-    out: list[Point] = [(C.CLIENT_DURATION, o.e2e_s, duration)]
+    out: list[Point] = [(C.CLIENT_DURATION, [o.e2e_s], duration)]
     if m.prompt_tokens is not None:
-        out.append((C.CLIENT_TOKEN_USAGE, float(m.prompt_tokens), _typed(base, "input")))
+        out.append((C.CLIENT_TOKEN_USAGE, [float(m.prompt_tokens)], _typed(base, "input")))
     if m.output_tokens is not None and not m.output_tokens_estimated:
-        out.append((C.CLIENT_TOKEN_USAGE, float(m.output_tokens), _typed(base, "output")))
+        out.append((C.CLIENT_TOKEN_USAGE, [float(m.output_tokens)], _typed(base, "output")))
     streamed = o.streamed is not False
     if streamed and m.ttft_ms is not None:
-        out.append((C.CLIENT_TIME_TO_FIRST_CHUNK, m.ttft_ms / 1000.0, base))
-    if streamed:
-        out.extend((C.CLIENT_TIME_PER_OUTPUT_CHUNK, gap / 1000.0, base) for gap in m.itl_chunk_ms)
+        out.append((C.CLIENT_TIME_TO_FIRST_CHUNK, [m.ttft_ms / 1000.0], base))
+    if streamed and m.itl_chunk_ms:
+        gaps = [gap / 1000.0 for gap in m.itl_chunk_ms]
+        out.append((C.CLIENT_TIME_PER_OUTPUT_CHUNK, gaps, base))
     if o.source == "proxy" and o.state == "done" and streamed:
         if m.ttft_ms is not None:
-            out.append((C.SERVER_TIME_TO_FIRST_TOKEN, m.ttft_ms / 1000.0, base))
+            out.append((C.SERVER_TIME_TO_FIRST_TOKEN, [m.ttft_ms / 1000.0], base))
         if m.tpot_ms is not None and not m.output_tokens_estimated:
-            out.append((C.SERVER_TIME_PER_OUTPUT_TOKEN, m.tpot_ms / 1000.0, base))
+            out.append((C.SERVER_TIME_PER_OUTPUT_TOKEN, [m.tpot_ms / 1000.0], base))
     return out
 
 
