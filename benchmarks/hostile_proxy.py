@@ -8,6 +8,17 @@ its peak (``VmHWM``) after the attack, from /proc.
 
 - proxy-body-flood: 24 clients each send 30 MiB of a 32 MiB body and stop (default
   limits: --max-body-mb 32, --body-budget-mb 256) [the body budget]
+- proxy-body-heads: 8 heads declaring 32 MiB each from 127.0.0.2-9, then a POST from
+  127.0.0.1 [a body holds the bytes that came, not its Content-Length]
+- proxy-body-stalled: 8 clients from 127.0.0.2-9 each send all but a byte of a 32 MiB
+  body and stall (256 MiB: the whole budget), then a POST [the body that made no
+  progress the longest is dropped to make room; one user's share: half the budget]
+- proxy-request-scan: 30 MiB bodies of ``[[],[],…]``, then ``{"input":[[],[],…]}``,
+  each POSTed to /v1/embeddings while a probe asks the proxy's /infertop/health every
+  5 ms: the probe's longest wait [the body's fields read by a bounded scan]
+- proxy-idle-flood: another user (nobody, as root) holds 1,050 idle sockets from
+  127.0.0.2-9; then the proxy's owner attaches its watch and sends a request [slots per
+  user on loopback, the longest idle closed to make room]
 - proxy-host-origin: the owner's routes asked with a rebound Host, an Origin, no Host
   [each a 403]
 - proxy-per-address: --max-clients 8, 8 silent sockets from 127.0.0.1, then a client
@@ -31,6 +42,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PROXY_CASES = (
     "proxy-body-flood",
+    "proxy-body-heads",
+    "proxy-body-stalled",
+    "proxy-request-scan",
+    "proxy-idle-flood",
     "proxy-host-origin",
     "proxy-per-address",
     "proxy-conn-cl",
@@ -48,16 +63,22 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
+# the proxy's code: this tree's, or another's to compare with (a checkout of older code)
+PROXY_CODE = Path(os.environ.get("INFERTOP_PROXY_CODE") or ROOT)
+SOURCES = [f"127.0.0.{i}" for i in range(2, 10)]
+
+
 class _Proxy:
     """``python -m tui proxy`` in front of ``upstream``, until closed."""
 
     def __init__(self, upstream: str, *flags: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "INFERTOP_CONFIG": ""}
+        env = {**os.environ, "PYTHONPATH": str(PROXY_CODE), "INFERTOP_CONFIG": ""}
         argv = [sys.executable, "-m", "tui", "proxy", "--upstream", upstream, "--kind"]
         argv += ["openai", "--listen", "127.0.0.1:0", "--no-engine-truth", *flags]
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
+        self.proc = subprocess.Popen(  # (cwd: `-m` puts it first on the path)
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            cwd=PROXY_CODE,
+        )  # fmt: skip
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("infertop proxy listening on http://"):
@@ -191,6 +212,144 @@ def _framing(proxy: _Proxy) -> str:
     return f"{b', '.join(fields).decode() or 'no length'}; body {'whole' if whole else 'wrong'}"
 
 
+def _small_post(proxy: _Proxy, source: str = "127.0.0.1") -> str:
+    """A small POST's status and time, as a client other than the attackers sees it."""
+    with proxy.connect(source) as s:
+        t0 = time.perf_counter()
+        s.sendall(b"POST /v1/models HTTP/1.1\r\nHost: p\r\nContent-Length: 2\r\n\r\n{}")
+        try:
+            head, _ = _read_framed(s, 30)
+        except OSError as e:
+            return f"no answer ({e})"
+        return f"{head[9:12].decode()} in {(time.perf_counter() - t0) * 1e3:.0f} ms"
+
+
+def _body_heads(proxy: _Proxy) -> str:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: %d\r\n\r\n"
+    heads = [proxy.connect(source) for source in SOURCES]
+    for s in heads:
+        s.sendall(head % (32 * MIB))
+    time.sleep(0.3)
+    got = _small_post(proxy)
+    for s in heads:
+        s.close()
+    return f"8 heads of 32 MiB held; another client's POST: {got}"
+
+
+def _dropped(s: socket.socket) -> bool:
+    """Whether the proxy answered ``s`` (a 503) or closed it; False: still open."""
+    s.settimeout(0.2)
+    try:
+        return s.recv(4096)[:12] in (b"HTTP/1.1 503", b"")
+    except TimeoutError:
+        return False
+    except OSError:
+        return True  # (reset)
+
+
+def _body_stalled(proxy: _Proxy) -> str:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: %d\r\n\r\n"
+    block = memoryview(b"x" * (32 * MIB - 1))
+    uploads = [proxy.connect(source) for source in SOURCES]
+    cut = 0
+    for s in uploads:
+        try:
+            s.sendall(head % (32 * MIB))
+            s.settimeout(30)
+            s.sendall(block)
+        except OSError:
+            cut += 1  # dropped (or refused) while sending
+    time.sleep(0.5)
+    got = _small_post(proxy)
+    dropped = sum(_dropped(s) for s in uploads)
+    for s in uploads:
+        s.close()
+    return f"8 x 32 MiB stalled ({cut} cut while sending, {dropped} dropped); a POST: {got}"
+
+
+def _request_scan(proxy: _Proxy) -> str:
+    """Each hostile body, with a probe of the proxy's own route every 5 ms meanwhile."""
+    import threading
+
+    out = []
+    for label, body in (
+        ("[[],[],…]", b"[" + b"[]," * (10 * MIB) + b"[]]"),
+        ('{"input":[[],[],…]}', b'{"input":[' + b"[]," * (10 * MIB) + b'[]],"model":"m"}'),
+    ):
+        waits: list[float] = []
+        stop = threading.Event()
+
+        def probe(stop: threading.Event = stop, waits: list[float] = waits) -> None:
+            with proxy.connect() as p:
+                while not stop.is_set():
+                    t0 = time.perf_counter()
+                    p.sendall(b"GET /infertop/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    _read_framed(p, 30)
+                    waits.append(time.perf_counter() - t0)
+                    time.sleep(0.005)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        time.sleep(0.2)
+        head = b"POST /v1/embeddings HTTP/1.1\r\nHost: p\r\nContent-Length: %d\r\n\r\n"
+        t0 = time.perf_counter()
+        with proxy.connect() as s:
+            s.settimeout(60)
+            s.sendall(head % len(body))
+            s.sendall(body)
+            status = _status(s, 60).decode() or "-"
+        took = time.perf_counter() - t0
+        time.sleep(0.2)
+        stop.set()
+        prober.join(30)
+        worst = max(waits) * 1e3 if waits else float("nan")
+        out.append(f"{label}: {status} in {took:.2f} s, probe's longest wait {worst:.0f} ms")
+    return "; ".join(out)
+
+
+HOLD_AS_NOBODY = """
+import os, resource, socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+"x".encode("idna")
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+os.setgid(65534); os.setuid(65534)
+held = []
+for i in range(n):
+    try:
+        held.append(socket.create_connection((host, port), 10, (f"127.0.0.{2 + i % 8}", 0)))
+    except OSError:
+        pass
+print("ready", len(held), flush=True)
+sys.stdin.read()
+"""
+
+
+def _idle_flood(proxy: _Proxy) -> str:
+    if os.geteuid() != 0:
+        return "skipped: needs root (to become nobody)"
+    host, port = proxy.address
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AS_NOBODY, host, str(port), "1050"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline().split()[-1]
+        time.sleep(0.5)  # the proxy has accepted its backlog
+        with proxy.connect() as s:
+            t0 = time.perf_counter()
+            s.sendall(b"GET /infertop/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            watch = _status(s, 10).decode() or "no answer"
+            took = (time.perf_counter() - t0) * 1e3
+        got = _small_post(proxy)
+    finally:
+        child.kill()
+        child.wait(10)
+    owner = f"the owner's watch: {watch} in {took:.0f} ms, a POST: {got}"
+    return f"nobody holds {ready} idle sockets; {owner}"
+
+
 def proxy_case(name: str, base: str) -> dict[str, Any]:
     """One case (see the module docstring), in this process; the proxy in its own."""
     upstream = {"proxy-conn-cl": f"{base}/conn-cl", "proxy-cl-te": f"{base}/cl-te"}
@@ -200,6 +359,14 @@ def proxy_case(name: str, base: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         if name == "proxy-body-flood":
             ended = _flood(proxy)
+        elif name == "proxy-body-heads":
+            ended = _body_heads(proxy)
+        elif name == "proxy-body-stalled":
+            ended = _body_stalled(proxy)
+        elif name == "proxy-request-scan":
+            ended = _request_scan(proxy)
+        elif name == "proxy-idle-flood":
+            ended = _idle_flood(proxy)
         elif name == "proxy-host-origin":
             ended = _host_origin(proxy)
         elif name == "proxy-per-address":

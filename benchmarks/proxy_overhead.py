@@ -283,11 +283,17 @@ def path_rows(res: dict[str, Result]) -> list[str]:
             for q in (50, 99)
         ]
         out.append(f"ours − nginx (same rounds): p50 {d[0]:+.3f} ms, p99 {d[1]:+.3f} ms")
+    for a, b in (("before", "nginx"), ("ours", "before")):
+        if res.get(a) and res.get(b) and res[a].path_ttft_ms and res[b].path_ttft_ms:
+            p50 = percentile(res[a].path_ttft_ms, 50) - percentile(res[b].path_ttft_ms, 50)
+            p99 = percentile(res[a].path_ttft_ms, 99) - percentile(res[b].path_ttft_ms, 99)
+            out.append(f"{a} − {b} (same rounds): p50 {p50:+.3f} ms, p99 {p99:+.3f} ms")
     return out
 
 
-def slices(args: argparse.Namespace) -> tuple[float, bool]:
-    return args.nginx_slice_ms, args.default_slice_too
+def slices(args: argparse.Namespace) -> tuple[float, bool, Path | None]:
+    """start_servers' scheduler slices and the older proxy (--before), as asked."""
+    return args.nginx_slice_ms, args.default_slice_too, args.before
 
 
 def run(args: argparse.Namespace) -> list[str]:
@@ -335,6 +341,8 @@ def run(args: argparse.Namespace) -> list[str]:
         lines.append(f"{name:<8} {med[name]:6.1f} µs/token  [{each}]")
     if "nginx" in med and med["nginx"] > 0:
         lines.append(f"ours ÷ nginx: {med['ours'] / med['nginx']:.2f}×")
+        if "before" in med:
+            lines.append(f"before ÷ nginx: {med['before'] / med['nginx']:.2f}×")
     events = Path(tempfile.mkdtemp()) / "events.jsonl"
     servers = start_servers(args.soak_interval_ms, args.soak_streams + 8, events)
     try:
@@ -383,6 +391,13 @@ def main() -> int:
         type=float,
         default=0.0,
         help="give nginx this scheduler slice, as ours asks for its own (0: the kernel's)",
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="also the proxy of another checkout (its tui/ at DIR: older code), as the path "
+        "'before', interleaved with the others in every round",
     )
     ap.add_argument("--out", type=Path, help="also write the report here")
     args = ap.parse_args()

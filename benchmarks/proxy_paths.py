@@ -117,9 +117,12 @@ def request_for_process(pid: int, ns: int) -> list[SliceResult]:
     return [request_slice(ns, tid) for tid in tids]
 
 
-def start_ours(pace: str, slice_ms: float | None, events: Path | None) -> tuple[Any, str]:
+def start_ours(
+    pace: str, slice_ms: float | None, events: Path | None, code: Path = ROOT
+) -> tuple[Any, str]:
     """``infertop proxy`` in front of ``pace`` (``slice_ms``: its --slice-ms, None: its
-    default): (process, URL)."""
+    default; ``code``: the tree whose tui/ runs, this one or an older checkout's):
+    (process, URL)."""
     port = free_port()
     cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
            f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
@@ -127,7 +130,10 @@ def start_ours(pace: str, slice_ms: float | None, events: Path | None) -> tuple[
         cmd += ["--slice-ms", f"{slice_ms:g}"]
     if events is not None:
         cmd += ["--events", str(events)]
-    ours = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    env = {**os.environ, "PYTHONPATH": str(code)}  # (cwd too: `-m` puts it first)
+    ours = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     wait_up(url + "/infertop/health")
     return ours, url
@@ -139,10 +145,12 @@ def start_servers(
     events: Path | None,
     nginx_slice_ms: float = 0.0,
     default_slice_too: bool = False,
+    before: Path | None = None,
 ) -> Servers:
     """The pace server, nginx and ours; ``nginx_slice_ms``: give nginx's processes that
     scheduler slice (tui/core/sched_slice.py), as ours asks for its own; ``default_slice_too``:
-    also ours with the kernel's default slice, as the path ``ours@default``."""
+    also ours with the kernel's default slice, as the path ``ours@default``; ``before``:
+    also the proxy of another checkout (older code), as the path ``before``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
     procs: list[subprocess.Popen[bytes]] = []
     pace_port = free_port()
@@ -195,6 +203,10 @@ def start_servers(
         ours, paths["ours@default"] = start_ours(pace, 0.0, None)
         procs.append(ours)
         cpu_pids["ours@default"] = [ours.pid]
+    if before is not None:
+        old, paths["before"] = start_ours(pace, None, None, before)
+        procs.append(old)
+        cpu_pids["before"] = [old.pid]
     ours, paths["ours"] = start_ours(pace, None, events)
     procs.append(ours)
     cpu_pids["ours"] = [ours.pid]

@@ -131,7 +131,7 @@ async def ours(url: str, prompt_tokens: int) -> dict[str, Any]:
     assert lv["ok"] == N
     done = [r.metrics for r in res.engines[0].measured() if r.ok]
     assert len(done) == N
-    gaps = [g for m in done for g in m.itl_token_ms]
+    gaps = [g for m in done for g, w in zip(m.itl_token_ms, m.itl_token_weights) for _ in range(w)]
     mean = {
         "ttft": statistics.fmean(m.ttft_ms for m in done if m.ttft_ms is not None),
         "tpot": statistics.fmean(m.tpot_ms for m in done if m.tpot_ms is not None),

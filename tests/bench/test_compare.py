@@ -227,11 +227,17 @@ def test_resampled_statistics_equal_the_statistics_of_each_resample(monkeypatch)
     from tui.bench.compare.samples import level_samples
 
     level = level_samples(load_report(FROZEN / "b"))[("ls", "c=1")]
-    # 12 requests of the real report's 3 (repeated, gap lists varied) and 5 rows a chunk
+    # 12 requests of the real report's 3 (repeated, gap lists varied) and 5 rows a chunk;
+    # every other one with gaps that stand for several tokens (weights 1 to 4)
     reqs = []
     for i, r in enumerate(level.requests * 4):
         gaps = tuple(sorted(g * (1 + i / 7) for g in r.itl_token_ms))
-        reqs.append(RequestSample(r.decode_tps, r.ttft_ms, gaps, r.output_tokens, r.duration_s))
+        weights = tuple(1 + (j * i) % 4 for j in range(len(gaps))) if i % 2 else ()
+        reqs.append(
+            RequestSample(
+                r.decode_tps, r.ttft_ms, gaps, r.output_tokens, r.duration_s, None, weights
+            )
+        )
     level.requests = reqs
     monkeypatch.setattr(boot, "MAX_CELLS", 5 * len(reqs))
     rng = RecordingRng(7)

@@ -67,7 +67,9 @@ def test_chunks_carrying_several_tokens_spread_their_gap():
     )
     m = compute_metrics(tl)
     assert m.itl_chunk_ms == [30.0, 10.0]
-    assert m.itl_token_ms == [10.0, 10.0, 10.0, 10.0]
+    # one value per gap, weighted by its tokens: the 30 ms gap is 3 tokens of 10 ms
+    assert m.itl_token_ms == [10.0, 10.0] and m.itl_token_weights == [3, 1]
+    assert m.itl_token_recent(200) == [10.0, 10.0, 10.0, 10.0]
     assert not m.itl_token_estimated
     assert m.output_tokens == 5 and m.output_tokens_source == "engine-chunks"
     assert m.decode_tps == pytest.approx(4 / 0.040)
@@ -111,7 +113,7 @@ def test_engine_count_disagreeing_with_chunk_count_wins_and_itl_is_estimated():
     m = compute_metrics(tl)
     assert m.output_tokens == 5 and m.output_tokens_source == "usage"
     assert m.itl_chunk_ms == [20.0, 40.0]
-    assert m.itl_token_ms == [10.0, 20.0]
+    assert m.itl_token_ms == [10.0, 20.0] and m.itl_token_weights == [1, 1]
     assert m.itl_token_estimated
     assert m.decode_tps == pytest.approx(4 / 0.060)
     assert m.tpot_ms == pytest.approx(61 / 4)

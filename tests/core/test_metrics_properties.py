@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tui.core.events import Failed, Finished, RequestSent, TextChunk, Usage
 from tui.core.metrics import compute_metrics, token_columns
+from tui.core.stats import percentile
 from tui.core.timeline import RequestTimeline
 
 MS = 1_000_000
@@ -62,8 +63,15 @@ def test_metric_relations_hold_for_any_timeline(tl: RequestTimeline) -> None:
     stamps, tokens = token_columns(*tl.content_columns())
     span_ms = (stamps[-1] - stamps[0]) / MS if stamps else 0.0
     n = m.output_tokens
+    assert len(m.itl_token_weights) == len(m.itl_token_ms)
+    assert all(type(w) is int and w >= 1 for w in m.itl_token_weights)
     if m.itl_token_ms and not m.itl_token_estimated:
-        assert math.isclose(sum(m.itl_token_ms), span_ms, rel_tol=1e-9, abs_tol=1e-6)
+        spread = sum(v * w for v, w in zip(m.itl_token_ms, m.itl_token_weights))
+        assert math.isclose(spread, span_ms, rel_tol=1e-9, abs_tol=1e-6)
+        # the weighted percentiles are those of the values expanded, one per token
+        expanded = [v for v, w in zip(m.itl_token_ms, m.itl_token_weights) for _ in range(w)]
+        assert m.itl_ms_p50 == percentile(expanded, 50)
+        assert m.itl_ms_p90 == percentile(expanded, 90)
     if m.itl_token_ms and m.itl_token_estimated and n is not None and n > 1:
         mean = sum(m.itl_token_ms) / len(m.itl_token_ms)
         assert math.isclose(mean * (n - 1), span_ms, rel_tol=1e-9, abs_tol=1e-6)

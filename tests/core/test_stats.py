@@ -110,3 +110,52 @@ def test_bootstrap_ci_of_a_median_is_the_resampled_medians_percentiles(n):
             alpha = (1 - 0.95) / 2 * 100  # as bootstrap_ci computes it (not exactly 2.5)
             assert (ci.low, ci.high) == (percentile(boots, alpha), percentile(boots, 100 - alpha))
             assert ci.estimate == median(xs)
+
+
+def test_weighted_percentiles_are_those_of_the_values_repeated():
+    """Issue 48: a gap standing for k tokens is one value of weight k, never k copies;
+    its percentiles are exactly those of the copies."""
+    import random
+
+    from tui.core.stats import summarize_weighted, weighted_percentile
+
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        values = [rng.choice([0.5, 1.0, 2.0, rng.random() * 10]) for _ in range(n)]
+        weights = [rng.randint(0, 5) for _ in range(n)]
+        if not any(weights):
+            weights[0] = 1
+        copies = [v for v, w in zip(values, weights) for _ in range(w)]
+        for q in (0, 1, 50, 90, 99, 100):
+            assert weighted_percentile(values, weights, q) == percentile(copies, q)
+        s, want = summarize_weighted(values, weights), summarize(copies)
+        assert (s.n, s.min, s.max, s.p50, s.p90, s.p95, s.p99) == (
+            want.n, want.min, want.max, want.p50, want.p90, want.p95, want.p99
+        )  # fmt: skip
+        assert s.mean == pytest.approx(want.mean)
+
+
+def test_a_weight_of_two_to_the_53_costs_nothing():
+    import time
+
+    from tui.core.stats import summarize_weighted, weighted_percentile
+
+    start = time.thread_time()
+    assert weighted_percentile([1.0, 5.0], [1, 2**53 - 1], 50) == 5.0
+    assert summarize_weighted([1.0, 5.0], [2**53 - 1, 1]).n == 2**53
+    assert time.thread_time() - start < 0.1  # copies would need 64 PiB
+
+
+def test_weighted_percentile_rejects_bad_input():
+    from tui.core.stats import summarize_weighted, weighted_percentile
+
+    with pytest.raises(ValueError):
+        weighted_percentile([1.0], [0], 50)  # nothing weighs
+    with pytest.raises(ValueError):
+        weighted_percentile([1.0, 2.0], [1], 50)  # a value without its weight
+    with pytest.raises(ValueError):
+        weighted_percentile([1.0], [-1], 50)
+    with pytest.raises(ValueError):
+        weighted_percentile([1.0], [1.5], 50)  # type: ignore[list-item]
+    assert summarize_weighted([], []).n == 0

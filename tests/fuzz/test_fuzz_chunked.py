@@ -9,12 +9,12 @@ non-hex, empty or 17-digit size, a bare LF in the size line, two wrong bytes whe
 CRLF after a chunk's data is due, or the body cut short; (3) random bytes from chunked
 syntax. Every input is fed whole and in random pieces (empty ones too).
 
-Asserted: only httpx.RemoteProtocolError is ever raised; a valid body gives its data,
-``done``, and says whether bytes followed its end, in any pieces; a corrupted size line is
-refused with a message that quotes it, a missing CRLF with one that quotes the bytes
-found instead, and a cut-short body is simply not done; any input gives the same outcome
-in pieces as whole. Also: every Content-Length of up to 3 characters from a hostile
-alphabet is taken exactly when it is decimal digits.
+Asserted: only FramingError (tui/transport/http_errors.py) is ever raised; a valid body
+gives its data, ``done``, and says whether bytes followed its end, in any pieces; a
+corrupted size line is refused with a message that quotes it, a missing CRLF with one
+that quotes the bytes found instead, and a cut-short body is simply not done; any input
+gives the same outcome in pieces as whole. Also: every Content-Length of up to 3
+characters from a hostile alphabet is taken exactly when it is decimal digits.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from __future__ import annotations
 import itertools
 import random
 
-import httpx
 import pytest
 from hypothesis import given, settings
 
 from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
+from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked
-from tui.transport.http_head import BadMessage, parse_response_head, response_framing
+from tui.transport.http_head import BadMessage, framing_for, parse_response_head
 
 SPLITS = 7
 DATA_BYTES = [b"a", b"\r", b"\n", b"\r\n", b"0\r\n\r\n", b"\xff", b";", b" "]
@@ -75,7 +75,7 @@ def outcome(parts: list[bytes]) -> tuple[str, bytes, bool, bool]:
             if d.done:
                 after = d.extra or any(parts[i + 1 :])
                 return "ok", body, True, after
-    except httpx.RemoteProtocolError as e:
+    except FramingError as e:
         return "error", str(e).encode(), False, False
     return "ok", body, False, False
 
@@ -159,7 +159,7 @@ def test_random_bytes_give_the_same_outcome_in_any_pieces() -> None:
             data = rng.randbytes(rng.randint(0, 40))
         else:
             data = b"".join(rng.choices(SYNTAX, k=rng.randint(0, 30)))
-        whole = outcome([data])  # raises nothing but RemoteProtocolError, or fails here
+        whole = outcome([data])  # raises nothing but FramingError, or fails here
         for _ in range(SPLITS):
             parts = pieces(data, rng)
             assert outcome(parts) == whole, parts
@@ -175,7 +175,7 @@ CL_ALPHABET = ["0", "5", "9", " ", "\t", "+", "-", "_", ",", "x", "e", ".", "٣"
 
 def _framed_length(value: str) -> int | None:
     head = parse_response_head(f"HTTP/1.1 200 OK\r\nContent-Length: {value}".encode())
-    return response_framing(head, "GET")[1]
+    return framing_for(head, "GET")[1]
 
 
 def test_content_length_is_taken_exactly_when_it_is_decimal_digits() -> None:

@@ -11,8 +11,9 @@ import pytest
 
 from tui.transport.http1 import Http1Pool, fast_path_ok
 from tui.transport.http_calls import read_stamped
+from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import LINE_LIMIT, Chunked
-from tui.transport.http_head import BadMessage, parse_response_head, response_framing
+from tui.transport.http_head import BadMessage, framing_for, parse_response_head
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 
 TIMEOUTS = HttpTimeouts(connect=5, read=5, stall=5)
@@ -34,7 +35,7 @@ def test_chunked_decoding_split_anywhere() -> None:
 
 
 def test_bad_chunk_size_is_a_protocol_error() -> None:
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(FramingError):
         Chunked().feed(b"zz\r\nabc\r\n")
 
 
@@ -43,11 +44,11 @@ def test_bad_chunk_size_is_a_protocol_error() -> None:
 )
 def test_a_chunk_size_that_is_not_hex_digits_is_refused_by_name(size: bytes) -> None:
     # int(size, 16) takes all of these (but the last three); HTTP takes none
-    with pytest.raises(httpx.RemoteProtocolError, match="bad chunk size line") as e:
+    with pytest.raises(FramingError, match="bad chunk size line") as e:
         Chunked().feed(size + b"\r\nhello\r\n0\r\n\r\n")
     assert repr(size) in str(e.value)
     # a read of exactly one chunk takes a fast path of its own: the same rule holds there
-    with pytest.raises(httpx.RemoteProtocolError, match="bad chunk size line"):
+    with pytest.raises(FramingError, match="bad chunk size line"):
         Chunked().feed(size + b"\r\nhello\r\n")
 
 
@@ -57,20 +58,20 @@ def test_whitespace_before_a_chunk_extension_is_allowed() -> None:
 
 
 def test_a_missing_crlf_after_chunk_data_names_what_came_instead() -> None:
-    with pytest.raises(httpx.RemoteProtocolError, match=r"bad chunk end: b'XY'"):
+    with pytest.raises(FramingError, match=r"bad chunk end: b'XY'"):
         Chunked().feed(b"5\r\nhelloXY0\r\n\r\n")
 
 
 def test_a_chunk_size_line_without_end_is_refused_past_the_limit() -> None:
     d = Chunked()
     d.feed(b"5;" + b"e" * (LINE_LIMIT - 2))  # still a legal line, if it ends soon
-    with pytest.raises(httpx.RemoteProtocolError, match="longer than"):
+    with pytest.raises(FramingError, match="longer than"):
         d.feed(b"ee")
 
 
 def _length(value: str) -> int | None:
     head = parse_response_head(f"HTTP/1.1 200 OK\r\nContent-Length: {value}".encode())
-    return response_framing(head, "GET")[1]
+    return framing_for(head, "GET")[1]
 
 
 @pytest.mark.parametrize("value", ["-5", "+5", "1_0", "5, 6", "0x5", "", "1" * 20])

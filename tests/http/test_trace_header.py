@@ -15,7 +15,6 @@ from tui.core.trace_context import continue_or_start, parse_traceparent
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 
-
 MODELS = b'{"object":"list","data":[{"id":"m","object":"model"}]}'
 
 

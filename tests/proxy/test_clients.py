@@ -198,14 +198,27 @@ def test_hostile_clients(pace, start_proxy) -> None:
         assert b'"pace"' in read_response(s)[1]
 
 
-def test_too_many_clients_get_a_503(pace, start_proxy) -> None:
+def test_too_many_clients_get_a_503_when_none_is_idle(pace, start_proxy) -> None:
+    """--max-clients 2, both connections in the middle of a request: a third is refused
+    (503 on arrival); once one falls idle between requests, a newcomer closes it and is
+    served (tui/proxy/limits.py)."""
     url, _server = pace
     proxy = start_proxy(url, max_clients=2, max_per_address=2)
     held = [_connect(proxy.url) for _ in range(2)]
     try:
+        for s in held:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\n")  # a head begun: busy
         wait_until(lambda: proxy.call(lambda: len(proxy.proxy.connections)) == 2)
         with _connect(proxy.url) as s:  # answered on arrival (a request sent now may
-            assert s.recv(4096).startswith(b"HTTP/1.1 503")  # meet a reset instead)
+            got = s.recv(4096)  # meet a reset instead)
+            assert got.startswith(b"HTTP/1.1 503") and b"none idle" in got
+        held[0].sendall(b"Host: p\r\n\r\n")  # its request ends: idle from its answer
+        assert b'"pace"' in read_response(held[0])[1]
+        with _connect(proxy.url) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
+            assert b'"pace"' in read_response(s)[1]
+        assert held[0].recv(4096) == b""  # closed to make room
+        assert proxy.call(lambda: proxy.proxy.slots.evicted) == 1
     finally:
         for s in held:
             s.close()

@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 
 import pytest
 
 from tests.proxy.proxy_support import raw_exchange, read_response, wait_until
 from tests.support.scripted_upstream import ScriptedUpstream
 from tui.proxy import peer
-from tui.proxy.limits import BodyBudget, ClientSlots, address_key
+from tui.proxy.limits import BodyBudget, address_key
 from tui.proxy.own_routes import loopback_host
 
 OK = [(0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]
@@ -40,78 +41,154 @@ def _post(length: int, body: bytes = b"") -> bytes:
     )
 
 
-def test_request_bodies_held_at_once_stay_within_the_budget(start_proxy, up) -> None:
-    """Bodies still coming hold their whole length from their head; one that would take
-    the bodies held at once past the budget is refused (503) and closed; a body is let
-    go of when its client goes away, or once the upstream answered it."""
+def _used(proxy):  # type: ignore[no-untyped-def]
+    return proxy.call(lambda: proxy.proxy.budget.used)
+
+
+def test_a_body_holds_the_bytes_that_came_not_its_declared_length(start_proxy, up) -> None:
+    """A head declaring a body holds nothing of the budget; each byte is held as it
+    comes (a chunked body's too), until the upstream has answered it or its client
+    went away (issue 48: the budget was charged the whole Content-Length on the head)."""
     proxy = start_proxy(up.url, max_body=1000, body_budget=2500)
-    used = lambda: proxy.call(lambda: proxy.proxy.budget.used)  # noqa: E731
-    holders = [_connect(proxy.url) for _ in range(2)]
-    for s in holders:
-        s.sendall(_post(1000, b"x" * 900))  # most of a body, then nothing
-    wait_until(lambda: used() == 2000)
-    got = raw_exchange(proxy.url, _post(1000))
-    assert got.startswith(b"HTTP/1.1 503 ") and b"--body-budget-mb" in got
-    # a chunked body holds what came so far: 400 fits, the next 200 does not
+    with _connect(proxy.url) as s:
+        s.sendall(_post(1000))
+        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.connections)) == 1)
+        time.sleep(0.05)
+        assert _used(proxy) == 0
+        s.sendall(b"x" * 300)
+        wait_until(lambda: _used(proxy) == 300)
+        s.sendall(b"x" * 700)
+        assert read_response(s)[1] == b"ok"
+        wait_until(lambda: _used(proxy) == 0)  # answered: let go of
+        assert up.requests[-1].endswith(b"x" * 1000)
     with _connect(proxy.url) as s:
         s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: p\r\nTransfer-Encoding: chunked\r\n\r\n")
         s.sendall(b"190\r\n" + b"y" * 400 + b"\r\n")
-        wait_until(lambda: used() == 2400)
-        s.sendall(b"c8\r\n" + b"y" * 200 + b"\r\n")
-        head, _ = read_response(s)
-        assert head.startswith(b"HTTP/1.1 503 ")
-    wait_until(lambda: used() == 2000)
-    holders[0].close()  # gone: its hold let go of
-    wait_until(lambda: used() == 1000)
-    with _connect(proxy.url) as s:  # a whole body goes through, then is let go of
+        wait_until(lambda: _used(proxy) == 400)
+    wait_until(lambda: _used(proxy) == 0)  # its client went away
+
+
+def test_a_full_budget_drops_the_body_stalled_longest(start_proxy, up) -> None:
+    """Bodies arriving fill the budget: the next bytes to come make room by dropping the
+    body that made no progress the longest (its client gets 503), not by refusing the
+    newcomer; a body already whole is never dropped."""
+    proxy = start_proxy(up.url, max_body=1000, body_budget=2500, body_per_peer=2500)
+    stalled = [_connect(proxy.url) for _ in range(2)]
+    for i, s in enumerate(stalled):
+        s.sendall(_post(1000, b"x" * 900))  # most of a body, then nothing
+        wait_until(lambda i=i: _used(proxy) == 900 * (i + 1))
+    with _connect(proxy.url) as s:  # 1000 more bytes do not fit: the oldest makes room
         s.sendall(_post(1000, b"z" * 1000))
         assert read_response(s)[1] == b"ok"
-        wait_until(lambda: used() == 1000)
-        assert up.requests[-1].endswith(b"z" * 1000)
-    holders[1].close()
-    wait_until(lambda: used() == 0)
+    head, body = read_response(stalled[0])
+    assert head.startswith(b"HTTP/1.1 503 ") and b"no progress the longest" in body
+    assert stalled[0].recv(100) == b""  # and closed
+    wait_until(lambda: _used(proxy) == 900)
+    assert proxy.call(lambda: proxy.proxy.budget.evicted) == 1
+    stalled[1].sendall(b"x" * 100)  # the other one was only slow: it goes on
+    assert read_response(stalled[1])[1] == b"ok"
+    wait_until(lambda: _used(proxy) == 0)
+    for s in stalled:
+        s.close()
 
 
-def test_one_address_cannot_take_every_connection(start_proxy, up) -> None:
-    """--max-clients 4: one address holds at most half of them (silent sockets too), so
-    a client from another address is still served."""
+def test_one_peer_holds_at_most_its_share_of_the_budget() -> None:
+    """Per peer (a loopback client's user, another's address): its bodies arriving make
+    room among themselves once its share is full; another peer's are left alone; with
+    nothing arriving to drop, a body is refused."""
+    budget = BodyBudget(limit=10, per_peer=6)
+    dropped: list[str] = []
+    a1 = budget.hold("uid 1", lambda: dropped.append("a1"))
+    a2 = budget.hold("uid 1", lambda: dropped.append("a2"))
+    b1 = budget.hold("uid 2", lambda: dropped.append("b1"))
+    assert a1.take(4) and b1.take(4) and a2.take(2)
+    assert budget.used == 10 and dropped == []  # uid 1's share (6) and the total, full
+    assert a2.take(1) and dropped == ["a1"]  # uid 1's own stalled body made room
+    assert budget.by_peer == {"uid 1": 3, "uid 2": 4} and budget.used == 7
+    c = budget.hold("10.0.0.9", lambda: dropped.append("c"))
+    assert c.take(3) and budget.used == 10
+    assert b1.take(1) and dropped == ["a1", "a2"]  # the total full: the longest stalled
+    a2.release()  # (given back already: nothing twice)
+    assert budget.used == 8 and budget.by_peer == {"uid 2": 5, "10.0.0.9": 3}
+    b1.whole()
+    c.whole()  # whole: nothing may be dropped, so the next body is refused
+    d = budget.hold("10.0.0.7", lambda: dropped.append("d"))
+    assert not d.take(3) and budget.used == 8 and d.held == 0
+    plain = budget.hold("10.0.0.7")  # (a body that came whole: never dropped)
+    assert plain.take(2) and budget.used == 10
+    for h in (b1, c, plain):
+        h.release()
+    assert budget.used == 0 and not budget.by_peer and budget.evicted == 2
+
+
+MIB = 1024 * 1024
+
+
+def _other_loopback_addresses() -> list[str]:
     try:
         socket.create_server(("127.0.0.2", 0)).close()
     except OSError:
         pytest.skip("no second loopback address here (Linux routes all of 127/8)")
-    proxy = start_proxy(up.url, max_clients=4)
-    silent = [_connect(proxy.url) for _ in range(2)]
+    return [f"127.0.0.{i}" for i in range(2, 10)]
+
+
+def test_heads_declaring_32_mib_lock_nobody_out(start_proxy, up) -> None:
+    """Issue 48 at its scale: 8 heads declaring 32 MiB each (904 bytes in all), from
+    127.0.0.2-9, made every other client's POST a 503 for 60 s; a head holds nothing
+    now. (Default limits: --max-body-mb 32, --body-budget-mb 256.)"""
+    proxy = start_proxy(up.url)
+    heads = [_connect(proxy.url, source) for source in _other_loopback_addresses()]
     try:
-        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.connections)) == 2)
-        for _ in range(2):
-            with _connect(proxy.url) as s:
-                got = s.recv(4096)
-                assert got.startswith(b"HTTP/1.1 503 ") and b"from your address" in got
-        with _connect(proxy.url, source="127.0.0.2") as s:
-            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: p\r\n\r\n")
-            assert read_response(s)[1] == b"ok"
-            assert proxy.call(lambda: dict(proxy.proxy.slots.by_address)) == {
-                "127.0.0.1": 2,
-                "127.0.0.2": 1,
-            }
+        for s in heads:
+            s.sendall(_post(32 * MIB))
+        wait_until(lambda: proxy.call(lambda: len(proxy.proxy.connections)) == 8)
+        with _connect(proxy.url) as s:
+            s.sendall(_post(11, b"hello world"))
+            head, body = read_response(s)
+            assert head.startswith(b"HTTP/1.1 200 ") and body == b"ok"
+        assert _used(proxy) == 0
     finally:
-        for s in silent:
+        for s in heads:
             s.close()
-    wait_until(lambda: proxy.call(lambda: proxy.proxy.slots.open) == 0)
-    assert proxy.call(lambda: dict(proxy.proxy.slots.by_address)) == {}
 
 
-def test_client_slots_and_the_budget_count_exactly() -> None:
-    slots = ClientSlots(total=3, per_address=2)
-    assert slots.take("a") is None and slots.take("a") is None
-    assert "your address" in (slots.take("a") or "")
-    assert slots.take("b") is None and slots.take("c") == "too many clients"
-    slots.give("a")
-    assert slots.take("c") is None and slots.open == 3
-    budget = BodyBudget(10)
-    assert budget.take(6) and not budget.take(5) and budget.used == 6
-    budget.give(6)
-    assert budget.take(10) and budget.used == 10
+def test_stalled_real_uploads_lock_nobody_out(start_proxy, up) -> None:
+    """Issue 48 at its scale: 8 clients each send all but a byte of a 32 MiB body and
+    stall — 256 MiB, the whole budget, real bytes. Then another client's POST: it is
+    served (a stalled body is dropped to make room), and the bodies held never pass
+    the budget (nor one user's share, half of it: every client here is root)."""
+    proxy = start_proxy(up.url)
+    budget = proxy.proxy.budget
+    block = memoryview(b"x" * (32 * MIB - 1))
+    uploads = [_connect(proxy.url, source) for source in _other_loopback_addresses()]
+    peak = [0]
+    try:
+        for s in uploads:
+            s.sendall(_post(32 * MIB))
+            try:
+                s.sendall(block)
+            except OSError:
+                pass  # dropped to make room while sending: the proxy closed it
+            peak[0] = max(peak[0], _used(proxy))
+        time.sleep(0.3)  # (what the kernel held is read)
+        with _connect(proxy.url) as s:
+            s.sendall(_post(11, b"hello world"))
+            head, body = read_response(s, timeout=30)
+            assert head.startswith(b"HTTP/1.1 200 ") and body == b"ok"
+        wait_until(lambda: _used(proxy) == 4 * (32 * MIB - 1) - 32 * MIB + 1)  # 3 held
+        assert peak[0] <= budget.per_peer <= budget.limit
+        assert proxy.call(lambda: budget.evicted) == 5  # the 5 stalled the longest
+        for s in uploads[:5]:
+            s.settimeout(10)
+            try:
+                got = s.recv(4096)
+            except ConnectionResetError:
+                continue  # (closed with our unread bytes in its buffer: a reset)
+            assert got.startswith(b"HTTP/1.1 503 ") and b"no progress the longest" in got
+    finally:
+        for s in uploads:
+            s.close()
+    wait_until(lambda: _used(proxy) == 0)
 
 
 @pytest.mark.parametrize(

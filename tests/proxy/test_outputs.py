@@ -17,6 +17,7 @@ from tui.core.session import read_session
 from tui.core.session_check import record_problem
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.routes import MAX_MODEL_LABELS
+from tui.proxy.rows import RequestState
 from tui.transport.prometheus import parse
 
 SECRETS = ("sk-SECRET-bearer-1", "SECRET-x-api-key-2", "SECRET-query-3", "SECRET-cookie-4")
@@ -33,12 +34,14 @@ def _metrics(**kw) -> RequestMetrics:  # type: ignore[no-untyped-def]
 def test_the_exposition_parses_and_its_histograms_add_up() -> None:
     pm = ProxyMetrics("127.0.0.1:8080", "llama-server")
     for _ in range(3):
-        pm.generation_ended("m", "/v1/chat/completions", "done", True, _metrics())
-    pm.generation_ended("m", "/v1/chat/completions", "failed", True, _metrics(ttft_ms=None))
+        pm.generation_ended("m", "/v1/chat/completions", RequestState.DONE, True, _metrics())
+    pm.generation_ended(
+        "m", "/v1/chat/completions", RequestState.FAILED, True, _metrics(ttft_ms=None)
+    )
     pm.generation_ended(
         "m",
         "/v1/chat/completions",
-        "cancelled",
+        RequestState.CANCELLED,
         True,
         _metrics(output_tokens_source="chunk-count-estimate"),
     )
@@ -97,8 +100,8 @@ def test_labels_from_clients_are_escaped_and_bounded() -> None:
     pm = ProxyMetrics('up"stream', "openai")
     hostile = ['a"b\\c\nd', "x" * 500, "\x1b]52;c;AAAA\x07", "}", "model with spaces"]
     for name in hostile + [f"m{i}" for i in range(50)]:
-        pm.generation_ended(name, "/v1/chat/completions", "done", True, _metrics())
-    pm.generation_ended("m", "/no/such/route/../x?key=SECRET", "done", True, _metrics())
+        pm.generation_ended(name, "/v1/chat/completions", RequestState.DONE, True, _metrics())
+    pm.generation_ended("m", "/no/such/route/../x?key=SECRET", RequestState.DONE, True, _metrics())
     text = pm.render().decode()
     s = parse(text)
     models = {dict(k)["model"] for k in s.samples["infertop_proxy_requests_total"]}

@@ -8,14 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.proxy.wire import PassChunked, client_response, end_to_end, upstream_request
+from tui.proxy.wire import client_response, end_to_end, upstream_request
+from tui.transport.http_framing import Chunked, Framing
 from tui.transport.http_head import (
     MAX_HEADERS,
     BadMessage,
     ResponseHead,
+    framing_for,
     parse_request_head,
     parse_response_head,
-    response_framing,
 )
 
 
@@ -91,12 +92,12 @@ def test_a_response_head_is_passed_on_as_it_came_less_hop_by_hop() -> None:
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Case: Kept\r\n"
         b"Connection: close, X-Private\r\nX-Private: no\r\nTransfer-Encoding: chunked"
     )
-    assert response_framing(head, "POST") == ("chunked", None)
-    assert client_response(head, "chunked", True, False) == (
+    assert framing_for(head, "POST") == (Framing.CHUNKED, 0)
+    assert client_response(head, True, False) == (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Case: Kept\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n"
     )
-    assert client_response(head, "chunked", False, True).endswith(
+    assert client_response(head, False, True).endswith(
         b"X-Case: Kept\r\nConnection: close\r\n\r\n"
     )  # an HTTP/1.0 client: de-chunked, then closed
 
@@ -104,17 +105,17 @@ def test_a_response_head_is_passed_on_as_it_came_less_hop_by_hop() -> None:
 @pytest.mark.parametrize(
     "status, method, headers, framing",
     [
-        (200, "HEAD", b"Content-Length: 10", ("none", 0)),
-        (204, "POST", b"Content-Length: 10", ("none", 0)),
-        (304, "GET", b"Transfer-Encoding: chunked", ("none", 0)),
-        (200, "GET", b"Content-Length: 0", ("none", 0)),
-        (200, "GET", b"Content-Length: 7", ("length", 7)),
-        (200, "GET", b"X: y", ("close", None)),
+        (200, "HEAD", b"Content-Length: 10", (Framing.NONE, 0)),
+        (204, "POST", b"Content-Length: 10", (Framing.NONE, 0)),
+        (304, "GET", b"Transfer-Encoding: chunked", (Framing.NONE, 0)),
+        (200, "GET", b"Content-Length: 0", (Framing.NONE, 0)),
+        (200, "GET", b"Content-Length: 7", (Framing.LENGTH, 7)),
+        (200, "GET", b"X: y", (Framing.CLOSE, 0)),
     ],
 )
 def test_body_framing(status: int, method: str, headers: bytes, framing: tuple) -> None:
     head = parse_response_head(b"HTTP/1.1 %d X\r\n%s" % (status, headers))
-    assert response_framing(head, method) == framing
+    assert framing_for(head, method) == framing
 
 
 def test_bad_status_lines_are_refused() -> None:
@@ -124,7 +125,7 @@ def test_bad_status_lines_are_refused() -> None:
 
 
 def test_pass_chunked_says_what_followed_the_end() -> None:
-    c = PassChunked()
+    c = Chunked()
     assert c.feed(b"3\r\nabc\r\n0\r\n\r\nGET / HTTP") == b"abc"
     assert c.done and c.extra and c.leftover == len(b"GET / HTTP")
 
@@ -144,7 +145,7 @@ def test_any_bytes_are_a_head_or_bad_message(raw: bytes) -> None:
             continue
         if isinstance(head, ResponseHead):
             try:
-                response_framing(head, "GET")
+                framing_for(head, "GET")
             except BadMessage:
                 pass
 
@@ -173,20 +174,18 @@ def test_framing_fields_survive_a_connection_field_naming_them() -> None:
         b"HTTP/1.1 200 OK\r\nConnection: content-length, transfer-encoding, x-a\r\n"
         b"X-A: 1\r\nContent-Length: 5"
     )
-    assert response_framing(head, "GET") == ("length", 5)
-    assert client_response(head, "length", True, False) == (
-        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
-    )
+    assert framing_for(head, "GET") == (Framing.LENGTH, 5)
+    assert client_response(head, False, False) == (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
 
 
 def test_a_response_with_both_lengths_loses_its_content_length() -> None:
     head = parse_response_head(
         b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\nTransfer-Encoding: chunked\r\nX: y"
     )
-    assert response_framing(head, "GET") == ("chunked", None)
-    assert client_response(head, "chunked", True, False) == (
+    assert framing_for(head, "GET") == (Framing.CHUNKED, 0)
+    assert client_response(head, True, False) == (
         b"HTTP/1.1 200 OK\r\nX: y\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
-    assert client_response(head, "chunked", False, True) == (
+    assert client_response(head, False, True) == (
         b"HTTP/1.1 200 OK\r\nX: y\r\nConnection: close\r\n\r\n"
     )

@@ -33,6 +33,8 @@ long-numbers  model lists (/v1/models, /api/tags, /api/ps) where one model's siz
 conn-cl       a model list whose Connection field lists Content-Length (no sender may:
               a proxy that obeys it strips the answer's only length)
 cl-te         a chunked model list that also says Content-Length: 3 (the smuggling shape)
+inflated      a model list, then "hi" whose continuous usage claims 2**53 - 1 tokens
+              (tests/support/hostile_answers.py), its events 5 ms apart
 
 Standard library only; run it in a thread with :func:`start_in_thread`. ``sent`` counts
 the bytes written per mode (what a client that stops reading in time lets through).
@@ -48,6 +50,7 @@ from collections.abc import Callable
 
 from tests.support.fake_server import FakeServer, read_path
 from tests.support.fake_server import start_in_thread as serve_in_thread
+from tests.support.hostile_answers import inflated_counts
 
 ESC = "\x1b"
 CLIPBOARD = f"{ESC}]52;c;cm0gLXJmIH4K\x07"  # OSC 52: put "rm -rf ~" on the clipboard
@@ -297,6 +300,13 @@ class HostileServer(FakeServer):
                 body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
             w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + framing + b"\r\n")
             await self._send(mode, w, body)
+        elif mode == "inflated" and path.endswith("/v1/models"):
+            w.write(_whole(json.dumps({"object": "list", "data": [{"id": "m"}]}).encode()))
+        elif mode == "inflated":  # each event a read of its own
+            await self._send(mode, w, _head("200 OK", ctype))
+            for event in inflated_counts(2**53 - 1):
+                await asyncio.sleep(0.005)
+                await self._send(mode, w, event)
         else:
             w.write(_whole(b'{"error": "no such mode"}', status="404 Not Found"))
 

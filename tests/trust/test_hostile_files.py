@@ -123,6 +123,8 @@ def _damaged(report: dict, how: str) -> str:  # type: ignore[type-arg]
         rec["metrics"]["itl_token_ms"] = ["x"]
     elif how == "tokens":
         rec["metrics"]["output_tokens"] = "lots"
+    elif how == "weights":  # one gap standing for 2**53 tokens: compare sums the weights
+        rec["metrics"].update(itl_token_ms=[1.0, 2.0], itl_token_weights=[1, 2**53])
     return json.dumps(report)
 
 
@@ -136,6 +138,7 @@ def _damaged(report: dict, how: str) -> str:  # type: ignore[type-arg]
         ("int-engine", "engines[0] is not an object"),
         ("itl", "itl_token_ms holds something not a finite number"),
         ("tokens", "output_tokens is not a whole number"),
+        ("weights", "itl_token_weights add up to more than"),
     ],
 )
 def test_compare_refuses_a_damaged_report_in_one_line(

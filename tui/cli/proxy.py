@@ -28,9 +28,11 @@ Point your clients at the proxy instead of the server (OPENAI_BASE_URL=http://12
 OLLAMA_HOST=http://127.0.0.1:8800, ...). Every request and answer passes unchanged, each
 read of the answer at once. The proxy's own routes: /infertop/metrics (Prometheus),
 /infertop/events and /infertop/requests/ID (the requests view: the proxy's own user on
-this machine only, by a loopback Host, never a web page). Limits: a client is refused
-(503) past --max-clients, past --max-clients-per-address from one address, or when its
-request body would take the bodies held at once past --body-budget-mb.
+this machine only, by a loopback Host, never a web page). Limits: past --max-clients,
+or past --max-clients-per-address of one client (a local user on loopback, an address
+otherwise), the connection idle the longest is closed to make room (503 when none is);
+request bodies held at once stay within --body-budget-mb (half of it per client), the
+body stalled the longest dropped to make room.
 Watch from another terminal, or a laptop through an ssh tunnel: infertop --watch URL.
 """
 
@@ -88,16 +90,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=256.0,
         metavar="MB",
-        help="the request bodies held at once, all clients together, finished or not; a "
-        "body that would pass it is refused with 503 (default 256)",
+        help="the request bodies held at once, all clients together, finished or not (one "
+        "client: half of it); past it the body stalled the longest is dropped (default 256)",
     )
     p.add_argument("--max-clients", type=int, default=1024, metavar="N", help="default 1024")
     p.add_argument(
         "--max-clients-per-address",
         type=int,
         metavar="N",
-        help="connections from one client address (an IPv6 /64 counts as one; default: "
-        "half of --max-clients)",
+        help="connections of one client: on loopback one local user, else one address (an "
+        "IPv6 /64 counts as one); default: half of --max-clients",
     )
     from tui.cli.handoff import add_alert_arguments, add_otel_arguments
 

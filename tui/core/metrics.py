@@ -22,9 +22,14 @@ answer) or a tool call (an answer too); "chunk" below means any of them unless i
 - TTFR = first response byte of any kind − t0.
 - ITL (per chunk) = gaps between successive content chunks.
 - ITL (per token) = each gap spread over the tokens its chunk carries: a chunk with k
-  tokens after a gap g contributes k values of g/k. When the engine does not give per-chunk
-  counts but gives N, every gap is taken to carry (N−1)/(C−1) tokens (C content chunks)
-  and the view is marked as an estimate (then the mean of the values × (N−1) is the span).
+  tokens after a gap g contributes k values of g/k. They are kept as one value g/k of
+  weight k per gap (``itl_token_ms`` and ``itl_token_weights``), never as k copies: a
+  count of millions costs one number, and the percentiles (p50, p90, a bench's pooled
+  ones) are those of the k copies exactly (:func:`tui.core.stats.weighted_percentile`).
+  When the engine does not give per-chunk counts but gives N, every gap is taken to carry
+  (N−1)/(C−1) tokens (C content chunks): one value g·(C−1)/(N−1) per gap, each of weight
+  1, and the view is marked as an estimate (then the mean of the values × (N−1) is the
+  span).
 - A chunk the engine says carries 0 tokens (text with no token of its own: llama.cpp's
   final UTF-8 flush, a server's trailing text) adds text, never a gap: ITL, decode time and
   t_first/t_last for decode are taken over the chunks that carry tokens (a count ≥ 1, or
@@ -43,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from tui.core.stats import percentile
+from tui.core.stats import weighted_percentile
 from tui.core.timeline import RequestTimeline
 
 NS_PER_MS = 1_000_000
@@ -57,7 +62,10 @@ class RequestMetrics:
     ttfr_ms: float | None
     e2e_ms: float | None
     itl_chunk_ms: list[float] = field(default_factory=list)
+    # per-token ITL: one value per gap (gap / k) standing for the gap's k tokens (its
+    # weight; the module docstring): the per-token percentiles are weighted ones
     itl_token_ms: list[float] = field(default_factory=list)
+    itl_token_weights: list[int] = field(default_factory=list)
     itl_token_estimated: bool = False
     tpot_ms: float | None = None
     decode_tps: float | None = None
@@ -84,17 +92,38 @@ class RequestMetrics:
     reasoning_tps: float | None = None
     answer_tps: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.itl_token_ms and not self.itl_token_weights:  # made by hand: a token each
+            self.itl_token_weights = [1] * len(self.itl_token_ms)
+
     @property
     def output_tokens_estimated(self) -> bool:
         return self.output_tokens_source == "chunk-count-estimate"
 
     @property
     def itl_ms_p50(self) -> float | None:
-        return percentile(self.itl_token_ms, 50) if self.itl_token_ms else None
+        """Per-token ITL p50 (each gap's value counted once per token it stands for)."""
+        return self.itl_token_percentile(50)
 
     @property
     def itl_ms_p90(self) -> float | None:
-        return percentile(self.itl_token_ms, 90) if self.itl_token_ms else None
+        return self.itl_token_percentile(90)
+
+    def itl_token_percentile(self, q: float) -> float | None:
+        if not self.itl_token_ms:
+            return None
+        return weighted_percentile(self.itl_token_ms, self.itl_token_weights, q)
+
+    def itl_token_recent(self, limit: int) -> list[float]:
+        """The last per-token ITL values, each gap's repeated for its tokens, at most
+        ``limit`` of them (a sparkline's; as :class:`tui.core.live.LiveCounts` keeps)."""
+        out: list[float] = []
+        for v, w in zip(reversed(self.itl_token_ms), reversed(self.itl_token_weights)):
+            out.extend([v] * min(w, limit - len(out)))
+            if len(out) >= limit:
+                break
+        out.reverse()
+        return out
 
     def to_dict(self, with_lists: bool = True) -> dict[str, Any]:
         # shallow: the ITL lists are shared, not deep-copied (asdict's copy was most of
@@ -103,10 +132,20 @@ class RequestMetrics:
         if not with_lists:
             d.pop("itl_chunk_ms")
             d.pop("itl_token_ms")
+            d.pop("itl_token_weights")
         d["itl_ms_p50"] = self.itl_ms_p50
         d["itl_ms_p90"] = self.itl_ms_p90
         d["output_tokens_estimated"] = self.output_tokens_estimated
         return d
+
+
+def itl_weights_in(d: dict[str, Any]) -> list[int]:
+    """The weights of the ``itl_token_ms`` of a metrics dict (:meth:`RequestMetrics.to_dict`,
+    checked by its reader): each value one token in a report written before them."""
+    weights = d.get("itl_token_weights")
+    if weights is not None:
+        return list(weights)
+    return [1] * len(d.get("itl_token_ms") or [])
 
 
 def _ms(ns: int) -> float:
@@ -150,16 +189,18 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     itl_chunk = [g / NS_PER_MS for g in gaps]
     itl_token: list[float] = []
+    weights: list[int] = []
     estimated = False
     if gaps:
-        if all(k is not None for k in tokens[1:]):
-            for g, k in zip(gaps, tokens[1:]):
-                k = k or 0
-                itl_token.extend([_ms(g) / k] * k)
+        counts = tokens[1:]
+        if all(k is not None for k in counts):
+            weights = [k or 0 for k in counts]  # each ≥ 1: token_columns took out the 0s
+            itl_token = [_ms(g) / k for g, k in zip(gaps, weights)]
         else:
             estimated = True
             per_gap = (n_out - 1) / len(gaps) if n_out and n_out > 1 else 1.0
             itl_token = [g / NS_PER_MS / per_gap for g in gaps]  # _ms(g) / per_gap
+            weights = [1] * len(gaps)
 
     tpot = decode_tps = decode_ms = None
     if ttft_ns is not None and e2e_ns is not None and n_out is not None and n_out > 1:
@@ -176,6 +217,7 @@ def compute_metrics(tl: RequestTimeline) -> RequestMetrics:
         e2e_ms=None if e2e_ns is None else _ms(e2e_ns),
         itl_chunk_ms=itl_chunk,
         itl_token_ms=itl_token,
+        itl_token_weights=weights,
         itl_token_estimated=estimated,
         tpot_ms=tpot,
         decode_tps=decode_tps,

@@ -10,6 +10,13 @@ U₍ₖ₎ the k-th smallest of n uniforms, which is Beta(k, n − k + 1); the n
 U₍ₖ₊₁₎ = U₍ₖ₎ + (1 − U₍ₖ₎)·Beta(1, n − k). So each resample's median (type 7: one order
 statistic, or the mean of two) is drawn exactly in O(1), not by drawing and sorting n
 values: the same bootstrap distribution, at a cost independent of n.
+
+Weighted samples (:func:`weighted_percentile`, :func:`summarize_weighted`): value xᵢ with
+whole weight wᵢ stands for wᵢ equal values (a gap spread over the k tokens of its chunk is
+one value of weight k). Their percentile is exactly :func:`percentile` of that multiset,
+found without building it: the pairs sorted by value, the running sum of the weights
+searched for the ranks ⌊r⌋ and ⌊r⌋ + 1 (r = (Σw − 1)·q/100). Cost O(m log m) for m pairs,
+whatever the weights.
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ from __future__ import annotations
 import functools
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -65,6 +74,51 @@ def summarize(values: Sequence[float | None]) -> Summary:
     xs.sort()  # once: percentile() of a sorted list sorts in linear time
     p = [percentile(xs, q) for q in PERCENTILES]
     return Summary(len(xs), sum(xs) / len(xs), xs[0], xs[-1], *p)
+
+
+def _by_value(values: Sequence[float], weights: Sequence[int]) -> tuple[list[float], list[int]]:
+    """The values sorted, with the running sum of their weights (weight 0 dropped)."""
+    if len(values) != len(weights):
+        raise ValueError(f"{len(values)} values but {len(weights)} weights")
+    for w in weights:
+        if type(w) is not int or w < 0:
+            raise ValueError(f"a weight must be a whole number >= 0, got {w!r}")
+    pairs = sorted((v, w) for v, w in zip(values, weights) if w)
+    return [v for v, _ in pairs], list(accumulate(w for _, w in pairs))
+
+
+def _weighted_at(xs: list[float], cum: list[int], q: float) -> float:
+    """Type-7 percentile of the multiset of sorted ``xs`` with running weights ``cum``."""
+    n = cum[-1]
+    r = (n - 1) * q / 100.0
+    lo = min(math.floor(r), n - 1)  # (a float rank of a huge n may round past n − 1)
+    hi = min(lo + 1, n - 1)
+    a = xs[bisect_right(cum, lo)]  # the value at rank t: the first whose running sum > t
+    b = xs[bisect_right(cum, hi)]
+    return a + (r - lo) * (b - a)
+
+
+def weighted_percentile(values: Sequence[float], weights: Sequence[int], q: float) -> float:
+    """:func:`percentile` of the multiset in which ``values[i]`` appears ``weights[i]``
+    times (the module docstring), never built; ValueError when it is empty."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    xs, cum = _by_value(values, weights)
+    if not xs:
+        raise ValueError("percentile of no values")
+    return _weighted_at(xs, cum, q)
+
+
+def summarize_weighted(values: Sequence[float], weights: Sequence[int]) -> Summary:
+    """:func:`summarize` of the multiset in which ``values[i]`` appears ``weights[i]``
+    times, never built: n = Σ weights, mean = Σ value·weight / n."""
+    xs, cum = _by_value(values, weights)
+    if not xs:
+        return Summary(0, None, None, None, None, None, None, None)
+    n = cum[-1]
+    total = math.fsum(v * w for v, w in zip(values, weights))
+    p = [_weighted_at(xs, cum, q) for q in PERCENTILES]
+    return Summary(n, total / n, xs[0], xs[-1], *p)
 
 
 @dataclass(frozen=True)

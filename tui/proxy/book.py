@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from tui.core.outcome import Outcomes
@@ -34,6 +35,7 @@ from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.rows import RequestState
 from tui.proxy.truth import ScrapedTruth
 
 try:
@@ -47,6 +49,16 @@ except ImportError:  # pragma: no cover - a dependency
 
     def json_line(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchEvent(str, Enum):
+    """The kinds of line on the live stream (see the module docstring): the ``event``
+    field's value."""
+
+    HELLO = "hello"
+    START = "start"
+    TICK = "tick"
+    END = "end"
 
 
 KEEP = 500
@@ -149,7 +161,7 @@ class RequestBook:
         self.metrics.in_flight += 1
         self.metrics.generation_started(rec.model, rec.path)
         if self.watchers:
-            self.publish({"event": "start", "row": rec.row().to_json()})
+            self.publish({"event": WatchEvent.START, "row": rec.row().to_json()})
 
     def end(self, rec: ProxiedRequest) -> None:
         """It ended (done, failed or cancelled): its reads and its last word observed
@@ -164,7 +176,8 @@ class RequestBook:
         self.metrics.in_flight -= 1
         truth = self.truth
         before = rec.truth_before
-        if truth is not None and rec.alone and before is not None and rec.state == "done":
+        done = rec.state == RequestState.DONE
+        if truth is not None and rec.alone and before is not None and done:
             task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -195,9 +208,9 @@ class RequestBook:
         m = rec.finalize()
         rec.observer = None  # its reads are all in: no cycle left for the collector
         self.ended += 1
-        if rec.state == "failed":
+        if rec.state == RequestState.FAILED:
             self.failed += 1
-        elif rec.state == "cancelled":
+        elif rec.state == RequestState.CANCELLED:
             self.cancelled += 1
         self.tokens_ended += m.output_tokens or 0
         self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
@@ -209,7 +222,7 @@ class RequestBook:
         if self.watchers:
             self.publish(
                 {
-                    "event": "end",
+                    "event": WatchEvent.END,
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
                     "totals": self.totals(),
@@ -253,7 +266,7 @@ class RequestBook:
         rows = [r.row(now).to_json() for r in self.recent]
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
         return json_line(
-            {"event": "hello", "proxy": self.info, "rows": rows, "totals": self.totals()}
+            {"event": WatchEvent.HELLO, "proxy": self.info, "rows": rows, "totals": self.totals()}
         )
 
     def attach(self, watcher: Watcher) -> None:
@@ -272,4 +285,4 @@ class RequestBook:
         self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
-        self.publish({"event": "tick", "rows": rows, "totals": self.totals()})
+        self.publish({"event": WatchEvent.TICK, "rows": rows, "totals": self.totals()})

@@ -11,9 +11,11 @@ until the answer ends. Its unsent answer bytes are bounded too: past :data:`HIGH
 the upstream socket feeding it stops being read (TCP then slows that one upstream stream;
 nobody else's), and a client that reads nothing for ``client_stall`` seconds is dropped
 (its upstream request cancelled). What all clients together may hold (connections, per
-address too, and the bytes of request bodies) is in :mod:`tui.proxy.limits`: a body is
-held from its head (its Content-Length, or each chunk as it comes) until the upstream
-has answered it (the request may be sent again until then).
+peer too — a loopback client's user, another's address —, and the bytes of request
+bodies) is in :mod:`tui.proxy.limits`: a body's bytes are held as they arrive, until the
+upstream has answered it (the request may be sent again until then); a connection idle
+between requests, or a body arriving that made no progress the longest, is closed to
+make room for another.
 
 Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
 request is forwarded: its :class:`~tui.proxy.exchange.Exchange` is made here, in one
@@ -29,28 +31,33 @@ A connection knows of the proxy only the parts it uses (:class:`ClientParts`).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import httpx
-
 from tui.proxy import own_routes
 from tui.proxy.book import WATCHER_BUFFER
 from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, send_now
 from tui.proxy.forward import forward
-from tui.proxy.limits import ClientSlots, address_key
-from tui.proxy.peer import format_peer, is_loopback, is_proxy_user
-from tui.proxy.peer_process import PeerProcess
+from tui.proxy.limits import ClientSlots, Hold, peer_key
+from tui.proxy.peer import format_peer, is_loopback, is_proxy_user, owner_now
+from tui.proxy.peer_process import LookupState, PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
 from tui.proxy.upstream import UpstreamConn
-from tui.proxy.wire import PassChunked, error_response
+from tui.proxy.wire import error_response
+from tui.transport.http_errors import FramingError
+from tui.transport.http_framing import Chunked
 from tui.transport.http_head import HEAD_LIMIT, BadMessage, RequestHead, parse_request_head
 
 BUDGET_FULL = (
-    "the proxy holds as many bytes of request bodies as it may (--body-budget-mb): "
-    "try again shortly"
+    "the proxy holds as many bytes of request bodies as it may (--body-budget-mb), "
+    "none of them stalled: try again shortly"
+)
+BODY_DROPPED = (
+    "the proxy needed the room your request body held: of the bodies arriving when "
+    "--body-budget-mb was full, yours had made no progress the longest"
 )
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
@@ -88,10 +95,11 @@ class ClientConnection(asyncio.Protocol):
         self.upstream: UpstreamConn | None = None
         self.buf = bytearray()
         self.head: RequestHead | None = None
-        self.chunks: PassChunked | None = None
+        self.chunks: Chunked | None = None
         self.body: list[bytes] = []
         self.body_size = 0
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # the request's: forward, or own route
+        self.exchange: Exchange | None = None  # the request forwarded now, if one is
         self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
         self.stall_timer: asyncio.TimerHandle | None = None
         self.reading = True
@@ -100,9 +108,11 @@ class ClientConnection(asyncio.Protocol):
         self.dropped_for: str | None = None  # why the proxy dropped this client
         self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
         self.watch_ok: bool | None = None  # may_watch(), once asked
-        self.address = ""  # the client address it counts against (tui/proxy/limits.py)
+        self.owner: int | None = None  # the uid owning a loopback peer's socket, if known
+        self.key = ""  # the peer it counts as (tui/proxy/limits.py: a user, an address)
         self.slotted = False  # it holds a slot (parts.slots)
-        self.held = 0  # bytes of the body being read, held in the body budget
+        self.idle = False  # between requests: closed first to make room (parts.slots)
+        self.hold: Hold | None = None  # the body being read, in the body budget
         self.process = PeerProcess()  # the local process owning the client's socket
 
     # -- asyncio.Protocol ---------------------------------------------------------------
@@ -113,20 +123,23 @@ class ClientConnection(asyncio.Protocol):
         self.peer, self.loopback = format_peer(peer), is_loopback(peer)
         self.addresses = (peer, t.get_extra_info("sockname"))
         t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-        self.address = address_key(peer)
-        why = self.parts.slots.take(self.address)
+        if self.loopback:  # (any local user can connect from 127.0.0.2, .3, ...)
+            self.owner = owner_now(*self.addresses)
+        self.key = peer_key(peer, self.owner)
+        why = self.parts.slots.take(self)
         if why is not None:
             self.closed = True
             t.write(error_response(503, "Service Unavailable", why, True))
             t.close()
             return
-        self.slotted = True
+        self.slotted = self.idle = True
         self.parts.connections.add(self)
         self._arm(self.parts.idle_timeout)
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        self.idle = False  # a request begins (or goes on)
         self.buf += data
         if self.task is not None:  # bytes while an answer streams: a pipelined request
             if len(self.buf) > PIPELINE_LIMIT and self.reading:
@@ -150,10 +163,12 @@ class ClientConnection(asyncio.Protocol):
         self.parts.connections.discard(self)
         if self.slotted:
             self.slotted = False
-            self.parts.slots.give(self.address)
-        if self.held:
-            self.fw.budget.give(self.held)
-            self.held = 0
+            self.parts.slots.give(self)
+        if self.hold is not None:
+            self.hold.release()
+            self.hold = None
+        if self.exchange is not None:  # (ended here if its task has not run)
+            self.exchange.cancel()
         if self.task is not None:
             self.task.cancel()
 
@@ -172,16 +187,27 @@ class ClientConnection(asyncio.Protocol):
         if self.upstream is not None:
             self.upstream.resume_reading()
 
+    def evict(self) -> None:
+        """Closed to make room for another client: this connection was idle between
+        requests the longest (tui/proxy/limits.py; its slot is given already)."""
+        self.slotted = self.idle = False
+        self.dropped_for = "idle between requests: closed to make room for another client"
+        self.close()
+
     # -- what forward and own_routes use ---------------------------------------------------
     async def may_watch(self) -> bool:
         """Whether this client may see other people's requests: a loopback client of the
-        user who runs the proxy. On Linux the peer socket's owner (tui/proxy/peer.py),
-        refused when it cannot be established; on a platform with no socket table to
-        ask, any loopback client (docs/proxy.md)."""
+        user who runs the proxy. On Linux the peer socket's owner (tui/proxy/peer.py; the
+        one found when it connected, else asked now), refused when it cannot be
+        established; on a platform with no socket table to ask, any loopback client
+        (docs/proxy.md)."""
         if not self.loopback:
             return False
         if self.watch_ok is None:
-            self.watch_ok = await is_proxy_user(*self.addresses)
+            if self.owner is not None:
+                self.watch_ok = self.owner == os.getuid()
+            else:
+                self.watch_ok = await is_proxy_user(*self.addresses)
         return self.watch_ok
 
     def peer_process(self) -> PeerProcess:
@@ -189,7 +215,7 @@ class ClientConnection(asyncio.Protocol):
         client when the proxy takes identities (tui/proxy/peer_process.py), on the
         finder's thread; read when the request ends."""
         finder = self.fw.finder
-        if finder is not None and self.loopback and self.process.state == "unasked":
+        if finder is not None and self.loopback and self.process.state is LookupState.UNASKED:
             finder.find(self.process, *self.addresses)
         return self.process
 
@@ -244,18 +270,30 @@ class ClientConnection(asyncio.Protocol):
             self.transport.abort()
 
     def _hold(self, n: int) -> bool:
-        """``n`` more bytes of the body being read, out of the proxy's budget; False: it
-        would pass it (the client is refused, 503, and closed)."""
-        if self.fw.budget.take(n):
-            self.held += n
+        """``n`` more bytes of the body being read came: held in the proxy's budget
+        (another body, stalled, may be dropped to make room); False: no room (the client
+        is refused, 503, and closed)."""
+        hold = self.hold
+        assert hold is not None
+        if hold.take(n):
             return True
         self._refuse(503, "Service Unavailable", BUDGET_FULL)
         return False
+
+    def _body_dropped(self) -> None:
+        """The body budget dropped the body being read to make room (its bytes given back
+        already): the client is refused (503) and closed."""
+        self.hold = None
+        self.buf, self.body = bytearray(), []
+        self._refuse(503, "Service Unavailable", BODY_DROPPED)
 
     def _refuse(self, status: int, reason: str, why: str) -> None:
         self.write(error_response(status, reason, why, close=True))
         self.close()
         self.closed = True
+        if self.hold is not None:
+            self.hold.release()
+            self.hold = None
 
     def _advance(self) -> None:
         """Parse what came; start the exchange once a request is whole."""
@@ -284,10 +322,10 @@ class ClientConnection(asyncio.Protocol):
             if head.content_length is not None and head.content_length > config.max_body:
                 self._refuse(413, "Content Too Large", f"body over {config.max_body} bytes")
                 return
-            if head.content_length and not self._hold(head.content_length):
-                return
+            if head.content_length or head.chunked:  # its bytes held as they come
+                self.hold = self.fw.budget.hold(self.key, self._body_dropped)
             self.head = head
-            self.chunks = PassChunked() if head.chunked else None
+            self.chunks = Chunked() if head.chunked else None
             self.body, self.body_size = [], 0
             expect = head.get(b"expect")
             if expect is not None and expect.lower() == b"100-continue":
@@ -297,7 +335,7 @@ class ClientConnection(asyncio.Protocol):
         if self.chunks is not None:
             try:
                 out = self.chunks.feed(bytes(self.buf))
-            except httpx.RemoteProtocolError as e:
+            except FramingError as e:
                 self._refuse(400, "Bad Request", f"bad chunked body: {e}")
                 return
             rest = self.chunks.leftover
@@ -315,17 +353,26 @@ class ClientConnection(asyncio.Protocol):
             body = b"".join(self.body)
         else:
             n = head.content_length or 0
+            if n:
+                assert self.hold is not None
+                new = min(len(self.buf), n) - self.hold.held  # (bytes that came, only)
+                if new > 0 and not self._hold(new):
+                    return
             if len(self.buf) < n:
                 return
-            body = bytes(self.buf[:n])
+            with memoryview(self.buf) as view:
+                body = bytes(view[:n])  # (one copy)
             del self.buf[:n]
         self._disarm()
         self.head, self.chunks, self.body, self.started = None, None, [], False
-        held, self.held = self.held, 0
-        req = ClientRequest(head, body, time.perf_counter_ns(), held)
+        hold, self.hold = self.hold, None
+        if hold is not None:
+            hold.whole()  # held until answered, never dropped from now
+        req = ClientRequest(head, body, time.perf_counter_ns(), hold)
         if req.head.path.startswith(own_routes.PREFIX):
-            self.fw.budget.give(held)
-            req.held = 0
+            if hold is not None:
+                hold.release()
+                req.hold = None
             self._run(req, None)
         else:
             self._exchange(req, None)
@@ -346,17 +393,18 @@ class ClientConnection(asyncio.Protocol):
         start, length = m.end(), int(m["length"])
         if len(buf) < start + length or length > self.parts.max_body:
             return False
-        if not fw.budget.take(length):
-            return False  # (the strict path refuses it)
+        if not fw.budget.fits(self.key, length):
+            return False  # (the strict path makes room, or refuses it)
         conn = fw.pool.idle_conn()
         if conn is None:
-            fw.budget.give(length)
             return False
         t_received = time.perf_counter_ns()
         head_bytes = plain_upstream_head(m, fw.host_header, fw.path_prefix)
         sending = send_now(conn, head_bytes + buf[start : start + length])
         raw, body = bytes(buf[: start - 4]), bytes(buf[start : start + length])
         del buf[: start + length]  # (only now: m's groups are read from buf)
+        hold = fw.budget.hold(self.key)  # (it fits: nothing ran since it was asked)
+        hold.take(length)
         self._disarm()
         self.started = False
         try:
@@ -364,25 +412,23 @@ class ClientConnection(asyncio.Protocol):
         except BadMessage as e:  # never (tests/proxy/test_plain_head.py), but if it were:
             if sending is not None:
                 sending.conn.close()  # the upstream drops the request it began to get
-            fw.budget.give(length)
+            hold.release()
             self._refuse(400, "Bad Request", str(e))
             return True
-        self._exchange(ClientRequest(head, body, t_received, length), sending)
+        self._exchange(ClientRequest(head, body, t_received, hold), sending)
         return True
 
     def _exchange(self, req: ClientRequest, sending: Sending | None) -> None:
         """The request's exchange, the one place one is made: sent now from this read
         callback (``sending``: already, by :meth:`_plain`; else on an idle kept-alive
         upstream connection, if there is one), then its task."""
-        ex = Exchange(self.fw, self, req, sending)
-        task = self._run(req, ex)
-        if ex.sending is not None:
-            task.add_done_callback(ex.never_ran)
+        ex = self.exchange = Exchange(self.fw, self, req)
+        ex.start(sending)
+        self._run(req, ex)
 
-    def _run(self, req: ClientRequest, ex: Exchange | None) -> asyncio.Task[None]:
+    def _run(self, req: ClientRequest, ex: Exchange | None) -> None:
         """The request's task: its exchange (forward), or the proxy's own route."""
         self.task = asyncio.get_running_loop().create_task(self._handle(req, ex))
-        return self.task
 
     async def _handle(self, req: ClientRequest, ex: Exchange | None) -> None:
         keep = False
@@ -397,11 +443,14 @@ class ClientConnection(asyncio.Protocol):
             self.parts.note(f"internal error on {self.peer}: {type(e).__name__}: {e}")
             self.write(error_response(500, "Internal Server Error", "internal error", True))
         finally:
-            self.task = None
+            self.task = self.exchange = None
         if not keep or self.closed or self.eof:
             self.close()
             return
         self._arm(self.parts.idle_timeout)
+        if not self.buf and self.slotted:  # idle between requests from now
+            self.idle = True
+            self.parts.slots.idle(self)
         if not self.reading and self.transport is not None:
             self.reading = True
             self.transport.resume_reading()

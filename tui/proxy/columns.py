@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from tui.core import table
 from tui.core.table import CELL_PADDING, DASH, clip, model_text, ms_text, tps_text
-from tui.proxy.rows import RequestRow
+from tui.proxy.rows import RequestRow, RequestState
 
 Column = table.Column[RequestRow]
-STATE_ORDER = {"prefill": 0, "decoding": 1, "failed": 2, "cancelled": 3, "done": 4}
+STATE_ORDER = {
+    RequestState.PREFILL: 0,
+    RequestState.DECODING: 1,
+    RequestState.FAILED: 2,
+    RequestState.CANCELLED: 3,
+    RequestState.DONE: 4,
+}
 
 
 def age_text(ms: float) -> str:
@@ -31,9 +37,9 @@ def tokens_text(n: int | None, estimated: bool = False) -> str:
 
 
 def state_text(r: RequestRow) -> str:
-    if r.state == "failed" and r.status and r.status >= 400:
+    if r.state == RequestState.FAILED and r.status and r.status >= 400:
         return f"failed {r.status}"
-    return r.state
+    return str(r.state)
 
 
 def ttft_text(r: RequestRow) -> str:

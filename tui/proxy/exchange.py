@@ -1,21 +1,31 @@
 """One request's trip through the proxy (:class:`Exchange`): made in one place (the client
 connection, once a request is whole or a plain one sent), sent upstream one way, booked.
 
-Sending has one primitive, :func:`send_now`: what the socket of an idle kept-alive
-connection takes now, from the client connection's read callback — before a task is made
-and first run, which costs ~50 µs of every request's way in with the proxy's caches cold
-between requests (benchmarks/proxy_request_path.py). An exchange sent that way is in the
-*sent now* state (:attr:`Exchange.sending`); its task (:func:`tui.proxy.forward.forward`)
-then goes on from there in :meth:`Exchange.send`: the rest of the message, or, for an
-exchange not sent now (no idle connection, or the send failed), the whole message on an
-idle or a new connection, by the same primitive. A kept-alive connection the upstream had
-closed is tried once more on a new one, as HTTP clients do.
+Its lifecycle is one explicit state (:class:`ExchangeState`), moved only along
+:data:`NEXT`:
 
-The exchange counts its request as departing (:meth:`depart`) just after the first send,
-and makes its record (a generation request's timeline) once it is on its way: a burst of
-requests arriving together all leave before any of them is booked. Its body holds bytes
-of the proxy's body budget (tui/proxy/limits.py) until the upstream answered
-(:meth:`let_go`): until then the body may be sent again.
+    NEW ──▶ SENT_NOW ──▶ RUNNING ──▶ ANSWERED ──▶ DONE | CUT | FAILED | CANCELLED
+    NEW ───────────────▶ RUNNING ──▶ UNANSWERED (502/504) | FAILED | CANCELLED
+    NEW, SENT_NOW ──▶ CANCELLED (its client gone before its task ran)
+
+The constructor does no I/O. :meth:`Exchange.start`, from the client connection's read
+callback, sends the request now where a kept-alive upstream connection is idle (*sent
+now*; the plain path may have sent it already) — before a task is made and first run,
+which costs ~50 µs of every request's way in with the proxy's caches cold between
+requests (benchmarks/proxy_request_path.py). Its task (:func:`tui.proxy.forward.forward`)
+then runs it (:meth:`~Exchange.run`) and goes on in :meth:`Exchange.send`: the rest of the
+message, or, for an exchange not sent now (no idle connection, or the send failed), the
+whole message on an idle or a new connection, by the same primitive, :func:`send_now`.
+A kept-alive connection the upstream had closed is tried once more on a new one, as HTTP
+clients do. A client that goes away before the task ran (the same loop turn) is a
+transition too (:meth:`Exchange.cancel`: the exchange ends there, as its task would have
+ended it), never a callback on the task.
+
+The exchange counts its request as departing (:meth:`~Exchange.depart`) just after the
+first send, and makes its record (a generation request's timeline) once it is on its
+way: a burst of requests arriving together all leave before any of them is booked. Its
+body holds bytes of the proxy's body budget (tui/proxy/limits.py) until the upstream
+answered (:meth:`~Exchange.let_go`): until then the body may be sent again.
 """
 
 from __future__ import annotations
@@ -23,14 +33,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from enum import Enum
+from typing import Final, Protocol
 
-from tui.core.outcome import bounded
 from tui.core.trace_context import TraceMode
 from tui.proxy import routes
+from tui.proxy.body_scan import request_fields
 from tui.proxy.book import Departure, RequestBook
 from tui.proxy.identity import ClientKeys, identify, peer_host
-from tui.proxy.limits import BodyBudget
+from tui.proxy.limits import BodyBudget, Hold
 from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.tracing import trace_for, traceparent_field
@@ -46,23 +57,18 @@ from tui.transport.http_calls import KERNEL_STAMPS, READ_STAMPS
 from tui.transport.http_head import RequestHead, ResponseHead
 from tui.transport.tcp import Stamped
 
-try:
-    from orjson import loads as json_loads
-except ImportError:  # pragma: no cover - a dependency
-    from json import loads as json_loads  # type: ignore[assignment]
-
 NOT_SENT = "none (the request never reached the upstream)"
 
 
 @dataclass
 class ClientRequest:
-    """A whole request from a client: head, body, when its last byte came, and the bytes
-    of the proxy's body budget it holds until :meth:`Exchange.let_go`."""
+    """A whole request from a client: head, body, when its last byte came, and its hold
+    on the proxy's body budget, kept until :meth:`Exchange.let_go`."""
 
     head: RequestHead
     body: bytes
     t_received_ns: int
-    held: int = 0
+    hold: Hold | None = None
 
 
 class Client(Protocol):
@@ -125,58 +131,107 @@ def send_now(conn: UpstreamConn, message: bytes) -> Sending | None:
     return Sending(conn, message, t_ns, sent)
 
 
-def request_fields(body: bytes, path: str) -> tuple[str | None, bool | None, str | None]:
-    """(``model``, ``stream``, ``user``) of a generation request's JSON body (None: not
-    said; Ollama's routes stream unless told not to; ``user``: OpenAI's ``user``, else
-    Anthropic's ``metadata.user_id``)."""
-    stream: bool | None = True if routes.ollama_streams_by_default(path) else False
-    try:
-        obj = json_loads(body) if body else None
-    except (ValueError, RecursionError):
-        return None, None, None
-    if not isinstance(obj, dict):
-        return None, None, None
-    model = obj.get("model")
-    if isinstance(obj.get("stream"), bool):
-        stream = obj["stream"]
-    return (model if isinstance(model, str) else None), stream, body_user(obj)
-
-
-def body_user(obj: dict[str, Any]) -> str | None:
-    """The end user a request body names: OpenAI's ``user``, else Anthropic's
-    ``metadata.user_id`` (bounded; None: neither is a string)."""
-    user = obj.get("user")
-    if not isinstance(user, str):
-        meta = obj.get("metadata")
-        user = meta.get("user_id") if isinstance(meta, dict) else None
-    return bounded(user) if isinstance(user, str) and user else None
-
-
 def _stamps(conn: UpstreamConn) -> str:
     return KERNEL_STAMPS if conn.kernel_stamps else READ_STAMPS
 
 
-class Exchange:
-    """One request's trip through the proxy (see the module docstring). ``sending``: it
-    was sent now, from the read callback (None: not yet)."""
+class ExchangeState(Enum):
+    """Where one exchange is (see the module docstring); the last five are its end."""
 
-    def __init__(
-        self, fw: Forwarding, client: Client, req: ClientRequest, sending: Sending | None
-    ) -> None:
+    NEW = "new"  # made: nothing sent
+    SENT_NOW = "sent now"  # sent (or begun) from the read callback; its task not yet run
+    RUNNING = "running"  # its task runs: sending, then waiting for the answer's head
+    ANSWERED = "answered"  # the answer's head came: its body passes on
+    DONE = "done"  # ended: the answer passed on to its framed end
+    UNANSWERED = "unanswered"  # ended: no answer came (the proxy answered 502 or 504)
+    CUT = "cut short"  # ended: the answer could not be completed (the client was closed)
+    CANCELLED = "cancelled"  # ended: the client went away first (before its task ran too)
+    FAILED = "failed"  # ended: the proxy itself failed (an internal error, a 500)
+
+
+_S = ExchangeState
+# every transition there is: from -> what may follow (h11 keeps its states so)
+NEXT: Final[dict[ExchangeState, frozenset[ExchangeState]]] = {
+    _S.NEW: frozenset({_S.SENT_NOW, _S.RUNNING, _S.CANCELLED}),
+    _S.SENT_NOW: frozenset({_S.RUNNING, _S.CANCELLED}),
+    _S.RUNNING: frozenset({_S.ANSWERED, _S.UNANSWERED, _S.CANCELLED, _S.FAILED}),
+    _S.ANSWERED: frozenset({_S.DONE, _S.CUT, _S.CANCELLED, _S.FAILED}),
+}
+ENDED: Final = frozenset({_S.DONE, _S.UNANSWERED, _S.CUT, _S.CANCELLED, _S.FAILED})
+NOT_RUN: Final = frozenset({_S.NEW, _S.SENT_NOW})  # its task has not begun
+
+
+class Exchange:
+    """One request's trip through the proxy (see the module docstring): made with no
+    I/O, in :attr:`state` ``NEW``; :meth:`start` from the read callback, then its task
+    (:func:`tui.proxy.forward.forward`) :meth:`run`, :meth:`answered`, :meth:`end`; or
+    :meth:`cancel` when its client goes away."""
+
+    def __init__(self, fw: Forwarding, client: Client, req: ClientRequest) -> None:
         self.fw, self.client, self.req = fw, client, req
         self.dialect = routes.dialect(req.head.method, req.head.path)
+        self.state = ExchangeState.NEW
         self.trace = trace_for(fw.trace, req.head) if self.dialect is not None else None
         self.rec: ProxiedRequest | None = None
         self.departure: Departure | None = None
-        self.sending = sending
-        self.entered = False  # its task began: it owns the exchange's ending from then
-        if sending is None:
-            conn = fw.pool.idle_conn()
-            if conn is not None:
-                self.sending = send_now(conn, self.message())
-        if self.sending is not None:
-            self.depart()  # after the send, off the way in: nothing else runs in between
+        self.sending: Sending | None = None  # sent now: on which connection, how much
 
+    def _to(self, state: ExchangeState) -> None:
+        if state not in NEXT.get(self.state, ()):
+            raise RuntimeError(f"an exchange cannot go from {self.state.value} to {state.value}")
+        self.state = state
+
+    # -- the transitions ------------------------------------------------------------------
+    def start(self, sending: Sending | None = None) -> None:
+        """From the read callback, before the task is made: ``sending``, the plain path
+        sent it already; else sent now on an idle kept-alive connection if there is one.
+        Sent: *sent now*, counted as departing (after the send: off the way in)."""
+        if sending is None:
+            conn = self.fw.pool.idle_conn()
+            if conn is not None:
+                sending = send_now(conn, self.message())
+        if sending is not None:
+            self._to(ExchangeState.SENT_NOW)
+            self.sending = sending
+            self.depart()
+
+    def run(self) -> None:
+        """Its task begins: it owns the exchange's end from now."""
+        self._to(ExchangeState.RUNNING)
+
+    def answered(self) -> None:
+        """The answer's head came: the body will not be sent again (let go of)."""
+        self._to(ExchangeState.ANSWERED)
+        self.let_go()
+
+    def cancel(self) -> None:
+        """Its client went away. Before its task ran (it never will: the caller cancels
+        it), the exchange ends here as the task would have ended it — the upstream
+        connection it was sent on closed, the request booked as cancelled; after, the
+        task's own cancellation ends it (:func:`tui.proxy.forward.forward`)."""
+        if self.state not in NOT_RUN:
+            return
+        sending, self.sending = self.sending, None
+        if sending is not None:
+            sending.conn.close()
+            self.sent(sending.t_ns, _stamps(sending.conn))
+        self.client_gone()
+        self.end(ExchangeState.CANCELLED)
+
+    def end(self, state: ExchangeState) -> None:
+        """The exchange is over, as ``state`` says: the body let go of, the request
+        booked (a generation request's record, or a count of another)."""
+        assert state in ENDED
+        self._to(state)
+        rec = self.booked()
+        self.let_go()
+        if rec is not None:
+            self.fw.book.end(rec)
+        else:
+            failed, cancelled = state is ExchangeState.FAILED, state is ExchangeState.CANCELLED
+            self.fw.book.other(self.req.head.path, failed, cancelled)
+
+    # -- sending ------------------------------------------------------------------------
     def message(self) -> bytes:
         """What goes upstream: the head (tui/proxy/wire.py, upstream_request), the body."""
         fw, req = self.fw, self.req
@@ -208,7 +263,7 @@ class Exchange:
                         raise OSError("the upstream closed the connection")
                     await asyncio.sleep(0)
                 if now.sent < len(message):
-                    await conn.send(message[now.sent :])
+                    await conn.send(memoryview(message)[now.sent :])  # (no copy)
                 self.sent(now.t_ns, _stamps(conn))
                 head, rest, _t = await read_response_head(conn, fw.read_timeout)
                 return conn, head, rest
@@ -228,11 +283,12 @@ class Exchange:
         """The body will not be sent again (the upstream answered, or the exchange
         ended): its bytes are let go of, and so is its hold on the body budget."""
         req = self.req
-        if req.held:
-            self.fw.budget.give(req.held)
-            req.held = 0
+        if req.hold is not None:
+            req.hold.release()
+            req.hold = None
         req.body = b""
 
+    # -- counting and booking -------------------------------------------------------------
     def depart(self) -> None:
         """It is about to be sent: counted (its record comes after the send)."""
         if self.dialect is not None and self.departure is None:
@@ -244,21 +300,21 @@ class Exchange:
             return
         if self.rec is None:
             head, req, book = self.req.head, self.req, self.fw.book
-            model, stream, user = request_fields(req.body, head.path)
+            said = request_fields(req.body, head.path)  # (bounded: tui/proxy/body_scan.py)
             self.rec = ProxiedRequest(
                 book.next_id(),
                 self.client.peer,
                 head.method,
                 head.path,
                 self.dialect,
-                model,
-                stream,
+                said.model,
+                said.stream,
                 req.t_received_ns,
                 req.body,
             )
             process = self.client.peer_process()
             self.rec.identity = identify(
-                head, user, peer_host(self.client.peer), self.fw.keys, process.name
+                head, said.user, peer_host(self.client.peer), self.fw.keys, process.name
             )
             self.rec.process = process
             self.rec.trace = self.trace
@@ -288,26 +344,3 @@ class Exchange:
                 rec.fail("the client disconnected: its upstream request was cancelled", "cancelled")
 
         self.fw.book.reads.after(gone)
-
-    def end(self, failed: bool, cancelled: bool) -> None:
-        """The exchange is over: the body let go of, the request booked (a generation
-        request's record, or a count of another)."""
-        rec = self.booked()
-        self.let_go()
-        if rec is not None:
-            self.fw.book.end(rec)
-        else:
-            self.fw.book.other(self.req.head.path, failed, cancelled)
-
-    def never_ran(self, task: asyncio.Task[Any]) -> None:
-        """The done-callback of an exchange sent now: its task was cancelled before it
-        began (the client went away in the same loop turn), so it never ended it. Ended
-        here as the task would have: the upstream connection closed, the request booked
-        as cancelled."""
-        sending, self.sending = self.sending, None
-        if self.entered or sending is None:
-            return
-        sending.conn.close()
-        self.sent(sending.t_ns, _stamps(sending.conn))
-        self.client_gone()
-        self.end(False, True)

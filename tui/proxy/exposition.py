@@ -40,6 +40,7 @@ from collections.abc import Callable
 
 from tui.core.metrics import RequestMetrics
 from tui.proxy.routes import ModelLabels, route_label
+from tui.proxy.rows import RequestState
 
 TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -128,14 +129,19 @@ class ProxyMetrics:
         _hist(self.e2e, key, E2E_BUCKETS)
 
     def generation_ended(
-        self, model: str | None, path: str, state: str, streamed: bool, m: RequestMetrics
+        self,
+        model: str | None,
+        path: str,
+        state: RequestState,
+        streamed: bool,
+        m: RequestMetrics,
     ) -> None:
         """A generation request ended (``state``: done, failed or cancelled)."""
         key = self.key(model, path)
         self.requests[key] += 1
-        if state == "cancelled":
+        if state == RequestState.CANCELLED:
             self.cancelled[key] += 1
-        elif state == "failed":
+        elif state == RequestState.FAILED:
             self.failed[key] += 1
         if m.prompt_tokens is not None:
             self.prompt_tokens[key] += m.prompt_tokens
@@ -153,8 +159,8 @@ class ProxyMetrics:
             _hist(self.ttfo, key, TTFT_BUCKETS).observe(m.ttfo_ms / 1000.0)
         if m.itl_token_ms:
             h = _hist(self.itl, key, ITL_BUCKETS)
-            for v in m.itl_token_ms:
-                h.observe(v / 1000.0)
+            for v, n in zip(m.itl_token_ms, m.itl_token_weights):
+                h.observe(v / 1000.0, n)  # a gap's value, once per token it stands for
         if m.e2e_ms is not None:
             _hist(self.e2e, key, E2E_BUCKETS).observe(m.e2e_ms / 1000.0)
 

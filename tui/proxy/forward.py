@@ -22,93 +22,103 @@ import asyncio
 import time
 from functools import partial
 
-import httpx
-
-from tui.proxy.exchange import Client, Exchange
+from tui.proxy.exchange import Client, Exchange, ExchangeState
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
-from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamPool
-from tui.proxy.wire import PassChunked, both_framings, client_response, error_response
-from tui.transport.http_framing import Framing, Sized, UntilClose
-from tui.transport.http_head import BadMessage, connection_tokens, response_framing
+from tui.proxy.upstream import UpstreamConn, UpstreamError, UpstreamFault, UpstreamPool
+from tui.proxy.wire import both_framings, client_response, error_response
+from tui.transport.http_errors import FramingError
+from tui.transport.http_framing import Chunked, Framing
+from tui.transport.http_head import BadMessage, ResponseHead, connection_tokens, framing_for
 from tui.transport.tcp import Stamped
 
 
 async def forward(ex: Exchange) -> bool:
     """The exchange's task: send ``ex`` (or go on sending it) and pass its answer on;
-    True when the client connection stays open for another request."""
-    ex.entered = True
-    failed = cancelled = False
+    True when the client connection stays open for another request. It ends the
+    exchange however it goes: done, unanswered, cut short, cancelled (the client gone)
+    or failed (an internal error, raised on)."""
+    ex.run()
+    ending = ExchangeState.FAILED
     try:
-        return await _pass_on(ex)
+        keep, ending = await _pass_on(ex)
+        return keep
     except asyncio.CancelledError:
-        cancelled = True
+        ending = ExchangeState.CANCELLED
         ex.client_gone()
         raise
-    except Exception:
-        failed = True
-        raise
     finally:
-        ex.end(failed, cancelled)
+        ex.end(ending)
 
 
-async def _pass_on(ex: Exchange) -> bool:
-    """Send, then pass the answer on (see the module docstring); True: keep the client."""
-    fw, client, head = ex.fw, ex.client, ex.req.head
-    keep = head.keep_alive
+async def _pass_on(ex: Exchange) -> tuple[bool, ExchangeState]:
+    """Send, then pass the answer on (see the module docstring): whether the client
+    connection is kept, and how the exchange ended."""
+    client, keep = ex.client, ex.req.head.keep_alive
     try:
         upstream, resp, rest = await ex.send()
-        ex.let_go()  # answered: the body is not sent again
     except UpstreamError as e:
-        status, reason = (504, "Gateway Timeout") if e.kind == "timeout" else (502, "Bad Gateway")
+        timeout = e.kind is UpstreamFault.TIMEOUT
+        status, reason = (504, "Gateway Timeout") if timeout else (502, "Bad Gateway")
         rec = ex.booked()
         if rec is not None:
-            rec.fail(f"upstream: {e}", "timeout" if e.kind == "timeout" else "connect")
+            rec.fail(f"upstream: {e}", "timeout" if timeout else "connect")
         client.write(error_response(status, reason, str(e), close=not keep))
-        return keep
+        return keep, ExchangeState.UNANSWERED
+    try:
+        return await _pass_answer(ex, upstream, resp, rest)
+    except BaseException:
+        upstream.close()  # (an answer not passed whole: that connection is not kept)
+        raise
+
+
+async def _pass_answer(
+    ex: Exchange, upstream: UpstreamConn, resp: ResponseHead, rest: list[Stamped]
+) -> tuple[bool, ExchangeState]:
+    """The answer's head came: pass it on, and its body (:func:`_pass_on`)."""
+    fw, client, head = ex.fw, ex.client, ex.req.head
+    keep, unanswered = head.keep_alive, ExchangeState.UNANSWERED
     rec = ex.rec
     try:
-        framing, length = response_framing(resp, head.method)
+        framing, length = framing_for(resp, head.method)
     except BadMessage as e:
         upstream.close()
         if rec is not None:
             rec.fail(f"upstream sent {e}", "protocol")
         client.write(error_response(502, "Bad Gateway", f"the upstream sent {e}", not keep))
-        return keep
+        return keep, unanswered
+    ex.answered()  # the body is not sent again
     passthrough = head.version == "HTTP/1.1"
-    close_after = not keep or framing == "close" or (framing == "chunked" and not passthrough)
+    chunked, until_close = framing is Framing.CHUNKED, framing is Framing.CLOSE
+    close_after = not keep or until_close or (chunked and not passthrough)
     reusable = (
         b"close" not in connection_tokens(resp.headers)
-        and framing != "close"
+        and not until_close
         and not both_framings(resp)  # (a smuggling shape: that connection is not kept)
     )
-    head_bytes = client_response(resp, framing, passthrough, close_after)
-    if framing == "none" or not rest:
+    head_bytes = client_response(resp, chunked and passthrough, close_after)
+    if framing is Framing.NONE or not rest:
         client.write(head_bytes)  # now: the body may be a while
         head_bytes = b""
     observer: Observer | None = None
     if rec is not None:
         rec.status = resp.status
         observer = rec.observer = observer_for(rec, resp, rec.dialect)
-    if framing == "none":
+    if framing is Framing.NONE:
         if observer is not None:
             observer.end(time.perf_counter_ns())
         _settle(fw.pool, upstream, reusable and not rest)
-        return not close_after
-    try:
-        raw_chunks = framing == "chunked" and passthrough
-        ok, t_last, clean = await _pump_body(
-            ex, upstream, framing, length, rest, observer, raw_chunks, head_bytes
-        )
-    except BaseException:
-        upstream.close()
-        raise
-    if not ok:
-        return False  # the client's connection is closed: the answer was cut short
+        return not close_after, ExchangeState.DONE
+    raw_chunks = chunked and passthrough
+    ok, t_last, clean = await _pump_body(
+        ex, upstream, framing, length, rest, observer, raw_chunks, head_bytes
+    )
+    if not ok:  # the client's connection is closed: the answer was cut short
+        return False, ExchangeState.CUT
     if observer is not None:
         fw.book.reads.after(partial(observer.end, t_last))  # after its last reads
     _settle(fw.pool, upstream, reusable and clean)
-    return not close_after
+    return not close_after, ExchangeState.DONE
 
 
 def _settle(pool: UpstreamPool, upstream: UpstreamConn, reusable: bool) -> None:
@@ -121,8 +131,8 @@ def _settle(pool: UpstreamPool, upstream: UpstreamConn, reusable: bool) -> None:
 async def _pump_body(
     ex: Exchange,
     upstream: UpstreamConn,
-    framing: str,
-    length: int | None,
+    framing: Framing,
+    length: int,
     rest: list[Stamped],
     observer: Observer | None,
     raw_chunks: bool,
@@ -133,14 +143,8 @@ async def _pump_body(
     as it came. ``head``: the response head, written with the first body bytes (that
     came with it: one write, one wake-up of the client). Not whole: it was cut short
     (the client connection is then closed)."""
-    body: Framing
-    if framing == "length":
-        body = Sized(length or 0)
-    elif framing == "chunked":
-        body = PassChunked()
-    else:
-        body = UntilClose()
-    chunks = body if raw_chunks and isinstance(body, PassChunked) else None
+    body = framing.deframer(length)
+    chunks = body if raw_chunks and isinstance(body, Chunked) else None
     client, fw = ex.client, ex.fw
     write = client.write
     observe = None if observer is None or observer.off else observer.feed
@@ -175,25 +179,29 @@ async def _pump_body(
         done = await upstream.pump(sink, fw.read_timeout, fw.stall_timeout)
     except TimeoutError:
         silent = f"the upstream sent nothing for {fw.stall_timeout:g} s"
-        _cut(fw.book.reads, client, observer, silent)
+        _cut(fw.book.reads, client, observer, silent, "timeout")
         return False, last[0], False
-    except httpx.RemoteProtocolError as e:  # the upstream's chunk framing is broken
-        _cut(fw.book.reads, client, observer, f"the upstream broke its framing: {e}")
+    except FramingError as e:  # the upstream's chunk framing is broken
+        why = f"the upstream broke its framing: {e}"
+        _cut(fw.book.reads, client, observer, why, "protocol")
         return False, last[0], False
     finally:
         client.upstream = None
-    if done or isinstance(body, UntilClose):
+    if done or framing is Framing.CLOSE:
         return True, last[0], not body.extra
     why = f"connection reset ({upstream.error})" if upstream.error else "connection closed"
-    _cut(fw.book.reads, client, observer, f"the upstream's answer was cut short: {why}")
+    _cut(fw.book.reads, client, observer, f"the upstream's answer was cut short: {why}", "protocol")
     return False, last[0], False
 
 
-def _cut(reads: ObserveQueue, client: Client, observer: Observer | None, why: str) -> None:
+def _cut(
+    reads: ObserveQueue, client: Client, observer: Observer | None, why: str, kind: str
+) -> None:
     """The answer cannot be completed: the client connection closes; the request fails
-    (once its reads still queued are observed)."""
+    with the failure ``kind`` the caller names (once its reads still queued are
+    observed)."""
     if observer is not None:
-        rec, kind = observer.record, "timeout" if "sent nothing" in why else "protocol"
+        rec = observer.record
 
         def cut() -> None:
             if not rec.ended:

@@ -13,7 +13,9 @@ request's route and the answer's content type:
   durations of the ``done`` line);
 - ``application/json`` (an answer not streamed, embeddings, reranking): read whole, up to
   :data:`WHOLE_LIMIT` bytes (:mod:`tui.engines.dialects.whole`); its text is one chunk
-  at the time the body ended (so its TTFT is its e2e, and the view shows none);
+  at the time the body ended (so its TTFT is its e2e, and the view shows none). An
+  embeddings or rerank answer (its vectors up to 16 MiB) is not parsed: only its counts
+  are read (:data:`PROMPT_ONLY_KEYS`, by :func:`tui.proxy.body_scan.fields`);
 - an error status: the server's own message, from up to 64 KiB of the body.
 
 gzip and deflate bodies are inflated for reading, at most :data:`WHOLE_LIMIT` bytes out
@@ -27,14 +29,17 @@ forwarding never depends on it.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for
 from tui.engines.dialects.base import CUT_SHORT, model_name
+from tui.engines.dialects.fields import OLLAMA_FINAL
 from tui.engines.dialects.llama import timings_events
 from tui.engines.dialects.whole import whole_answer
 from tui.engines.http.openai_compat import USAGE_CACHED_SOURCE
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
+from tui.proxy.body_scan import fields
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
 from tui.transport.http_io import ERROR_BODY_LIMIT, error_message_from_body
@@ -46,6 +51,10 @@ except ImportError:  # pragma: no cover - a dependency
     from json import loads as json_loads  # type: ignore[assignment]
 
 WHOLE_LIMIT = 16 * 1024 * 1024
+# Dialects whose answers carry no text, only counts (a vector or a ranking per input)
+PROMPT_ONLY = frozenset({"embeddings", "rerank"})
+# What is read of such an answer: its usage, an error, Ollama's counts and durations
+PROMPT_ONLY_KEYS = frozenset({"usage", "error", "type", *OLLAMA_FINAL})
 # Dialects streamed as server-sent events (Ollama streams NDJSON)
 SSE_DIALECTS = frozenset(
     {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
@@ -192,18 +201,38 @@ class WholeBody(Observer):
         self.parts.append(data)
 
     def close(self, t_ns: int) -> None:
-        body = b"".join(self.parts)[: self.limit]
+        body, self.parts = b"".join(self.parts), []
+        if len(body) > self.limit:
+            body = body[: self.limit]
         if self.error:
             msg = error_message_from_body(body, self.content_type)
             self.record.fail(f"HTTP {self.record.status}: {msg}", "http", t_ns)
             return
-        obj = json_loads(body)
+        if self.dialect in PROMPT_ONLY:
+            found = fields(body, PROMPT_ONLY_KEYS)
+            obj = None if found is None else found.values
+        else:
+            obj = json_loads(body)
         if not isinstance(obj, dict):
             raise StreamProtocolError("the answer is not a JSON object")
         if obj.get("error") or obj.get("type") == "error":
-            raise StreamServerError(error_message_from_body(body, "json"))
+            raise StreamServerError(_error_text(obj, body, self.dialect not in PROMPT_ONLY))
         self.record.response_model = model_name(obj.get("model"))
         whole_answer(self.dialect, obj, t_ns, self.record.emit)
+
+
+def _error_text(obj: dict[str, Any], body: bytes, whole: bool) -> str:
+    """The server's message for an error in an answer's body: from the body parsed
+    whole (``whole``), else from the fields read of it (an error's text, or its
+    ``message``; else the body's first 64 KiB, as words)."""
+    if whole:
+        return error_message_from_body(body, "json")
+    err = obj.get("error")
+    if isinstance(err, dict):
+        err = err.get("message")
+    if isinstance(err, str) and err:
+        return err
+    return error_message_from_body(body[:ERROR_BODY_LIMIT], "text")
 
 
 def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Observer:

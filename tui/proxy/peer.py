@@ -184,6 +184,21 @@ async def peer_owner(peer: object, ours: object) -> int | None:
     return await asyncio.to_thread(table_owner, p, o)
 
 
+def owner_now(peer: object, ours: object) -> int | None:
+    """The uid owning the peer's socket, asked by netlink now (one syscall pair, on the
+    caller's thread); None when it cannot be asked so (netlink refused, another OS) or
+    is not found. For counting a loopback client as its user (tui/proxy/limits.py),
+    where the slower table cannot be waited for."""
+    if not (isinstance(peer, tuple) and isinstance(ours, tuple)) or len(peer) < 2:
+        return None
+    if len(ours) < 2 or not HAS_TABLE:
+        return None
+    try:
+        return netlink_owner((str(peer[0]), int(peer[1])), (str(ours[0]), int(ours[1])))
+    except NetlinkRefused:
+        return None
+
+
 async def is_proxy_user(peer: object, ours: object) -> bool:
     """Whether the peer's socket belongs to the user who runs the proxy: on Linux asked
     of the kernel (:func:`peer_owner`), False when it cannot be established (fail

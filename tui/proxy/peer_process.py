@@ -18,8 +18,9 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from tui.proxy.peer import HAS_TABLE, NetlinkRefused, netlink_socket, table_socket
 
@@ -29,7 +30,13 @@ MAX_SECONDS: Final = 0.5
 MAX_PENDING: Final = 64
 COMM_BYTES: Final = 64
 
-LookupState = Literal["unasked", "pending", "done"]
+
+class LookupState(Enum):
+    """Where the lookup of a client's process is."""
+
+    UNASKED = "unasked"
+    PENDING = "pending"  # on the finder's thread
+    DONE = "done"  # ``name`` is what it found (None: nothing)
 
 
 class PeerProcess:
@@ -41,7 +48,7 @@ class PeerProcess:
 
     def __init__(self) -> None:
         self.name: str | None = None
-        self.state: LookupState = "unasked"
+        self.state = LookupState.UNASKED
 
 
 def socket_of(peer: tuple[str, int], ours: tuple[str, int]) -> tuple[int, int] | None:
@@ -120,15 +127,15 @@ class ProcessFinder:
 
     def find(self, box: PeerProcess, peer: object, ours: object) -> None:
         """Start looking for ``box``'s process (once; never blocks)."""
-        if box.state != "unasked":
+        if box.state is not LookupState.UNASKED:
             return
-        box.state = "pending"
+        box.state = LookupState.PENDING
         with self._lock:
             full = self.pending >= MAX_PENDING
             if not full:
                 self.pending += 1
         if full:
-            box.state = "done"
+            box.state = LookupState.DONE
             self.skipped += 1
             return
         if self._pool is None:
@@ -140,7 +147,7 @@ class ProcessFinder:
             except Exception:  # noqa: BLE001 - a name is not worth a traceback
                 box.name = None
             finally:
-                box.state = "done"
+                box.state = LookupState.DONE
                 with self._lock:
                     self.pending -= 1
 

@@ -42,16 +42,16 @@ from tui.core.session import session_record
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceContext
 from tui.proxy.peer_process import PeerProcess
-from tui.proxy.rows import RequestRow
+from tui.proxy.rows import RequestRow, RequestState
 
 BODY_KEPT = 1024 * 1024
 TEXT_KEPT = 1024 * 1024
 CUT = "…"
 ERROR_CHARS = 300
-_OUTCOME_STATES: dict[str, OutcomeState] = {
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
+_OUTCOME_STATES: dict[RequestState, OutcomeState] = {
+    RequestState.DONE: "done",
+    RequestState.FAILED: "failed",
+    RequestState.CANCELLED: "cancelled",
 }
 
 
@@ -82,7 +82,7 @@ class ProxiedRequest:
         self.body = body if body is None or len(body) <= BODY_KEPT else body[:BODY_KEPT]
         self.body_cut = body is not None and len(body) > BODY_KEPT
         self.timeline = RequestTimeline()
-        self.state = "prefill"
+        self.state = RequestState.PREFILL
         self.status: int | None = None
         self.t_forwarded: int | None = None
         self.counts = LiveCounts()  # the live numbers (tui/core/live.py)
@@ -115,16 +115,17 @@ class ProxiedRequest:
                 if self.text_chars > TEXT_KEPT:
                     ev.text = CUT
                 if self.counts.t_first is None:
-                    self.state = "decoding"
+                    self.state = RequestState.DECODING
                 self.counts.add(ev)
         elif type(ev) is Failed:
             if self.timeline.t_end_ns is not None:
                 return  # it already ended: the first word stands
-            self.state = "cancelled" if ev.kind == "cancelled" else "failed"
+            cancelled = ev.kind == "cancelled"  # (a failure kind: tui/core/events.py)
+            self.state = RequestState.CANCELLED if cancelled else RequestState.FAILED
         elif type(ev) is Finished:
             if self.timeline.t_end_ns is not None:
                 return
-            self.state = "done"
+            self.state = RequestState.DONE
         self.timeline.add(ev)
 
     def fail(self, message: str, kind: str, t_ns: int | None = None) -> None:
@@ -279,7 +280,7 @@ class ProxiedRequest:
             t_end_ns=t_end,
             metrics=m,
             truth=tl.truth,
-            error_kind=tl.error_kind if self.state == "failed" else None,
+            error_kind=tl.error_kind if self.state == RequestState.FAILED else None,
             streamed=self.stream,
             trace_id=None if self.trace is None else self.trace.trace_id,
             span_id=None if self.trace is None else self.trace.span_id,

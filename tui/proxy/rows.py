@@ -25,12 +25,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from enum import Enum
 from typing import Any
 
 from tui.core.metrics import RequestMetrics
 from tui.core.trace_context import is_trace_id
 
-STATES = ("prefill", "decoding", "done", "failed", "cancelled")
+
+class RequestState(str, Enum):
+    """Where a proxied request is (its JSON form, and its text, is the value)."""
+
+    PREFILL = "prefill"  # forwarded upstream, no text yet
+    DECODING = "decoding"  # its answer's text is coming
+    DONE = "done"  # answered to its end
+    FAILED = "failed"  # the upstream's error status, a broken stream, an internal fault
+    CANCELLED = "cancelled"  # its client went away first
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATES = tuple(s.value for s in RequestState)
 TEXT_LIMIT = 300  # characters of any one text field of a row
 MAX_COUNT = 2**53
 
@@ -45,7 +60,7 @@ class RequestRow:
     route: str
     model: str | None
     stream: bool | None
-    state: str
+    state: RequestState
     status: int | None = None
     age_ms: float = 0.0
     prompt_tokens: int | None = None
@@ -66,7 +81,7 @@ class RequestRow:
 
     @property
     def in_flight(self) -> bool:
-        return self.state in ("prefill", "decoding")
+        return self.state in (RequestState.PREFILL, RequestState.DECODING)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,9 +129,11 @@ def row_from_json(d: Any) -> RequestRow:
     """A row from a proxy's JSON (untrusted: ValueError names the first bad field)."""
     if not isinstance(d, dict):
         raise ValueError("a row is not an object")
-    state = _text(d, "state", required=True)
-    if state not in STATES:
-        raise ValueError(f"unknown state {str(state)[:20]!r}")
+    text = _text(d, "state", required=True)
+    try:
+        state = RequestState(text)
+    except ValueError:
+        raise ValueError(f"unknown state {str(text)[:20]!r}") from None
     status = _count(d, "status")
     return RequestRow(
         id=_text(d, "id", required=True) or "",
@@ -156,7 +173,7 @@ def metrics_from_json(d: Any) -> RequestMetrics:
         raise ValueError("metrics is not an object")
     kw: dict[str, Any] = {}
     for f in fields(RequestMetrics):
-        if f.name in ("itl_chunk_ms", "itl_token_ms"):
+        if f.name in ("itl_chunk_ms", "itl_token_ms", "itl_token_weights"):
             continue
         if f.name in _COUNT_FIELDS:
             kw[f.name] = _count(d, f.name)
@@ -168,9 +185,7 @@ def metrics_from_json(d: Any) -> RequestMetrics:
             kw[f.name] = _number(d, f.name)
     kw["content_chunks"] = kw["content_chunks"] or 0
     kw["output_tokens_source"] = kw["output_tokens_source"] or "chunk-count-estimate"
-    m = RequestMetrics(**kw)
-    m.itl_token_ms = []
-    return m
+    return RequestMetrics(**kw)
 
 
 _COUNT_FIELDS = (

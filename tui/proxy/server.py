@@ -49,8 +49,9 @@ class ProxyConfig:
     client_stall: float = 120.0  # a client that reads nothing of its answer this long
     max_body: int = 32 * 1024 * 1024  # one request's body
     body_budget: int = 256 * 1024 * 1024  # every body held at once (tui/proxy/limits.py)
+    body_per_peer: int | None = None  # one peer's bodies (None: half the budget, >= max_body)
     max_clients: int = 1024
-    max_per_address: int | None = None  # connections from one address (None: half of the above)
+    max_per_address: int | None = None  # connections of one peer (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
     # who sent each request (tui/proxy/identity.py): API keys' fingerprints (None: none
@@ -93,7 +94,8 @@ class Proxy:
         self.connections: set[ClientConnection] = set()
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
-        self.budget = BodyBudget(config.body_budget)
+        per_peer = config.body_per_peer or max(config.max_body, config.body_budget // 2)
+        self.budget = BodyBudget(config.body_budget, per_peer)
         self.finder = ProcessFinder() if config.find_processes else None
         self.forwarding = Forwarding(
             self.pool,

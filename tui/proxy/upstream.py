@@ -10,18 +10,27 @@ instead of buffering without end, and TCP flow control slows that one stream onl
 from __future__ import annotations
 
 import asyncio
+from enum import Enum
 
-from tui.transport.http_head import HEAD_LIMIT, HeadReadError, ResponseHead
+from tui.transport.http_head import HEAD_LIMIT, HeadFault, HeadReadError, ResponseHead
 from tui.transport.http_head import read_response_head as read_head
 from tui.transport.tcp import Stamped, StampedConn, open_socket
+
+
+class UpstreamFault(Enum):
+    """How the upstream failed to answer."""
+
+    CONNECT = "connect"  # it could not be reached, or closed before answering
+    TIMEOUT = "timeout"  # it was silent past the timeout (504)
+    PROTOCOL = "protocol"  # what it sent is no HTTP answer the proxy can pass on
 
 
 class UpstreamError(Exception):
     """The upstream could not be reached or did not answer as HTTP (one line: why)."""
 
-    def __init__(self, message: str, kind: str = "connect") -> None:
+    def __init__(self, message: str, kind: UpstreamFault = UpstreamFault.CONNECT) -> None:
         super().__init__(message)
-        self.kind = kind  # connect | timeout | protocol
+        self.kind = kind
 
 
 class NoResponse(UpstreamError):
@@ -64,7 +73,7 @@ class UpstreamPool:
         except TimeoutError:
             raise UpstreamError(
                 f"connecting to {self.host}:{self.port} timed out after {self.connect_timeout:g} s",
-                "timeout",
+                UpstreamFault.TIMEOUT,
             ) from None
         except OSError as e:
             why = "connection refused" if isinstance(e, ConnectionRefusedError) else str(e)
@@ -76,10 +85,8 @@ class UpstreamPool:
         """A kept-alive connection that is still open and quiet, or None."""
         while self._idle:
             conn = self._idle.pop()
-            conn.idle = False
-            if not conn.closed and not conn.parts:
+            if conn.unpark():
                 return conn
-            conn.close()
         return None
 
     def release(self, conn: UpstreamConn) -> None:
@@ -87,8 +94,7 @@ class UpstreamPool:
         if self.closed or conn.closed or conn.paused or len(self._idle) >= self.max_idle:
             conn.close()
             return
-        conn._cancel_timer()
-        conn.idle = True  # a byte from the server now closes it
+        conn.park()  # (a byte from the server now closes it)
         self._idle.append(conn)
 
     def close(self) -> None:
@@ -106,14 +112,14 @@ async def read_response_head(
     try:
         return await read_head(conn, timeout)
     except HeadReadError as e:
-        if e.kind == "closed":
+        if e.kind is HeadFault.CLOSED:
             raise NoResponse("the upstream closed the connection without a response") from None
-        if e.kind == "timeout":
+        if e.kind is HeadFault.TIMEOUT:
             why = f"no response within {timeout:g} s (upstream timeout)"
-            raise UpstreamError(why, "timeout") from None
+            raise UpstreamError(why, UpstreamFault.TIMEOUT) from None
         why = {
-            "cut": "the upstream closed the connection mid-head",
-            "long": f"response head longer than {HEAD_LIMIT // 1024} KiB",
-            "switched": "the upstream switched protocols (not proxied)",
+            HeadFault.CUT: "the upstream closed the connection mid-head",
+            HeadFault.LONG: f"response head longer than {HEAD_LIMIT // 1024} KiB",
+            HeadFault.SWITCHED: "the upstream switched protocols (not proxied)",
         }.get(e.kind, f"the upstream sent {e}")
-        raise UpstreamError(why, "protocol") from None
+        raise UpstreamError(why, UpstreamFault.PROTOCOL) from None

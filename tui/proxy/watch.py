@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tui.core.safe_text import terminal_label
+from tui.proxy.book import WatchEvent
 from tui.proxy.rows import RequestRow, row_from_json
 from tui.transport.http1 import Http1Pool, fast_path_ok
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
@@ -174,7 +175,7 @@ class ProxyWatch:
         kind = obj.get("event")
         now = time.monotonic()
         with self._lock:
-            if kind == "hello":
+            if kind == WatchEvent.HELLO:
                 rows = [row_from_json(r) for r in _list(obj.get("rows"))]
                 self._rows.clear()
                 self._seen.clear()
@@ -185,13 +186,13 @@ class ProxyWatch:
                 self._info = info if isinstance(info, dict) else {}
                 self.attached = True
                 self.status = "attached"
-            elif kind in ("start", "end"):
+            elif kind in (WatchEvent.START, WatchEvent.END):
                 row = row_from_json(obj.get("row"))
                 self._put(row, now)
-                if kind == "end":
+                if kind == WatchEvent.END:
                     m = obj.get("metrics")
                     self._finished(row, m if isinstance(m, dict) else None)
-            elif kind == "tick":
+            elif kind == WatchEvent.TICK:
                 for r in _list(obj.get("rows")):
                     self._put(row_from_json(r), now)
             else:

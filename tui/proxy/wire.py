@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.transport.http_framing import Chunked
 from tui.transport.http_head import Headers, RequestHead, ResponseHead, connection_tokens
 
 try:
@@ -41,15 +40,6 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-
-
-class PassChunked(Chunked):
-    """Chunked framing that also says how many bytes of the last read came after the
-    body's end (a pipelined request, or bytes an upstream should not have sent)."""
-
-    @property
-    def leftover(self) -> int:
-        return len(self._buf) if self.done else 0
 
 
 _CONTENT_LENGTH = frozenset({b"content-length"})  # (Transfer-Encoding: hop-by-hop, out)
@@ -100,17 +90,17 @@ def upstream_request(
     return b"".join(out)
 
 
-def client_response(head: ResponseHead, framing: str, passthrough: bool, close: bool) -> bytes:
+def client_response(head: ResponseHead, chunks_passed: bool, close: bool) -> bytes:
     """The response head sent to the client: the upstream's status line and end-to-end
-    headers as they came; ``Transfer-Encoding: chunked`` kept when the chunked body is
-    passed through as it came (``passthrough``), ``Connection: close`` when the proxy
+    headers as they came; ``Transfer-Encoding: chunked`` kept when a chunked body is
+    passed through as it came (``chunks_passed``), ``Connection: close`` when the proxy
     closes the connection after this response; Content-Length out when it came with a
     Transfer-Encoding (RFC 9112 6.3)."""
     out = [head.status_line, b"\r\n"]
     also = _CONTENT_LENGTH if both_framings(head) else frozenset()
     for k, v in end_to_end(head.headers, also):
         out.append(k + b": " + v + b"\r\n")
-    if framing == "chunked" and passthrough:
+    if chunks_passed:
         out.append(b"Transfer-Encoding: chunked\r\n")
     if close:
         out.append(b"Connection: close\r\n")

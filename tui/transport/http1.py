@@ -18,7 +18,9 @@ Timeouts: ``connect`` for the TCP connection; ``read`` for the response head and
 body bytes; ``stall`` for any later gap between reads. One re-armed timer per connection
 checks the deadline (no task or timer per read). Faults raise httpx's exception types
 (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError, ReadError) or
-:class:`StallTimeout`, so :func:`describe_transport_error` words them as for httpx.
+:class:`StallTimeout`, so :func:`describe_transport_error` words them as for httpx: this
+module is the boundary where the transport's own errors (tui/transport/http_errors.py:
+a broken head, a broken body framing) become httpx's.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tui.transport.http_framing import Chunked, Framing, Sized, UntilClose
+from tui.transport.http_errors import FramingError
+from tui.transport.http_framing import Deframer, UntilClose
 from tui.transport.http_head import (
     BadMessage,
+    HeadFault,
     HeadReadError,
     ResponseHead,
+    framing_for,
     read_response_head,
-    response_framing,
 )
 from tui.transport.http_io import HttpTimeouts, StallTimeout
 from tui.transport.tcp import Stamped, StampedConn, open_socket
@@ -73,12 +77,18 @@ OnPart = Callable[[int, bytes], bool]
 
 def _head_fault(e: HeadReadError) -> httpx.HTTPError:
     """A response head that could not be read, as httpx words it."""
-    if e.kind == "timeout":
+    if e.kind is HeadFault.TIMEOUT:
         return httpx.ReadTimeout("no response within the read timeout")
-    if e.kind == "closed":
+    if e.kind is HeadFault.CLOSED:
         return NoResponse("Server disconnected without sending a response.")
-    if e.kind == "cut":
+    if e.kind is HeadFault.CUT:
         return httpx.RemoteProtocolError("Server disconnected mid-way through the head.")
+    return httpx.RemoteProtocolError(str(e))
+
+
+def _framing_fault(e: FramingError) -> httpx.RemoteProtocolError:
+    """A body's broken framing (the transport's own error), as httpx words it: the
+    boundary where the lean client's faults become httpx's types."""
     return httpx.RemoteProtocolError(str(e))
 
 
@@ -125,22 +135,15 @@ class Http1Response:
         if coding != "identity":
             raise httpx.DecodingError(f"unsupported content-encoding {coding!r}")
 
-    def _framing(self) -> tuple[Framing, bool]:
-        """The body's framing (RFC 9112 6.3: :func:`~tui.transport.http_head.
-        response_framing`), and whether the server keeps the connection open after it."""
+    def _framing(self) -> tuple[Deframer, bool]:
+        """The body's reader (RFC 9112 6.3: :func:`~tui.transport.http_head.framing_for`),
+        and whether the server keeps the connection open after it."""
         assert self._head is not None
         try:
-            framing, n = response_framing(self._head, self._method)
+            framing, n = framing_for(self._head, self._method)
         except BadMessage as e:
             raise httpx.RemoteProtocolError(str(e)) from None
-        body: Framing
-        if framing == "chunked":
-            body = Chunked()
-        elif framing == "close":
-            body = UntilClose()
-        else:
-            body = Sized(n or 0)
-        return body, self._head.keep_alive
+        return framing.deframer(n), self._head.keep_alive
 
     async def push_body(self, timeouts: HttpTimeouts, on_part: OnPart) -> None:
         """:meth:`stamped_body`, pushed: ``on_part(t_ns, data)`` is called from the socket's
@@ -162,15 +165,17 @@ class Http1Response:
             self._settle(body, keep, leftover=bool(self._rest))
             return
         rest, self._rest = self._rest, []  # body bytes read along with the head
-        for t_ns, data in rest:
-            if sink(t_ns, data):
-                return
-        first = timeouts.stall if fed else timeouts.read
         try:
+            for t_ns, data in rest:
+                if sink(t_ns, data):
+                    return
+            first = timeouts.stall if fed else timeouts.read
             if await self._conn.pump(sink, first, timeouts.stall):
                 return
         except TimeoutError:
             raise _timed_out(before_body=not fed) from None
+        except FramingError as e:
+            raise _framing_fault(e) from None
         if isinstance(body, UntilClose):  # the server closed: that is the body's end
             self._settle(body, keep, leftover=False)
             return
@@ -196,7 +201,10 @@ class Http1Response:
                         break
                     raise self._cut_short()
             for i, (t, data) in enumerate(parts):
-                out = body.feed(data)
+                try:
+                    out = body.feed(data)
+                except FramingError as e:
+                    raise _framing_fault(e) from None
                 if body.done:
                     # settled before the last yield: a consumer that stops at the end of
                     # the stream (SSE [DONE]) still leaves a reusable connection
@@ -216,7 +224,7 @@ class Http1Response:
             "peer closed connection without sending complete message body"
         )
 
-    def _settle(self, body: Framing, keep: bool, leftover: bool) -> None:
+    def _settle(self, body: Deframer, keep: bool, leftover: bool) -> None:
         """The body is complete; the connection is reusable when the server keeps it
         open, the body's end was framed, and no bytes came after it."""
         self._complete = True
@@ -262,8 +270,7 @@ class Http1Response:
         if conn is None:
             return
         if self._complete and self._reusable and not conn.closed and not conn.parts:
-            conn._cancel_timer()
-            conn.idle = True  # from now on, a byte from the server closes it
+            conn.park()  # (from now on, a byte from the server closes it)
             self._pool.put(self._key, conn)
         else:
             conn.close()
@@ -333,9 +340,7 @@ class Http1Pool:
         idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
-            conn.idle = False
-            if conn.closed or conn.parts:
-                conn.close()
+            if not conn.unpark():
                 continue
             try:
                 return await self._exchange(conn, key, message, method)

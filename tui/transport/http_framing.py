@@ -1,14 +1,18 @@
-"""Body framings of HTTP/1.1 responses, fed bytes in arbitrary pieces (tui/transport/http1.py).
+"""How an HTTP/1.1 body is framed (:class:`Framing`, one per message: the head says which,
+tui/transport/http_head.py ``framing_for``), and the readers that take its framing off,
+fed bytes in arbitrary pieces (:meth:`Framing.deframer`: the one place a framing becomes
+a reader, for infertop's client and the proxy alike).
 
-Each ``feed`` returns the body bytes found so far; ``done`` says the body ended; ``extra``
-that bytes followed its end (then the connection cannot be reused).
+Each reader's ``feed`` returns the body bytes found so far; ``done`` says the body ended;
+``extra`` that bytes followed its end (then the connection cannot be reused).
 """
 
 from __future__ import annotations
 
 import re
+from enum import Enum
 
-import httpx
+from tui.transport.http_errors import FramingError
 
 LINE_LIMIT = 4096  # bytes in a chunk-size or trailer line, CRLF not counted
 
@@ -20,7 +24,26 @@ _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _HEX_DIGITS = b"0123456789abcdefABCDEF"  # bytes.strip(_HEX_DIGITS) is b"" for hex alone
 
 
-class Framing:
+class Framing(Enum):
+    """How a message's body is framed (RFC 9112 6.3)."""
+
+    NONE = "none"  # no body: HEAD, 1xx, 204, 304, Content-Length: 0
+    LENGTH = "length"  # Content-Length bytes
+    CHUNKED = "chunked"  # Transfer-Encoding: chunked
+    CLOSE = "close"  # until the connection closes (then it cannot be kept)
+
+    def deframer(self, length: int = 0) -> Deframer:
+        """The reader of a body so framed (``length``: a LENGTH body's)."""
+        if self is Framing.CHUNKED:
+            return Chunked()
+        if self is Framing.CLOSE:
+            return UntilClose()
+        return Sized(length if self is Framing.LENGTH else 0)
+
+
+class Deframer:
+    """Takes a body's framing off, fed in pieces (see the module docstring)."""
+
     done = False
     extra = False  # bytes after the end of the body (the connection cannot be reused)
 
@@ -28,12 +51,12 @@ class Framing:
         raise NotImplementedError
 
 
-class UntilClose(Framing):
+class UntilClose(Deframer):
     def feed(self, data: bytes) -> bytes:
         return data
 
 
-class Sized(Framing):
+class Sized(Deframer):
     def __init__(self, n: int) -> None:
         self.left = n
         self.done = n == 0
@@ -47,9 +70,15 @@ class Sized(Framing):
         return data
 
 
-class Chunked(Framing):
+class Chunked(Deframer):
     """Transfer-Encoding: chunked, fed in arbitrary pieces (chunk extensions ignored,
     trailers skipped). A chunk that is whole in the buffer is taken in one step."""
+
+    @property
+    def leftover(self) -> int:
+        """How many bytes of the last piece came after the body's end (a pipelined
+        request, or bytes an upstream should not have sent)."""
+        return len(self._buf) if self.done else 0
 
     def __init__(self) -> None:
         self._buf = b""
@@ -115,7 +144,7 @@ class Chunked(Framing):
             if n - pos < 2:
                 return -pos - 1
             if buf[pos : pos + 2] != b"\r\n":
-                raise httpx.RemoteProtocolError(
+                raise FramingError(
                     f"bad chunk end: {buf[pos : pos + 2]!r} after the chunk's data, not CRLF"
                 )
             self._crlf = False
@@ -131,18 +160,18 @@ class Chunked(Framing):
 
 def _chunk_size(buf: bytes, pos: int, eol: int) -> int:
     """The size on the chunk-size line ``buf[pos:eol]`` (extensions ignored);
-    RemoteProtocolError naming the line unless it is 1 to 16 hex digits."""
+    FramingError naming the line unless it is 1 to 16 hex digits."""
     _check_line_length(buf, pos, eol, "chunk size")
     m = _SIZE_LINE.fullmatch(buf, pos, eol)
     if m is None:
-        raise httpx.RemoteProtocolError(f"bad chunk size line {buf[pos:eol][:40]!r}")
+        raise FramingError(f"bad chunk size line {buf[pos:eol][:40]!r}")
     return int(m[1], 16)
 
 
 def _check_line_length(buf: bytes, pos: int, end: int, what: str) -> None:
-    """RemoteProtocolError when the line from ``pos`` runs past LINE_LIMIT before ``end``
+    """FramingError when the line from ``pos`` runs past LINE_LIMIT before ``end``
     (a peer that never ends a line would otherwise fill the buffer)."""
     if end - pos > LINE_LIMIT:
-        raise httpx.RemoteProtocolError(
+        raise FramingError(
             f"{what} line longer than {LINE_LIMIT} bytes: {buf[pos : pos + 40]!r}..."
         )

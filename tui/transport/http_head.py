@@ -7,8 +7,9 @@ values hold no CR, LF or NUL, a folded line (obs-fold) is refused, and a request
 both Content-Length and Transfer-Encoding is refused (the classic request-smuggling
 shape). Headers are kept as the raw ``(name, value)`` bytes the peer sent, in order and
 in its case (a proxy forwards what came). A response's body framing follows RFC 9112
-6.3 (:func:`response_framing`): no body for HEAD, 1xx, 204 and 304; Transfer-Encoding
-(only ``chunked`` is understood) over Content-Length; else until the close.
+6.3 (:func:`framing_for`, a :class:`~tui.transport.http_framing.Framing`): no body for
+HEAD, 1xx, 204 and 304; Transfer-Encoding (only ``chunked`` is understood) over
+Content-Length; else until the close.
 
 :func:`read_response_head` reads a response head off a kernel-stamped connection within
 a deadline and the size limit, skipping interim 1xx heads; each side words its faults
@@ -20,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
+from tui.transport.http_errors import ProtocolError
+from tui.transport.http_framing import Framing
 from tui.transport.tcp import Stamped, StampedConn
 
 HEAD_LIMIT = 64 * 1024
@@ -35,7 +39,7 @@ _BAD_VALUE = re.compile(rb"[\x00\r\n]")
 Headers = list[tuple[bytes, bytes]]
 
 
-class BadMessage(ValueError):
+class BadMessage(ProtocolError, ValueError):
     """A head that is not HTTP/1.1 as infertop accepts it (the reason, in words)."""
 
 
@@ -189,30 +193,42 @@ def parse_response_head(head: bytes) -> ResponseHead:
     return ResponseHead(int(m[2]), lines[0], _fields(lines[1:]), len(head) + 4)
 
 
-def response_framing(head: ResponseHead, method: str) -> tuple[str, int | None]:
-    """How a response's body is framed: ("none", 0), ("length", n), ("chunked", None)
-    or ("close", None) (RFC 9112 6.3: HEAD, 1xx, 204 and 304 have no body)."""
+def framing_for(head: ResponseHead, method: str) -> tuple[Framing, int]:
+    """How the body of a response to ``method`` is framed, and its length (a LENGTH
+    body's; 0 for the others): RFC 9112 6.3 — HEAD, 1xx, 204 and 304 have none;
+    Transfer-Encoding (only ``chunked``; BadMessage for another) over Content-Length
+    (0: none); else until the close. The one reading of a response's framing, for
+    infertop's client and the proxy."""
     if method == "HEAD" or head.status < 200 or head.status in (204, 304):
-        return "none", 0
+        return Framing.NONE, 0
     codings = [v for k, v in head.headers if k.lower() == b"transfer-encoding"]
     if codings:
         _is_chunked(codings)
-        return "chunked", None
+        return Framing.CHUNKED, 0
     lengths = [v for k, v in head.headers if k.lower() == b"content-length"]
     if lengths:
         n = _content_length(lengths)
-        return ("length", n) if n else ("none", 0)
-    return "close", None
+        return (Framing.LENGTH, n) if n else (Framing.NONE, 0)
+    return Framing.CLOSE, 0
+
+
+class HeadFault(Enum):
+    """How reading a response head failed."""
+
+    TIMEOUT = "timeout"  # none within the deadline
+    CLOSED = "closed"  # the connection closed before any byte
+    CUT = "cut"  # closed mid-head
+    LONG = "long"  # past HEAD_LIMIT
+    BAD = "bad"  # not a head as parse_response_head takes it (the message says why)
+    SWITCHED = "switched"  # 101: the server switched protocols
 
 
 class HeadReadError(Exception):
-    """Reading a response head failed; ``kind`` says how: ``timeout`` (none within the
-    deadline), ``closed`` (the connection closed before any byte), ``cut`` (closed
-    mid-head), ``long`` (past :data:`HEAD_LIMIT`), ``bad`` (not a head as
-    :func:`parse_response_head` takes it; the message says why) or ``switched`` (101)."""
+    """Reading a response head failed; ``kind`` says how (:class:`HeadFault`); each side
+    words it in its own terms."""
 
-    def __init__(self, kind: str, message: str = "") -> None:
-        super().__init__(message or kind)
+    def __init__(self, kind: HeadFault, message: str = "") -> None:
+        super().__init__(message or kind.value)
         self.kind = kind
 
 
@@ -232,16 +248,16 @@ async def read_response_head(
         end = buf.find(b"\r\n\r\n")
         while end < 0:
             if len(buf) > HEAD_LIMIT:
-                raise HeadReadError("long", f"response head longer than {HEAD_LIMIT} bytes")
+                raise HeadReadError(HeadFault.LONG, f"response head longer than {HEAD_LIMIT} bytes")
             left = deadline - loop.time()
             try:
                 if left <= 0:
                     raise TimeoutError
                 parts = await conn.take(left)
             except TimeoutError:
-                raise HeadReadError("timeout") from None
+                raise HeadReadError(HeadFault.TIMEOUT) from None
             if not parts:
-                raise HeadReadError("cut" if got_any else "closed")
+                raise HeadReadError(HeadFault.CUT if got_any else HeadFault.CLOSED)
             got_any = True
             seen = max(0, len(buf) - 3)  # the head's end may straddle the old bytes
             for _, data in parts:
@@ -251,10 +267,10 @@ async def read_response_head(
         try:
             head = parse_response_head(bytes(buf[:end]))
         except BadMessage as e:
-            raise HeadReadError("bad", str(e)) from None
+            raise HeadReadError(HeadFault.BAD, str(e)) from None
         rest = bytes(buf[end + 4 :])
         if head.status == 101:
-            raise HeadReadError("switched", "the server switched protocols")
+            raise HeadReadError(HeadFault.SWITCHED, "the server switched protocols")
         if 100 <= head.status < 200:
             buf = bytearray(rest)  # an interim response (100 Continue, 103 Early Hints)
             continue

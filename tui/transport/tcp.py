@@ -138,7 +138,7 @@ class StampedConn:
 
         loop.add_reader(sock.fileno(), self._on_readable)
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes | memoryview) -> None:
         await self.loop.sock_sendall(self.sock, data)
 
     def _on_readable(self) -> None:
@@ -211,6 +211,22 @@ class StampedConn:
                 # EAGAIN (a syscall and an exception per wake-up); the selector is
                 # level-triggered, so bytes that came meanwhile wake us again
                 return
+
+    def park(self) -> None:
+        """Kept alive in a pool between responses: no timer runs, and from now a byte
+        (or the end) from the server closes it — it has nothing to say until asked
+        (the pools call this, tui/transport/http1.py and tui/proxy/upstream.py)."""
+        self._cancel_timer()
+        self.idle = True
+
+    def unpark(self) -> bool:
+        """Taken from a pool for a request: True when it is still open and quiet (else
+        it is closed, and the caller takes another)."""
+        self.idle = False
+        if self.closed or self.parts:
+            self.close()
+            return False
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

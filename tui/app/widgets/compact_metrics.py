@@ -26,7 +26,7 @@ from textual.containers import Horizontal, Vertical
 
 from tui.app.format import had_reasoning, ms, tps
 from tui.app.widgets.metric_lines import MetricLine, MetricLines
-from tui.core.live import LiveSnapshot
+from tui.core.live import ITL_WINDOW, LiveSnapshot
 from tui.core.metrics import RequestMetrics
 from tui.core.stats import percentile
 
@@ -95,7 +95,7 @@ class SlotSparks(Vertical):
         dec = history.get("decode", [])
         self._show("decode", dec, dec[-1] if dec else None)
         if last is not None and not self.gaps:  # no live gaps seen: the request's own
-            gaps = list(last.itl_token_ms or [])
+            gaps = last.itl_token_recent(ITL_WINDOW)
             self._show("itl", gaps, gaps[-1] if gaps else None, last.itl_token_estimated)
 
     def show_live(self, snap: LiveSnapshot) -> None:

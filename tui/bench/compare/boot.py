@@ -6,8 +6,9 @@ resamples), computed exactly as tui.bench.compare.ratios defines it for the whol
 
 - decode tok/s, TTFT, TTFO: median over the resample's requests that have the value.
 - ITL p50 / p90: the type-7 percentile (tui.core.stats.percentile) of the per-token gaps
-  pooled over the resample's requests, a request drawn k times counted k times. Found
-  without building the pool: all gaps sorted once; a resample's multiplicities turn into
+  pooled over the resample's requests, a request drawn k times counted k times, each
+  gap's value counted for the tokens it stands for (its weight). Found without building
+  the pool: all gaps sorted once; a resample's multiplicities times the weights turn into
   a running count along that order, and the order statistics at ⌊r⌋ and ⌊r⌋ + 1 are
   where that count first passes them.
 - total tok/s: the measured total × (Σ tokens / Σ request durations of the resample) ÷
@@ -45,9 +46,10 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
     busy = np.array([r.duration_s for r in reqs], float)
     whole = tokens.sum() / busy.sum() if busy.sum() > 0 else nan
     gaps = np.array([g for r in reqs for g in r.itl_token_ms], float)
+    weights = np.array([w for r in reqs for w in r.itl_weights], np.int64)
     owner = np.repeat(np.arange(n), [len(r.itl_token_ms) for r in reqs])
     order = np.argsort(gaps, kind="stable")
-    gaps, owner = gaps[order], owner[order]
+    gaps, owner, weights = gaps[order], owner[order], weights[order]
 
     out = {m: np.full(n_boot, nan) for m in ("decode_tps", "ttft_ms", "ttfo_ms", "total_tps")}
     out["itl_p50_ms"] = np.full(n_boot, nan)
@@ -68,7 +70,7 @@ def resampled_statistics(level: LevelSample, n_boot: int, rng: Any) -> dict[str,
                 out["total_tps"][part] = level.total_tps * rate / whole
         if gaps.size:
             for i in range(k):
-                counts = np.cumsum(np.bincount(idx[i], minlength=n)[owner])
+                counts = np.cumsum(np.bincount(idx[i], minlength=n)[owner] * weights)
                 total = int(counts[-1])
                 if total == 0:
                     continue

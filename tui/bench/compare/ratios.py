@@ -12,7 +12,8 @@ model thought:
   written before TTFO existed do not: the comparison says so) and it differs from TTFT
   in one of them; without reasoning TTFO = TTFT, and the row would repeat TTFT's.
 - ITL p50 / ITL p90: the 50th / 90th percentile of the level's per-token ITL values,
-  pooled over its ok requests (the figures report.md shows as "ITL p50 / p90").
+  pooled over its ok requests (the figures report.md shows as "ITL p50 / p90"); each
+  value counted for the tokens it stands for (its weight, tui.core.metrics).
 - total tok/s: Σ output tokens of ok requests / the level's wall time (first request sent
   → last request ended), as in tui.bench.stats.aggregate.
 
@@ -42,7 +43,7 @@ from typing import Any
 from tui.bench.compare.boot import percentile_interval, resampled_statistics
 from tui.bench.compare.env import environment_differences
 from tui.bench.compare.samples import LevelSample, RequestSample, level_samples
-from tui.core.stats import median, percentile
+from tui.core.stats import median, weighted_percentile
 
 SCHEMA = "infertop.compare/1"
 N_BOOT = 2000
@@ -72,7 +73,8 @@ def _median_of(field: str) -> Callable[[Sequence[RequestSample]], float | None]:
 def _pooled_itl(q: float) -> Callable[[Sequence[RequestSample]], float | None]:
     def stat(rs: Sequence[RequestSample]) -> float | None:
         xs = list(chain.from_iterable(r.itl_token_ms for r in rs))
-        return percentile(xs, q) if xs else None
+        ws = list(chain.from_iterable(r.itl_weights for r in rs))
+        return weighted_percentile(xs, ws, q) if xs else None
 
     return stat
 

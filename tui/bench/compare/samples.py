@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.metrics import itl_weights_in
+
 MEASURED_PHASES = ("cold", "warm")
 
 
@@ -24,6 +26,12 @@ class RequestSample:
     output_tokens: int
     duration_s: float
     ttfo_ms: float | None = None
+    itl_token_weights: tuple[int, ...] = ()  # the tokens each value stands for (in order)
+
+    @property
+    def itl_weights(self) -> tuple[int, ...]:
+        """The tokens each ITL value stands for (one each where none were given)."""
+        return self.itl_token_weights or (1,) * len(self.itl_token_ms)
 
 
 @dataclass
@@ -65,11 +73,15 @@ def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
 
 def _request_sample(rec: dict[str, Any]) -> RequestSample:
     m = rec.get("metrics") or {}
+    pairs = sorted(
+        (v, w) for v, w in zip(m.get("itl_token_ms") or [], itl_weights_in(m)) if v is not None
+    )
     return RequestSample(
         decode_tps=m.get("decode_tps"),
         ttft_ms=m.get("ttft_ms"),
-        itl_token_ms=tuple(sorted(v for v in m.get("itl_token_ms") or [] if v is not None)),
+        itl_token_ms=tuple(v for v, _ in pairs),
         output_tokens=int(m.get("output_tokens") or 0),
         duration_s=float(rec["t_end_s"]) - float(rec["t_start_s"]),
         ttfo_ms=m.get("ttfo_ms"),
+        itl_token_weights=tuple(w for _, w in pairs),
     )

@@ -15,6 +15,7 @@ from typing import Any
 _OPTIONAL_TABLES = ("environment", "plan", "summary")
 _ENGINE_TABLES = ("info", "spec", "request_controls")
 _METRIC_NUMBERS = ("decode_tps", "ttft_ms", "ttfo_ms")
+MAX_ITL_TOKENS = 2**40  # tokens one record's ITL values may stand for (compare sums them)
 
 
 def _number(x: Any) -> bool:
@@ -49,6 +50,19 @@ def _record_problem(rec: Any) -> str | None:
             return ".metrics.itl_token_ms is not a list"
         if not all(v is None or _number(v) for v in itl):
             return ".metrics.itl_token_ms holds something not a finite number"
+    return _weights_problem(m.get("itl_token_weights"), itl)
+
+
+def _weights_problem(weights: Any, itl: Any) -> str | None:
+    """The per-token ITL weights: one whole number ≥ 1 per value, ≤ MAX_ITL_TOKENS in all."""
+    if weights is None:
+        return None
+    if not isinstance(weights, list) or len(weights) != len(itl or []):
+        return ".metrics.itl_token_weights is not a list as long as itl_token_ms"
+    if not all(type(w) is int and w >= 1 for w in weights):
+        return ".metrics.itl_token_weights holds something not a whole number >= 1"
+    if sum(weights) > MAX_ITL_TOKENS:
+        return f".metrics.itl_token_weights add up to more than {MAX_ITL_TOKENS} tokens"
     return None
 
 

@@ -9,6 +9,7 @@ from tui.bench.report.depth import depth_plots
 from tui.bench.report.pareto import pareto_plot
 from tui.bench.report.reasoning import run_reasoned
 from tui.bench.report.svg import ecdf_plot, headline_records, throughput_plot
+from tui.core.metrics import itl_weights_in
 
 
 def plots(report: dict[str, Any]) -> dict[str, str]:
@@ -18,6 +19,9 @@ def plots(report: dict[str, Any]) -> dict[str, str]:
         for n, rs in recs.items()
     }
     itl = {n: [x for r in rs for x in r["metrics"]["itl_token_ms"]] for n, rs in recs.items()}
+    itl_weights = {
+        n: [w for r in rs for w in itl_weights_in(r["metrics"])] for n, rs in recs.items()
+    }
     extra = depth_plots(report)
     fit = batching_plot(report)
     if fit is not None:
@@ -41,7 +45,11 @@ def plots(report: dict[str, Any]) -> dict[str, str]:
             "TTFT distribution (warm)", "TTFT ms", "fraction of requests ≤ x", ttft
         ),
         "itl.svg": ecdf_plot(
-            "ITL distribution (warm, per token)", "ITL ms", "fraction of tokens ≤ x", itl
+            "ITL distribution (warm, per token)",
+            "ITL ms",
+            "fraction of tokens ≤ x",
+            itl,
+            itl_weights,
         ),
         "throughput.svg": throughput_plot(report),
     }

@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from collections.abc import Iterable
 from html import escape
+from itertools import accumulate
 from typing import Any
 
 W, H = 640, 400
@@ -138,24 +141,47 @@ def headline_records(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 ECDF_POINTS = 400  # a long sample is drawn through this many quantiles (the SVG stays small)
 
 
-def ecdf_points(values: list[float]) -> list[tuple[float, float]]:
-    """(x, fraction ≤ x) steps of the empirical CDF; quantile-thinned for long samples."""
-    xs = sorted(values)
-    n = len(xs)
-    if not n:
+def ecdf_points(values: list[float], weights: list[int] | None = None) -> list[tuple[float, float]]:
+    """(x, fraction ≤ x) steps of the empirical CDF; quantile-thinned for long samples.
+    With ``weights``, of the multiset in which ``values[i]`` appears ``weights[i]`` times
+    (the same points, found by rank without building it)."""
+    if weights is None:
+        xs = sorted(values)
+        n = len(xs)
+        if not n:
+            return []
+        if n <= ECDF_POINTS:
+            return [(xs[0], 0.0)] + [(x, (k + 1) / n) for k, x in enumerate(xs)]
+        idx = sorted({round(i * (n - 1) / ECDF_POINTS) for i in range(ECDF_POINTS + 1)})
+        return [(xs[0], 0.0)] + [(xs[k], (k + 1) / n) for k in idx]
+    pairs = sorted((v, w) for v, w in zip(values, weights) if w > 0)
+    if not pairs:
         return []
-    if n <= ECDF_POINTS:
-        return [(xs[0], 0.0)] + [(x, (k + 1) / n) for k, x in enumerate(xs)]
-    idx = sorted({round(i * (n - 1) / ECDF_POINTS) for i in range(ECDF_POINTS + 1)})
-    return [(xs[0], 0.0)] + [(xs[k], (k + 1) / n) for k in idx]
+    xs = [v for v, _ in pairs]
+    cum = list(accumulate(w for _, w in pairs))
+    n = cum[-1]
+    ranks: Iterable[int] = range(n)
+    if n > ECDF_POINTS:
+        ranks = sorted({round(i * (n - 1) / ECDF_POINTS) for i in range(ECDF_POINTS + 1)})
+    return [(xs[0], 0.0)] + [(xs[bisect_right(cum, k)], (k + 1) / n) for k in ranks]
 
 
-def ecdf_plot(title: str, xlabel: str, ylabel: str, series: dict[str, list[float]]) -> str:
+def ecdf_plot(
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, list[float]],
+    weights: dict[str, list[int]] | None = None,
+) -> str:
+    """One step line per series; ``weights`` (per series, optional): how many each
+    value stands for (:func:`ecdf_points`)."""
     values = [v for vs in series.values() for v in vs]
     hi = max(values) if values else 1.0
     p = Plot(title, xlabel, ylabel, (0.0, hi), (0.0, 1.0))
     for i, (name, vs) in enumerate(series.items()):
-        p.line(ecdf_points(vs), COLORS[i % len(COLORS)], f"{name} (n={len(vs)})", step=True)
+        ws = None if weights is None else weights.get(name)
+        n = len(vs) if ws is None else sum(ws)
+        p.line(ecdf_points(vs, ws), COLORS[i % len(COLORS)], f"{name} (n={n})", step=True)
     return p.render()
 
 

@@ -12,8 +12,9 @@ statistic, failed ones are counted and listed, cancelled ones are counted):
 - η (scaling efficiency) = total output tok/s ÷ single-request tok/s. Perfect parallel
   scaling at concurrency c gives η = c; ``eta_per_slot`` = η / c gives 1.0.
 - TTFT / TTFO / ITL / TPOT / e2e: p50, p90, p95, p99 over the level (ITL pooled per
-  token). TTFO (first answer token or tool call) equals TTFT for a request that streamed
-  no reasoning.
+  token: each request's per-gap values weighted by the tokens they stand for, never
+  expanded; tui.core.metrics). TTFO (first answer token or tool call) equals TTFT for a
+  request that streamed no reasoning.
 - medians with percentile-bootstrap 95 % intervals over requests (ITL: each request's
   median per-token ITL, since the gaps of one request are not independent samples).
 - reasoning (thinking time, reasoning and answer tokens and tok/s): only for a level where
@@ -43,7 +44,7 @@ from tui.bench.stats.reasoning import reasoned, reasoning_summary
 from tui.bench.stats.samples import N_BOOT, interval_dict, metric_values
 from tui.bench.stats.slo import goodput, meets_slo  # noqa: F401 - meets_slo re-exported
 from tui.bench.stats.workload import workload_summary
-from tui.core.stats import median, ratio_ci, summarize
+from tui.core.stats import median, ratio_ci, summarize, summarize_weighted
 
 CI_METRICS = ("decode_tps", "prefill_tps", "ttft_ms", "ttfo_ms", "itl_ms", "tpot_ms", "e2e_ms")
 PERCENTILE_METRICS = ("ttft_ms", "ttfo_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -74,6 +75,7 @@ def summarize_level(
     total_tps = tokens / wall if wall and ok else None
     eta = total_tps / single_tps if (total_tps and single_tps) else None
     pooled_itl = [x for r in ok for x in r.metrics.itl_token_ms]
+    pooled_weights = [w for r in ok for w in r.metrics.itl_token_weights]
     out: dict[str, Any] = {
         "label": level.label,
         "kind": level.kind,
@@ -96,7 +98,7 @@ def summarize_level(
         "percentiles": {
             "ttft_ms": summarize(metric_values(ok, "ttft_ms")).to_dict(),
             "ttfo_ms": summarize(metric_values(ok, "ttfo_ms")).to_dict(),
-            "itl_ms": summarize(pooled_itl).to_dict(),
+            "itl_ms": summarize_weighted(pooled_itl, pooled_weights).to_dict(),
             "tpot_ms": summarize(metric_values(ok, "tpot_ms")).to_dict(),
             "e2e_ms": summarize(metric_values(ok, "e2e_ms")).to_dict(),
         },

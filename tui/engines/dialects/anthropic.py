@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
+from tui.engines.dialects.fields import engine_message, engine_word
 from tui.engines.http.stream_errors import StreamServerError
 
 STOP_REASONS = {
@@ -33,6 +34,12 @@ STOP_REASONS = {
     "max_tokens": "length",
     "tool_use": "tool_calls",
 }
+
+
+def stop_reason(reason: Any) -> str:
+    """Anthropic's ``stop_reason`` as a finish reason ("stop" where it gave none)."""
+    word = engine_word(reason)
+    return STOP_REASONS.get(word, word) if word else "stop"
 
 
 class AnthropicDecoder(StreamDecoder):
@@ -90,14 +97,14 @@ class AnthropicDecoder(StreamDecoder):
         elif kind == "error":
             err = obj.get("error")
             msg = err.get("message") if type(err) is dict else None
-            raise StreamServerError(str(msg or "the server reported an error")[:300])
+            raise StreamServerError(engine_message(msg or "the server reported an error"))
 
     def _delta(self, obj: dict[str, Any], t_ns: int) -> None:
         delta = obj.get("delta")
         if type(delta) is dict:
             reason = delta.get("stop_reason")
             if reason and type(reason) is str:
-                self.finish_reason = STOP_REASONS.get(reason, reason[:40])
+                self.finish_reason = stop_reason(reason)
         self.take_usage(obj.get("usage"), t_ns)
 
     def take_usage(self, usage: Any, t_ns: int) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.core.events import ANSWER, REASONING, TOOL, Failed, Finished, StreamEvent, TextChunk, Usage
+from tui.engines.dialects.fields import LLAMA_TIMINGS, kept_numbers
 from tui.engines.dialects.think import ThinkSplitter
 from tui.engines.http.stream_errors import StreamProtocolError
 from tui.transport.sse import NDJSONDecoder, SSEDecoder
@@ -115,7 +116,8 @@ class StreamDecoder:
         self.response_model: str | None = None  # the model the answer names (first seen)
         self.usage_t_ns: int | None = None  # when the server's counts came
         self.last_t_ns: int | None = None  # the last payload's stamp
-        self.extra: dict[str, Any] = {}  # server-specific fields (llama-server's timings)
+        # server-specific fields, by name (llama-server's timings: .fields's allow-list)
+        self.extra: dict[str, Any] = {}
         self.think = ThinkSplitter()
         self.tools = ToolCallText()
         self.closed = False  # close() ran: the counts went out as Usage
@@ -199,6 +201,11 @@ class StreamDecoder:
         """Text held back, and an open tool call's ``)``, at the end of the answer."""
         self.think.flush(t_ns, emit)
         self.tool_end(t_ns, emit)
+
+    def take_timings(self, timings: Any) -> None:
+        """llama-server's ``timings`` object, its documented numbers only (:mod:`.fields`)."""
+        if type(timings) is dict:
+            self.extra["timings"] = kept_numbers(timings, LLAMA_TIMINGS)
 
     def usage_event(self) -> Usage | None:
         """What the server counted, as a Usage event (None: it counted nothing)."""

@@ -4,7 +4,9 @@ stream.
 ``timings`` (on the last chunk of an OpenAI-API stream, on ``/completion``'s last
 payload, on every chunk with ``timings_per_token``): prompt_n (prompt tokens evaluated;
 prefix-cache hits excluded), prompt_ms, predicted_n, predicted_ms, predicted_per_second,
-cache_n (prompt tokens reused from the cache). predicted_ms spans first to last generated
+cache_n (prompt tokens reused from the cache), draft_n and draft_n_accepted (speculative
+decoding); the engine's report keeps these documented numbers only
+(:data:`.fields.LLAMA_TIMINGS`). predicted_ms spans first to last generated
 token, so the engine's decode speed is (predicted_n − 1) / predicted_ms — the same
 definition as ours, and exactly llama-server's predicted_per_second.
 
@@ -20,6 +22,12 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
 from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.fields import (
+    LLAMA_TIMINGS,
+    engine_message,
+    engine_word,
+    kept_numbers,
+)
 from tui.engines.http.stream_errors import StreamServerError
 from tui.transport.http_io import error_message_from_body
 
@@ -51,18 +59,27 @@ def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) ->
         decode_ms=num(timings, "predicted_ms"),
         cached_tokens=cache_n,
         source="llama-server timings",
-        raw={k: v for k, v in timings.items() if isinstance(v, int | float | bool)},
+        raw=kept_numbers(timings, LLAMA_TIMINGS),
     )
+
+
+def decoder_truth(decoder: StreamDecoder) -> EngineTruth | None:
+    """The engine's report from the ``timings`` a stream carried (None: it carried none),
+    with the totals the decoder counted (a count it found no count is not taken back
+    from the server's ``usage``)."""
+    timings = decoder.extra.get("timings")
+    if type(timings) is not dict:
+        return None
+    counted = {"prompt_tokens": decoder.prompt_tokens, "completion_tokens": decoder.output_tokens}
+    return truth_from_timings(timings, counted)
 
 
 def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usage]:
     """The engine's report from the ``timings`` a stream carried (none: []); and, when
     the client asked for no usage, the engine's counts as Usage."""
-    timings = decoder.extra.get("timings")
-    if type(timings) is not dict:
+    truth = decoder_truth(decoder)
+    if truth is None:
         return []
-    usage = getattr(decoder, "usage", None)
-    truth = truth_from_timings(timings, usage if type(usage) is dict else None)
     out: list[EngineReport | Usage] = []
     if decoder.output_tokens is None and decoder.prompt_tokens is None:
         out.append(Usage(t_ns, truth.prompt_tokens, truth.output_tokens))
@@ -85,15 +102,15 @@ class LlamaCompletionDecoder(StreamDecoder):
     def take(self, obj: dict[str, Any], t_ns: int, emit: Emit) -> None:
         """One payload, parsed (also a whole answer not streamed, :mod:`.whole`)."""
         if obj.get("error"):
-            raise StreamServerError(error_message_from_body(json.dumps(obj).encode(), "json"))
+            body = json.dumps(obj).encode()
+            raise StreamServerError(engine_message(error_message_from_body(body, "json")))
         text = obj.get("content")
         if text and type(text) is str:
             self.answer(t_ns, text, None, emit)
         if obj.get("stop") is True:
             self.complete = True
             self.final, self.final_t_ns = obj, t_ns
-            reason = obj.get("stop_type")
-            self.finish_reason = str(reason)[:40] if reason else "stop"
+            self.finish_reason = engine_word(obj.get("stop_type")) or "stop"
             self.usage_t_ns = t_ns
             self.prompt_tokens = count(obj.get("tokens_evaluated"))
             self.output_tokens = count(obj.get("tokens_predicted"))

@@ -22,22 +22,12 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
 from tui.engines.dialects.base import Emit, StreamDecoder, model_name
+from tui.engines.dialects.fields import OLLAMA_FINAL, engine_message, engine_word, kept_numbers
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count
 TOOL_ARGS_SHOWN = 64 * 1024  # characters of one whole tool call's arguments kept as text
-# The fields of the done line kept verbatim in the engine's report: numbers only, so no
-# text of a request (``response``, ``thinking``, ``context``) ever reaches a report, a
-# session log or the proxy's --events file.
-RAW_FIELDS = (
-    "total_duration",
-    "load_duration",
-    "prompt_eval_count",
-    "prompt_eval_duration",
-    "eval_count",
-    "eval_duration",
-)
 
 
 def truth_from_final(final: dict[str, Any]) -> EngineTruth:
@@ -59,11 +49,9 @@ def truth_from_final(final: dict[str, Any]) -> EngineTruth:
             return None  # a count no float can hold would break every rate
         return int(v)
 
-    raw: dict[str, Any] = {}
-    for key in RAW_FIELDS:
-        v = final.get(key)
-        if type(v) is int and abs(v) < MAX_COUNT or type(v) is float and math.isfinite(v):
-            raw[key] = v
+    # the done line's numbers only (.fields): no text of a request (``response``,
+    # ``thinking``, ``context``) ever reaches a report, a session log or --events
+    raw: dict[str, Any] = dict(kept_numbers(final, OLLAMA_FINAL))
     if "prompt_eval_count" not in final:
         raw["note"] = "prompt_eval_count omitted (Ollama omits zero: a prompt-cache hit)"
     eval_count = count("eval_count")
@@ -120,7 +108,7 @@ class OllamaDecoder(StreamDecoder):
         if self.response_model is None:
             self.response_model = model_name(obj.get("model"))
         if obj.get("error"):
-            raise StreamServerError(f"server error: {str(obj['error'])[:300]}")
+            raise StreamServerError(f"server error: {engine_message(obj['error'])}")
         msg = obj.get("message")
         if type(msg) is dict:
             thinking, text, calls = msg.get("thinking"), msg.get("content"), msg.get("tool_calls")
@@ -141,8 +129,7 @@ class OllamaDecoder(StreamDecoder):
         if obj.get("done") is True:
             self.complete = True
             self.final, self.final_t_ns = obj, t_ns
-            reason = obj.get("done_reason")
-            self.finish_reason = str(reason)[:40] if reason else "stop"
+            self.finish_reason = engine_word(obj.get("done_reason")) or "stop"
             truth = truth_from_final(obj)
             self.usage_t_ns = t_ns
             self.prompt_tokens = truth.prompt_eval_tokens

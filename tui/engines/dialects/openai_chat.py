@@ -12,8 +12,15 @@ Each SSE ``data`` payload is a ``chat.completion.chunk`` (or ``text_completion``
 - ``usage`` (``stream_options.include_usage``): on a last chunk whose ``choices`` is
   ``[]``, absent or ``null``; ``completion_tokens_details.reasoning_tokens`` is the
   reasoning part; ``prompt_tokens_details.cached_tokens`` the cached prompt. A usage on
-  every chunk (vLLM's continuous usage) gives each chunk its token count;
-- ``timings`` (llama-server), ``x_groq``, ``system_fingerprint``: kept in ``extra``.
+  every chunk (vLLM's continuous usage) gives each chunk its token count: the rise of
+  ``completion_tokens`` since the previous usage. A streamed token takes at least one
+  byte of the payloads that bring it, so a rise larger than the bytes of the payloads
+  since the previous usage is a count no chunk could carry: from then on the stream's
+  completion counts are not counts (no per-chunk count, no output or reasoning total;
+  the metrics estimate them, and say so). A usage only at the end is not held to it
+  (hidden reasoning is counted there and never streamed);
+- ``timings`` (llama-server): its documented numbers kept in ``extra``
+  (:mod:`.fields`); no other field of a payload is kept.
 
 A role-only or empty delta is no token (its bytes still mark the first byte).
 """
@@ -30,10 +37,9 @@ from tui.engines.dialects.base import (
     model_name,
     text_of,
 )
+from tui.engines.dialects.fields import engine_message, engine_word
 from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
-
-_EXTRA_KEYS = frozenset(("timings", "x_groq", "system_fingerprint"))  # server-specific, kept
 
 
 class OpenAIChatDecoder(StreamDecoder):
@@ -44,13 +50,17 @@ class OpenAIChatDecoder(StreamDecoder):
         self.endpoint = endpoint
         self.usage: dict[str, Any] | None = None  # the last usage object, as sent
         self.counted_tokens = 0  # running completion_tokens (continuous usage)
+        self.carried = 0  # bytes of the payloads since the last usage (what a rise can be)
+        self.miscounted = False  # a rise no chunk could carry came: counts are no counts
         self.tool_index: Any = None  # the index of the tool call being written
 
     def payload(self, data: str | bytes, t_ns: int, emit: Emit) -> None:
+        self.carried += len(data)
         try:
             obj = json_loads(data)
         except (ValueError, RecursionError):  # (json, without orjson: nested too deep)
             if isinstance(data, bytes):  # as text: invalid UTF-8 becomes U+FFFD
+                self.carried -= len(data)  # (counted again as text)
                 return self.payload(data.decode("utf-8", "replace"), t_ns, emit)
             if data.strip() == "[DONE]":
                 self.complete = True
@@ -61,17 +71,16 @@ class OpenAIChatDecoder(StreamDecoder):
         get = obj.get
         if get("error"):
             raw = data if isinstance(data, bytes) else data.encode()
-            raise StreamServerError(error_message_from_body(raw, "json"))
+            raise StreamServerError(engine_message(error_message_from_body(raw, "json")))
         if self.response_model is None:
             self.response_model = model_name(get("model"))
         usage = get("usage")
+        choices = get("choices")
         tokens: int | None = None
         if type(usage) is dict:
-            tokens = self.take_usage(usage, t_ns)
-        if not _EXTRA_KEYS.isdisjoint(obj):
-            for key in _EXTRA_KEYS & obj.keys():
-                self.extra[key] = obj[key]
-        choices = get("choices")
+            tokens = self.take_usage(usage, t_ns, per_chunk=bool(choices))
+        if "timings" in obj:
+            self.take_timings(obj["timings"])
         if not choices:
             return None
         if type(choices) is not list:
@@ -90,9 +99,9 @@ class OpenAIChatDecoder(StreamDecoder):
                 delta = ch.get("delta")
                 if delta and type(delta) is dict:
                     k = self._delta(delta, t_ns, k, emit)
-            reason = ch.get("finish_reason")
+            reason = engine_word(ch.get("finish_reason"))
             if reason:
-                self.finish_reason = str(reason)
+                self.finish_reason = reason
         return None
 
     def _delta(self, delta: dict[str, Any], t_ns: int, k: int | None, emit: Emit) -> int | None:
@@ -146,18 +155,28 @@ class OpenAIChatDecoder(StreamDecoder):
             k = 0 if k is not None else None
         return k
 
-    def take_usage(self, usage: dict[str, Any], t_ns: int) -> int | None:
-        """Keep the server's counts; the tokens this chunk adds (continuous usage)."""
+    def take_usage(self, usage: dict[str, Any], t_ns: int, per_chunk: bool = False) -> int | None:
+        """Keep the server's counts; the tokens this chunk adds (continuous usage: a
+        usage before this one, or on a chunk with choices — ``per_chunk``), None where
+        the rise is more than the payloads since the last usage could carry (the module
+        docstring)."""
+        continuous = per_chunk or self.usage is not None
         self.usage, self.usage_t_ns = usage, t_ns
         self.prompt_tokens = count(usage.get("prompt_tokens"))
+        cached = usage.get("prompt_tokens_details")
+        if type(cached) is dict:
+            self.cached_tokens = count(cached.get("cached_tokens"))
         ct = count(usage.get("completion_tokens"))
+        carried, self.carried = self.carried, 0
+        if ct is not None and continuous and ct - self.counted_tokens > carried:
+            self.miscounted = True
+        if self.miscounted:
+            self.output_tokens = self.reasoning_tokens = None
+            return None
         self.output_tokens = ct
         details = usage.get("completion_tokens_details")
         if type(details) is dict:
             self.reasoning_tokens = count(details.get("reasoning_tokens"))
-        cached = usage.get("prompt_tokens_details")
-        if type(cached) is dict:
-            self.cached_tokens = count(cached.get("cached_tokens"))
         if ct is None:
             return None
         added = ct - self.counted_tokens

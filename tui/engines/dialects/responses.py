@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
+from tui.engines.dialects.fields import engine_message, engine_word
 from tui.engines.http.stream_errors import StreamServerError
 
 _REASONING = frozenset(
@@ -44,11 +45,11 @@ def _error_text(obj: dict[str, Any]) -> str:
     if type(err) is dict:
         msg = err.get("message") or err.get("code")
         if msg:
-            return str(msg)[:300]
+            return engine_message(msg)
     if type(err) is str and err:
-        return err[:300]
+        return engine_message(err)
     msg = obj.get("message")
-    return str(msg)[:300] if msg else "the server reported an error"
+    return engine_message(msg) if msg else "the server reported an error"
 
 
 class ResponsesDecoder(StreamDecoder):
@@ -85,8 +86,8 @@ class ResponsesDecoder(StreamDecoder):
                 self.tool_end(t_ns, emit)
         elif kind in _END:
             self.take_end(obj.get("response"), _END[kind], t_ns)
-            if type(obj.get("timings")) is dict:  # llama-server's own numbers
-                self.extra["timings"] = obj["timings"]
+            if "timings" in obj:  # llama-server's own numbers
+                self.take_timings(obj["timings"])
         elif kind == "response.failed":
             response = obj.get("response")
             raise StreamServerError(_error_text(response if type(response) is dict else obj))
@@ -103,9 +104,9 @@ class ResponsesDecoder(StreamDecoder):
         if type(response) is not dict:
             return
         details = response.get("incomplete_details")
-        if type(details) is dict and details.get("reason"):
-            why = str(details["reason"])
-            self.finish_reason = "length" if why == "max_output_tokens" else why[:40]
+        why = engine_word(details.get("reason")) if type(details) is dict else None
+        if why:
+            self.finish_reason = "length" if why == "max_output_tokens" else why
         usage = response.get("usage")
         if type(usage) is not dict:
             return

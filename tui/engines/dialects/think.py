@@ -13,7 +13,14 @@ still be blank space or the start of a tag is held back until a later chunk says
 is, then emitted joined with that chunk's text, stamped when the *first* of it arrived
 (TTFT stays the first token's time). The tags themselves are dropped; the token counts of
 what was held or dropped move to the next chunk emitted, so per-chunk counts still add up
-to the engine's. Memory: the held text is blank space or less than a tag.
+to the engine's.
+
+Bounds: linear in the text. Held text is kept as its pieces, joined once when it goes
+out; a chunk is looked at alone (after blank text only the chunk itself is stripped; after
+the start of a tag only that start, under 7 characters, is joined to it). At most
+:data:`BLANK_LIMIT` characters of blank text are held: past that, no ``<think>`` is
+awaited any more, and the blank text and all after it are answer. Memory: the held text
+is at most that much blank space and less than a tag.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from tui.core.events import ANSWER, REASONING, StreamEvent, TextChunk
 
 OPEN = "<think>"
 CLOSE = "</think>"
+BLANK_LIMIT = 4096  # characters of blank text held before a <think>; past it: answer
 _START, _IN, _OUT = 0, 1, 2
 
 
@@ -38,11 +46,22 @@ def _partial_suffix(text: str, tag: str) -> int:
 class ThinkSplitter:
     """Splits one answer's text into reasoning and answer (see the module docstring)."""
 
-    __slots__ = ("state", "held", "held_t", "held_tokens", "passing", "after_close")
+    __slots__ = (
+        "state",
+        "held",
+        "held_chars",
+        "tag_start",
+        "held_t",
+        "held_tokens",
+        "passing",
+        "after_close",
+    )
 
     def __init__(self) -> None:
         self.state = _START
-        self.held = ""
+        self.held: list[str] = []  # the pieces of text held back, in order
+        self.held_chars = 0
+        self.tag_start = ""  # before a decision: the visible text held ("<thi"), if any
         self.held_t: int | None = None  # when the first held text arrived
         self.held_tokens: int | None = None
         self.passing = False  # decided: no think block; text passes untouched
@@ -52,16 +71,21 @@ class ThinkSplitter:
         """Held text and counts joined with this chunk's, stamped when the first came."""
         if self.held_t is not None:
             t_ns = self.held_t
-        text, held = self.held + text, self.held_tokens
-        self.held, self.held_t, self.held_tokens = "", None, None
+        if self.held:
+            text = "".join(self.held) + text
+        held = self.held_tokens
+        self.held, self.held_chars, self.tag_start = [], 0, ""
+        self.held_t, self.held_tokens = None, None
         if held is not None:
             tokens = held + (tokens or 0)
         return t_ns, text, tokens
 
     def _hold(self, t_ns: int, text: str, tokens: int | None) -> None:
-        if text and self.held_t is None:
-            self.held_t = t_ns
-        self.held += text
+        if text:
+            if self.held_t is None:
+                self.held_t = t_ns
+            self.held.append(text)
+            self.held_chars += len(text)
         if tokens is not None:
             self.held_tokens = (self.held_tokens or 0) + tokens
 
@@ -70,12 +94,22 @@ class ThinkSplitter:
     ) -> None:
         """One chunk of answer text, stamped ``t_ns``, carrying ``tokens``."""
         t_now = t_ns
-        t_ns, text, tokens = self._take(t_ns, text, tokens)
         if self.state == _START:
-            visible = text.lstrip()
-            if not visible or (len(visible) < len(OPEN) and OPEN.startswith(visible)):
-                self._hold(t_ns, text, tokens)  # blank, or "<thi": not decided yet
+            # what is visible of the held text and this chunk: the held text is blank
+            # space, then perhaps the start of a tag (which is never blank)
+            visible = self.tag_start + text if self.tag_start else text.lstrip()
+            if not visible:  # blank: hold it, up to the bound
+                self._hold(t_ns, text, tokens)
+                if self.held_chars > BLANK_LIMIT:  # no tag will come: the text is answer
+                    self.state, self.passing = _OUT, True
+                    t_ns, text, tokens = self._take(t_ns, "", None)
+                    emit(TextChunk(t_ns, text, tokens))
                 return
+            if len(visible) < len(OPEN) and OPEN.startswith(visible):
+                self._hold(t_ns, text, tokens)  # "<thi": not decided yet
+                self.tag_start = visible
+                return
+            t_ns, text, tokens = self._take(t_ns, text, tokens)
             if not visible.startswith(OPEN):
                 self.state, self.passing = _OUT, True
                 emit(TextChunk(t_ns, text, tokens))
@@ -83,6 +117,8 @@ class ThinkSplitter:
             self.state = _IN
             text = visible[len(OPEN) :]
             t_ns = t_now  # the tag is not text: what follows it came now
+        else:
+            t_ns, text, tokens = self._take(t_ns, text, tokens)
         if self.state == _IN:
             end = text.find(CLOSE)
             if end < 0:

@@ -23,8 +23,9 @@ import json
 from typing import Any
 
 from tui.core.events import EngineReport, Finished, StreamEvent
-from tui.engines.dialects.anthropic import STOP_REASONS, AnthropicDecoder
+from tui.engines.dialects.anthropic import AnthropicDecoder, stop_reason
 from tui.engines.dialects.base import Emit, StreamDecoder, count
+from tui.engines.dialects.fields import engine_word
 from tui.engines.dialects.llama import LlamaCompletionDecoder, timings_events
 from tui.engines.dialects.ollama import TOOL_ARGS_SHOWN, OllamaDecoder, truth_from_final
 from tui.engines.dialects.openai_chat import OpenAIChatDecoder
@@ -67,13 +68,14 @@ def _chat(obj: dict[str, Any], t_ns: int, emit: Emit, endpoint: str) -> StreamDe
                     _tool(dec, t_ns, fn.get("name"), fn.get("arguments"), emit)
         elif _str(ch.get("text")):
             dec.answer(t_ns, ch["text"], None, emit)
-        if ch.get("finish_reason"):
-            dec.finish_reason = str(ch["finish_reason"])[:40]
+        reason = engine_word(ch.get("finish_reason"))
+        if reason:
+            dec.finish_reason = reason
     usage = obj.get("usage")
     if type(usage) is dict:
         dec.take_usage(usage, t_ns)
-    if type(obj.get("timings")) is dict:
-        dec.extra["timings"] = obj["timings"]
+    if "timings" in obj:
+        dec.take_timings(obj["timings"])
     return dec
 
 
@@ -111,8 +113,7 @@ def _anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
         elif kind in ("tool_use", "server_tool_use"):
             _tool(dec, t_ns, block.get("name"), block.get("input"), emit)
     dec.take_usage(obj.get("usage"), t_ns)
-    reason = obj.get("stop_reason")
-    dec.finish_reason = STOP_REASONS.get(reason, str(reason)[:40]) if reason else "stop"
+    dec.finish_reason = stop_reason(obj.get("stop_reason"))
     return dec
 
 

@@ -23,7 +23,7 @@ from tui.core.events import EngineTruth
 from tui.core.kv import UnsupportedLayout, layout_from_metadata
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.engines.dialects.base import StreamDecoder
-from tui.engines.dialects.llama import truth_from_timings
+from tui.engines.dialects.llama import decoder_truth
 from tui.engines.files.gguf import read_gguf_metadata
 from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.http_io import TRANSPORT_ERRORS
@@ -83,11 +83,7 @@ class LlamaServerEngine(OpenAICompatEngine):
         return await self.request_metrics()
 
     def engine_truth(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
-        timings = state.extra.get("timings")
-        if not isinstance(timings, dict):
-            return None
-        usage = getattr(state, "usage", None)
-        return truth_from_timings(timings, usage if isinstance(usage, dict) else None)
+        return decoder_truth(state)
 
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
