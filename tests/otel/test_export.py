@@ -90,7 +90,9 @@ def test_a_dead_collector_drops_and_counts_never_holds(tmp_path) -> None:
         closed_in = time.perf_counter() - t_close
     # never more than the queue held: everything else dropped at publish, counted
     assert ex.stats.spans_exported == 0 and ex.stats.spans_dropped == 1000
-    assert ex.stats.batches_failed >= 1 and len(notes) == 1 and "failed" in notes[0]
+    assert ex.stats.batches_failed >= 1
+    # said once for the spans, and at most once for the metrics
+    assert len([n for n in notes if "batches are dropped" in n]) == 1 and len(notes) <= 2
     assert per_publish < 0.001  # an append, not a network call (margin: ~100x)
     assert closed_in < 6
 

@@ -157,7 +157,6 @@ class OtelExporter:
         self._metrics: Any = None  # the OTLP/HTTP metric exporter
         self.metric_interval_s = metric_interval_s
         self._next_metrics = time.monotonic() + metric_interval_s
-        self._metrics_ok = True
         if metrics:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
                 OTLPMetricExporter,
@@ -210,12 +209,13 @@ class OtelExporter:
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Export what is queued now and the metrics' current values (tests, and the end
-        of ``infertop run``); True when both went through."""
+        of ``infertop run``); True when the spans went through (the metrics' failures are
+        counted and said apart: a receiver of traces only takes none)."""
         done = threading.Event()
         with self._lock:
             self._flush_waiters.append(done)
         self._wake.set()
-        return done.wait(timeout_s) and self.stats.last_error is None and self._metrics_ok
+        return done.wait(timeout_s) and self.stats.last_error is None
 
     # -- the export thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -257,9 +257,14 @@ class OtelExporter:
             result = self._metrics.export(data)
         except Exception:  # noqa: BLE001 - counted as a failure, as a batch of spans is
             result = None
-        self._metrics_ok = result == MetricExportResult.SUCCESS
-        if not self._metrics_ok:
-            self.stats.metric_failures += 1
+        if result == MetricExportResult.SUCCESS:
+            return
+        self.stats.metric_failures += 1
+        if self.stats.metric_failures == 1 and self.note is not None:
+            self.note(
+                f"OTLP metrics to {self.endpoint} were not taken (a receiver of traces only, "
+                "such as Phoenix, takes none); spans go on, metrics are kept and sent again"
+            )
 
     def _export(self, batch: list[RequestOutcome], content: dict[str, Any]) -> None:
         spans = []
