@@ -246,13 +246,6 @@ def serve(config: Any, evidence: str, log: bool, sched: str = "", handoff: Any =
             for sink in handoff.sinks:
                 proxy.outcomes.add(sink)
             proxy.metrics.extra.append(handoff.exposition)
-            if handoff.sinks:
-                # the exporter's and the rules' threads do Python work: a forwarding
-                # thread woken meanwhile gets the GIL within 0.2 ms, not the default 5
-                # (tui/core/pauses.py)
-                from tui.core.pauses import GIL_SWITCH_INTERVAL_S
-
-                sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         if log:
             proxy.book.on_end = _log_line
         try:

@@ -149,6 +149,8 @@ class OtelExporter:
         self._queue: deque[RequestOutcome] = deque()
         self._content: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._flush_waiters: list[threading.Event] = []
+        self._backoff = 0.0  # seconds the export rests after a failed batch (doubling)
+        self._retry_at = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -267,16 +269,23 @@ class OtelExporter:
             )
 
     def _export(self, batch: list[RequestOutcome], content: dict[str, Any]) -> None:
+        # after a failed batch, the next ones are dropped unbuilt until the back-off ends
+        # (1 s, doubling to 60 s): a dead collector costs no encoding, only a count
+        resting = time.monotonic() < self._retry_at
         spans = []
         for o in batch:
             try:
-                own = o.source in ("chat", "run") and self.capture_content
-                spans.append(self._readable(span_of(o, content.get(o.id) if own else None)))
                 if self._table is not None:
                     for spec, values, attrs in points_of(o, self._models):
                         self._table.record(spec, values, attrs)
+                if not resting:
+                    own = o.source in ("chat", "run") and self.capture_content
+                    spans.append(self._readable(span_of(o, content.get(o.id) if own else None)))
             except Exception as e:  # noqa: BLE001 - one bad outcome must not stop export
                 log.warning("could not export request %s: %s", o.id, e)
+        if resting:
+            self.stats.spans_dropped += len(batch)
+            return
         if not spans:
             return
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -290,10 +299,13 @@ class OtelExporter:
         if result == SpanExportResult.SUCCESS:
             self.stats.spans_exported += len(spans)
             self.stats.last_error = None
+            self._backoff = 0.0
             return
         self.stats.spans_dropped += len(spans)
         self.stats.batches_failed += 1
         self.stats.last_error = why
+        self._backoff = min(60.0, max(1.0, self._backoff * 2))
+        self._retry_at = time.monotonic() + self._backoff
         if not self._noted_failure and self.note is not None:
             self._noted_failure = True
             self.note(
