@@ -35,6 +35,7 @@ stamped with the kernel's receive time.
     .venv/bin/python -m benchmarks.proxy_overhead                  # the full run (~4 min)
     .venv/bin/python -m benchmarks.proxy_overhead --quick          # a smoke run (~40 s)
     .venv/bin/python -m benchmarks.proxy_overhead --one-stream --rounds 48  # 1 stream only
+    .venv/bin/python -m benchmarks.proxy_overhead --ledger-too --skip-soak  # ledger on ÷ off
 
 Goals (issue 22): added TTFT p50 ≤ 0.3 ms and p99 ≤ 2 ms; CPU per token within 2× nginx's;
 256 streams held 60 s with every request accounted for. Timing on a shared 2-core machine
@@ -291,9 +292,46 @@ def path_rows(res: dict[str, Result]) -> list[str]:
     return out
 
 
-def slices(args: argparse.Namespace) -> tuple[float, bool, Path | None]:
-    """start_servers' scheduler slices and the older proxy (--before), as asked."""
-    return args.nginx_slice_ms, args.default_slice_too, args.before
+def slices(args: argparse.Namespace) -> tuple[float, bool, Path | None, bool]:
+    """start_servers' scheduler slices, the older proxy (--before) and the ledger's
+    on/off pair (--ledger-too), as asked."""
+    return args.nginx_slice_ms, args.default_slice_too, args.before, args.ledger_too
+
+
+def ledger_rows(servers: Servers) -> int:
+    """The requests ours wrote to its ledger (the workload check of --ledger-too)."""
+    import sqlite3
+
+    path = servers.workdir / "ledger.sqlite3"
+    if not path.exists():
+        return 0
+    deadline = time.monotonic() + 10
+    con = sqlite3.connect(str(path))
+    try:
+        n = -1
+        while time.monotonic() < deadline:  # the last rows are on their way to the file
+            now = int(con.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
+            if now == n:
+                return now
+            n = now
+            time.sleep(0.5)
+        return n
+    finally:
+        con.close()
+
+
+def ledger_ratio_rows(res: dict[str, Result]) -> list[str]:
+    """Ledger on (ours) ÷ off (ours@no-ledger), the same rounds."""
+    on, off = res["ours"], res["ours@no-ledger"]
+    if not on.ttft_ms or not off.ttft_ms:
+        return ["ledger on ÷ off: no results"]
+    out = ["ledger on (ours) ÷ off (ours@no-ledger), p50, same rounds:"]
+    for label, attr in (("TTFT", "ttft_ms"), ("TTFT less the server's wait", "path_ttft_ms")):
+        a, b = percentile(getattr(on, attr), 50), percentile(getattr(off, attr), 50)
+        out.append(f"  {label}: {a:.3f} ÷ {b:.3f} ms = {a / b:.3f}")
+    a, b = added(res, "ours", "ttft_ms", 50), added(res, "ours@no-ledger", "ttft_ms", 50)
+    out.append(f"  added TTFT (− direct's): {a:+.3f} vs {b:+.3f} ms (difference {a - b:+.3f} ms)")
+    return out
 
 
 def run(args: argparse.Namespace) -> list[str]:
@@ -322,6 +360,8 @@ def run(args: argparse.Namespace) -> list[str]:
         for name, r in res.items():
             lines.append(latency_row(name, r, res))
         lines += path_rows(res)
+        if args.ledger_too:
+            lines += ledger_ratio_rows(res)
     if args.one_stream:
         return lines
     servers = start_servers(args.cpu_interval_ms, 256, None, *slices(args))
@@ -329,6 +369,7 @@ def run(args: argparse.Namespace) -> list[str]:
         cpu = asyncio.run(
             measure_cpu(servers, args.cpu_streams, 256, args.cpu_requests, args.cpu_rounds)
         )
+        recorded = ledger_rows(servers) if args.ledger_too else 0
     finally:
         servers.stop()
     lines.append(
@@ -343,6 +384,13 @@ def run(args: argparse.Namespace) -> list[str]:
         lines.append(f"ours ÷ nginx: {med['ours'] / med['nginx']:.2f}×")
         if "before" in med:
             lines.append(f"before ÷ nginx: {med['before'] / med['nginx']:.2f}×")
+    if args.ledger_too:
+        lines.append(
+            f"ledger on ÷ off (CPU per token): {med['ours'] / med['ours@no-ledger']:.3f} "
+            f"({recorded} requests in ours' ledger, {args.cpu_rounds * args.cpu_requests} sent)"
+        )
+    if args.skip_soak:
+        return lines
     events = Path(tempfile.mkdtemp()) / "events.jsonl"
     servers = start_servers(args.soak_interval_ms, args.soak_streams + 8, events)
     try:
@@ -377,6 +425,7 @@ def main() -> int:
     ap.add_argument("--cpu-interval-ms", type=float, default=4.0)
     ap.add_argument("--cpu-requests", type=int, default=64)
     ap.add_argument("--cpu-rounds", type=int, default=6)
+    ap.add_argument("--skip-soak", action="store_true", help="no soak at the end")
     ap.add_argument("--soak-streams", type=int, default=256)
     ap.add_argument("--soak-s", type=float, default=60.0)
     ap.add_argument("--soak-tokens", type=int, default=100)
@@ -398,6 +447,12 @@ def main() -> int:
         metavar="DIR",
         help="also the proxy of another checkout (its tui/ at DIR: older code), as the path "
         "'before', interleaved with the others in every round",
+    )
+    ap.add_argument(
+        "--ledger-too",
+        action="store_true",
+        help="ours writes its request ledger, and ours@no-ledger (--no-ledger) runs beside it: "
+        "ledger on ÷ off for TTFT and CPU per token",
     )
     ap.add_argument("--out", type=Path, help="also write the report here")
     args = ap.parse_args()

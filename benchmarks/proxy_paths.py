@@ -118,18 +118,27 @@ def request_for_process(pid: int, ns: int) -> list[SliceResult]:
 
 
 def start_ours(
-    pace: str, slice_ms: float | None, events: Path | None, code: Path = ROOT
+    pace: str,
+    slice_ms: float | None,
+    events: Path | None,
+    code: Path = ROOT,
+    ledger: Path | None = None,
 ) -> tuple[Any, str]:
     """``infertop proxy`` in front of ``pace`` (``slice_ms``: its --slice-ms, None: its
-    default; ``code``: the tree whose tui/ runs, this one or an older checkout's):
+    default; ``code``: the tree whose tui/ runs, this one or an older checkout's;
+    ``ledger``: its request ledger there, None: ``--no-ledger``, so a benchmark never
+    writes to the user's own — an older checkout, which has no ledger, is given neither):
     (process, URL)."""
     port = free_port()
     cmd = [sys.executable, "-m", "tui", "proxy", "--upstream", pace, "--listen",
            f"127.0.0.1:{port}", "--kind", "openai"]  # fmt: skip
+    cmd += ["--ledger", str(ledger)] if ledger is not None else ["--no-ledger"]
     if slice_ms is not None:
         cmd += ["--slice-ms", f"{slice_ms:g}"]
     if events is not None:
         cmd += ["--events", str(events)]
+    if code == ROOT:
+        cmd += ["--ledger", str(ledger)] if ledger is not None else ["--no-ledger"]
     env = {**os.environ, "PYTHONPATH": str(code)}  # (cwd too: `-m` puts it first)
     ours = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=code, env=env
@@ -146,11 +155,14 @@ def start_servers(
     nginx_slice_ms: float = 0.0,
     default_slice_too: bool = False,
     before: Path | None = None,
+    ledger_too: bool = False,
 ) -> Servers:
     """The pace server, nginx and ours; ``nginx_slice_ms``: give nginx's processes that
     scheduler slice (tui/core/sched_slice.py), as ours asks for its own; ``default_slice_too``:
     also ours with the kernel's default slice, as the path ``ours@default``; ``before``:
-    also the proxy of another checkout (older code), as the path ``before``."""
+    also the proxy of another checkout (older code), as the path ``before``; ``ledger_too``:
+    ours writes its request ledger (a file in the run's folder), and ``ours@no-ledger``
+    is the same proxy with ``--no-ledger``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
     procs: list[subprocess.Popen[bytes]] = []
     pace_port = free_port()
@@ -207,7 +219,12 @@ def start_servers(
         old, paths["before"] = start_ours(pace, None, None, before)
         procs.append(old)
         cpu_pids["before"] = [old.pid]
-    ours, paths["ours"] = start_ours(pace, None, events)
+    if ledger_too:
+        bare, paths["ours@no-ledger"] = start_ours(pace, None, None)
+        procs.append(bare)
+        cpu_pids["ours@no-ledger"] = [bare.pid]
+    ledger = work / "ledger.sqlite3" if ledger_too else None
+    ours, paths["ours"] = start_ours(pace, None, events, ledger=ledger)
     procs.append(ours)
     cpu_pids["ours"] = [ours.pid]
     return Servers(pace, paths, cpu_pids, procs, work)

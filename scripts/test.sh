@@ -14,4 +14,11 @@ export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
 .venv/bin/ruff check tui tests benchmarks scripts
 .venv/bin/ruff format --check tui tests benchmarks scripts
 .venv/bin/mypy --strict tui
-exec .venv/bin/python -m pytest "$@"
+status=0
+.venv/bin/python -m pytest "$@" || status=$?
+# The whole suite (no arguments): the tests that draw through Textual's private fast paths
+# run again with them off, on Textual's own code (docs/testing.md, the private_paths mark).
+if [ $# -eq 0 ]; then
+  INFERTOP_TEXTUAL_PRIVATE=0 .venv/bin/python -m pytest -q -m private_paths tests/app || status=$?
+fi
+exit "$status"

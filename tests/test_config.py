@@ -54,6 +54,30 @@ def test_example_config_is_valid():
     example = Path(__file__).resolve().parents[1] / "config.example.toml"
     cfg = load_config(example)
     assert cfg.default_engine in cfg.engines
+    # every [ledger] key is documented there, at its default
+    from tui.config import LEDGER_KEYS, LedgerSettings
+
+    text = example.read_text()
+    for key in LEDGER_KEYS:
+        assert f"\n{key} = " in text or f"\n# {key} = " in text, key
+    assert cfg.ledger == LedgerSettings() and cfg.clients == {}
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('[clients]\n"alice" = "x"\n', "not a key fingerprint"),
+        ('[clients]\n"k:0123456789AB" = "x"\n', "not a key fingerprint"),
+        ('[clients]\n"k:0123456789ab" = ""\n', "a name of 1 to 200"),
+        ('[clients]\n"k:0123456789ab" = 3\n', "expected str"),
+        ("[ledger]\nkeep_days = 0\n", "ledger.keep_days"),
+        ("[ledger]\ntop_clients = 5000\n", "ledger.top_clients"),
+        ('[ledger]\nenabled = "yes"\n', "ledger.enabled"),
+    ],
+)
+def test_ledger_and_clients_keys_are_checked(tmp_path, text, words):
+    with pytest.raises(ConfigError, match=words):
+        load_config(write(tmp_path, text))
 
 
 def test_unknown_key_names_file_key_and_line(tmp_path):

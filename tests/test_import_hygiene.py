@@ -22,6 +22,9 @@ HEADLESS = [
     "tui.proxy",
     "tui.proxy.server",
     "tui.proxy.watch",
+    "tui.ledger",
+    "tui.ledger.writer",
+    "tui.ledger.usage",
     "tui.otel.export",
     "tui.alerts.engine",
     "tui.config",
@@ -37,6 +40,7 @@ HEADLESS = [
     "tui.cli.doctor",
     "tui.cli.agent",
     "tui.cli.proxy",
+    "tui.cli.usage",
 ]
 
 
@@ -60,7 +64,8 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.otel', 'tui.alerts'):\n"
+        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.ledger', 'tui.otel',\n"
+        "            'tui.alerts'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -82,7 +87,8 @@ def test_every_headless_module_file_is_checked():
 # both and never import each other; config reads engines' and telemetry's names; fleet,
 # chat and bench build on all of those and never on each other; proxy (forwarding and
 # measuring other clients' traffic) needs only core, transport and the engines' stream
-# readers; app (Textual) draws on top; cli, at the very top, may use anything. Every
+# readers; ledger (the request ledger's file and queries) needs only core; app (Textual)
+# draws on top; cli, at the very top, may use anything. Every
 # package of tui/ is listed (a test below checks it); tui.config_trust and tui.config_keys
 # are config's.
 BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
@@ -98,9 +104,20 @@ LAYERS = {
     "tui.chat": BASE,
     "tui.bench": BASE,
     "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
-    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.otel", "tui.alerts"},
+    "tui.ledger": {"tui.core"},
+    "tui.app": BASE
+    | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger", "tui.otel", "tui.alerts"},
     "tui.cli": BASE
-    | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.app", "tui.otel", "tui.alerts"},
+    | {
+        "tui.fleet",
+        "tui.chat",
+        "tui.bench",
+        "tui.proxy",
+        "tui.ledger",
+        "tui.app",
+        "tui.otel",
+        "tui.alerts",
+    },
 }
 
 

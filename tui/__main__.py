@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("tui.cli.compare", "compare bench reports: B ÷ A ratios with bootstrap intervals"),
     "trust": ("tui.cli.trust", "use a ./infertop.toml: record it as trusted (path + content hash)"),
     "proxy": ("tui.cli.proxy", "forward other clients' requests to a server, measuring each"),
+    "usage": ("tui.cli.usage", "who used the servers, how much: per client, model, day (ledger)"),
 }
 
 
@@ -88,11 +89,13 @@ def main(argv: list[str] | None = None) -> int:
             ("ui_url", "--url"),
             ("ui_model", "--model"),
             ("ui_watch", "--watch"),
+            ("ui_ledger", "--ledger"),
         ):
             if getattr(args, dest, None) is not None:
                 parser.error(f"{flag} before {command!r} is the terminal UI's; put it after it")
-        if getattr(args, "ui_insecure", False):
-            parser.error(f"--insecure before {command!r} is the terminal UI's; put it after it")
+        for dest, flag in (("ui_insecure", "--insecure"), ("ui_no_ledger", "--no-ledger")):
+            if getattr(args, dest, False):
+                parser.error(f"{flag} before {command!r} is the terminal UI's; put it after it")
     if command == "ui":
         module_name = "tui.cli.ui"
     else:

@@ -100,6 +100,20 @@ class DiscoverySettings:
 
 
 @dataclass
+class LedgerSettings:
+    """``[ledger]``: the request ledger (tui/ledger; docs/ledger.md)."""
+
+    enabled: bool = True  # keep every finished request (proxy, run, bench, the TUI)
+    path: str | None = None  # None: the data folder's ledger.sqlite3
+    keep_days: float = 90.0  # requests older than this are deleted
+    max_mb: float = 1024.0  # past this, the oldest requests are deleted
+    queue: int = 4096  # requests waiting to be written before new ones are dropped
+    fingerprints: bool = True  # the proxy takes API keys' fingerprints (never the keys)
+    processes: bool = True  # the proxy looks up a local client's process
+    top_clients: int = 10  # clients /infertop/metrics names apart (the rest: "other")
+
+
+@dataclass
 class OtelSettings:
     """``[otel]``: OpenTelemetry export (docs/otel.md); off unless ``endpoint`` is set."""
 
@@ -120,6 +134,8 @@ class Config:
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     fleet: FleetSettings = field(default_factory=FleetSettings)
     discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
+    ledger: LedgerSettings = field(default_factory=LedgerSettings)
+    clients: dict[str, str] = field(default_factory=dict)  # key fingerprint -> name
     otel: OtelSettings = field(default_factory=OtelSettings)
     alerts: list[AlertRule] = field(default_factory=list)  # [[alerts]] (tui/alerts/rules.py)
     alerting: AlertingSettings = field(default_factory=AlertingSettings)
@@ -174,6 +190,18 @@ DISCOVERY_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "timeout_s": (_NUM, "timeout of each probe request"),
     "gguf_dirs": ((list,), "folders scanned for GGUF files (default: the usual ones)"),
 }
+LEDGER_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "enabled": ((bool,), "keep every finished request in the ledger"),
+    "path": ((str,), "the ledger file (default: the data folder's ledger.sqlite3)"),
+    "keep_days": (_NUM, "delete requests older than this many days"),
+    "max_mb": (_NUM, "delete the oldest requests past this many MiB"),
+    "queue": ((int,), "requests waiting to be written before new ones are dropped"),
+    "fingerprints": ((bool,), "proxy: keep API keys' fingerprints (never the keys)"),
+    "processes": ((bool,), "proxy: look up the local process of a client on this host"),
+    "top_clients": ((int,), "proxy: clients /infertop/metrics names apart (the rest: other)"),
+}
+FINGERPRINT_CHARS = 14  # "k:" and 12 hex digits (tui/proxy/identity.py)
+CLIENT_NAME_CHARS = 200
 OTEL_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "endpoint": ((str,), "OTLP/HTTP collector base URL, or 'env' (OTEL_EXPORTER_OTLP_*)"),
     "capture_content": ((bool,), "the user's own chat: prompt and answer on its spans"),
@@ -294,6 +322,13 @@ def parse_config(text: str, path: Path) -> Config:
                     raise v.error(("discovery", "ports"), f"not a TCP port: {port}")
             for d in cfg.discovery.gguf_dirs or []:
                 v.check(("discovery", "gguf_dirs"), d, (str,))
+        elif key == "ledger":
+            cfg.ledger = LedgerSettings(**v.table(("ledger",), value, LEDGER_KEYS))
+        elif key == "clients":
+            v.check(("clients",), value, (dict,))
+            for fingerprint, name in value.items():
+                _check_client(v, fingerprint, name)
+                cfg.clients[fingerprint] = name
         elif key == "otel":
             cfg.otel = OtelSettings(**v.table(("otel",), value, OTEL_KEYS))
             if cfg.otel.endpoint is not None and cfg.otel.endpoint != "env":
@@ -340,6 +375,10 @@ RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("fleet.window_s", 1, 86_400, True),
     ("fleet.timeout_s", 0, 600, False),
     ("discovery.timeout_s", 0, 60, False),
+    ("ledger.keep_days", 0, 36_500, False),
+    ("ledger.max_mb", 0, 1_048_576, False),
+    ("ledger.queue", 1, 10_000_000, True),
+    ("ledger.top_clients", 0, 1000, True),
     ("otel.metric_interval_s", 0.1, 3600, True),
     ("otel.timeout_s", 0, 120, False),
 )
@@ -375,6 +414,7 @@ def _check_values(cfg: Config, v: Validator) -> None:
         "telemetry": cfg.telemetry,
         "fleet": cfg.fleet,
         "discovery": cfg.discovery,
+        "ledger": cfg.ledger,
         "otel": cfg.otel,
     }
     for rule in RANGES:
@@ -404,6 +444,23 @@ def _check_ab_schedule(cfg: Config, v: Validator) -> None:
         raise v.error(("ui", "ab_schedule"), f"must be one of {', '.join(AB_SCHEDULES)}")
     if ui.ab_concurrent is not None:  # the older key (never beside ab_schedule: see parse)
         ui.ab_schedule = CONCURRENT if ui.ab_concurrent else SEQUENTIAL
+
+
+def _check_client(v: Validator, fingerprint: str, name: object) -> None:
+    """``[clients]``: ``"k:" + 12 hex digits = "a name"`` (``infertop usage`` shows the
+    fingerprints; ``infertop usage --fingerprint`` makes one from a key)."""
+    key = ("clients", fingerprint)
+    hexpart = fingerprint[2:]
+    if (
+        len(fingerprint) != FINGERPRINT_CHARS
+        or not fingerprint.startswith("k:")
+        or any(c not in "0123456789abcdef" for c in hexpart)
+    ):
+        raise v.error(key, "not a key fingerprint (k: and 12 hex digits, as `usage` shows)")
+    v.check(key, name, (str,))
+    assert isinstance(name, str)
+    if not name.strip() or len(name) > CLIENT_NAME_CHARS:
+        raise v.error(key, f"a name of 1 to {CLIENT_NAME_CHARS} characters")
 
 
 def _check_telemetry(v: Validator, name: str, text: str) -> None:

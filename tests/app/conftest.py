@@ -5,6 +5,7 @@ Every UI test uses a fixed terminal size (``SIZE`` unless it says otherwise).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,19 @@ def notifications(app: InfertopApp) -> list[str]:
 @pytest.fixture
 def notes():  # type: ignore[no-untyped-def]
     return notifications
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``INFERTOP_TEXTUAL_PRIVATE=0`` (scripts/test.sh's second run of the
+    ``private_paths`` tests) a test of a fast path itself has nothing to test."""
+    from tui.app.textual_private import SWITCH
+
+    if os.environ.get(SWITCH, "").strip() != "0":
+        return
+    off = pytest.mark.skip(reason=f"tests a Textual fast path, off here ({SWITCH}=0)")
+    for item in items:
+        if item.get_closest_marker("fast_paths") is not None:
+            item.add_marker(off)
 
 
 @pytest.fixture(autouse=True)

@@ -28,6 +28,8 @@ TWO = (
 )
 PROMPT = "Tell me a story about a lighthouse keeper and the sea."
 
+pytestmark = pytest.mark.fast_paths  # the cropped compositor itself
+
 
 def writes(update, console) -> list[tuple[int, int, str]] | None:  # type: ignore[no-untyped-def]
     """(row, column, the text with its styles as escapes) of each write ``update`` makes."""

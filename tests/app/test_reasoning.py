@@ -25,6 +25,8 @@ from tui.app.widgets.metrics_panel import MetricsPanel
 from tui.app.widgets.reasoning_fold import ReasoningFold
 from tui.engines.inprocess.synthetic import THOUGHT
 
+pytestmark = pytest.mark.private_paths  # again with the Textual fallback (docs/testing.md)
+
 THOUGHT_HEAD = " ".join(THOUGHT.split()[:6])  # "The user asks about the two"
 # gen(16) with 8 reasoning tokens in <think> tags and a tool call: the answer as shown
 LOOKUP_ANSWER = 'Prefill reads the whole\n\n⚙ `lookup({"topic": "decode"})`'

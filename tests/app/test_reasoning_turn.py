@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from textual.app import App, ComposeResult
 
 from tests.app.screen_quiet import layouts_from_quiet, quiet
@@ -19,6 +20,8 @@ from tui.app.widgets.metrics_panel import reasoning_text
 from tui.app.widgets.reasoning_fold import thought_title
 from tui.core.events import ANSWER, REASONING, TOOL
 from tui.core.metrics import RequestMetrics
+
+pytestmark = pytest.mark.private_paths  # again with the Textual fallback (docs/testing.md)
 
 LINE = "I should weigh prefill against decode before I answer this one."
 

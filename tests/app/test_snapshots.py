@@ -28,7 +28,8 @@ from tui.telemetry.devices.nvml import NvmlSample
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.system import SystemSample
 
-pytestmark = pytest.mark.engine
+# private_paths: the same pictures with the Textual fallback too (docs/testing.md)
+pytestmark = [pytest.mark.engine, pytest.mark.private_paths]
 
 ANSWER = (
     "**Prefill** processes the whole prompt in one pass; **decode** then produces one "

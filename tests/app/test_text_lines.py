@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
 from tui.app.widgets.text_lines import TextLines
+
+pytestmark = pytest.mark.private_paths  # both drawing paths
 
 
 class Host(App[None]):
@@ -120,6 +123,7 @@ def _cells(strips: list[Any]) -> list[list[tuple[str, Any]]]:
     return [[(seg.text, seg.style) for seg in strip.simplify()] for strip in strips]
 
 
+@pytest.mark.fast_paths
 async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Every line filter Textual may apply (ANSI to truecolor; NO_COLOR's monochrome),
     and none (``ansi_color``), on a dark and a light theme."""
@@ -166,6 +170,7 @@ async def test_the_direct_path_draws_what_textuals_styles_cache_draws(monkeypatc
             assert not app.query_one("#padded", TextLines)._plain_box()
 
 
+@pytest.mark.fast_paths
 async def test_the_direct_path_follows_style_changes_made_later() -> None:
     """Whether a widget is a plain box is kept until its styles change (Textual's count
     of them): an inline style, a class, and an ancestor's opacity, each seen at once."""

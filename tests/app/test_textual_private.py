@@ -29,6 +29,8 @@ from tui.app.textual_private import SWITCH, TESTED, FastPaths, check
 from tui.app.textual_private.compositor import CroppedCompositor
 from tui.app.widgets.engine_bar import EngineBar
 
+pytestmark = pytest.mark.private_paths  # again with the Textual fallback (docs/testing.md)
+
 WORDS = "lighthouse keepers watch the storm roll over the harbour wall at night"
 SYNTH = f"""
 [engines.synth]
@@ -37,6 +39,13 @@ options = {{ tokens_per_s = 200, ttft_ms = 15, text = "{WORDS}" }}
 """
 TUI = Path(tui.__file__).parent
 GATE = TUI / "app" / "textual_private"
+
+
+@pytest.fixture(autouse=True)
+def switch_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests decide the fast paths themselves: the switch is theirs to set (the
+    suite's run with INFERTOP_TEXTUAL_PRIVATE=0 included)."""
+    monkeypatch.delenv(SWITCH, raising=False)
 
 
 def test_the_tested_textual_is_the_installed_one():

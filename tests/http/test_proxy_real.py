@@ -255,6 +255,9 @@ def test_prometheus_scrapes_the_proxy_and_the_fleet_lists_it(
         assert row["running"] == 0 and row["gen_tps"] > 0
         assert row["ttft_p50_ms"] > 0 and row["itl_p50_ms"] > 0 and row["itl_mean_ms"] > 0
         assert rows[llama_server.url]["kind"] == "llama-server"  # the engine's own row too
+        # its busiest client (httpx, by its User-Agent), from the per-client series
+        assert [c["client"] for c in row["top_clients"]][:1] in (["httpx"], ["other"])
+        assert all(c["tokens"] >= 0 for c in row["top_clients"])
         q = ps.get_json(prom.url + "/api/v1/query?query=infertop_proxy_requests_total")
         assert sum(float(s["value"][1]) for s in q["data"]["result"]) >= 3
     finally:

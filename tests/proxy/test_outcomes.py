@@ -75,6 +75,7 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
     import os
 
     from tui.proxy.identity import ClientKeys
+    from tui.proxy.peer_process import LookupState
 
     url, _server = pace
     keys = ClientKeys(b"s" * 32, {})
@@ -85,9 +86,16 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
     proxy = start_proxy(url, outcomes=outcomes, client_keys=keys, find_processes=True)
     body = {**CHAT, "stream": True, "metadata": {"user_id": "u-7"}}
     heads = {"Authorization": "Bearer sk-bob", "User-Agent": "Anthropic/Python 0.40.0"}
+
+    def looked_up() -> bool:
+        conns = proxy.call(lambda: [c.process.state for c in proxy.proxy.connections])
+        return bool(conns) and all(state is LookupState.DONE for state in conns)
+
     with httpx.Client(base_url=proxy.url, timeout=10, headers=heads) as c:
-        for _ in range(2):  # the second on the same connection: its process is found
-            with c.stream("POST", "/v1/messages", json=body) as r:
+        for i in range(2):  # the second on the same connection, once its process is found
+            if i == 1:
+                wait_until(looked_up)  # (off the request's path, on a thread: it may lag)
+            with c.stream("POST", "/v1/chat/completions", json=body) as r:
                 r.read()
     httpx.post(
         proxy.url + "/v1/chat/completions",

@@ -10,11 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from tui.app.commands import EngineCommands, GgufCommands
 from tui.app.discovery import PortOwners
 from tui.app.keys import checked_keymap
+from tui.app.ledger_commands import LedgerCommands
+from tui.app.ledger_link import AppLedger, thread_note
+from tui.app.listeners import ListenerWatch
 from tui.app.messages import ModelsListed, ServersFound, SideNote, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
@@ -27,13 +31,14 @@ from tui.chat.core import ChatCore
 from tui.chat.hardware import HardwareWatch
 from tui.config import Config
 from tui.core.pauses import GIL_SWITCH_INTERVAL_S
-from tui.core.safe_text import terminal_safe
+from tui.core.safe_text import markup_safe, terminal_label, terminal_safe
 from tui.core.session import SessionRecorder, default_session_path
 from tui.engines.placement import ui_engine_spec
 from tui.fleet.build import NoFleet, adopt_endpoint, build_fleet
 from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
+    from tui.app.app_api import DiscoveryHost
     from tui.app.screens.requests import RequestsFeed, RequestsScreen
     from tui.engines.files.gguf_scan import GgufFile, GgufScan
     from tui.engines.servers.port_owner import PortOwner
@@ -43,7 +48,7 @@ if TYPE_CHECKING:
 class InfertopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
-    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands}
+    COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands, LedgerCommands}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True, show=False),
         Binding("ctrl+t", "next_theme", "Theme", id="theme", priority=True),
@@ -68,6 +73,7 @@ class InfertopApp(App[None]):
         engine: str | None = None,
         watch: str | RequestsFeed | None = None,
         discover: bool | None = None,
+        ledger: Path | None = None,
         handoff: Any = None,
     ) -> None:
         super().__init__()
@@ -88,7 +94,9 @@ class InfertopApp(App[None]):
         self.our_themes: list[str] = []
         self._switch_interval = sys.getswitchinterval()
         # a ./infertop.toml skipped as untrusted says so (and names `infertop trust`)
-        self.startup_notes: list[tuple[str, str]] = [(n, "warning") for n in config.notices]
+        self.startup_notes: list[tuple[str, SeverityLevel]] = [
+            (n, "warning") for n in config.notices
+        ]
         recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
         self.telemetry_enabled = telemetry
         remembered = self.state.engine
@@ -103,6 +111,13 @@ class InfertopApp(App[None]):
             recorder=recorder if record_session else None,
             host_spec=ui_engine_spec,
         )
+        # the request ledger: every answer (and bench request) kept, numbers only
+        self.ledger = AppLedger(ledger, config.ledger)
+        sink = self.ledger.open(thread_note(self))
+        if sink is not None:
+            self.core.outcomes.add(sink)
+        elif self.ledger.error:
+            self.startup_notes.append((self.ledger.error, "warning"))
         self.handoff = handoff
         if handoff is not None:
             self._attach_handoff(handoff)
@@ -115,6 +130,8 @@ class InfertopApp(App[None]):
         # and its port's listener is the user's own (anyone may listen on a free port)
         self.awaiting_remembered: str | None = None
         self.port_owners: dict[int, PortOwner] = {}  # where discovery found servers
+        # ... and whose listener each prompt to one is sent to (tui/app/listeners.py)
+        self.listeners = ListenerWatch()
         if (
             self.discovery_on
             and fleet is None
@@ -177,10 +194,38 @@ class InfertopApp(App[None]):
             self.bell()
 
     # -- start / stop ----------------------------------------------------------------
-    def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
-        """Textual's notify, terminal-safe: a notification often quotes a server or a
-        model (an engine's error, a finish reason)."""
-        super().notify(terminal_safe(message), *args, **kwargs)
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notify, through the one text filter: a notification often quotes a
+        server or a model (an engine's error, a finish reason), so its text is made
+        terminal-safe and its brackets escaped (tui/core/safe_text.py): shown as it is,
+        no markup read in it (a server's "overloaded [/]" was a tag that stopped the
+        app). Every widget's and screen's notify comes here. ``markup=False``: the text
+        is not read as markup at all (then it is only made terminal-safe)."""
+        text = markup_safe(message) if markup else terminal_safe(message)
+        super().notify(
+            text, title=terminal_label(title), severity=severity, timeout=timeout, markup=markup
+        )
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Textual's run; when the UI stops on an error (exit code not 0), the terminal,
+        restored, says so and names the log with the traceback (tui/app/terminal.py):
+        stderr goes to the engines' log while the UI runs, and the app would just be
+        gone."""
+        result = super().run(*args, **kwargs)
+        if self.return_code:
+            from tui.app.terminal import say_crash
+            from tui.app.textual_private import app_error
+
+            say_crash(self.return_code, app_error(self))
+        return result
 
     def on_mount(self) -> None:
         # The engine threads stamp tokens; a thread woken by a token must get the GIL
@@ -227,8 +272,10 @@ class InfertopApp(App[None]):
 
     def on_servers_found(self, msg: ServersFound) -> None:
         from tui.app.discovery import found_note
+        from tui.engines.servers.discovery import FOUND
 
         added = self.catalog.add_found(self.config, msg.findings)
+        self.listeners.found |= {f.port for f in msg.findings if f.status == FOUND}
         self.discovery_done = True
         if added:
             self.notify(found_note(added), timeout=6)
@@ -252,6 +299,7 @@ class InfertopApp(App[None]):
             owner = self.port_owners.get(int(name.rsplit(":", 1)[1]))
             if owner is not None and owner.is_yours():
                 self.chat.use_engine("A", name)
+                self.listeners.trust(owner)  # the user's own: each prompt checks it still is
                 return
             from tui.app.discovery import remembered_note
 
@@ -284,6 +332,7 @@ class InfertopApp(App[None]):
             self.notify(f"loading {found.name} ({found.details()}) in-process…", timeout=4)
 
     def _start_sampler(self) -> None:
+        self.ledger.start_energy(self.hardware.sampler.energy, self.core)
         self.run_worker(
             self.hardware.sampler.run,
             thread=True,
@@ -301,6 +350,8 @@ class InfertopApp(App[None]):
             if close is not None:
                 await asyncio.to_thread(close)
         await self.core.close()
+        await asyncio.to_thread(self.ledger.stop_energy)
+        await asyncio.to_thread(self.core.outcomes.close)
 
     def _on_sample(self, sample: TelemetrySample) -> None:
         """Called in the sampler thread: only posts a message (and hands the sample to
@@ -401,6 +452,10 @@ class InfertopApp(App[None]):
         self.notify(f"chat on {name} ({kind}) — F3 returns to the fleet", timeout=5)
 
 
+if TYPE_CHECKING:  # the palette and the chat screen reach the app as this type
+    _discovery_host: type[DiscoveryHost] = InfertopApp
+
+
 def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     """Build the app exactly as the ``infertop`` command does (tests pass temp paths).
 
@@ -413,7 +468,8 @@ def create_app(config: Config, **kwargs: Any) -> InfertopApp:
     ``watch`` (start on the requests view of the proxy at that URL: ``infertop --watch``,
     ``proxy --ui``; or of a feed, tui/app/screens/requests.py's RequestsFeed: tests) and
     ``discover`` (probe local servers after the first paint; None: ``[discovery]
-    enabled`` in config).
+    enabled`` in config) and ``ledger`` (the request ledger's file: every answer kept
+    there, the usage and history screens read it; None: off).
     """
     return InfertopApp(config, **kwargs)
 

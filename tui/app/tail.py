@@ -62,6 +62,17 @@ def wrap_paragraph(para: str, width: int, first: bool = True) -> list[tuple[int,
     return out or [(0, "")]
 
 
+def _blank_end_bounded(line: str, width: int, blank: str) -> str:
+    """``line`` (an open line: wrapped again with what comes next) with a run of spaces
+    at its end cut to ``width + 1``: a run that wide ends the line whatever its length
+    (greedy wrapping puts the next word on a new line and drops the run), so the lines
+    come out the same, and a stream of blank text costs wrapping linear in its length,
+    not a re-wrap of the whole run with every chunk. ``blank``: ``width + 2`` spaces."""
+    if line.endswith(blank):
+        return line.rstrip(" ") + blank[1:]
+    return line
+
+
 class TailLines:
     """The last lines of a growing text, wrapped to ``width``, kept as the text grows.
 
@@ -80,6 +91,7 @@ class TailLines:
         self._open = ""  # text of the open line, from its start (tabs already spaces)
         self._open_first = True  # the open line is its paragraph's first
         self.top = 0  # the first line :meth:`view` shows (counted from the start)
+        self._blank = " " * (self.width + 2)
 
     def reset(self, text: str) -> None:
         """Start over from ``text`` (only its last ``(limit + 1) * (width + 1)``
@@ -91,17 +103,18 @@ class TailLines:
 
     def add(self, text: str) -> None:
         """Append ``text`` to the wrapped lines."""
+        width = self.width
         parts = (self._open + CONTROL_CHARS.sub("", text)).split("\n")
         for k, part in enumerate(parts):
             first = self._open_first if k == 0 else True
-            wrapped = wrap_paragraph(part.expandtabs(), self.width, first)
+            wrapped = wrap_paragraph(part.expandtabs(), width, first)
             last = k == len(parts) - 1
             for _, line in wrapped if not last else wrapped[:-1]:
                 self._done.append(line)
                 self._count += 1
             if last:
                 offset = wrapped[-1][0]
-                self._open = part.expandtabs()[offset:]
+                self._open = _blank_end_bounded(part.expandtabs()[offset:], width, self._blank)
                 self._open_first = first and len(wrapped) == 1
 
     def _shown(self) -> list[str]:
@@ -128,6 +141,54 @@ class TailLines:
             self.top += -(-(end - self.limit - self.top) // step) * step
         start = max(0, self.top - first)
         return [line.rstrip() for line in out[start : start + self.limit]]
+
+
+class WrappedLines:
+    """Every line of a growing text, wrapped to ``width``, kept as the text grows (an
+    open reasoning fold: all of it can be scrolled to).
+
+    As :class:`TailLines`, only the open line (the last) and what arrives after it are
+    wrapped on each :meth:`add` (linear in what arrived; lines above never re-flow);
+    unlike it, no line is let go. Control characters are dropped, tabs become spaces to
+    the next stop of 8 cells from the start of their line, spaces at a line's end are
+    not shown.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = max(1, width)
+        self._done: list[str] = []
+        self._open = ""  # text of the open line, from its start (tabs already spaces)
+        self._open_first = True  # the open line is its paragraph's first
+        self._blank = " " * (self.width + 2)
+
+    def add(self, text: str) -> int:
+        """Append ``text``; returns the first line that changed (the open line's, at
+        least: it is wrapped again with the new text)."""
+        changed = len(self._done)
+        parts = (self._open + CONTROL_CHARS.sub("", text)).split("\n")
+        for k, part in enumerate(parts):
+            first = self._open_first if k == 0 else True
+            para = part.expandtabs()
+            wrapped = wrap_paragraph(para, self.width, first)
+            last = k == len(parts) - 1
+            self._done += [line.rstrip() for _, line in (wrapped[:-1] if last else wrapped)]
+            if last:
+                offset = wrapped[-1][0]
+                self._open = _blank_end_bounded(para[offset:], self.width, self._blank)
+                self._open_first = first and len(wrapped) == 1
+        return changed
+
+    def __len__(self) -> int:
+        """The lines shown: every completed one and the open one."""
+        return len(self._done) + 1
+
+    def line(self, y: int) -> str:
+        """Line ``y`` as shown ("" past the end)."""
+        if y < len(self._done):
+            return self._done[y]
+        if y == len(self._done):
+            return (self._open if self._open_first else self._open.lstrip()).rstrip()
+        return ""
 
 
 def last_lines(text: str, width: int, limit: int) -> list[str]:

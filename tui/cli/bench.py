@@ -20,6 +20,7 @@ from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_load import add_load_arguments, load_values, print_slo_and_capacity
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
+from tui.cli.ledger_args import add_ledger_arguments
 from tui.core.safe_text import terminal_label
 
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -80,6 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_load_arguments(p)
     add_sweep_arguments(p)
+    add_ledger_arguments(p)
     a(
         "--out",
         required=True,
@@ -120,23 +122,18 @@ def build_plan(args: argparse.Namespace, engines: list[str]) -> BenchPlan:
     return plan
 
 
-def resolve_engines(args: argparse.Namespace) -> list[Any]:
+def resolve_engines(args: argparse.Namespace, cfg: Any) -> list[Any]:
     """EngineSpecs from --engine names (config), --url, or the config's default engine.
 
     A --url server's kind is detected exactly as ``infertop run --url`` does, so a
     llama-server keeps ``cache_prompt``, ``ignore_eos`` and its ``timings``."""
     from urllib.parse import urlparse
 
-    from tui.config import load_config
     from tui.engines.base import EngineError
     from tui.engines.kinds import find_kind, kind_names
     from tui.engines.servers.detect import spec_from_url
     from tui.transport.access import redact_url
 
-    cfg = load_config(getattr(args, "config", None))
-    from tui.cli.common import show_notices
-
-    show_notices(cfg)
     specs = []
     for name in dict.fromkeys(args.engine or []):
         specs.append(cfg.engine(name))
@@ -159,10 +156,13 @@ def resolve_engines(args: argparse.Namespace) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tui.config import ConfigError
+    from tui.cli.common import show_notices
+    from tui.config import ConfigError, load_config
 
     try:
-        specs = resolve_engines(args)
+        cfg = load_config(getattr(args, "config", None))
+        show_notices(cfg)
+        specs = resolve_engines(args, cfg)
         plan = build_plan(args, [s.name for s in specs])
         study = build_study(args, specs)
         if study is not None:
@@ -178,12 +178,12 @@ def main(args: argparse.Namespace) -> int:
     except (BenchError, ConfigError) as e:
         print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
         return EXIT_USAGE
-    from tui.cli.common import CLIError, load
+    from tui.cli.common import CLIError
     from tui.cli.handoff import build_handoff, note_line
 
     try:
         handoff = build_handoff(
-            args, load(args), note=note_line("infertop bench"), own_requests=False, alerts=False
+            args, cfg, note=note_line("infertop bench"), own_requests=False, alerts=False
         )
     except CLIError as e:
         print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
@@ -196,9 +196,14 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as e:  # SourceError
         print(f"infertop bench: error: --energy: {e}", file=sys.stderr)
         return EXIT_USAGE
+    from tui.cli.ledger_args import open_ledger, say
+
+    ledger = open_ledger(args, cfg, say("infertop bench"))
     try:
-        return _run(plan, specs, out, study, energy, handoff)
+        return _run(plan, specs, out, study, energy, ledger, handoff)
     finally:
+        if ledger is not None:
+            ledger.close()
         if handoff.exporter is not None and not handoff.exporter.flush(10.0):
             note_line("infertop bench")("OTLP export did not complete before the end")
         handoff.close()
@@ -218,6 +223,7 @@ def _run(
     out: Path,
     study: Any = None,
     energy: Any = None,
+    ledger: Any = None,
     handoff: Any = None,
 ) -> int:
     from tui.bench.report.files import (
@@ -234,6 +240,8 @@ def _run(
 
     with progress_display() as display:
         runner = BenchRunner(plan, specs, on_update=display.update, environment=environment())
+        if ledger is not None:
+            runner.outcomes.add(ledger)
         if study is not None:
             runner.engine_factory = study.engine_factory
             runner.before_close = study.before_close

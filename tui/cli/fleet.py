@@ -156,6 +156,7 @@ def main(args: argparse.Namespace) -> int:
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
+    from tui.cli.ledger_args import ledger_path
 
     app = create_app(
         cfg,
@@ -163,6 +164,7 @@ def main(args: argparse.Namespace) -> int:
         fleet=fleet,
         fleet_interval_s=interval,
         telemetry_source=args.telemetry,
+        ledger=ledger_path(argparse.Namespace(), cfg),
     )
     try:
         with engine_stderr_to(engine_log_path()):
@@ -183,6 +185,9 @@ def format_snapshot(snap: FleetSnapshot, width: int) -> str:
         for r in snap.rows
         if r.hardware_error
     ]
+    from tui.fleet.columns import top_clients_text
+
+    notes += [f"{r.name}: {top_clients_text(r.top_clients)}" for r in snap.rows if r.top_clients]
     if notes:
         lines += ["", *notes]
     if snap.prometheus_error:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui.cli.common import CLIError, fail
+from tui.cli.ledger_args import add_ledger_arguments
 
 DEFAULT_LISTEN = "127.0.0.1:8800"
 PROXY_SLICE_MS = 0.1  # tui/core/sched_slice.py says why
@@ -112,6 +113,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="longest wait for the upstream's answer to begin, and between its reads (default 600)",
     )
+    add_ledger_arguments(p)
+    p.add_argument(
+        "--energy",
+        metavar="SOURCE",
+        help="the hardware serving the upstream, read for the ledger's joules per client: "
+        "'local', ssh://[user@]host or an exporter URL (default: none: usage shows no "
+        "joules); a sampler thread in the proxy",
+    )
+    p.add_argument(
+        "--top-clients",
+        type=int,
+        metavar="N",
+        help="clients /infertop/metrics names apart, by tokens; the rest are 'other' "
+        "(default: [ledger] top_clients, 10; 0: no per-client series)",
+    )
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -156,8 +172,11 @@ def detect(url: str, kind: str | None) -> tuple[str, str | None, str]:
     return found.kind, found.version, "; ".join(found.evidence)
 
 
-def build_config(args: argparse.Namespace) -> tuple[Any, str]:
+def build_config(args: argparse.Namespace, cfg: Any = None) -> tuple[Any, str]:
+    from tui.config import Config
     from tui.proxy.server import ProxyConfig
+
+    cfg = cfg if cfg is not None else Config()
 
     host, port = parse_listen(args.listen)
     if not is_loopback_host(host) and not args.public:
@@ -174,6 +193,9 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str]:
         raise CLIError("--max-clients-per-address: at least 1")
     if not 0 <= args.slice_ms <= 100:
         raise CLIError(f"--slice-ms {args.slice_ms:g}: from 0.1 to 100 (0: the kernel's default)")
+    top = cfg.ledger.top_clients if args.top_clients is None else args.top_clients
+    if not 0 <= top <= 1000:
+        raise CLIError(f"--top-clients {top}: from 0 to 1000")
     url = upstream_url(args.upstream)
     kind, version, evidence = detect(url, args.kind)
     config = ProxyConfig(
@@ -190,25 +212,35 @@ def build_config(args: argparse.Namespace) -> tuple[Any, str]:
         max_per_address=per_address,
         events_path=args.events,
         engine_truth=not args.no_engine_truth,
+        find_processes=cfg.ledger.processes,
+        top_clients=top,
     )
     return config, evidence
 
 
 def main(args: argparse.Namespace) -> int:
+    from tui.cli.common import load
+
     try:
-        config, evidence = build_config(args)
+        cfg = load(args)
+        config, evidence = build_config(args, cfg)
     except CLIError as e:
         return fail(str(e), e.code)
     if args.ui:
-        return _with_ui(args, config)
-    from tui.cli.common import load
+        return _with_ui(args, config, cfg)
     from tui.cli.handoff import build_handoff, note_line
+    from tui.cli.ledger_args import client_keys, open_ledger, say
     from tui.core.sched_slice import request_slice
 
+    slice_ns = round(args.slice_ms * 1e6)  # first: the threads made after inherit it
+    sched = (
+        request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
+    )
+    note = say("infertop proxy")
     try:
         handoff = build_handoff(
             args,
-            load(args),
+            cfg,
             note=note_line("infertop proxy"),
             on_line=_alert_line,
             upstream=config.upstream,
@@ -217,13 +249,19 @@ def main(args: argparse.Namespace) -> int:
     except CLIError as e:
         return fail(str(e), e.code)
     config.trace = "propagate" if handoff.propagate else "record" if handoff.recording else "off"
-    slice_ns = round(args.slice_ms * 1e6)
-    sched = (
-        request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
-    )
+    config.client_keys = client_keys(cfg, note)
+    sink = open_ledger(args, cfg, note)
     try:
-        return serve(config, evidence, log=args.log, sched=sched, handoff=handoff)
+        energy = _energy_feed(args.energy, cfg, sink, config.upstream, note)
+    except CLIError as e:
+        handoff.close()
+        return fail(str(e), e.code)
+    try:
+        return serve(config, evidence, log=args.log, sched=sched, sink=sink, handoff=handoff)
     finally:
+        if energy is not None:
+            energy[0].stop()
+            energy[1].stop()
         handoff.close()
 
 
@@ -233,18 +271,49 @@ def _alert_line(text: str, bell: bool) -> None:
     print(f"infertop proxy: {terminal_label(text, 1000)}", file=sys.stderr, flush=True)
 
 
-def serve(config: Any, evidence: str, log: bool, sched: str = "", handoff: Any = None) -> int:
-    """Run the proxy until SIGINT/SIGTERM (the headless command); ``handoff``: the OTLP
-    exporter and alert rules finished requests go to (tui/cli/handoff.py)."""
+def _energy_feed(source: str | None, cfg: Any, sink: Any, upstream: str, note: Any) -> Any:
+    """--energy: a sampler of that hardware and the feed of its energy into the ledger
+    (tui/ledger/energy_feed.py), started; None without --energy or a ledger."""
+    if not source:
+        return None
+    if sink is None:
+        note("--energy: no ledger to keep the energy in (it is off)")
+        return None
+    from tui.ledger.energy_feed import EnergyFeed, track_window
+    from tui.telemetry.sampler import TelemetrySampler
+    from tui.telemetry.sources import SourceError, open_source, parse_source
+
+    try:
+        spec = parse_source(source)
+    except SourceError as e:
+        raise CLIError(f"--energy: {e}") from None
+    t = cfg.telemetry
+    sampler = TelemetrySampler(t.interval_s, source=open_source(spec, t.interval_s, t.gpu))
+    sampler.start()
+    track = sampler.energy
+    feed = EnergyFeed(sink, lambda: upstream, track_window(track), track.latest_t)
+    feed.start()
+    note(f"energy: {spec.label} sampled every {t.interval_s:g} s for the ledger's joules")
+    return sampler, feed
+
+
+def serve(
+    config: Any, evidence: str, log: bool, sched: str = "", sink: Any = None, handoff: Any = None
+) -> int:
+    """Run the proxy until SIGINT/SIGTERM (the headless command); ``sink``: the ledger's
+    (added to the proxy's outcomes, closed with it); ``handoff``: the OTLP exporter and
+    alert rules finished requests go to (tui/cli/handoff.py)."""
     import asyncio
 
     from tui.proxy.server import Proxy, run_loop
 
     async def run() -> int:
         proxy = Proxy(config, note=lambda t: print(f"infertop proxy: {t}", file=sys.stderr))
+        if sink is not None:
+            proxy.outcomes.add(sink)
         if handoff is not None:
-            for sink in handoff.sinks:
-                proxy.outcomes.add(sink)
+            for each in handoff.sinks:
+                proxy.outcomes.add(each)
             proxy.metrics.extra.append(handoff.exposition)
         if log:
             proxy.book.on_end = _log_line
@@ -263,6 +332,8 @@ def serve(config: Any, evidence: str, log: bool, sched: str = "", handoff: Any =
         )
         if sched:
             print(f"infertop proxy: scheduler slice: {sched}", file=sys.stderr, flush=True)
+        ledger = f"ledger: {sink.path}" if sink is not None else "ledger: off"
+        print(f"infertop proxy: {ledger}", file=sys.stderr, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -324,6 +395,13 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
         argv += ["--events", str(Path(args.events).expanduser().resolve())]
     if args.no_engine_truth:
         argv.append("--no-engine-truth")
+    if getattr(args, "config", None):
+        argv = ["--config", str(Path(args.config).expanduser().resolve()), *argv]
+    if args.no_ledger:
+        argv.append("--no-ledger")
+    elif args.ledger:
+        argv += ["--ledger", str(Path(args.ledger).expanduser().resolve())]
+    argv += ["--top-clients", str(config.top_clients)]
     if args.otlp:
         argv += ["--otlp", args.otlp]
     if args.trace_propagation:
@@ -333,14 +411,9 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
     return python_argv("tui", *argv)
 
 
-def _with_ui(args: argparse.Namespace, config: Any) -> int:
-    from tui.cli.common import load
+def _with_ui(args: argparse.Namespace, config: Any, cfg: Any) -> int:
     from tui.core.child_python import child_env, neutral_cwd
 
-    try:
-        cfg = load(args)
-    except CLIError as e:
-        return fail(str(e), e.code)
     log_path = proxy_log_path()
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with log_path.open("ab") as log:
@@ -361,9 +434,14 @@ def _with_ui(args: argparse.Namespace, config: Any) -> int:
         prepare_terminal_ui()
         from tui.app.app import create_app, default_state_file
         from tui.app.terminal import engine_stderr_to
+        from tui.cli.ledger_args import ledger_path
 
         app = create_app(
-            cfg, state_path=default_state_file(), telemetry_source=args.telemetry, watch=url
+            cfg,
+            state_path=default_state_file(),
+            telemetry_source=args.telemetry,
+            watch=url,
+            ledger=ledger_path(args, cfg),  # the proxy's: the usage screen reads its rows
         )
         with engine_stderr_to(engine_log_path()):
             app.run()

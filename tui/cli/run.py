@@ -12,6 +12,7 @@ from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
 from tui.cli.handoff import build_handoff, note_line
+from tui.cli.ledger_args import add_ledger_arguments
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
 from tui.core.metrics import RequestMetrics, compute_metrics
@@ -49,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from tui.cli.handoff import add_otel_arguments
 
     add_otel_arguments(p)
+    add_ledger_arguments(p)
     p.epilog = RUN_EPILOG
 
 
@@ -86,7 +88,12 @@ def main(args: argparse.Namespace) -> int:
     if handoff.recording:
         request.trace = continue_or_start(None)
         request.send_traceparent = handoff.propagate
+    from tui.cli.ledger_args import open_ledger, say
+
     outcomes = Outcomes()
+    ledger = open_ledger(args, cfg, say("infertop run"))
+    if ledger is not None:
+        outcomes.add(ledger)
     for sink in handoff.sinks:
         outcomes.add(sink)
     try:
@@ -109,6 +116,7 @@ def main(args: argparse.Namespace) -> int:
             hardware.stop()
         if handoff.exporter is not None and not handoff.exporter.flush(cfg.otel.timeout_s + 1):
             note_line("infertop")(f"OTLP export to {handoff.exporter.endpoint} did not complete")
+        outcomes.close()
         handoff.close()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None

@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --url: accept a TLS certificate that cannot be verified",
     )
+    from tui.cli.ledger_args import add_ledger_arguments
+
+    add_ledger_arguments(parser, "ui_")
 
 
 # Frames per second Textual may draw (it reads TEXTUAL_FPS when first imported). 30 keeps
@@ -161,6 +164,7 @@ def main(args: argparse.Namespace) -> int:
             return 2
     from tui.cli.common import CLIError
     from tui.cli.handoff import build_handoff, note_line
+    from tui.cli.ledger_args import ledger_path
 
     try:
         handoff = build_handoff(
@@ -187,6 +191,7 @@ def main(args: argparse.Namespace) -> int:
             telemetry_source=telemetry,
             engine=engine,
             watch=watch,
+            ledger=ledger_path(args, config, "ui_"),
             handoff=handoff,
         )
         with engine_stderr_to(engine_log_path()):

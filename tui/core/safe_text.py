@@ -18,6 +18,19 @@ each character is judged on its own, so a sequence split across stream chunks is
 safe piece by piece). :func:`terminal_label` also folds newlines and tabs to spaces and
 cuts the text short, for one-line places (names, reasons, table cells).
 
+Textual reads markup in most places text reaches it: a notification, a ``Static`` or
+``Label``, a border title, an option list's line, a command palette line. There a server's
+error ``overloaded [/]`` is a tag with nothing to close (Textual raises, and the app
+exits), ``[@click=app.quit]x[/]`` a live action and ``[link='…']`` a live link.
+:func:`markup_safe` and :func:`markup_label` are this filter's twins for those places:
+the same text, terminal-safe, with every ``[`` escaped as ``\\[``, so Textual's markup
+reader shows it exactly as it is and reads no tag in it (tests/app/test_markup_text.py
+checks the round trip on every mix of brackets, backslashes and tag characters). The
+escaped text is a whole markup string, or its end: a tag written right after it would
+meet a trailing backslash. Rich's own markup (a ``DataTable``'s ``str`` cells, a Rich
+``Table``) escapes differently: such places are given Rich ``Text`` or Textual
+``Content`` objects, which no one reads markup in.
+
 The session log and ``run --json`` keep the raw text: a record says what was sent, and
 JSON escapes control characters itself.
 """
@@ -47,6 +60,25 @@ def terminal_label(text: object, limit: int = 200) -> str:
     if len(s) > limit:
         s = s[: max(0, limit - 1)] + "…"
     return s.replace("\r\n", " ").translate(_LABEL_TABLE)
+
+
+def markup_escape(text: str) -> str:
+    """``text`` as Textual content markup that shows it exactly: every ``[`` escaped
+    (Textual turns ``\\[`` back into ``[`` and opens no tag there; nothing else is
+    special to it). Only for text that is already terminal-safe."""
+    return text.replace("[", "\\[")
+
+
+def markup_safe(text: str) -> str:
+    """:func:`terminal_safe`, then :func:`markup_escape`: for any place Textual reads
+    markup in (a notification, a ``Static``, a border title, a palette line)."""
+    return markup_escape(terminal_safe(text))
+
+
+def markup_label(text: object, limit: int = 200) -> str:
+    """:func:`terminal_label`, then :func:`markup_escape`: a one-line form of ``text``
+    (at most ``limit`` characters shown) for a place Textual reads markup in."""
+    return markup_escape(terminal_label(text, limit))
 
 
 def is_terminal_safe(text: str) -> bool:

@@ -105,6 +105,16 @@ def text_table(rows: list[EndpointRow], width: int) -> str:
     return "\n".join(lines)
 
 
+def top_clients_text(top: list[tuple[str, float]]) -> str:
+    """ "top clients (tokens over the window): alice 12.3k, other 410" (names as the
+    proxy labels them: clients choose some; the caller's cell or line is terminal-safe)."""
+
+    def tokens(n: float) -> str:
+        return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}"
+
+    return "top clients (tokens over the window): " + ", ".join(f"{c} {tokens(n)}" for c, n in top)
+
+
 def detail_text(r: EndpointRow) -> str:
     """Everything about one row on one line (the screen's line under the table)."""
     parts = [r.name, r.kind or "kind unknown"]
@@ -118,6 +128,8 @@ def detail_text(r: EndpointRow) -> str:
         parts.append(f"window {r.window_s:.1f} s ({src})")
     if r.itl_mean_ms is not None:
         parts.append(f"ITL mean {ms_text(r.itl_mean_ms)}")
+    if r.top_clients:
+        parts.append(top_clients_text(r.top_clients))
     if r.gpus:
         models = sorted({g.model for g in r.gpus if g.model})
         where = r.hardware or r.gpus[0].host

@@ -71,6 +71,14 @@ ROW_EXPRS: dict[str, str] = {
     f" or (sum by ({BY}) (rate({PROXY}itl_seconds_sum[{{w}}]))"
     f" / sum by ({BY}) (rate({PROXY}itl_seconds_count[{{w}}])))",
 }
+# an infertop proxy's busiest clients over the window (its per-client series: bounded,
+# "other" the rest), by prompt + output tokens: one sample per (target, client)
+TOP_CLIENTS = 3
+ROW_EXPRS["top_clients"] = (
+    f"topk by ({BY}) ({TOP_CLIENTS}, sum by ({BY}, client) "
+    f"(increase({PROXY}client_prompt_tokens_total[{{w}}]))"
+    f" + sum by ({BY}, client) (increase({PROXY}client_output_tokens_total[{{w}}])))"
+)
 for _col, _hist in (("ttft", "time_to_first_token"), ("itl", "inter_token_latency")):
     for _q in (50, 90):
         ROW_EXPRS[f"{_col}_p{_q}"] = (
@@ -194,6 +202,10 @@ def build_rows(
                 gkey = (*key, labels.get("gpu", ""), labels.get("UUID", ""))
                 g = gpu_cols.setdefault(gkey, {"labels": labels})
                 g[col[4:]] = value
+            elif col == "top_clients":
+                if value is not None:
+                    top = cols.setdefault(key, {}).setdefault("top_clients", [])
+                    top.append((str(labels.get("client", "?"))[:64], value))
             else:
                 cols.setdefault(key, {})[col] = value
                 if col == "kind_vllm" and labels.get("model_name"):
@@ -252,6 +264,8 @@ def _row(
         row.error = "not scraped yet" if health == "unknown" else f"Prometheus: target down: {last}"
         return row
     row.running, row.waiting = c.get("running"), c.get("waiting")
+    if c.get("top_clients"):
+        row.top_clients = sorted(c["top_clients"], key=lambda x: -x[1])[:TOP_CLIENTS]
     kv, prefix = c.get("kv"), c.get("prefix")
     row.kv_cache_pct = None if kv is None else 100.0 * kv
     row.prefix_cache_hit_pct = None if prefix is None else 100.0 * prefix

@@ -120,6 +120,8 @@ class EndpointRow:
     hardware_error: str | None = None  # that source's trouble ("remote telemetry lost: ...")
     source: str = "scrape"  # "scrape" (read directly) or "prometheus"
     window_s: float | None = None  # what the rates and quantiles cover
+    # an infertop proxy's busiest clients over the window: (client, prompt + output tokens)
+    top_clients: list[tuple[str, float]] | None = None
 
     @property
     def key(self) -> str:
@@ -178,6 +180,11 @@ class EndpointRow:
         out["hardware"] = self.hardware
         out["hardware_error"] = self.hardware_error
         out["source"] = self.source
+        out["top_clients"] = (
+            None
+            if self.top_clients is None
+            else [{"client": c, "tokens": round(t, 1)} for c, t in self.top_clients]
+        )
         out["window_s"] = None if self.window_s is None else round(self.window_s, 3)
         return out
 

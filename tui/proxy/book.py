@@ -213,12 +213,14 @@ class RequestBook:
         elif rec.state == RequestState.CANCELLED:
             self.cancelled += 1
         self.tokens_ended += m.output_tokens or 0
-        self.metrics.generation_ended(rec.model, rec.path, rec.state, rec.stream is not False, m)
+        outcome = rec.outcome(str(self.info.get("upstream") or self.engine), self.metrics.kind)
+        self.metrics.generation_ended(
+            rec.model, rec.path, rec.state, rec.stream is not False, m, outcome.client.label
+        )
         self._keep(rec)
         if self.events is not None:
             self.events.put(rec.summary(self.engine, self.metrics.kind))
-        upstream = str(self.info.get("upstream") or self.engine)
-        self.outcomes.publish(rec.outcome(upstream, self.metrics.kind))
+        self.outcomes.publish(outcome)
         if self.watchers:
             self.publish(
                 {

@@ -36,6 +36,11 @@ def tokens_text(n: int | None, estimated: bool = False) -> str:
     return f"~{n}" if estimated else str(n)
 
 
+def who_text(r: RequestRow) -> str:
+    """Who sent it (its label: tui/proxy/identity.py), else its address."""
+    return r.who or r.client
+
+
 def state_text(r: RequestRow) -> str:
     if r.state == RequestState.FAILED and r.status and r.status >= 400:
         return f"failed {r.status}"
@@ -52,7 +57,7 @@ def ttfo_text(r: RequestRow) -> str:
 
 COLUMNS: tuple[Column, ...] = (
     Column("state", "state", 10, 0, state_text, lambda r: STATE_ORDER.get(r.state, 9), False),
-    Column("client", "client", 15, 9, lambda r: r.client, lambda r: r.client, False, True),
+    Column("client", "client", 15, 9, lambda r: who_text(r), lambda r: who_text(r), False, True),
     Column("route", "route", 13, 8, lambda r: r.route, lambda r: r.route, False, True),
     Column("model", "model", 12, 1, lambda r: model_text(r.model), lambda r: r.model, False, True),
     Column(
@@ -98,7 +103,8 @@ def sort_rows(rows: list[RequestRow], key: str, reverse: bool = False) -> list[R
 
 def detail_text(r: RequestRow) -> str:
     """Everything about one row on one line (under the table)."""
-    parts = [f"{r.method} {r.route}", f"from {r.client}", model_text(r.model)]
+    who = f"from {r.who} ({r.client})" if r.who else f"from {r.client}"
+    parts = [f"{r.method} {r.route}", who, model_text(r.model)]
     parts.append("streamed" if r.stream else "not streamed" if r.stream is False else "?")
     status = f"HTTP {r.status}" if r.status else "no answer yet"
     parts.append(f"{r.state} ({status})")

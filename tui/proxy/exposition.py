@@ -23,6 +23,11 @@ Counted per (upstream, model, route); labels are bounded (:mod:`tui.proxy.routes
 - ``infertop_proxy_e2e_seconds`` (histogram) — request forwarded → response ended.
 - ``infertop_proxy_requests_in_flight`` (gauge) — generation requests now passing through.
 - ``infertop_proxy_info`` (gauge, 1) — the upstream's URL and detected kind.
+- ``infertop_proxy_client_requests_total``, ``..._client_prompt_tokens_total``,
+  ``..._client_output_tokens_total`` — per client (``client``: the request's client label,
+  tui/core/outcome.py's ``ClientIdentity.label``), bounded by :class:`ClientLabels`: at
+  most ``top_clients`` clients have series of their own, the busiest by tokens, and the
+  rest are ``client="other"``; every series only grows (see ClientLabels).
 
 Histograms, ITL and token counters are updated when a request ends; the gauge when one
 starts and ends. A (model, route)'s series are written at 0 from the moment its first
@@ -39,7 +44,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from tui.core.metrics import RequestMetrics
-from tui.proxy.routes import ModelLabels, route_label
+from tui.proxy.routes import OTHER, ModelLabels, route_label
 from tui.proxy.rows import RequestState
 
 TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -72,12 +77,81 @@ def escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+CLIENT_LABEL_CHARS = 64
+TRACKED_CLIENTS = 1000  # clients whose tokens are counted apart, to rank them
+
+
+def client_label_text(label: str) -> str:
+    """A client label as a Prometheus label value: printable, at most
+    :data:`CLIENT_LABEL_CHARS` characters (clients choose their user field)."""
+    text = "".join(c if c.isprintable() else "?" for c in label[:CLIENT_LABEL_CHARS])
+    return text or "unknown"
+
+
+class ClientLabels:
+    """Which clients have series of their own, bounded, each series only growing.
+
+    Every client's tokens (prompt + output) are counted, for at most
+    :data:`TRACKED_CLIENTS` clients (past that, the less busy half is forgotten). A client gets a
+    label once it is among the ``top`` busiest by tokens: while fewer than ``top``
+    labels are active, at once; otherwise when it has more tokens than the least busy
+    active one, which is then *frozen* — its series stay, no longer growing, and its
+    later requests count under ``other``. A counter moved between series would go
+    backwards in one of them (Prometheus would read a reset), so requests counted under
+    ``other`` stay there: a newly labelled client's series begins at its promotion. At
+    most ``2 × top`` labels are ever made; past that, labels no longer change."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.tokens: dict[str, int] = {}
+        self.active: set[str] = set()
+        self.made: set[str] = set()
+
+    def _forget_half(self) -> None:
+        """The tracked clients with the fewest tokens (half of them, never a labelled
+        one) are forgotten: a flood of one-request clients cannot keep a busy one out."""
+        idle = sorted((n, c) for c, n in self.tokens.items() if c not in self.made)
+        for _n, c in idle[: len(idle) // 2 + 1]:
+            del self.tokens[c]
+
+    def label(self, client: str, tokens: int) -> str:
+        """The label this request of ``client`` counts under (after adding its tokens)."""
+        if self.top <= 0:
+            return OTHER
+        name = client_label_text(client)
+        if name == OTHER:
+            name = f"{OTHER}?"  # a client named "other" is not the rest
+        known = self.tokens.get(name)
+        if known is None and len(self.tokens) >= TRACKED_CLIENTS:
+            self._forget_half()
+        total = self.tokens[name] = (known or 0) + tokens
+        if name in self.active:
+            return name
+        if name in self.made or len(self.made) >= 2 * self.top:
+            return OTHER
+        if len(self.active) < self.top:
+            self.active.add(name)
+            self.made.add(name)
+            return OTHER  # this request was counted before the label existed
+        least = min(self.active, key=lambda c: (self.tokens.get(c, 0), c))
+        if total > self.tokens.get(least, 0):
+            self.active.discard(least)
+            self.active.add(name)
+            self.made.add(name)
+        return OTHER
+
+
 class ProxyMetrics:
     """Counters, histograms and the in-flight gauge of one proxy (see the docstring)."""
 
-    def __init__(self, upstream: str, kind: str) -> None:
+    def __init__(self, upstream: str, kind: str, top_clients: int = 10) -> None:
         self.upstream = upstream
         self.kind = kind
+        self.clients = ClientLabels(top_clients)
+        self.client_requests: defaultdict[str, int] = defaultdict(int)
+        self.client_prompt: defaultdict[str, int] = defaultdict(int)
+        self.client_output: defaultdict[str, int] = defaultdict(int)
+        self._labels_made = 0
         self.models = ModelLabels()
         self.requests: defaultdict[Key, int] = defaultdict(int)
         self.failed: defaultdict[Key, int] = defaultdict(int)
@@ -135,8 +209,21 @@ class ProxyMetrics:
         state: RequestState,
         streamed: bool,
         m: RequestMetrics,
+        client: str | None = None,
     ) -> None:
-        """A generation request ended (``state``: done, failed or cancelled)."""
+        """A generation request ended (``state``: done, failed or cancelled); ``client``
+        its client's label (None: not counted per client)."""
+        if client is not None:
+            tokens = (m.prompt_tokens or 0) + (m.output_tokens or 0)
+            who = self.clients.label(client, tokens)
+            if len(self.clients.made) != self._labels_made:  # a new label: its series at 0
+                self._labels_made = len(self.clients.made)
+                for c in self.clients.made:
+                    for series in (self.client_requests, self.client_prompt, self.client_output):
+                        series[c] += 0
+            self.client_requests[who] += 1
+            self.client_prompt[who] += m.prompt_tokens or 0
+            self.client_output[who] += m.output_tokens or 0
         key = self.key(model, path)
         self.requests[key] += 1
         if state == RequestState.CANCELLED:
@@ -200,6 +287,26 @@ class ProxyMetrics:
         ):
             out += _head(name, "counter", text)
             out += [f"{PREFIX}{name}{{{labels(k)}}} {v}" for k, v in sorted(series.items())]
+        for name, per_client, text in (
+            ("client_requests_total", self.client_requests, "Generation requests per client."),
+            (
+                "client_prompt_tokens_total",
+                self.client_prompt,
+                "Prompt tokens the engine reported, per client.",
+            ),
+            (
+                "client_output_tokens_total",
+                self.client_output,
+                "Output tokens (engine count, else chunks), per client.",
+            ),
+        ):
+            if not per_client:
+                continue
+            out += _head(name, "counter", text)
+            out += [
+                f'{PREFIX}{name}{{{up},client="{escape(c)}"}} {v}'
+                for c, v in sorted(per_client.items())
+            ]
         for name, hists, text in (
             ("ttft_seconds", self.ttft, "Time to first token of streamed requests."),
             ("ttfo_seconds", self.ttfo, "Time to first answer token of streamed requests."),

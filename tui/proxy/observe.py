@@ -166,10 +166,12 @@ class Streamed(Observer):
         reported = timings_events(dec, t_end)
         for ev in reported:
             emit(ev)
-        if dec.cached_tokens is not None and not any(type(e) is EngineReport for e in reported):
-            # the usage's cached prompt tokens (Messages, Responses), as the engines keep it
-            cached = EngineTruth(cached_tokens=dec.cached_tokens, source=USAGE_CACHED_SOURCE)
-            emit(EngineReport(t_end, cached))
+        if dec.cached_tokens is not None and not any(isinstance(e, EngineReport) for e in reported):
+            # the usage's cached prompt tokens (OpenAI's prompt_tokens_details, the Responses
+            # API's input_tokens_details, Anthropic's cache_read_input_tokens), as the
+            # engines keep them: the engine's account of this request's prefix cache
+            truth = EngineTruth(cached_tokens=dec.cached_tokens, source=USAGE_CACHED_SOURCE)
+            emit(EngineReport(t_end, truth))
         end = dec.end(t_ns)
         if isinstance(end, Failed):
             self.record.fail(CUT_SHORT, "protocol", t_end)

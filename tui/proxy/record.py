@@ -132,6 +132,11 @@ class ProxiedRequest:
         self.emit(Failed(t_ns or time.perf_counter_ns(), message[:ERROR_CHARS], kind))
 
     def set_truth(self, truth: EngineTruth) -> None:
+        """vLLM's account, read after the request (tui/proxy/truth.py); the cached prompt
+        tokens its usage said are kept beside it."""
+        had = self.timeline.truth
+        if had is not None and had.cached_tokens is not None and truth.cached_tokens is None:
+            truth = dataclasses.replace(truth, cached_tokens=had.cached_tokens)
         self.timeline.add(EngineReport(self.timeline.t_end_ns or time.perf_counter_ns(), truth))
 
     @property
@@ -187,6 +192,7 @@ class ProxiedRequest:
             output_tokens=self.counts.tokens,
             output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
+            who=self._who(),
             trace_id=None if self.trace is None else self.trace.trace_id,
         )
         m = self.metrics
@@ -208,6 +214,14 @@ class ProxiedRequest:
         row.tps = c.decode_tps()
         row.itl_p50_ms = c.itl_p50_ms()
         return row
+
+    def _who(self) -> str | None:
+        """The client's label, its process once found; None: nothing but the address."""
+        c = self.identity
+        if c.process is None and self.process is not None and self.process.name:
+            c = dataclasses.replace(c, process=bounded(self.process.name))
+        label = c.label
+        return None if label == c.address or label == "unknown" else label
 
     def summary(self, engine: str, kind: str) -> dict[str, Any]:
         """The request as one session-log record (``tui/core/session.py``), its text

@@ -16,6 +16,8 @@ Live numbers (exact definitions; a finished request's come from
 
 The live numbers are :class:`tui.core.live.LiveCounts`', the same as the chat panes'.
 - ``age_ms``: time since the request reached the proxy, as of the row's making.
+- ``who``: its client as far as the proxy can tell (tui/proxy/identity.py): a name from
+  config, the body's user, the API key's fingerprint, the program, the process.
 
 A row read from a proxy (:func:`row_from_json`) is untrusted: each field is checked for
 type and range, text is cut short, and a bad row is refused (ValueError) — never shown.
@@ -73,6 +75,7 @@ class RequestRow:
     error: str | None = None
     ttfo_ms: float | None = None
     reasoning_tokens: int | None = None
+    who: str | None = None  # who sent it (tui/core/outcome.py ClientIdentity.label)
     trace_id: str | None = None  # its span's W3C trace id (with OTLP export or propagation)
 
     @property
@@ -155,6 +158,7 @@ def row_from_json(d: Any) -> RequestRow:
         error=_text(d, "error"),
         ttfo_ms=_number(d, "ttfo_ms"),
         reasoning_tokens=_count(d, "reasoning_tokens"),
+        who=_text(d, "who"),
         trace_id=_trace_id(d),
     )
 

@@ -58,6 +58,7 @@ class ProxyConfig:
     # taken), and the local process owning a loopback client's socket
     client_keys: ClientKeys | None = None
     find_processes: bool = False
+    top_clients: int = 10  # clients /infertop/metrics names apart (tui/proxy/exposition.py)
     trace: TraceMode = "off"  # a request's traceparent (tui/proxy/tracing.py)
 
 
@@ -80,7 +81,7 @@ class Proxy:
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"the upstream must be an http:// URL, not {config.upstream!r}")
         self.pool = UpstreamPool(parts.hostname, parts.port or 80, config.connect_timeout)
-        self.metrics = ProxyMetrics(parts.netloc, config.kind)
+        self.metrics = ProxyMetrics(parts.netloc, config.kind, config.top_clients)
         self.events = EventsWriter(config.events_path) if config.events_path else None
         info = {
             "upstream": config.upstream,

@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.chat.catalog import Choice
-from tui.core.safe_text import terminal_label
+from tui.core.safe_text import markup_label
 
 
 class ABPicker(ModalScreen[Choice | None]):
@@ -30,7 +30,8 @@ class ABPicker(ModalScreen[Choice | None]):
             options = []
             for i, c in enumerate(self.choices):
                 mark = "= " if c.same_model else "  "  # the same model on another engine
-                options.append(Option(terminal_label(mark + c.label(), 150), id=str(i)))
+                # a model's name is the server's: the option list reads markup, so escaped
+                options.append(Option(markup_label(mark + c.label(), 150), id=str(i)))
             yield OptionList(*options, id="ab-choices")
             yield Static(
                 "Enter: A/B with it · Esc: cancel · = the same model", classes="hint", markup=False

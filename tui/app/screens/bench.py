@@ -13,11 +13,11 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
@@ -113,7 +113,8 @@ class BenchScreen(Screen[None]):
             yield Button("Stop", id="stop", variant="error", disabled=True)
             yield Button("Back", id="back")
         yield ProgressBar(id="progress", show_eta=False)
-        yield Static("Set the parameters and press Start.", id="status")
+        # the status quotes servers and engines (errors): no markup read in it
+        yield Static("Set the parameters and press Start.", id="status", markup=False)
         yield Label("TTFT ms per request", classes="lbl")
         yield Sparkline([], id="ttft_spark")
         yield Label("decode tok/s per request", classes="lbl")
@@ -150,7 +151,9 @@ class BenchScreen(Screen[None]):
                 status = "partial" if load_report(path)["partial"] else "complete"
             except ValueError:
                 status = "unreadable"
-            past.add_row(path.parent.name, status, key=str(path.parent))
+            # a folder's name is anyone's (a report copied from elsewhere): Text, never
+            # read as Rich markup
+            past.add_row(_cell(path.parent.name), status, key=str(path.parent))
 
     @on(DataTable.RowSelected, "#past")
     def open_selected(self, event: DataTable.RowSelected) -> None:
@@ -220,7 +223,7 @@ class BenchScreen(Screen[None]):
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
             out = prepare_out_dir(self.reports_root() / stamp)
         except BenchError as e:
-            self.query_one("#status", Static).update(f"[b]error:[/b] {e}")
+            self.query_one("#status", Static).update(_bold_then("error:", str(e)))
             self.notify(str(e), severity="error")
             return
         from tui.bench.run.environment import environment
@@ -234,6 +237,9 @@ class BenchScreen(Screen[None]):
             on_update=lambda u: self.post_message(BenchProgress(u)),
             environment=environment(),
         )
+        sink = getattr(getattr(self.app, "ledger", None), "sink", None)
+        if sink is not None:  # every request the bench sends, in the ledger too
+            self.runner.outcomes.add(sink)
         self.query_one("#start", Button).disabled = True
         self.query_one("#stop", Button).disabled = False
         self.query_one("#status", Static).update("starting…")
@@ -315,8 +321,8 @@ class BenchScreen(Screen[None]):
             text += f"\nlast request failed: {r.error}"
         if u.message:
             text += f"\n{u.message}"
-        # errors quote servers: terminal-safe, and no markup read in them
-        self.query_one("#status", Static).update(escape(terminal_safe(text)))
+        # errors quote servers: terminal-safe (and the status reads no markup)
+        self.query_one("#status", Static).update(terminal_safe(text))
 
     def on_bench_done(self, message: BenchDone) -> None:
         self.runner = None
@@ -325,19 +331,19 @@ class BenchScreen(Screen[None]):
         self.query_one("#stop", Button).disabled = True
         status = self.query_one("#status", Static)
         if message.error:
-            status.update(f"[b]bench failed:[/b] {escape(terminal_label(message.error, 2000))}")
+            status.update(_bold_then("bench failed:", message.error))
             self.notify(message.error, severity="error")
             return
         table = self.query_one("#levels", DataTable)
         for e in (message.summary or {}).get("engines", []):
             if e["error"]:
-                why = terminal_label(e["error"], 40)
-                table.add_row(e["name"], "—", "0", "—", "—", "—", "—", why)
+                why = Text(terminal_label(e["error"], 40))
+                table.add_row(_cell(e["name"]), "—", "0", "—", "—", "—", "—", why)
             for lv in e["levels"]:
                 med = lv["medians"]
                 table.add_row(
-                    e["name"],
-                    lv["label"],
+                    _cell(e["name"]),
+                    _cell(lv["label"]),
                     str(lv["ok"]),
                     str(lv["failed"]),
                     _f(lv["total_tps"]),
@@ -346,9 +352,20 @@ class BenchScreen(Screen[None]):
                     _f((med.get("decode_tps") or {}).get("estimate")),
                 )
         word = "PARTIAL report" if message.partial else "report"
-        status.update(f"done: {word} in {message.out}")
+        status.update(terminal_safe(f"done: {word} in {message.out}"))
         self.refresh_past()
         self.open_report(message.out)
+
+
+def _bold_then(head: str, text: str) -> Text:
+    """``head`` in bold, then ``text`` (an error: terminal-safe, one line, as it is)."""
+    return Text.assemble((head, "bold"), " ", terminal_label(text, 2000))
+
+
+def _cell(text: object) -> Text:
+    """A table cell of text from outside (an engine's name, a folder's): a
+    ``DataTable`` reads Rich markup in a ``str`` cell, never in a ``Text``."""
+    return Text(terminal_label(text))
 
 
 def _f(x: float | None, digits: int = 1) -> str:

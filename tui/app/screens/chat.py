@@ -81,6 +81,7 @@ class ChatScreen(ChatEngines):
         self.load_on_start = load_on_start
         self.autoplay_prompts = list(autoplay or [])
         self._ends_drawing = 0  # AnswerEnded messages posted, not yet drawn
+        self._checking = False  # a prompt's servers' listeners are being read
         self._sample_due = False  # a hardware sample waits for the next frame
         self._frames = 0
         self._loading = {}  # slots whose engine loads (ChatEngines._follow_loading)
@@ -202,9 +203,16 @@ class ChatScreen(ChatEngines):
 
     async def submit_text(self, text: str) -> bool:
         """Start a turn for ``text`` (both slots in A/B mode); False when refused."""
-        if self._ends_drawing:
+        if self._ends_drawing or self._checking:
             self.notify("still answering — wait, or press Esc to cancel", severity="warning")
             return False
+        if text.strip() and not self.core.busy:  # (else start_turn says why not)
+            self._checking = True  # one prompt at a time while its servers are checked
+            try:
+                if not await self.listeners_unchanged():
+                    return False
+            finally:
+                self._checking = False
         try:
             requests = self.core.start_turn(text)
         except Refused as e:

@@ -7,6 +7,7 @@ core's (tui/chat/core.py); this only starts the workers and asks the view to dra
 
 from __future__ import annotations
 
+import asyncio
 import time
 from functools import partial
 from pathlib import Path
@@ -16,11 +17,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
+from tui.app.app_api import discovery_host
+from tui.app.listeners import changed_note, loopback_port
 from tui.app.messages import KvUpdated, ModelsListed, ServerSampled
 from tui.app.screens.chat_view import ChatView
 from tui.app.widgets.engine_bar import EngineBar
 from tui.app.widgets.server_panel import ServerPanel
-from tui.chat.catalog import Catalog, Choice
+from tui.chat.catalog import Choice
 from tui.chat.core import ChatCore, Refused
 from tui.chat.events import EngineStateChanged
 from tui.chat.hardware import HardwareWatch
@@ -76,6 +79,7 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        self._chosen(name)
         if slot == "B":
             self.b_chosen = True
         if old == name:
@@ -83,6 +87,33 @@ class ChatEngines(Screen[None]):
         self._slot_now_runs(slot, name)
         if old is not None:
             self._close(self.core.release(old), old)
+
+    def _chosen(self, name: str) -> None:
+        """The user chose engine ``name``: a server discovery found is sent to whoever
+        listens on its port now (tui/app/listeners.py), even after a refusal."""
+        host = discovery_host(self.app)
+        spec = self.core.config.engines.get(name)
+        if host is not None and spec is not None:
+            host.listeners.chosen(spec)
+
+    async def listeners_unchanged(self) -> bool:
+        """Before a prompt: each found server it goes to is still listened on by the
+        process trusted (read in a thread); False, with a notification for each one
+        that is not, when the prompt must not be sent."""
+        host = discovery_host(self.app)
+        if host is None:
+            return True
+        engines = {self.core.slot_engine.get(slot) for slot in self.core.slots()}
+        specs = [self.core.config.engines[n] for n in engines if n in self.core.config.engines]
+        ports = host.listeners.ports(specs)
+        if not ports:
+            return True
+        changed = await asyncio.to_thread(host.listeners.changed, ports)
+        for owner in changed:
+            for spec in specs:
+                if loopback_port(spec) == owner.port:
+                    self.notify(changed_note(spec.name, owner), severity="warning", timeout=15)
+        return not changed
 
     def _slot_now_runs(self, slot: str, name: str) -> None:
         """Slot ``slot`` now runs engine ``name``: its panels start afresh and it loads
@@ -116,6 +147,7 @@ class ChatEngines(Screen[None]):
         except Refused as e:
             self.notify(str(e), severity="warning")
             return
+        self._chosen(name)
         if slot == "B":
             self.b_chosen = True
         self._close(stale, name)
@@ -145,10 +177,10 @@ class ChatEngines(Screen[None]):
         self._toggle_ab()
 
     def _ab_offer(self) -> list[Choice]:
-        catalog: Catalog | None = getattr(self.app, "catalog", None)
-        if self.core.ab or self.b_chosen or catalog is None or not catalog.discovered:
+        host = discovery_host(self.app)
+        if self.core.ab or self.b_chosen or host is None or not host.catalog.discovered:
             return []
-        return catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
+        return host.catalog.ab_candidates(self.core.config, self.core.engine_of("A"))
 
     def _ab_picked(self, choice: Choice | None) -> None:
         if choice is None:
@@ -203,14 +235,14 @@ class ChatEngines(Screen[None]):
     def _list_models(self, name: str) -> None:
         """A server engine that is ready: its models join the palette (once per engine;
         servers discovery found are listed already)."""
-        catalog: Catalog | None = getattr(self.app, "catalog", None)
+        host = discovery_host(self.app)
         spec = self.core.config.engines.get(name)
-        if catalog is None or spec is None or name in catalog.models:
+        if host is None or spec is None or name in host.catalog.models:
             return
         kind = find_kind(spec.kind)  # a server kind lists its models
         if kind is None or not kind.http or not spec.url:
             return
-        catalog.models[name] = []  # asked once, whatever the answer
+        host.catalog.models[name] = []  # asked once, whatever the answer
 
         def list_them() -> None:
             from tui.engines.base import EngineError

@@ -34,6 +34,7 @@ from tui.chat.hardware import HardwareWatch, roofline_text
 from tui.core.events import REASONING, ContextFill
 from tui.core.kv import KvState
 from tui.core.live import LiveRequest, LiveSnapshot
+from tui.core.safe_text import markup_label
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
@@ -192,7 +193,8 @@ class ChatView:
         for s in ("A", "B"):
             engine = self.core.slot_engine[s]
             title = f"metrics · {s}: {engine}" if self.core.ab and engine else "metrics"
-            self.metrics_panel(s).border_title = title
+            # a name may hold a server's model name (ollama:11434 › MODEL): no markup
+            self.metrics_panel(s).border_title = markup_label(title)
 
     def show_history(self, slot: str) -> None:
         """The slot's history windows (one value per answer) into its panels."""

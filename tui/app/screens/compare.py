@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -21,7 +22,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 from tui.bench.compare.markdown import HEAD, row_cells
 from tui.bench.compare.ratios import compare_reports
 from tui.bench.report.markdown import markdown as report_markdown
-from tui.core.safe_text import terminal_label, terminal_safe
+from tui.core.safe_text import markup_label, terminal_label, terminal_safe
 
 
 class ComparisonReady(Message):
@@ -44,20 +45,19 @@ class CompareScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         (pa, _), (pb, _) = self.a, self.b
-        yield Static(f"A: {pa}    B: {pb}    (ratios B ÷ A, 95 % bootstrap)", id="compare-title")
+        # the reports' paths and folder names are anyone's (a report from someone else):
+        # terminal-safe, and no markup read in them (tui/core/safe_text.py)
+        title = f"A: {pa}    B: {pb}    (ratios B ÷ A, 95 % bootstrap)"
+        yield Static(terminal_safe(title), id="compare-title", markup=False)
         with VerticalScroll(id="compare-env"):
             yield Static("comparing…", id="compare-warnings", markup=False)
         yield DataTable(id="compare-table", cursor_type="row")
         with Horizontal(id="compare-sides"):
             with VerticalScroll(classes="compare-side", id="side-a") as side_a:
-                side_a.border_title = (
-                    f"A: {pa.name if pa.name != 'report.json' else pa.parent.name}"
-                )
+                side_a.border_title = markup_label(f"A: {_report_name(pa)}")
                 yield Markdown(terminal_safe(report_markdown(self.a[1])), id="report-a")
             with VerticalScroll(classes="compare-side", id="side-b") as side_b:
-                side_b.border_title = (
-                    f"B: {pb.name if pb.name != 'report.json' else pb.parent.name}"
-                )
+                side_b.border_title = markup_label(f"B: {_report_name(pb)}")
                 yield Markdown(terminal_safe(report_markdown(self.b[1])), id="report-b")
         yield Footer()
 
@@ -80,7 +80,7 @@ class CompareScreen(Screen[None]):
         comp = message.result["comparisons"][0]
         table = self.query_one("#compare-table", DataTable)
         for row in comp["rows"]:
-            table.add_row(*(terminal_label(cell) for cell in row_cells(row)))
+            table.add_row(*(Text(terminal_label(cell)) for cell in row_cells(row)))
         diffs = comp["environment_differences"]
         if diffs:
             lines = [
@@ -99,6 +99,11 @@ class CompareScreen(Screen[None]):
             self.app.pop_screen()
         else:
             self.app.exit()
+
+
+def _report_name(path: Path) -> str:
+    """A report's name: its file's, or its folder's for a ``report.json``."""
+    return path.parent.name if path.name == "report.json" else path.name
 
 
 class CompareApp(App[None]):

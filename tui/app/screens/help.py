@@ -16,6 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+from tui.core.safe_text import terminal_label
+
 # (group, binding id or None for keys handled by a widget, key when no id, what it does)
 GROUPS: tuple[tuple[str, tuple[tuple[str | None, str, str], ...]], ...] = (
     (
@@ -110,7 +112,9 @@ def app_keys(bound: dict[str, str]) -> Table:
         first = True
         for binding_id, default, what in rows:
             key = key_text(bound[binding_id]) if binding_id in bound else default
-            table.add_row(group if first else "", key, what)
+            # a key as the user's [ui.keys] wrote it: Text (a Rich table reads markup
+            # in a str cell), terminal-safe
+            table.add_row(group if first else "", Text(terminal_label(key)), what)
             first = False
     return table
 
@@ -124,7 +128,7 @@ def editing_keys(bindings: Iterable[Binding]) -> Table:
         if not b.description or b.description in seen:
             continue
         seen.add(b.description)
-        table.add_row(key_text(b.key), b.description)
+        table.add_row(Text(terminal_label(key_text(b.key))), b.description)
     return table
 
 
@@ -143,9 +147,9 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(Text("infertop keys", style="bold"), classes="title")
-            yield Static(app_keys(self.bound), id="app-keys")
+            yield Static(app_keys(self.bound), id="app-keys", markup=False)
             yield Static(Text("editing the prompt", style="bold"), classes="title")
-            yield Static(editing_keys(_text_area_bindings()), id="edit-keys")
+            yield Static(editing_keys(_text_area_bindings()), id="edit-keys", markup=False)
             yield Static(
                 Text("Esc or F1 closes this; README.md has the same list.", style="dim"),
                 classes="title",

@@ -5,8 +5,9 @@ output tokens, TTFT, current tok/s, ITL p50, age, state), sortable; above them t
 screen's sparklines fed by all the traffic (one value per finished request: TTFT, ITL
 p50, decode tok/s; and all output tokens per second); under them the highlighted row in
 full. Enter opens that request's timeline (tui/app/screens/request_timeline.py), where
-its text is shown only when asked for. Whose hardware: the app's sampler (``--telemetry``),
-one line.
+its text is shown only when asked for; ``u`` the usage screen (who used the servers,
+from the request ledger: tui/app/screens/usage.py). Whose hardware: the app's sampler
+(``--telemetry``), one line.
 
 The feed (:class:`tui.proxy.watch.ProxyWatch`, its own thread) is copied on a timer at
 :data:`REFRESH_S`; the table is redrawn only when a copy changed or rows age.
@@ -106,6 +107,7 @@ class RequestsScreen(SortedTableScreen):
         Binding("S", "sort(-1)", "Sort back", id="requests_sort_back", show=False),
         Binding("r", "reverse", "Reverse", id="requests_reverse"),
         Binding("f", "follow", "Follow", id="requests_follow"),
+        Binding("u", "usage", "Usage", id="requests_usage"),
     ]
 
     def __init__(self, feed: str | RequestsFeed) -> None:
@@ -207,6 +209,12 @@ class RequestsScreen(SortedTableScreen):
         self.sort_key, self.sort_reverse = "age_ms", False
         self._fill()
         self.table.move_to(0)
+
+    def action_usage(self) -> None:
+        """u: who used the servers, from the request ledger (tui/app/screens/usage.py)."""
+        from tui.app.screens.usage import UsageScreen
+
+        self.app.push_screen(UsageScreen("day"))
 
     def action_open(self) -> None:
         """Enter: the highlighted request's timeline."""

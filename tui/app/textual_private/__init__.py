@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from textual.app import App
 from textual.css.styles import RenderStyles
 from textual.screen import Screen
 from textual.widget import Widget
@@ -195,6 +196,15 @@ def children_layout_key(widget: Widget) -> tuple[int, int] | None:
     if not fast_paths().on:
         return None
     return widget._nodes._updates, widget._layout_updates
+
+
+def app_error(app: App[Any]) -> BaseException | None:
+    """The exception that stopped ``app`` (Textual keeps the first for its test pilot),
+    to name it on the terminal after a crash (tui/app/terminal.py). Read on any Textual,
+    fast paths on or off: where the name is missing or holds something else, None (the
+    terminal then says where the traceback is, without the error's line)."""
+    error = getattr(app, "_exception", None)
+    return error if isinstance(error, BaseException) else None
 
 
 def anchor_released(widget: Widget) -> bool:

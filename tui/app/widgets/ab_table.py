@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from tui.app.format import had_reasoning, ms, ratio, tps
 from tui.core.live import LiveSnapshot
 from tui.core.metrics import RequestMetrics
+from tui.core.safe_text import markup_label
 from tui.core.stats import percentile
 from tui.engines.placement import SEQUENTIAL, ABPlan
 
@@ -44,7 +45,7 @@ class ABTable(DataTable[str]):
         """Three rows (TTFT, decode, prefill) for one A/B turn that ran as ``plan`` says,
         and a TTFO row after TTFT where either model thought first (a reasoning model:
         its answer began later than its first token, tui/core/metrics.py)."""
-        self.border_title = f"B/A · {plan.label}"
+        self.border_title = markup_label(f"B/A · {plan.label}")  # (names a host)
         run = "seq" if plan.schedule == SEQUENTIAL else "conc"
         rows = [
             ("TTFT", ms(a.ttft_ms), ms(b.ttft_ms), ratio(a.ttft_ms, b.ttft_ms)),

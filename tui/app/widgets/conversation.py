@@ -81,7 +81,7 @@ class Turn(Vertical):
         self._prompt_fit = (0, 1)  # (width, the prompt's lines at that width)
         self.finished = False
         self.summary = ""
-        self.reasoning = ""  # the model's thinking, as shown (terminal-safe)
+        self._reasoning: list[str] = []  # the model's thinking, as shown (terminal-safe)
         self.fold: ReasoningFold | None = None  # the reasoning, once the answer began
         self.thinking = False  # the tail box shows reasoning (no answer yet)
         self._answering = False  # answer text or a tool call came
@@ -112,6 +112,13 @@ class Turn(Vertical):
         yield Static(
             f"{self.engine} · waiting for the first token…", classes="summary", markup=False
         )
+
+    @property
+    def reasoning(self) -> str:
+        """The model's thinking so far, as shown (terminal-safe)."""
+        if len(self._reasoning) > 1:
+            self._reasoning = ["".join(self._reasoning)]  # joined once per read
+        return self._reasoning[0] if self._reasoning else ""
 
     @property
     def answer(self) -> Markdown:
@@ -159,10 +166,10 @@ class Turn(Vertical):
     async def _think(self, fragment: str) -> None:
         """Reasoning: dimmed in the tail box until the answer begins; after that (a
         model that thinks again between parts of its answer) into the fold."""
-        self.reasoning += fragment
+        self._reasoning.append(fragment)
         self._streaming = True
         if self._answering or self.fold is not None:
-            await self._mount_fold()
+            await self._mount_fold(fragment)
             return
         if not self.thinking:
             self.thinking = True
@@ -181,13 +188,14 @@ class Turn(Vertical):
         self._tail_box.remove_class("-thinking")
         await self._mount_fold()
 
-    async def _mount_fold(self) -> None:
-        """The fold above the answer, mounted once (one layout), kept up to date."""
+    async def _mount_fold(self, fragment: str = "") -> None:
+        """The fold above the answer, mounted once (one layout) with the reasoning so
+        far; then ``fragment``, reasoning that came after, is added to it."""
         if self.fold is None:
             self.fold = ReasoningFold(self.reasoning, self._thought)
             await self.mount(self.fold, before=self.query(".answer").first())
         else:
-            self.fold.set_text(self.reasoning)
+            self.fold.add(fragment)
 
     def _mark_tool(self, fragment: str, tool: bool) -> str:
         """A tool call is shown as ``⚙ `name(arguments)` `` on a paragraph of its own."""
@@ -304,8 +312,6 @@ class Turn(Vertical):
             self._in_tool = False
             self.text += "`"
             self._tail += "`"
-        if self.fold is not None:
-            self.fold.set_text(self.reasoning)
         text, self._tail = self._tail, ""
         self._lines = None
         await self._commit(text)

@@ -20,7 +20,7 @@ from textual.widgets import Label
 
 from tui.app.format import gib, mib
 from tui.app.widgets.text_lines import TextLines
-from tui.core.safe_text import terminal_label
+from tui.core.safe_text import markup_label, terminal_label
 from tui.telemetry.devices.nvml import ABSENT, ERROR, GpuSample
 from tui.telemetry.sampler import THIS_MACHINE, TelemetrySample
 
@@ -53,7 +53,7 @@ class HardwarePanel(Vertical):
     def show(self, sample: TelemetrySample, cpu_history: list[float], roofline: str | None) -> None:
         title = panel_title(sample.source)
         if title != self.border_title:  # setting it repaints the whole panel
-            self.border_title = title
+            self.border_title = markup_label(title)  # a host, a URL: no markup read
         spark = self._spark
         width = max(1, spark.size.width or 40)
         spark.update(core_bars(cpu_history[-width:]))

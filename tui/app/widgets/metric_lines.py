@@ -95,6 +95,16 @@ class MetricLines(PlainBoxLines):
         if self.size.width:
             self.refresh(Region(0, y, self.size.width, 1))
 
+    def relabel(self, key: str, label: str) -> None:
+        """A row's label changes (the usage screen's busiest clients)."""
+        y = self._index[key]
+        if self.lines[y].label == label:
+            return
+        self.lines[y].label = label
+        self._strips.pop(y, None)
+        if self.size.width:
+            self.refresh(Region(0, y, self.size.width, 1))
+
     def notify_style_update(self) -> None:
         self._styles = None  # a theme or class change: colours again, every row
         self._strips.clear()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from textual.markup import escape
 from textual.widgets import Static
 
-from tui.core.safe_text import terminal_safe
+from tui.core.safe_text import markup_safe
 
 
 class ServerPanel(Static):
@@ -21,7 +20,7 @@ class ServerPanel(Static):
         quote the server (model names, scrape errors): terminal-safe, no markup read."""
         self.display = lines is not None
         if lines is not None:
-            self.update(escape(terminal_safe("\n".join(lines))))
+            self.update(markup_safe("\n".join(lines)))
 
     @property
     def text(self) -> str:

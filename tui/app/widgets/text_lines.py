@@ -23,6 +23,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.color import Color
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -164,9 +165,10 @@ class TextLines(PlainBoxLines):
         """The text as given (before wrapping)."""
         return "\n".join(t for t, _ in self._given)
 
-    def render(self) -> str:
-        """The plain text (what ``str(widget.render())`` reads; drawing is render_line's)."""
-        return self.plain
+    def render(self) -> Content:
+        """The plain text (what ``str(widget.render())`` reads; drawing is render_line's),
+        as literal ``Content``: a ``str`` would be read as markup wherever Textual asks."""
+        return Content(self.plain)
 
     # -- drawing --------------------------------------------------------------------------
     def _wrapped(self, width: int) -> list[tuple[str, str]]:
