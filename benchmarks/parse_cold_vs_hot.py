@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 
 from tui.core.timeline import RequestTimeline
-from tui.engines.dialects.openai_chat import OpenAIChatDecoder
+from tui.engines.dialects import decoder_for
 from tui.transport.http_framing import Chunked
 
 
@@ -62,7 +62,7 @@ def token_read(i: int) -> bytes:
 def chain() -> Callable[[bytes, int], None]:
     """One stream's parse chain, as the read callback runs it for each read."""
     body, timeline = Chunked(), RequestTimeline()
-    decoder = OpenAIChatDecoder("completions")
+    decoder = decoder_for("openai-completions")
     add = timeline.add
 
     def on_read(data: bytes, t_ns: int) -> None:

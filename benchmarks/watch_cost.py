@@ -36,10 +36,16 @@ ab    A/B on one machine: A = the embedded llama.cpp (worker process), B = llama
       default schedule runs them (sequential: shared machine, order alternating), then
       with ``ab_schedule = "concurrent"``. Per engine: decode tok/s (engine's clock) and
       TTFT, each ÷ alone; the B/A ratios of each schedule beside B/A of the engines alone.
+panel The engine panel (issue 52): a llama-server (loopback, 1 thread) answers the same
+      prompt headless (``infertop run``) and in the TUI with its server panel reading the
+      server's /metrics and /slots once a second — at 120×40 the panel shown in full,
+      at 80×24 its one line in the strip — arms rotating; the engine's own decode rate
+      (llama-server's timings), watched ÷ headless per round, and the panel seen on
+      screen (the workload happened as meant).
 bench The bench's own requests: ``infertop bench`` against a llama-server at c = 1 and 4:
       the requests it made that were not measured, per level, as its report lists them.
 
-    .venv/bin/python -m benchmarks.watch_cost [--rounds 8] [--tokens 256] [--parts tui,ui]
+    .venv/bin/python -m benchmarks.watch_cost [--rounds 8] [--tokens 256] [--parts tui,ui,panel]
 """
 
 from __future__ import annotations
@@ -496,6 +502,55 @@ def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
             )
 
 
+def part_panel(tmp: Path, rounds: int, tokens: int) -> None:
+    from tests.support.real_servers import start_llama_server
+    from tui.engines.files.default_model import default_model_path
+
+    print(
+        f"\n== panel: llama-server decode, the TUI with its engine panel ÷ headless ({tokens} tok)"
+    )
+    server = start_llama_server(default_model_path(), tmp)  # type: ignore[arg-type]
+    engine = f'[engines.server]\nkind = "llama-server"\nurl = "{server.url}"\n'
+    sizes = [f"{w}x{h}" for w, h in SIZES]
+    arms = ["headless", *sizes]
+    got: dict[str, list[float]] = {k: [] for k in arms}
+    seen: dict[str, int] = dict.fromkeys(sizes, 0)
+    try:
+        cfg = config(tmp, tokens, engine, "server")
+        for r in range(rounds):
+            for arm in arms[r % len(arms) :] + arms[: r % len(arms)]:
+                time.sleep(REST_S)
+                if arm == "headless":
+                    got[arm].append(headless(cfg, tmp, tokens) or math.nan)
+                    continue
+                size = SIZES[sizes.index(arm)]
+                app = Watched(cfg, size, tmp)
+                try:
+                    app.turn(PROMPT, 1)  # unmeasured: the app's first answer
+                    time.sleep(REST_S)
+                    app.turn(PROMPT, 1)
+                    got[arm].append(truth_decode(app.records()[-1]) or math.nan)
+                    screen = app.app.screen()
+                    seen[arm] += ("llama-server · slots" in screen) or ("slots 0/1" in screen)
+                finally:
+                    app.close()
+            print(
+                f"round {r + 1}: "
+                + "  ".join(f"{a} {got[a][-1]:.1f}" for a in arms)
+                + f" tok/s (engine's clock)   {load()}"
+            )
+    finally:
+        server.stop()
+    for arm in sizes:
+        ratios = [a / b for a, b in zip(got[arm], got["headless"], strict=True)]
+        print(
+            f"{arm:>8}: watched with the panel {med(got[arm]):.1f} tok/s, headless "
+            f"{med(got['headless']):.1f}; watched ÷ headless (same round): median "
+            f"{med_ci(ratios)} (rounds {' '.join(f'{x:.2f}' for x in ratios)}); the panel "
+            f"on screen in {seen[arm]} of {rounds} rounds"
+        )
+
+
 def part_bench(tmp: Path) -> None:
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
@@ -535,7 +590,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=1, help="answers per arm per round")
     ap.add_argument("--threads", type=int, help="llama.cpp threads under the TUI")
     ap.add_argument("--seconds", type=float, default=15.0, help="part ui: streaming window")
-    ap.add_argument("--parts", default="tui,ui,ab,bench")
+    ap.add_argument("--parts", default="tui,ui,ab,panel,bench")
     ap.add_argument("--ui", default="", help='part tui: [ui] settings, e.g. "refresh_hz = 2"')
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="infertop-watch-"))
@@ -547,6 +602,8 @@ def main() -> int:
         part_ui(tmp, a.seconds)
     if "ab" in parts:
         part_ab(tmp, min(a.rounds, 3), 64)
+    if "panel" in parts:
+        part_panel(tmp, a.rounds, a.tokens)
     if "bench" in parts:
         part_bench(tmp)
     print(f"\n{load()} at the end")

@@ -195,3 +195,25 @@ def test_axis_ticks_cover_the_data(lo, hi):
     assert 2 <= len(ticks) <= 12
     steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
     assert len(steps) == 1
+
+
+def test_every_request_has_a_verdict_counted_per_level(report_dir):
+    """report.json and report.csv carry each request's verdict; report.md counts them per
+    level. The pace engine reports no timings: its requests are decode-shared where
+    another decoded beside them, else decode-bound or unknown — never a guessed queue.
+    On the one-slot engine the second request waits instead of decoding beside the
+    first: a TTFT that is most of it, which nothing the engine said explains: unknown."""
+    report = json.loads((report_dir / "report.json").read_text())
+    rows = list(csv.DictReader((report_dir / "report.csv").open()))
+    assert rows and all(r["verdict"] and r["why"] for r in rows)
+    md = (report_dir / "report.md").read_text()
+    for e in report["engines"]:
+        measured = [r for r in e["records"] if r["phase"] in ("cold", "warm")]
+        kinds = {r["verdict"]["kind"] for r in measured}
+        assert kinds <= {"decode-shared", "decode-bound", "unknown"}, kinds
+        assert f"## Why: {e['name']} (verdicts per level)" in md
+        c2 = {r["verdict"]["kind"] for r in measured if r["level"] == "c=2"}
+        if e["name"] == "fast":
+            assert "decode-shared" in c2, c2
+        else:
+            assert "decode-shared" not in c2 and "unknown" in c2, c2

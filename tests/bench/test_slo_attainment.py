@@ -66,7 +66,7 @@ def test_usage_cached_tokens_are_read_only_when_well_formed() -> None:
     from tui.engines.dialects.openai_chat import OpenAIChatDecoder
 
     def cached(usage: object) -> int | None:
-        dec = OpenAIChatDecoder()
+        dec = OpenAIChatDecoder("sse")
         dec.take_usage({"completion_tokens": 1, "prompt_tokens_details": usage}, 1)
         return dec.cached_tokens
 

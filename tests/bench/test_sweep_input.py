@@ -131,3 +131,31 @@ def test_n_gpu_layers_points_carry_the_value_to_each_engine(model_path):
     assert command[command.index("-ngl") + 1] == "-1"
     assert command[command.index("-m") + 1] == str(model_path)
     assert specs[1].n_gpu_layers == 5  # the configured engine itself is left as it was
+
+
+def test_compare_spec_is_a_spec_type_sweep_of_a_server_infertop_starts(bench, tmp_path):
+    code, err = bench("--engine", "remote", "--compare-spec", "ngram-simple")
+    assert code == 2 and "engine 'remote' is a llama-server already running" in err
+    code, err = bench("--engine", "local", "--compare-spec", "ngram-simple")
+    assert code == 2 and "speculative decoding is swept on a llama-server infertop starts" in err
+    code, err = bench("--compare-spec", "ngram-simple", "--sweep", "n_threads=1")
+    assert code == 2 and "give it or --sweep, not both" in err
+    code, err = bench("--sweep", "spec_type=none,warp-drive")
+    assert code == 2 and "'warp-drive' is not one of none, ngram-simple" in err
+    assert parse_sweep("spec_type=none,draft-simple").typed("draft-simple") == "draft-simple"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_point_starts_llama_server_with_its_draft(tmp_path):
+    from tui.bench.sweep.study import plan_points
+    from tui.engines.base import EngineSpec
+    from tui.engines.files.default_model import default_model_path
+    from tui.engines.http.llama_server_launch import LaunchedLlamaServerEngine
+
+    spec = EngineSpec("srv", "llama-server", model="default", options={"binary": "/bin/true"})
+    points = plan_points([spec], parse_sweep("spec_type=none,draft-simple"), "--sweep spec_type")
+    assert [p.name for p in points] == ["srv spec_type=none", "srv spec_type=draft-simple"]
+    none, draft = (LaunchedLlamaServerEngine(p.spec).command() for p in points)
+    assert "--spec-type" not in none
+    assert draft[draft.index("--spec-type") + 1] == "draft-simple"
+    assert draft[draft.index("-md") + 1] == str(default_model_path())

@@ -24,11 +24,10 @@ from tui.core.events import (
 )
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.dialects import decoder_for
+from tui.engines.dialects import decoder_for, whole_answer
 from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.ollama import truth_from_final
-from tui.engines.dialects.whole import whole_answer
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 
 def sse(*objs: Any) -> bytes:

@@ -253,7 +253,7 @@ def test_every_finish_reason_is_a_short_word(dialect: str, body: list[bytes]) ->
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_every_error_text_is_bounded(dialect: str, body: bytes) -> None:
-    from tui.engines.http.stream_errors import StreamServerError
+    from tui.engines.dialects.errors import StreamServerError
 
     with pytest.raises(StreamServerError) as err:
         decode([body], dialect)

@@ -245,7 +245,8 @@ def test_host_names() -> None:
 
 def test_one_query_per_column_whatever_the_fleet_size() -> None:
     queries = fleet_queries(30, 300)
-    assert len(queries) == 25  # (top_clients: a proxy's busiest clients)
+    # top_clients (a proxy's busiest clients), preemptions/min and draft acceptance (issue 52)
+    assert len(queries) == 27
     assert queries["gpu_energy_j"] == "increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[30s]) / 1000"
     assert "[30s]" in queries["gen_tps"] and "[300s]" in queries["kind_vllm"]
     assert queries["gpu_mem_used_mib"] == "DCGM_FI_DEV_FB_USED"

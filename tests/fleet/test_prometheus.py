@@ -54,7 +54,7 @@ def test_every_target_becomes_a_row_in_a_fixed_number_of_requests(prom) -> None:
         snap = fleet.refresh()
     finally:
         fleet.close()
-    assert snap.prometheus_error is None and snap.queries == 26 and snap.scrapes == 0
+    assert snap.prometheus_error is None and snap.queries == 28 and snap.scrapes == 0
     rows = {r.url: r for r in snap.rows}
     assert set(rows) == set(urls)  # not the DCGM exporter, node_exporter or Prometheus
     for i in range(3):

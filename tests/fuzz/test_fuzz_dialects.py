@@ -27,10 +27,12 @@ from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.core.events import PARTS, RequestSent, StreamEvent, TextChunk, Usage
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.dialects import STREAMED, decoder_for
-from tui.engines.dialects.whole import whole_answer
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.dialects import decoder_for, whole_answer
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
+from tui.engines.dialects.kinds import dialects
 from tui.transport.sse import EventTooLarge
+
+STREAMED = [d.name for d in dialects() if d.decoder is not None]
 
 ALLOWED = (StreamProtocolError, StreamServerError, EventTooLarge)
 TEXTS: list[Any] = [

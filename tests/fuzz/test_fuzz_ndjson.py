@@ -30,8 +30,8 @@ from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount, pieces
 from tui.core.events import EngineReport, Finished, RequestSent, StreamEvent, TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.dialects.ollama import OllamaDecoder
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
+from tui.engines.dialects import decoder_for
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.transport.sse import EventTooLarge, NDJSONDecoder
 
 SPLITS = 7
@@ -86,7 +86,7 @@ def read_all(lines: list[str]) -> tuple[list[StreamEvent], Exception | None]:
     """The decoder over the lines as the engine does (stopping at the done line, then
     flushing what it held); any exception but the module's own fails the test here."""
     events: list[StreamEvent] = []
-    dec = OllamaDecoder()
+    dec = decoder_for("ollama")
     try:
         for t, line in enumerate(lines, 1):
             dec.payload(line, t * 1000, events.append)

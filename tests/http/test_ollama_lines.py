@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tui.core.events import ANSWER, REASONING, EngineReport, StreamEvent, TextChunk
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.ollama import OllamaDecoder, truth_from_final
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 
 def read(line: str) -> list[StreamEvent]:
     out: list[StreamEvent] = []
-    OllamaDecoder().payload(line, 1, out.append)
+    OllamaDecoder("ndjson").payload(line, 1, out.append)
     return out
 
 

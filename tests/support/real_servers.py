@@ -208,10 +208,15 @@ def running_llama_server(
 
 
 def start_vllm_server(
-    log_dir: Path, timeout_s: float = 400, extra_args: list[str] | None = None
+    log_dir: Path,
+    timeout_s: float = 400,
+    extra_args: list[str] | None = None,
+    kv_bytes: int | None = None,
+    max_model_len: int = 1024,
 ) -> ServerProcess:
     """vLLM's CPU build serving the converted SmolLM2 (RECIPES.md), with ``extra_args``
-    after the usual ones."""
+    after the usual ones. ``kv_bytes``: a KV cache of that many bytes
+    (``--kv-cache-memory-bytes``; VLLM_CPU_KVCACHE_SPACE, whole GiB only, is then unset)."""
     py, model = vllm_python(), vllm_model_dir()
     if not py.is_file():
         raise ServerStartError(f"vLLM venv missing ({py}): run scripts/setup-test-servers.sh")
@@ -220,6 +225,9 @@ def start_vllm_server(
     port = free_port()
     log = log_dir / f"vllm-{port}.log"
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if kv_bytes is not None:
+        del env["VLLM_CPU_KVCACHE_SPACE"]
+        extra_args = ["--kv-cache-memory-bytes", str(kv_bytes), *(extra_args or [])]
     cmd = [
         str(py),
         "-m",
@@ -231,7 +239,7 @@ def start_vllm_server(
         "--port",
         str(port),
         "--max-model-len",
-        "1024",
+        str(max_model_len),
         "--dtype",
         "bfloat16",
         "--enforce-eager",

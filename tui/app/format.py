@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.core.metrics import RequestMetrics
 from tui.core.safe_text import terminal_label
+from tui.core.verdict import Verdict
 
 
 def ms(v: float | None) -> str:
@@ -76,3 +77,12 @@ def summary_line(m: RequestMetrics) -> str:
     elif m.finish_reason:
         parts.append(terminal_label(m.finish_reason, 80))
     return " · ".join(parts)
+
+
+def why_text(verdict: Verdict | None) -> str:
+    """The verdict after an answer's summary (" · why: queued 1.8 s behind 1 busy slot
+    (-np 1)"); nothing for none, and nothing where the summary already says it ended
+    early (failed, cancelled)."""
+    if verdict is None or verdict.kind in ("failed", "cancelled"):
+        return ""
+    return " · why: " + terminal_label(verdict.text, 300)

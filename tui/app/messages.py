@@ -24,11 +24,12 @@ class TelemetrySampled(Message):
 
 
 class ServerSampled(Message):
-    """Lines from the engine's server metrics (None: this engine has none)."""
+    """Lines from the engine's server metrics (None: this engine has none), and the
+    engine's inside in one line for the narrow strip ("": none)."""
 
-    def __init__(self, engine: str, lines: list[str] | None) -> None:
+    def __init__(self, engine: str, lines: list[str] | None, short: str = "") -> None:
         super().__init__()
-        self.engine, self.lines = engine, lines
+        self.engine, self.lines, self.short = engine, lines, short
 
 
 class KvUpdated(Message):

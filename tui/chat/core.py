@@ -46,10 +46,11 @@ from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
-from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of
+from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of, timeline_state
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
 from tui.core.trace_context import TraceMode, continue_or_start
+from tui.core.verdict import Seen, Verdict, judge
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError, EngineInfo, EngineSpec, GenerationRequest
 from tui.engines.placement import CONCURRENT, ABPlan, ab_plan, turn_order
@@ -114,6 +115,7 @@ class ChatCore:
         self.messages: dict[str, list[dict[str, str]]] = {"A": [], "B": []}
         self.history: dict[str, dict[str, RollingWindow]] = {s: windows() for s in SLOTS}
         self.last_metrics: dict[str, RequestMetrics | None] = {"A": None, "B": None}
+        self.last_verdict: dict[str, Verdict | None] = {"A": None, "B": None}
         self._load_locks: dict[str, asyncio.Lock] = {}
         self._record_error_shown = False
 
@@ -335,11 +337,27 @@ class ChatCore:
         if self.content_tap is not None:
             tl = live.timeline
             self.content_tap(request.request_id, request.messages, tl.text, tl.finish_reason)
-        self._publish(name, request, live, metrics)
+        verdict = self.verdict(name, live, metrics)
+        self.last_verdict[slot] = verdict
+        self._publish(name, request, live, metrics, verdict)
         self._remember(slot, request, live, metrics)
         await self._record(slot, name, request, live, metrics)
-        self._emit(AnswerEnded(slot, live, metrics))
+        self._emit(AnswerEnded(slot, live, metrics, verdict))
         return metrics
+
+    def verdict(self, name: str, live: LiveRequest, metrics: RequestMetrics) -> Verdict:
+        """Why the answer took its time (tui/core/verdict.py): the chat sends one request
+        to an engine at a time, so none of its own was ahead of it; the engine's slots
+        from what it reported at load (llama-server's /props)."""
+        info = self.info(name)
+        slots = info.parameters.get("total_slots") if info is not None else None
+        seen = Seen(
+            others_at_send=0,
+            others_max=0,
+            slots_total=slots if isinstance(slots, int) and not isinstance(slots, bool) else None,
+        )
+        tl = live.timeline
+        return judge(metrics, tl.truth, seen, timeline_state(tl))
 
     def _remember(
         self, slot: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
@@ -355,7 +373,12 @@ class ChatCore:
         self.push_history(slot, m)
 
     def _publish(
-        self, name: str, request: GenerationRequest, live: LiveRequest, m: RequestMetrics
+        self,
+        name: str,
+        request: GenerationRequest,
+        live: LiveRequest,
+        m: RequestMetrics,
+        verdict: Verdict | None = None,
     ) -> None:
         """The answer's outcome to :attr:`outcomes` (nothing when it was never sent)."""
         host = self.hosts.get(name)
@@ -377,6 +400,7 @@ class ChatCore:
             live.timeline,
             m,
             trace=request.trace,
+            verdict=verdict,
         )
         if outcome is not None:
             self.outcomes.publish(outcome)

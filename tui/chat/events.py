@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
+from tui.core.verdict import Verdict
 from tui.engines.placement import ABPlan
 
 
@@ -42,6 +43,7 @@ class AnswerEnded:
     slot: str
     live: LiveRequest
     metrics: RequestMetrics
+    verdict: Verdict | None = None  # why it took its time (tui/core/verdict.py)
 
 
 @dataclass(frozen=True)

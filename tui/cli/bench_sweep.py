@@ -21,8 +21,17 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=V1,V2,...",
         help="measure each value of an engine option as its own point: model (GGUF paths, "
         "'default', or quantization names such as Q8_0,Q4_K_M: variants of the engine's "
-        "model, made once and cached), n_threads, n_gpu_layers. Engines: llamacpp, or "
-        "llama-server with a model and no url (infertop starts it for each point)",
+        "model, made once and cached), n_threads, n_gpu_layers, spec_type (llama-server's "
+        "speculative decoding: none, ngram-simple, draft-simple, ...). Engines: llamacpp, "
+        "or llama-server with a model and no url (infertop starts it for each point)",
+    )
+    a(
+        "--compare-spec",
+        metavar="TYPE",
+        help="the same llama-server (model set, no url) with speculative decoding TYPE "
+        "(ngram-simple, draft-simple: the model as its own draft unless options."
+        "draft_model, ...) and without: --sweep spec_type=none,TYPE; the report's "
+        "speculation table gives acceptance beside tok/s and the speed-up",
     )
     a(
         "--perplexity",
@@ -61,6 +70,11 @@ def perplexity_text(arg: str) -> tuple[str, str]:
 
 def build_study(args: argparse.Namespace, specs: list[Any]) -> Any:
     """The SweepStudy for these arguments, or None when neither option was given."""
+    compare = getattr(args, "compare_spec", None)
+    if compare is not None:
+        if args.sweep:
+            raise BenchError("--compare-spec is a sweep of its own: give it or --sweep, not both")
+        args.sweep = f"spec_type=none,{compare}"
     if not args.sweep and args.perplexity is None:
         return None
     from tui.bench.sweep.study import SweepStudy, parse_sweep, plan_points

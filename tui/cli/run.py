@@ -20,6 +20,8 @@ from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import continue_or_start
+from tui.core.verdict import Verdict
+from tui.core.verdict_text import breakdown_line
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
 from tui.telemetry.own_cpu import ProcessCpu, ProcessCpuWindow
 
@@ -97,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
     for sink in handoff.sinks:
         outcomes.add(sink)
     try:
-        info, load_ms, timeline, own = asyncio.run(
+        info, load_ms, timeline, own, verdict = asyncio.run(
             _run(
                 cfg,
                 spec,
@@ -129,6 +131,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
         result["trace_id"] = trace_id
+        result["verdict"] = verdict.to_dict() if verdict is not None else None
         result["hardware"] = summary.to_dict() if summary is not None else None
         result["energy"] = energy.to_dict() if energy is not None else None
         result["own_cpu"] = own.to_dict()
@@ -138,6 +141,9 @@ def main(args: argparse.Namespace) -> int:
         print(format_summary(info, load_ms, metrics, timeline.stamp_source))
         if trace_id is not None:
             print(f"trace: {trace_id}")
+        if verdict is not None:
+            print(terminal_label(f"why: {verdict.text}", 400))
+            print(terminal_label(f"     {breakdown_line(verdict.breakdown)}", 400))
         print(own.describe())
         if summary is not None:
             from tui.telemetry.summary import format_line
@@ -256,7 +262,7 @@ async def _run(
     raw: bool = False,
     outcomes: Outcomes | None = None,
     content_tap: Any = None,
-) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu]:
+) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, Verdict | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
     as the TUI's do (tui/chat/core.py)."""
@@ -287,7 +293,7 @@ async def _run(
         own = window.end(engine_inside=info.pid == os.getpid())
         if hardware is not None:
             await asyncio.to_thread(hardware.end)
-        return info, load_ms, core.live["A"].timeline, own
+        return info, load_ms, core.live["A"].timeline, own, core.last_verdict["A"]
     finally:
         await core.close()
 

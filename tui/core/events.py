@@ -8,15 +8,65 @@ HTTP engines. Never where it is drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal, NewType, get_args
 
 # What a chunk of generated text is (TextChunk.part). A reasoning model's stream carries
 # its thinking apart from its answer (``reasoning_content``, ``thinking_delta``, a
 # ``<think>`` block, ...); a tool call is an answer too, written as ``name(arguments)``.
+Part = Literal["answer", "reasoning", "tool"]
 ANSWER: Final = "answer"
 REASONING: Final = "reasoning"
 TOOL: Final = "tool"
-PARTS: Final = (ANSWER, REASONING, TOOL)
+PARTS: Final[tuple[Part, ...]] = (ANSWER, REASONING, TOOL)
+
+# What went wrong when a stream ends with Failed (Failed.kind; the Failed docstring)
+FailureKind = Literal[
+    "connect", "http", "protocol", "timeout", "load", "engine", "cancelled", "internal"
+]
+FAILURE_KINDS: Final[tuple[FailureKind, ...]] = get_args(FailureKind)
+
+# How a stream ended (Finished.reason): infertop's own words, or an engine's word kept as
+# the engine said it ("tool_calls", "eos", "limit", ...), bounded (:func:`engine_word`)
+OwnReason = Literal["stop", "length", "cancelled", "tool_calls"]
+EngineWord = NewType("EngineWord", str)
+FinishReason = OwnReason | EngineWord
+EndReason = FinishReason | Literal["error"]  # a timeline's: "error" when it Failed
+WORD_CHARS: Final = 40  # characters of an engine's word kept
+
+
+def engine_word(v: object) -> EngineWord | None:
+    """An engine's word (a finish reason, a stop type) as kept: None when it gave none
+    (absent, empty, null), else at most :data:`WORD_CHARS` characters; a value that is
+    not text stands as its type's name."""
+    if not v:
+        return None
+    if type(v) is str:
+        return EngineWord(v[:WORD_CHARS])
+    if type(v) in (int, float, bool):
+        return EngineWord(str(v)[:WORD_CHARS])
+    return EngineWord(type(v).__name__)  # a list or an object: its kind, not its contents
+
+
+def part_of(v: object) -> Part:
+    """``v`` as a chunk's part, read back from a file: one of :data:`PARTS`, else answer."""
+    for part in PARTS:
+        if v == part:
+            return part
+    return ANSWER
+
+
+def failure_kind_of(v: object) -> FailureKind | None:
+    """``v`` as a failure's kind, read back from a file (None: not one of them)."""
+    for kind in FAILURE_KINDS:
+        if v == kind:
+            return kind
+    return None
+
+
+def end_reason_of(v: object) -> EndReason | None:
+    """``v`` as how a stream ended, read back from a file: "error", or a finish reason
+    (an engine's word, bounded); None when it says none."""
+    return "error" if v == "error" else engine_word(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +113,7 @@ class TextChunk:
     t_ns: int
     text: str
     tokens: int | None = None
-    part: str = ANSWER
+    part: Part = ANSWER
 
 
 # EngineTruth's numbers, by name: what a session record's engine_truth may hold (its
@@ -163,10 +213,11 @@ class ContextFill:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """The stream ended normally. ``reason``: stop, length, cancelled."""
+    """The stream ended normally. ``reason``: stop, length, cancelled, tool_calls, or the
+    engine's own word (bounded: :func:`engine_word`)."""
 
     t_ns: int
-    reason: str = "stop"
+    reason: FinishReason = "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +230,7 @@ class Failed:
 
     t_ns: int
     message: str
-    kind: str = "engine"
+    kind: FailureKind = "engine"
 
 
 StreamEvent = (

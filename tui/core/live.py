@@ -36,6 +36,7 @@ from tui.core.events import (
     ContextFill,
     Failed,
     Finished,
+    Part,
     RequestSent,
     StreamEvent,
     TextChunk,
@@ -137,7 +138,7 @@ class LiveRequest:
         self._notify = notify
         self._lock = threading.Lock()
         self._pending: list[str] = []
-        self._pending_parts: list[str] = []  # what each pending text is, once one is not
+        self._pending_parts: list[Part] = []  # what each pending text is, once one is not
         self._notified = False
         self.counts = LiveCounts()
         self.done = False
@@ -173,7 +174,7 @@ class LiveRequest:
         notification."""
         return "".join(text for _, text in self.drain_parts())
 
-    def drain_parts(self) -> list[tuple[str, str]]:
+    def drain_parts(self) -> list[tuple[Part, str]]:
         """The text that arrived since the last drain as (part, text) runs, in order,
         one run per change of part (:data:`~tui.core.events.PARTS`); re-arms the
         notification."""
@@ -185,7 +186,7 @@ class LiveRequest:
             return []
         if not parts:
             return [(ANSWER, "".join(pending))]
-        runs: list[tuple[str, str]] = []
+        runs: list[tuple[Part, str]] = []
         start = 0
         for i in range(1, len(parts) + 1):
             if i == len(parts) or parts[i] != parts[start]:

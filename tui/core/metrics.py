@@ -46,12 +46,20 @@ answer) or a tool call (an answer too); "chunk" below means any of them unless i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
+from tui.core.events import EndReason
 from tui.core.stats import weighted_percentile
 from tui.core.timeline import RequestTimeline
 
 NS_PER_MS = 1_000_000
+# Where a token count came from: the engine's usage total, the sum of its per-chunk
+# counts, or the number of chunks (an estimate)
+CountSource = Literal["usage", "engine-chunks", "chunk-count-estimate"]
+COUNT_SOURCES: Final[tuple[CountSource, ...]] = get_args(CountSource)
+# Where prefill tok/s came from: the engine's prefill time, or TTFT (an estimate)
+PrefillSource = Literal["engine", "estimate"]
+PREFILL_SOURCES: Final[tuple[PrefillSource, ...]] = get_args(PrefillSource)
 
 
 @dataclass
@@ -70,10 +78,10 @@ class RequestMetrics:
     tpot_ms: float | None = None
     decode_tps: float | None = None
     prefill_tps: float | None = None
-    prefill_tps_source: str | None = None  # "engine" | "estimate" | None
+    prefill_tps_source: PrefillSource | None = None
     prompt_tokens: int | None = None
     output_tokens: int | None = None
-    output_tokens_source: str = "chunk-count-estimate"  # usage | engine-chunks | ...
+    output_tokens_source: CountSource = "chunk-count-estimate"
     content_chunks: int = 0
     prefill_ms: float | None = None  # engine prefill time, else TTFT (see source)
     decode_ms: float | None = None  # t_last − t_first
@@ -81,12 +89,12 @@ class RequestMetrics:
     engine_decode_tps: float | None = None
     ttft_minus_engine_prefill_ms: float | None = None
     decode_tps_vs_engine: float | None = None
-    finish_reason: str | None = None
+    finish_reason: EndReason | None = None
     error: str | None = None
     ttfo_ms: float | None = None
     thinking_ms: float | None = None
     reasoning_tokens: int | None = None
-    reasoning_tokens_source: str | None = None  # usage | engine-chunks | chunk-count-...
+    reasoning_tokens_source: CountSource | None = None
     answer_tokens: int | None = None
     answer_tokens_estimated: bool = False
     reasoning_tps: float | None = None
@@ -152,7 +160,7 @@ def _ms(ns: int) -> float:
     return ns / NS_PER_MS
 
 
-def output_token_count(tl: RequestTimeline) -> tuple[int | None, str]:
+def output_token_count(tl: RequestTimeline) -> tuple[int | None, CountSource]:
     """N and where it came from (see the module docstring)."""
     if tl.usage_output_tokens is not None:
         return tl.usage_output_tokens, "usage"
@@ -248,7 +256,7 @@ def _rate(stamps: list[int], n: int | None) -> float | None:
     return (n - 1) / ((stamps[-1] - stamps[0]) / 1e9)
 
 
-def reasoning_token_count(tl: RequestTimeline) -> tuple[int | None, str | None]:
+def reasoning_token_count(tl: RequestTimeline) -> tuple[int | None, CountSource | None]:
     """R and where it came from (see the module docstring); (None, None) when the
     request streamed no reasoning and the engine counted none."""
     if tl.usage_reasoning_tokens is not None:

@@ -28,6 +28,7 @@ from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceContext
+from tui.core.verdict import Verdict
 
 # Where a request was measured.
 Source = Literal["proxy", "chat", "run", "bench"]
@@ -126,6 +127,7 @@ class RequestOutcome:
     parent_span_id: str | None = None
     kind: str | None = None  # the engine's kind ("llama-server", "vllm", ...), where known
     response_model: str | None = None  # the model the answer named, where it named one
+    verdict: Verdict | None = None  # why it took its time (tui/core/verdict.py)
 
     @property
     def e2e_s(self) -> float:
@@ -169,6 +171,7 @@ def outcome_of(
     state: OutcomeState | None = None,
     streamed: bool | None = True,
     trace: TraceContext | None = None,
+    verdict: Verdict | None = None,
 ) -> RequestOutcome | None:
     """The outcome of a request infertop sent itself (the chat, ``run``, the bench) from
     its timeline; None when it was never sent (an engine that did not load, a cancel
@@ -200,6 +203,7 @@ def outcome_of(
         span_id=trace.span_id if trace is not None else None,
         parent_span_id=trace.parent_id if trace is not None else None,
         kind=where.kind,
+        verdict=verdict,
     )
 
 

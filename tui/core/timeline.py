@@ -7,18 +7,23 @@ from typing import Any
 
 from tui.core.events import (
     ANSWER,
-    PARTS,
     REASONING,
+    EndReason,
     EngineReport,
     EngineTruth,
     Failed,
+    FailureKind,
     Finished,
     FirstByte,
+    Part,
     RequestSent,
     StampSource,
     StreamEvent,
     TextChunk,
     Usage,
+    end_reason_of,
+    failure_kind_of,
+    part_of,
 )
 
 # One response chunk: when it arrived, its text, its engine-given token count.
@@ -43,14 +48,14 @@ class RequestTimeline:
     chunk_ns: list[int] = field(default_factory=list)
     chunk_text: list[str] = field(default_factory=list)
     chunk_tokens: list[int | None] = field(default_factory=list)
-    chunk_part: list[str] = field(default_factory=list)
+    chunk_part: list[Part] = field(default_factory=list)
     prompt_tokens: int | None = None
     usage_output_tokens: int | None = None
     usage_reasoning_tokens: int | None = None
     truth: EngineTruth | None = None
-    finish_reason: str | None = None
+    finish_reason: EndReason | None = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
     stamp_source: str | None = None  # how the stamps were taken (see StampSource)
 
     def add(self, event: StreamEvent) -> None:
@@ -64,7 +69,8 @@ class RequestTimeline:
             if self.chunk_part:
                 self.chunk_part.append(event.part)
             elif event.part != ANSWER:
-                self.chunk_part = [ANSWER] * (len(self.chunk_ns) - 1) + [event.part]
+                before: list[Part] = [ANSWER] * (len(self.chunk_ns) - 1)
+                self.chunk_part = [*before, event.part]
         elif isinstance(event, RequestSent):
             self.t_sent_ns = event.t_ns
         elif isinstance(event, FirstByte):
@@ -91,7 +97,7 @@ class RequestTimeline:
             self.finish_reason = "error"
 
     @property
-    def parts(self) -> list[str]:
+    def parts(self) -> list[Part]:
         """What each chunk is (:data:`~tui.core.events.PARTS`), in arrival order."""
         return self.chunk_part or [ANSWER] * len(self.chunk_ns)
 
@@ -182,7 +188,7 @@ class RequestTimeline:
     def from_dict(cls, d: dict[str, Any], truth: EngineTruth | None = None) -> RequestTimeline:
         """Inverse of :meth:`to_dict` (times come back relative to a start at 0)."""
         chunks = d.get("chunks", [])
-        parts = [str(c[3]) if len(c) > 3 and c[3] in PARTS else ANSWER for c in chunks]
+        parts = [part_of(c[3]) if len(c) > 3 else ANSWER for c in chunks]
         return cls(
             t_sent_ns=0,
             t_first_byte_ns=d.get("t_first_byte_ns"),
@@ -195,8 +201,8 @@ class RequestTimeline:
             usage_output_tokens=d.get("usage_output_tokens"),
             usage_reasoning_tokens=d.get("usage_reasoning_tokens"),
             truth=truth,
-            finish_reason=d.get("finish_reason"),
+            finish_reason=end_reason_of(d.get("finish_reason")),
             error=d.get("error"),
-            error_kind=d.get("error_kind"),
+            error_kind=failure_kind_of(d.get("error_kind")),
             stamp_source=d.get("stamp_source"),
         )

@@ -87,8 +87,15 @@ _BUILT_IN = (
         "llama-server",
         "tui.engines.http.llama_server:LlamaServerEngine",
         "llama.cpp's llama-server at url; its timings are the engine truth",
-        # binary: the llama-server infertop starts when the engine has a model and no url
-        {**_HTTP_OPTIONS, "timings_per_token": (bool,), "binary": (str,)},
+        # binary: the llama-server infertop starts when the engine has a model and no url;
+        # spec_type / draft_model: that server's speculative decoding (--spec-type, -md)
+        {
+            **_HTTP_OPTIONS,
+            "timings_per_token": (bool,),
+            "binary": (str,),
+            "spec_type": (str,),
+            "draft_model": (str,),
+        },
         http=True,
         metrics=True,
         recognised=True,

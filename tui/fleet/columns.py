@@ -34,6 +34,10 @@ def _power(v: float | None) -> str:
     return f"{v:.0f}W" if v < 10_000 else f"{v / 1000:.1f}kW"
 
 
+def _rate(v: float | None) -> str:
+    return DASH if v is None else f"{v:.1f}"
+
+
 def _jpt(v: float | None) -> str:
     return DASH if v is None else f"{v:.3g}"
 
@@ -60,6 +64,8 @@ COLUMNS: tuple[Column, ...] = (
     _col("waiting", "wait", 4, 3, _num),
     _col("kv_cache_pct", "KV%", 4, 5, _num),
     _col("prefix_cache_hit_pct", "pfx%", 4, 8, _num),
+    _col("preempt_per_min", "pre/m", 5, 19, _rate),
+    _col("spec_accept_pct", "acc%", 4, 20, _num),
     _col("ttft_p50_ms", "TTFT50", 6, 6, ms_text),
     _col("ttft_p90_ms", "TTFT90", 6, 9, ms_text),
     _col("itl_p50_ms", "ITL50", 6, 7, ms_text),
@@ -126,6 +132,12 @@ def detail_text(r: EndpointRow) -> str:
     if r.up and r.window_s is not None:
         src = "Prometheus" if r.source == "prometheus" else "scrapes"
         parts.append(f"window {r.window_s:.1f} s ({src})")
+    if r.loaded:
+        parts.append(f"loaded: {r.loaded}")
+    if r.preempt_per_min:
+        parts.append(f"{r.preempt_per_min:.1f} preemptions/min")
+    if r.spec_accept_pct is not None:
+        parts.append(f"draft acceptance {r.spec_accept_pct:.0f}%")
     if r.itl_mean_ms is not None:
         parts.append(f"ITL mean {ms_text(r.itl_mean_ms)}")
     if r.top_clients:

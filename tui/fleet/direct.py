@@ -29,7 +29,7 @@ from tui.engines.http.http_common import access_for, base_url, describe_transpor
 from tui.engines.kinds import find_kind
 from tui.engines.servers.detect import detect_server
 from tui.fleet.rows import EndpointRow
-from tui.telemetry.servers.ollama_ps import parse_ps
+from tui.telemetry.servers.ollama_ps import LoadedModel, parse_ps
 from tui.transport.access import HttpAccess
 from tui.transport.http_io import HttpTimeouts, WholeResponse
 from tui.transport.prometheus import (
@@ -64,6 +64,17 @@ def _label(scrape: Scrape, name: str, label: str) -> str | None:
     return None
 
 
+BY_SOURCE = "vllm:prompt_tokens_by_source_total"
+CACHED = ("local_cache_hit", "external_kv_transfer")  # its sources that are a cache
+
+
+def _loaded_text(m: LoadedModel) -> str:
+    """One model Ollama holds: its memory, the share on the GPU, context, expiry."""
+    ctx = f", ctx {m.context_length:,}" if m.context_length else ""
+    expires = f", expires {m.expires_at}" if m.expires_at else ""
+    return f"{m.name} {m.size / 2**30:.1f} GiB ({m.placement}){ctx}{expires}"
+
+
 def fill_vllm(row: EndpointRow, prev: Scrape | None, cur: Scrape) -> None:
     """vLLM's columns from scrape ``cur`` (gauges) and ``cur`` − ``prev`` (the window)."""
     row.running = cur.total("vllm:num_requests_running")
@@ -78,9 +89,20 @@ def fill_vllm(row: EndpointRow, prev: Scrape | None, cur: Scrape) -> None:
         return
     row.window_s = cur.t - prev.t
     row.gen_tps = counter_rate(prev, cur, "vllm:generation_tokens_total")
-    row.prefix_cache_hit_pct = _ratio_pct(
-        counter_delta(prev, cur, "vllm:prefix_cache_hits_total"),
-        counter_delta(prev, cur, "vllm:prefix_cache_queries_total"),
+    if cur.has(BY_SOURCE):
+        cached = sum(counter_delta(prev, cur, BY_SOURCE, source=s) or 0.0 for s in CACHED)
+        row.prefix_cache_hit_pct = _ratio_pct(cached, counter_delta(prev, cur, BY_SOURCE))
+    else:
+        row.prefix_cache_hit_pct = _ratio_pct(
+            counter_delta(prev, cur, "vllm:prefix_cache_hits_total"),
+            counter_delta(prev, cur, "vllm:prefix_cache_queries_total"),
+        )
+    preempted = counter_delta(prev, cur, "vllm:num_preemptions_total")
+    if preempted is not None and row.window_s:
+        row.preempt_per_min = 60.0 * preempted / row.window_s
+    row.spec_accept_pct = _ratio_pct(
+        counter_delta(prev, cur, "vllm:spec_decode_num_accepted_tokens_total"),
+        counter_delta(prev, cur, "vllm:spec_decode_num_draft_tokens_total"),
     )
     if cur.has("vllm:time_to_first_token_seconds_bucket"):
         w = histogram_window(prev, cur, "vllm:time_to_first_token_seconds")
@@ -104,6 +126,10 @@ def fill_llamacpp(row: EndpointRow, prev: Scrape | None, cur: Scrape) -> None:
     fresh = counter_delta(prev, cur, "llamacpp:prompt_tokens_total")
     if cached is not None and fresh is not None:
         row.prefix_cache_hit_pct = _ratio_pct(cached, cached + fresh)
+    row.spec_accept_pct = _ratio_pct(
+        counter_delta(prev, cur, "llamacpp:spec_decode_num_accepted_tokens_total"),
+        counter_delta(prev, cur, "llamacpp:spec_decode_num_draft_tokens_total"),
+    )
     tokens = counter_delta(prev, cur, "llamacpp:tokens_predicted_total")
     seconds = counter_delta(prev, cur, "llamacpp:tokens_predicted_seconds_total")
     if tokens and seconds is not None:
@@ -263,6 +289,7 @@ class DirectEndpoint:
             row.error = f"GET /api/ps: {e}"
             return
         row.model = ", ".join(m.name for m in loaded) or row.model
+        row.loaded = "; ".join(_loaded_text(m) for m in loaded[:8]) or "no model loaded"
 
     def _models(self, row: EndpointRow) -> None:
         assert self.base is not None

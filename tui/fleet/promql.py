@@ -43,6 +43,8 @@ from tui.fleet.promapi import PrometheusAPI
 from tui.fleet.rows import EndpointRow, GpuRow
 
 BY = "job, instance"
+BY_SOURCE = "vllm:prompt_tokens_by_source_total"
+CACHED = "local_cache_hit|external_kv_transfer"  # of its sources, those from a cache
 PROXY = "infertop_proxy_"  # an `infertop proxy` (tui/proxy/exposition.py)
 
 # column -> PromQL, with {w} the window and {lb} the lookback (seconds, as "60s").
@@ -56,11 +58,18 @@ ROW_EXPRS: dict[str, str] = {
     "waiting": f"sum by ({BY}) (vllm:num_requests_waiting)"
     f" or sum by ({BY}) (llamacpp:requests_deferred)",
     "kv": f"avg by ({BY}) (vllm:kv_cache_usage_perc) or avg by ({BY}) (vllm:gpu_cache_usage_perc)",
-    "prefix": f"(sum by ({BY}) (increase(vllm:prefix_cache_hits_total[{{w}}]))"
+    "prefix": f'(sum by ({BY}) (increase({BY_SOURCE}{{{{source=~"{CACHED}"}}}}[{{w}}]))'
+    f" / sum by ({BY}) (increase({BY_SOURCE}[{{w}}])))"
+    f" or (sum by ({BY}) (increase(vllm:prefix_cache_hits_total[{{w}}]))"
     f" / sum by ({BY}) (increase(vllm:prefix_cache_queries_total[{{w}}])))"
     f" or (sum by ({BY}) (increase(llamacpp:prompt_tokens_cached_total[{{w}}]))"
     f" / (sum by ({BY}) (increase(llamacpp:prompt_tokens_cached_total[{{w}}]))"
     f" + sum by ({BY}) (increase(llamacpp:prompt_tokens_total[{{w}}]))))",
+    "preempt": f"60 * sum by ({BY}) (rate(vllm:num_preemptions_total[{{w}}]))",
+    "accept": f"(sum by ({BY}) (increase(vllm:spec_decode_num_accepted_tokens_total[{{w}}]))"
+    f" / sum by ({BY}) (increase(vllm:spec_decode_num_draft_tokens_total[{{w}}])))"
+    f" or (sum by ({BY}) (increase(llamacpp:spec_decode_num_accepted_tokens_total[{{w}}]))"
+    f" / sum by ({BY}) (increase(llamacpp:spec_decode_num_draft_tokens_total[{{w}}])))",
     "gen_tps": f"sum by ({BY}) (rate(vllm:generation_tokens_total[{{w}}]))"
     f" or sum by ({BY}) (rate(llamacpp:tokens_predicted_total[{{w}}]))"
     f" or sum by ({BY}) (rate({PROXY}output_tokens_total[{{w}}]))",
@@ -270,6 +279,9 @@ def _row(
     row.kv_cache_pct = None if kv is None else 100.0 * kv
     row.prefix_cache_hit_pct = None if prefix is None else 100.0 * prefix
     row.gen_tps = c.get("gen_tps")
+    row.preempt_per_min = c.get("preempt")
+    accept = c.get("accept")
+    row.spec_accept_pct = None if accept is None else 100.0 * accept
     for col in ("ttft_p50", "ttft_p90", "itl_p50", "itl_p90", "itl_mean"):
         v = c.get(col)
         setattr(row, col + "_ms", None if v is None else 1000.0 * v)

@@ -11,11 +11,19 @@ Columns (Δ = increase of a counter over the window, Δt = the window's length):
 - running — vLLM ``vllm:num_requests_running``; llama-server ``llamacpp:requests_processing``.
 - waiting — vLLM ``vllm:num_requests_waiting``; llama-server ``llamacpp:requests_deferred``.
 - kv_cache_pct — vLLM 100 × ``vllm:kv_cache_usage_perc``; llama-server has no such series.
-- prefix_cache_hit_pct — vLLM 100 × Δ``vllm:prefix_cache_hits_total`` /
-  Δ``vllm:prefix_cache_queries_total`` (prompt tokens found in the prefix cache ÷ prompt
-  tokens looked up); llama-server 100 × Δ``prompt_tokens_cached_total`` /
+- prefix_cache_hit_pct — vLLM 100 × Δ``vllm:prompt_tokens_by_source_total`` of the
+  sources local_cache_hit and external_kv_transfer ÷ Δ of all its sources (prompt tokens
+  read from a cache ÷ prompt tokens, each counted once when its request is scheduled);
+  builds without that counter: Δ``vllm:prefix_cache_hits_total`` /
+  Δ``vllm:prefix_cache_queries_total`` (those count lookups, so a request that waits is
+  looked up again each step); llama-server 100 × Δ``prompt_tokens_cached_total`` /
   (Δ``prompt_tokens_cached_total`` + Δ``prompt_tokens_total``) (its prompt_tokens_total
   excludes cached tokens). None when no prompt was looked up in the window.
+- preempt_per_min — vLLM 60 × Δ``vllm:num_preemptions_total`` / Δt (requests preempted
+  for want of KV cache, per minute).
+- spec_accept_pct — speculative decoding: 100 × Δ``…spec_decode_num_accepted_tokens_total``
+  / Δ``…spec_decode_num_draft_tokens_total`` (vLLM and llama-server; None when nothing
+  was drafted in the window).
 - gen_tps — generated tokens per second: vLLM Δ``vllm:generation_tokens_total`` / Δt;
   llama-server Δ``llamacpp:tokens_predicted_total`` / Δt (llama-server adds a request's
   tokens when it ends, so short windows are lumpy).
@@ -106,6 +114,8 @@ class EndpointRow:
     waiting: float | None = None
     kv_cache_pct: float | None = None
     prefix_cache_hit_pct: float | None = None
+    preempt_per_min: float | None = None
+    spec_accept_pct: float | None = None
     gen_tps: float | None = None
     ttft_p50_ms: float | None = None
     ttft_p90_ms: float | None = None
@@ -118,6 +128,7 @@ class EndpointRow:
     host: str | None = None  # the host GPUs are matched on
     hardware: str | None = None  # a named hardware source's label (tui/fleet/hardware.py)
     hardware_error: str | None = None  # that source's trouble ("remote telemetry lost: ...")
+    loaded: str | None = None  # Ollama: the models it holds (memory, GPU share, ctx, expiry)
     source: str = "scrape"  # "scrape" (read directly) or "prometheus"
     window_s: float | None = None  # what the rates and quantiles cover
     # an infertop proxy's busiest clients over the window: (client, prompt + output tokens)
@@ -176,6 +187,7 @@ class EndpointRow:
             value = getattr(self, key)
             out[key] = None if value is None else round(float(value), 3)
         out["gpus"] = None if self.gpus is None else [g.to_json() for g in self.gpus]
+        out["loaded"] = self.loaded
         out["host"] = self.host
         out["hardware"] = self.hardware
         out["hardware_error"] = self.hardware_error
@@ -194,6 +206,8 @@ NUMBER_FIELDS = (
     "waiting",
     "kv_cache_pct",
     "prefix_cache_hit_pct",
+    "preempt_per_min",
+    "spec_accept_pct",
     "gen_tps",
     "ttft_p50_ms",
     "ttft_p90_ms",

@@ -307,6 +307,6 @@ def request_fields(body: bytes, path: str) -> RequestFields:
     got = found.values
     stream = got.get("stream")
     if not isinstance(stream, bool):  # not said: the route's default (unless unread)
-        stream = routes.ollama_streams_by_default(path) if found.whole else None
+        stream = routes.streams_by_default(path) if found.whole else None
     user = _text(got.get("user")) or _text(got.get("metadata.user_id"))
     return RequestFields(_text(got.get("model")), stream, user)

@@ -22,6 +22,7 @@ lines pass :data:`WATCHER_BUFFER` bytes is dropped (it reattaches and gets a fre
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections import deque
@@ -31,12 +32,14 @@ from enum import Enum
 from typing import Any, Protocol
 
 from tui.core.outcome import Outcomes
+from tui.engines.dialects.vllm_request import SOURCE as PER_REQUEST
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exposition import ProxyMetrics
 from tui.proxy.observe_queue import ObserveQueue
 from tui.proxy.record import ProxiedRequest
 from tui.proxy.rows import RequestState
 from tui.proxy.truth import ScrapedTruth
+from tui.proxy.why import ProxyWhy
 
 try:
     from orjson import dumps as _dumps
@@ -113,6 +116,7 @@ class RequestBook:
         self.tasks: set[asyncio.Task[None]] = set()
         self.on_end: Callable[[ProxiedRequest], None] | None = None  # (--log)
         self.reads = ObserveQueue()  # reads forwarded, to observe (tui/proxy/observe_queue.py)
+        self.why: ProxyWhy | None = None  # verdicts, sessions, the engine's inside (why.py)
 
     def settle(self) -> None:
         """Observe the reads waiting (and the steps queued behind them): the one place
@@ -176,13 +180,15 @@ class RequestBook:
         self.metrics.in_flight -= 1
         truth = self.truth
         before = rec.truth_before
-        done = rec.state == RequestState.DONE
-        if truth is not None and rec.alone and before is not None and done:
+        # vLLM reported this request itself (per-request metrics): nothing to read after it
+        own = rec.timeline.truth is not None and rec.timeline.truth.source == PER_REQUEST
+        alone = rec.alone and before is not None and rec.state == RequestState.DONE
+        if truth is not None and alone and not own:
             task = asyncio.get_running_loop().create_task(self._with_truth(rec, before))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             return
-        if truth is not None:
+        if truth is not None and not own:
             rec.truth_note = (
                 "other requests overlapped it" if not rec.alone else "no idle scrape before it"
             )
@@ -207,6 +213,7 @@ class RequestBook:
     def _finish(self, rec: ProxiedRequest) -> None:
         m = rec.finalize()
         rec.observer = None  # its reads are all in: no cycle left for the collector
+        verdict = self.why.finish(rec, self) if self.why is not None else None
         self.ended += 1
         if rec.state == RequestState.FAILED:
             self.failed += 1
@@ -218,15 +225,17 @@ class RequestBook:
             rec.model, rec.path, rec.state, rec.stream is not False, m, outcome.client.label
         )
         self._keep(rec)
+        why = None if verdict is None else verdict.to_dict()
         if self.events is not None:
-            self.events.put(rec.summary(self.engine, self.metrics.kind))
-        self.outcomes.publish(outcome)
+            self.events.put({**rec.summary(self.engine, self.metrics.kind), "verdict": why})
+        self.outcomes.publish(dataclasses.replace(outcome, verdict=verdict))
         if self.watchers:
             self.publish(
                 {
                     "event": WatchEvent.END,
                     "row": rec.row().to_json(),
                     "metrics": m.to_dict(with_lists=False),
+                    "verdict": why,
                     "totals": self.totals(),
                 }
             )
@@ -267,8 +276,15 @@ class RequestBook:
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.recent]
         rows += [r.row(now).to_json() for r in self.in_flight.values()]
+        extras = self.why.extras() if self.why is not None else {}
         return json_line(
-            {"event": WatchEvent.HELLO, "proxy": self.info, "rows": rows, "totals": self.totals()}
+            {
+                "event": WatchEvent.HELLO,
+                "proxy": self.info,
+                "rows": rows,
+                "totals": self.totals(),
+                **extras,
+            }
         )
 
     def attach(self, watcher: Watcher) -> None:
@@ -287,4 +303,5 @@ class RequestBook:
         self.settle()
         now = time.perf_counter_ns()
         rows = [r.row(now).to_json() for r in self.in_flight.values()]
-        self.publish({"event": WatchEvent.TICK, "rows": rows, "totals": self.totals()})
+        extras = self.why.extras() if self.why is not None else {}
+        self.publish({"event": WatchEvent.TICK, "rows": rows, "totals": self.totals(), **extras})

@@ -22,6 +22,7 @@ import asyncio
 import time
 from functools import partial
 
+from tui.core.events import FailureKind
 from tui.proxy.exchange import Client, Exchange, ExchangeState
 from tui.proxy.observe import Observer, observer_for
 from tui.proxy.observe_queue import ObserveQueue
@@ -195,7 +196,7 @@ async def _pump_body(
 
 
 def _cut(
-    reads: ObserveQueue, client: Client, observer: Observer | None, why: str, kind: str
+    reads: ObserveQueue, client: Client, observer: Observer | None, why: str, kind: FailureKind
 ) -> None:
     """The answer cannot be completed: the client connection closes; the request fails
     with the failure ``kind`` the caller names (once its reads still queued are

@@ -32,13 +32,13 @@ import zlib
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
-from tui.engines.dialects import decoder_for
+from tui.engines.dialects import decoder_for, whole_answer
 from tui.engines.dialects.base import CUT_SHORT, model_name
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL
+from tui.engines.dialects.kinds import streamed_as
 from tui.engines.dialects.llama import timings_events
-from tui.engines.dialects.whole import whole_answer
 from tui.engines.http.openai_compat import USAGE_CACHED_SOURCE
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.proxy.body_scan import fields
 from tui.proxy.record import ProxiedRequest
 from tui.transport.http_head import ResponseHead
@@ -55,10 +55,6 @@ WHOLE_LIMIT = 16 * 1024 * 1024
 PROMPT_ONLY = frozenset({"embeddings", "rerank"})
 # What is read of such an answer: its usage, an error, Ollama's counts and durations
 PROMPT_ONLY_KEYS = frozenset({"usage", "error", "type", *OLLAMA_FINAL})
-# Dialects streamed as server-sent events (Ollama streams NDJSON)
-SSE_DIALECTS = frozenset(
-    {"openai-chat", "openai-completions", "openai-responses", "anthropic", "llama"}
-)
 
 
 class Observer:
@@ -246,9 +242,9 @@ def observer_for(record: ProxiedRequest, head: ResponseHead, dialect: str) -> Ob
         errors.content_type = ctype
         obs = errors
     elif "event-stream" in ctype:
-        obs = Streamed(record, dialect if dialect in SSE_DIALECTS else "openai-chat")
+        obs = Streamed(record, streamed_as(dialect, "sse").name)
     elif "ndjson" in ctype:
-        obs = Streamed(record, "ollama")
+        obs = Streamed(record, streamed_as(dialect, "ndjson").name)
     elif "json" in ctype:
         obs = WholeBody(record, dialect)
     else:

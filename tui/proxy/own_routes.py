@@ -124,7 +124,10 @@ async def serve(book: RequestBook, client: Asker, req: ClientRequest) -> bool:
         client.write(error_response(404, "Not Found", why, not keep))
         return keep
     with_text = "text=1" in head.target.partition("?")[2].split("&")
-    body = json_line(detail(rec, with_text))
+    found = detail(rec, with_text)
+    if book.why is not None:
+        found.update(book.why.detail(rec.id))
+    body = json_line(found)
     return _whole(client, head.method, body, "application/json", keep)
 
 

@@ -23,6 +23,7 @@ from tui.core.events import (
     EngineReport,
     EngineTruth,
     Failed,
+    FailureKind,
     Finished,
     RequestSent,
     StampSource,
@@ -128,7 +129,7 @@ class ProxiedRequest:
             self.state = RequestState.DONE
         self.timeline.add(ev)
 
-    def fail(self, message: str, kind: str, t_ns: int | None = None) -> None:
+    def fail(self, message: str, kind: FailureKind, t_ns: int | None = None) -> None:
         self.emit(Failed(t_ns or time.perf_counter_ns(), message[:ERROR_CHARS], kind))
 
     def set_truth(self, truth: EngineTruth) -> None:

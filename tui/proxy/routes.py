@@ -1,6 +1,7 @@
 """Which requests are inference, and the bounded names the proxy gives routes and models.
 
-A *measured* request is a POST to one of :data:`GENERATION_ROUTES`: the OpenAI API's
+A *measured* request is a POST to a route of a dialect (tui/engines/dialects/kinds.py:
+each :class:`~tui.engines.dialects.kinds.Dialect` names its routes): the OpenAI API's
 chat and text completions and its Responses API (with or without ``/v1``), Anthropic's
 Messages API (``/v1/messages``), Ollama's ``/api/chat`` and ``/api/generate``,
 llama-server's own ``/completion``; and, never streamed, embeddings and reranking (a row
@@ -10,22 +11,19 @@ timeline, read by the wire format's decoder (tui/engines/dialects). Every other 
 counted.
 
 Labels on the proxy's Prometheus series come from fixed sets or are capped, since a
-client chooses its path and its ``model`` field: a route outside :data:`KNOWN_ROUTES`
-is ``other``; a model is cut to :data:`MODEL_LABEL_CHARS` characters, and after
-:data:`MAX_MODEL_LABELS` distinct models every new one is ``other``.
+client chooses its path and its ``model`` field: a route that is neither a dialect's nor
+one of :data:`OTHER_ROUTES` is ``other``; a model is cut to :data:`MODEL_LABEL_CHARS`
+characters, and after :data:`MAX_MODEL_LABELS` distinct models every new one is
+``other``.
 """
 
 from __future__ import annotations
 
-from tui.engines.dialects import ROUTES
+from tui.engines.dialects import DialectName, dialect_of_route
 
-# path -> the answer's dialect: the routes infertop's decoders read (tui/engines/dialects)
-GENERATION_ROUTES: dict[str, str] = ROUTES
-# Dialects whose answers are never streamed: a latency and a prompt count, no TTFT.
-NOT_STREAMED = frozenset({"embeddings", "rerank"})
-KNOWN_ROUTES = frozenset(
+# the routes labelled by name besides the dialects' (model lists, health, metrics, ...)
+OTHER_ROUTES = frozenset(
     {
-        *GENERATION_ROUTES,
         "/v1/models",
         "/models",
         "/api/tags",
@@ -47,21 +45,25 @@ MAX_MODEL_LABELS = 16
 MODEL_LABEL_CHARS = 64
 
 
-def dialect(method: str, path: str) -> str | None:
+def dialect(method: str, path: str) -> DialectName | None:
     """The stream dialect of a generation request, or None for any other request."""
     if method != "POST":
         return None
-    return GENERATION_ROUTES.get(path)
+    found = dialect_of_route(path)
+    return None if found is None else found.name
 
 
 def route_label(path: str) -> str:
-    """``path`` when it is a known route, else ``other``."""
-    return path if path in KNOWN_ROUTES else OTHER
+    """``path`` when it is a known route (a dialect's or one of :data:`OTHER_ROUTES`),
+    else ``other``."""
+    return path if path in OTHER_ROUTES or dialect_of_route(path) is not None else OTHER
 
 
-def ollama_streams_by_default(path: str) -> bool:
-    """Ollama's /api/chat and /api/generate stream unless ``"stream": false``."""
-    return path in ("/api/chat", "/api/generate")
+def streams_by_default(path: str) -> bool:
+    """A request to ``path`` that does not say ``"stream"`` streams (its dialect's
+    ``streamed_by_default``: Ollama's /api/chat and /api/generate)."""
+    found = dialect_of_route(path)
+    return found is not None and found.streamed_by_default
 
 
 class ModelLabels:

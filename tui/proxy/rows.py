@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, fields
 from enum import Enum
 from typing import Any
 
-from tui.core.metrics import RequestMetrics
+from tui.core.events import end_reason_of
+from tui.core.metrics import COUNT_SOURCES, PREFILL_SOURCES, RequestMetrics
 from tui.core.trace_context import is_trace_id
 
 
@@ -189,6 +190,10 @@ def metrics_from_json(d: Any) -> RequestMetrics:
             kw[f.name] = _number(d, f.name)
     kw["content_chunks"] = kw["content_chunks"] or 0
     kw["output_tokens_source"] = kw["output_tokens_source"] or "chunk-count-estimate"
+    for name, allowed in _KIND_FIELDS.items():  # the kinds' own words, or none
+        if kw[name] is not None and kw[name] not in allowed:
+            raise ValueError(f"{name} is not one of {', '.join(allowed)}")
+    kw["finish_reason"] = end_reason_of(kw["finish_reason"])
     return RequestMetrics(**kw)
 
 
@@ -207,3 +212,8 @@ _TEXT_FIELDS = (
     "reasoning_tokens_source",
 )
 _FLAG_FIELDS = ("itl_token_estimated", "answer_tokens_estimated")
+_KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "prefill_tps_source": PREFILL_SOURCES,
+    "output_tokens_source": COUNT_SOURCES,
+    "reasoning_tokens_source": COUNT_SOURCES,
+}

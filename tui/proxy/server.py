@@ -28,6 +28,7 @@ from tui.proxy.limits import BodyBudget, ClientSlots
 from tui.proxy.peer_process import ProcessFinder
 from tui.proxy.truth import ScrapedTruth
 from tui.proxy.upstream import UpstreamPool
+from tui.proxy.why import ProxyWhy
 
 SWEEP_S = 0.1  # how often client deadlines are checked (they hold to about this)
 
@@ -54,6 +55,7 @@ class ProxyConfig:
     max_per_address: int | None = None  # connections of one peer (None: half of the above)
     events_path: str | Path | None = None
     engine_truth: bool = True  # vLLM: read its /metrics while idle (tui/proxy/truth.py)
+    engine_inside: bool = True  # read the engine's inside while idle and watched (why.py)
     # who sent each request (tui/proxy/identity.py): API keys' fingerprints (None: none
     # taken), and the local process owning a loopback client's socket
     client_keys: ClientKeys | None = None
@@ -92,6 +94,8 @@ class Proxy:
         self.book = RequestBook(
             self.metrics, f"{config.kind}@{parts.netloc}", self.events, None, info, self.outcomes
         )
+        self.why = self.book.why = ProxyWhy(config.kind, config.upstream, config.engine_inside)
+        self._inside: asyncio.Task[None] | None = None
         self.connections: set[ClientConnection] = set()
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
@@ -155,6 +159,7 @@ class Proxy:
         self.address = (str(sock[0]), int(sock[1]))
         self.book.info["listen"] = self.url
         self._ticks = loop.create_task(self._tick())
+        self._inside = loop.create_task(self.why.run(self.book))
         return self.address
 
     async def _tick(self) -> None:
@@ -175,6 +180,12 @@ class Proxy:
     async def close(self) -> None:
         if self._ticks is not None:
             self._ticks.cancel()
+        if self._inside is not None:
+            self._inside.cancel()
+        for task in list(self.why.tasks):
+            task.cancel()
+        if self.why.reader is not None:
+            self.why.reader.close()
         if self.server is not None:
             self.server.close()
         for conn in list(self.connections):

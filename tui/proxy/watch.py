@@ -25,9 +25,11 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tui.core.inside import EngineInside, inside_from_dict
 from tui.core.safe_text import terminal_label
+from tui.core.verdict import Verdict, verdict_from_dict
 from tui.proxy.book import WatchEvent
-from tui.proxy.rows import RequestRow, row_from_json
+from tui.proxy.rows import TEXT_LIMIT, RequestRow, row_from_json
 from tui.transport.http1 import Http1Pool, fast_path_ok
 from tui.transport.http_io import TRANSPORT_ERRORS, HttpTimeouts
 from tui.transport.sse import EventTooLarge, NDJSONDecoder
@@ -53,10 +55,43 @@ class WatchSnapshot:
     series: dict[str, list[float]] = field(default_factory=dict)
     bad_lines: int = 0
     version: int = 0
+    inside: EngineInside | None = None  # the engine's inside, as the proxy last read it
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # request id -> its verdict
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # (session_summary's)
 
 
 class WatchError(Exception):
     pass
+
+
+SESSIONS_SHOWN = 20
+SESSION_NUMBERS = (
+    "turns",
+    "prefill_ms",
+    "decode_ms",
+    "queue_ms",
+    "client_ms",
+    "cached_tokens",
+    "computed_tokens",
+    "context_tokens",
+)
+
+
+def session_summaries(v: Any) -> list[dict[str, Any]]:
+    """The proxy's session summaries (tui/proxy/sessions.py), read as untrusted: each an
+    object with a text id, client and model and finite numbers; others dropped."""
+    out: list[dict[str, Any]] = []
+    for d in v[:SESSIONS_SHOWN] if isinstance(v, list) else []:
+        if not isinstance(d, dict) or not isinstance(d.get("id"), str):
+            continue
+        row: dict[str, Any] = {
+            k: (d[k][:TEXT_LIMIT] if isinstance(d.get(k), str) else None)
+            for k in ("id", "client", "model")
+        }
+        for k in SESSION_NUMBERS:
+            row[k] = _finite(d.get(k))
+        out.append(row)
+    return out
 
 
 def _finite(v: Any) -> float | None:
@@ -79,6 +114,9 @@ class ProxyWatch:
         self._info: dict[str, Any] = {}
         self._totals: dict[str, int] = {}
         self._last_tokens: tuple[float, int] | None = None
+        self._inside: EngineInside | None = None
+        self._verdicts: OrderedDict[str, Verdict] = OrderedDict()
+        self._sessions: list[dict[str, Any]] = []
         self.status = f"attaching to {self.url}…"
         self.attached = False
         self.bad_lines = 0
@@ -192,6 +230,11 @@ class ProxyWatch:
                 if kind == WatchEvent.END:
                     m = obj.get("metrics")
                     self._finished(row, m if isinstance(m, dict) else None)
+                    verdict = verdict_from_dict(obj.get("verdict"))
+                    if verdict is not None:
+                        self._verdicts[row.id] = verdict
+                        while len(self._verdicts) > KEEP:
+                            self._verdicts.popitem(last=False)
             elif kind == WatchEvent.TICK:
                 for r in _list(obj.get("rows")):
                     self._put(row_from_json(r), now)
@@ -200,6 +243,9 @@ class ProxyWatch:
             totals = obj.get("totals")
             if isinstance(totals, dict):
                 self._take_totals(totals, now)
+            if kind in (WatchEvent.HELLO, WatchEvent.TICK):
+                self._inside = inside_from_dict(obj.get("inside"))
+                self._sessions = session_summaries(obj.get("sessions"))
             self.version += 1
 
     def _put(self, row: RequestRow, now: float) -> None:
@@ -254,6 +300,9 @@ class ProxyWatch:
                 series={k: list(v) for k, v in self._series.items()},
                 bad_lines=self.bad_lines,
                 version=self.version,
+                inside=self._inside,
+                verdicts=dict(self._verdicts),
+                sessions=list(self._sessions),
             )
 
     def detail(self, rid: str, with_text: bool = False, timeout: float = 5.0) -> dict[str, Any]:

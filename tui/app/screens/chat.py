@@ -322,6 +322,7 @@ class ChatScreen(ChatEngines):
     def _server_sampled(self, msg: ServerSampled) -> None:
         if msg.engine == self.core.slot_engine["A"]:
             self.query_one(ServerPanel).show_lines(msg.lines)
+            self.view.show_engine_short(msg.short if msg.lines is not None else "")
 
     @on(TelemetrySampled)
     def _telemetry(self, msg: TelemetrySampled) -> None:

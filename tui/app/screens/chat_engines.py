@@ -289,11 +289,17 @@ class ChatEngines(Screen[None]):
     def _server_metrics(self, name: str) -> None:
         """Thread worker: the engine's server-side metrics at the telemetry interval."""
         worker = get_current_worker()
+        short = [""]  # the read's one-line form, posted with its lines
+
+        def keep_short(text: str) -> None:
+            short[0] = text
+
         watch_server(
             self.core.config.engines[name],
             self.core.kv_layout(name),
             self.core.config.telemetry.interval_s,
             lambda: worker.is_cancelled,
-            lambda lines: self.post_message(ServerSampled(name, lines)),
+            lambda lines: self.post_message(ServerSampled(name, lines, short[0])),
             lambda state: self.post_message(KvUpdated(name, state)),
+            keep_short,
         )

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from tui.app.answer_energy import AnswerEnergy
-from tui.app.format import summary_line
+from tui.app.format import summary_line, why_text
 from tui.app.widgets.ab_table import ABTable, ab_ratio_text
 from tui.app.widgets.compact_metrics import CompactMetrics
 from tui.app.widgets.conversation import Conversation, Turn
@@ -31,10 +31,10 @@ from tui.app.widgets.text_lines import TextLines
 from tui.chat.core import ChatCore
 from tui.chat.events import AnswerEnded, AnswerWaiting, TurnEnded
 from tui.chat.hardware import HardwareWatch, roofline_text
-from tui.core.events import REASONING, ContextFill
+from tui.core.events import REASONING, ContextFill, Part
 from tui.core.kv import KvState
 from tui.core.live import LiveRequest, LiveSnapshot
-from tui.core.safe_text import markup_label
+from tui.core.safe_text import markup_label, terminal_label
 from tui.engines.placement import SEQUENTIAL
 from tui.telemetry.sampler import TelemetrySample
 
@@ -51,6 +51,7 @@ class ChatView:
         self.last_sample: TelemetrySample | None = None
         self.ratios = ""  # B/A, live while both stream (A/B mode)
         self.kv_short = ""  # slot A's KV cache, for the narrow strip
+        self.engine_short = ""  # slot A's engine inside in one line, for the strip
         self._kv_fill_shown: dict[str, ContextFill] = {}
         self._widgets: dict[str, Widget] = {}  # see _one
         self.folds = False  # a turn's reasoning is folded in a pane (the key may unfold it)
@@ -79,7 +80,7 @@ class ChatView:
                 if turn is not None and runs and not turn.finished:
                     await self._append(turn, runs, live)
 
-    async def _append(self, turn: Turn, runs: list[tuple[str, str]], live: LiveRequest) -> None:
+    async def _append(self, turn: Turn, runs: list[tuple[Part, str]], live: LiveRequest) -> None:
         """Runs of text (part, text) into ``turn``. When they end its thinking, the fold's
         line gets the live numbers first (final ones come with the answer's end):
         thinking time = TTFO − TTFT, the first token being the reasoning's."""
@@ -126,7 +127,7 @@ class ChatView:
                 if turn.reasoning:
                     estimated = m.reasoning_tokens_source == "chunk-count-estimate"
                     turn.show_thought(m.thinking_ms, m.reasoning_tokens, estimated)
-                await turn.finish(summary_line(m), state)
+                await turn.finish(summary_line(m) + why_text(event.verdict), state)
             self.note_fold(turn)
             if not state and self.telemetry and self.hardware.shows(turn.engine):
                 self._energy.expect(turn, live.timeline, m.output_tokens)
@@ -235,7 +236,8 @@ class ChatView:
         if not self._narrow():
             return
         ratios = self.ratios if self.core.ab else ""
-        text = strip_text(ratios, self.kv_short, self.last_sample, self.screen.size.width - 2)
+        width = self.screen.size.width - 2
+        text = strip_text(ratios, self.kv_short, self.last_sample, width, self.engine_short)
         self._one("#strip", TextLines).update(text)
 
     def show_context_fill(self, slot: str, fill: ContextFill | None) -> None:
@@ -244,6 +246,13 @@ class ChatView:
             return
         self._kv_fill_shown[slot] = fill
         self.show_kv(self.core.engine_of(slot), self.core.kv_state(slot, fill))
+
+    def show_engine_short(self, text: str) -> None:
+        """Slot A's engine inside in one line (tui/core/inside_text.py), terminal-safe."""
+        text = terminal_label(text, 200)
+        if text != self.engine_short:
+            self.engine_short = text
+            self.update_strip()
 
     def show_kv(self, engine: str, state: KvState | None) -> None:
         """Slot A's engine's KV cache (None: it has none to show)."""

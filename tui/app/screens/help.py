@@ -62,7 +62,12 @@ GROUPS: tuple[tuple[str, tuple[tuple[str | None, str, str], ...]], ...] = (
     (
         "panels",
         (
-            ("panels", "F2", "narrow terminal: swap the chat for the full panels and back"),
+            (
+                "panels",
+                "F2",
+                "narrow terminal: swap the chat for the full panels (the engine's inside "
+                "in full among them) and back",
+            ),
             ("fleet", "F3", "the fleet screen (every endpoint in config) and back"),
         ),
     ),

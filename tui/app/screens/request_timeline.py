@@ -27,6 +27,8 @@ from tui.app.widgets.metric_lines import MetricLines
 from tui.app.widgets.metrics_panel import phase_bar, truth_line, values_text
 from tui.core.metrics import RequestMetrics
 from tui.core.safe_text import terminal_label, terminal_safe
+from tui.core.verdict import verdict_from_dict
+from tui.core.verdict_text import breakdown_line
 from tui.proxy.columns import detail_text
 from tui.proxy.rows import RequestRow, metrics_from_json, row_from_json
 
@@ -116,6 +118,7 @@ def numbers_text(m: RequestMetrics, d: dict[str, Any]) -> str:
     ]
     if had_reasoning(m):
         lines.insert(1, reasoning_numbers(m))
+    lines += why_lines(d)
     for key, label in (
         ("truth_note", "engine report"),
         ("note", "note"),
@@ -127,6 +130,45 @@ def numbers_text(m: RequestMetrics, d: dict[str, Any]) -> str:
     if m.error:
         lines.append(f"error: {m.error}")
     return terminal_safe("\n".join(terminal_label(x, 400) for x in lines))
+
+
+def why_lines(d: dict[str, Any]) -> list[str]:
+    """The request's verdict and breakdown (tui/core/verdict.py), and its agent session
+    (tui/proxy/sessions.py) — from the proxy, read as untrusted."""
+    out: list[str] = []
+    v = verdict_from_dict(d.get("verdict"))
+    if v is not None:
+        out += [f"why: {v.text}", breakdown_line(v.breakdown)]
+    s = d.get("session")
+    if isinstance(s, dict) and isinstance(s.get("id"), str):
+        turn, turns = s.get("turn"), s.get("turns")
+        out.append(f"session {s['id']}: turn {turn} of {turns}")
+        per = s.get("per_turn")
+        for t in per[-8:] if isinstance(per, list) else []:
+            if isinstance(t, dict):
+                out.append(turn_text(t))
+    return out
+
+
+def turn_text(t: dict[str, Any]) -> str:
+    """One turn of a session: messages, context and its growth, cached vs computed
+    prompt tokens, prefill, decode and the client's time before it."""
+
+    def n(key: str) -> str:
+        v = t.get(key)
+        return "–" if not isinstance(v, int | float) or isinstance(v, bool) else f"{v:,.0f}"
+
+    def s(key: str) -> str:
+        v = t.get(key)
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            return "–"
+        return duration(v) if v >= 1000 else ms(v)
+
+    return (
+        f"  {n('messages')} msgs · {n('prompt_tokens')} tok (+{n('growth')}) · "
+        f"cached {n('cached_tokens')} / computed {n('computed_tokens')} · prefill "
+        f"{s('prefill_ms')} · decode {s('decode_ms')} · client before it {s('client_ms')}"
+    )
 
 
 class RequestTimelineScreen(Screen[None]):

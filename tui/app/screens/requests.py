@@ -28,6 +28,7 @@ from tui.app.widgets.hardware_panel import source_tag
 from tui.app.widgets.metric_lines import MetricLines
 from tui.app.widgets.metrics_panel import values_text
 from tui.app.widgets.requests_table import RequestsTable
+from tui.core.inside_text import full_lines, short_line
 from tui.core.safe_text import terminal_label
 from tui.proxy.columns import BY_KEY, Column, detail_text, fit_columns, sort_rows
 from tui.proxy.rows import RequestRow
@@ -97,6 +98,34 @@ def hardware_line(s: Any, width: int) -> str:
     return terminal_label(" ".join(parts), width)
 
 
+def sessions_text(sessions: list[dict[str, Any]], width: int) -> list[str]:
+    """One line per agent session, newest first: turns, context now, prompt tokens
+    cached vs computed over its turns, and its time in prefill, decode, in the client
+    between turns, and queued."""
+    if not sessions:
+        return ["sessions: none yet (requests that continue one conversation are grouped)"]
+    out = [f"sessions ({len(sessions)}):"]
+    for d in sessions:
+        text = (
+            f"{d.get('id')} {d.get('client') or '?'} · {_n(d, 'turns')} turns · ctx "
+            f"{_n(d, 'context_tokens')} · cached/computed {_n(d, 'cached_tokens')}/"
+            f"{_n(d, 'computed_tokens')} · prefill {_s(d, 'prefill_ms')} decode "
+            f"{_s(d, 'decode_ms')} client {_s(d, 'client_ms')} queue {_s(d, 'queue_ms')}"
+        )
+        out.append(terminal_label(text, width))
+    return out
+
+
+def _n(d: dict[str, Any], key: str) -> str:
+    v = d.get(key)
+    return "–" if v is None else f"{v:,.0f}"
+
+
+def _s(d: dict[str, Any], key: str) -> str:
+    v = d.get(key)
+    return "–" if v is None else f"{v / 1000:.1f} s"
+
+
 class RequestsScreen(SortedTableScreen):
     by_key = BY_KEY
     CSS_PATH = "requests.tcss"
@@ -108,6 +137,9 @@ class RequestsScreen(SortedTableScreen):
         Binding("r", "reverse", "Reverse", id="requests_reverse"),
         Binding("f", "follow", "Follow", id="requests_follow"),
         Binding("u", "usage", "Usage", id="requests_usage"),
+        # (not in the footer, which is full at 80 columns: the lines they open name them)
+        Binding("e", "engine", "Engine", id="requests_engine", show=False),
+        Binding("a", "sessions", "Sessions", id="requests_sessions", show=False),
     ]
 
     def __init__(self, feed: str | RequestsFeed) -> None:
@@ -120,14 +152,19 @@ class RequestsScreen(SortedTableScreen):
         self.sample: Any = None
         self._drawn_version = -1
         self._reasoning = False  # a row thought before it answered: the TTFO column shows
+        self._engine_full = False
+        self._show_sessions = False
 
     def compose(self) -> ComposeResult:
         yield Static("attaching to the proxy…", id="req-status", markup=False)
         rows = [(key, label) for key, label, _ in SPARK_ROWS]
         yield MetricLines(rows, label_width=8, values_width=34, min_spark=8)
         yield Static("", id="req-hw", markup=False)  # shown once a hardware sample comes
+        yield Static("", id="req-engine", markup=False)  # the engine's inside (e: all)
         yield RequestsTable(id="req-table")
         yield Static("", id="req-detail", markup=False)
+        yield Static("", id="req-why", markup=False)  # the highlighted request's verdict
+        yield Static("", id="req-sessions", markup=False)  # agent sessions (a)
         yield Footer(compact=True)
 
     @property
@@ -161,6 +198,7 @@ class RequestsScreen(SortedTableScreen):
             self._reasoning = reasoning
             self._set_columns(self.size.width)
         self.query_one("#req-status", Static).update(status_text(snap, self.url))
+        self._show_inside(snap)
         if snap.version != self._drawn_version or any(r.in_flight for r in snap.rows):
             self._drawn_version = snap.version
             self._fill()
@@ -190,6 +228,40 @@ class RequestsScreen(SortedTableScreen):
     def _show_detail(self) -> None:
         row = self.highlighted_row()
         self.query_one("#req-detail", Static).update(detail_text(row) if row else "")
+        verdict = self.snapshot.verdicts.get(row.id) if row and self.snapshot else None
+        why = self.query_one("#req-why", Static)
+        why.display = verdict is not None
+        if verdict is not None:
+            why.update(terminal_label("why: " + verdict.text, max(20, self.size.width - 2)))
+
+    def _show_inside(self, snap: WatchSnapshot) -> None:
+        """The engine's inside (its short line; ``e``: every line) and, with ``a``, the
+        agent sessions — all from the proxy's own reads and records."""
+        width = max(20, self.size.width - 2)
+        line = self.query_one("#req-engine", Static)
+        inside = snap.inside
+        line.display = inside is not None
+        if inside is not None:
+            lines = full_lines(inside) if self._engine_full else [short_line(inside)]
+            hint = " (e: less, a: sessions)" if self._engine_full else " (e: all, a: sessions)"
+            lines[0] = "engine: " + lines[0] + hint
+            line.update("\n".join(terminal_label(x, width) for x in lines))
+        box = self.query_one("#req-sessions", Static)
+        box.display = self._show_sessions
+        if self._show_sessions:
+            box.update("\n".join(sessions_text(snap.sessions, width)))
+
+    def action_engine(self) -> None:
+        """e: the engine's inside in full, or in one line."""
+        self._engine_full = not self._engine_full
+        if self.snapshot is not None:
+            self._show_inside(self.snapshot)
+
+    def action_sessions(self) -> None:
+        """a: the agent sessions the proxy grouped (tui/proxy/sessions.py), or not."""
+        self._show_sessions = not self._show_sessions
+        if self.snapshot is not None:
+            self._show_inside(self.snapshot)
 
     @on(RequestsTable.Highlighted)
     def _highlighted(self, _msg: RequestsTable.Highlighted) -> None:

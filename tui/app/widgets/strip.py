@@ -1,5 +1,6 @@
 """The narrow layout's one-line strip under the engine bar (what the side panels would
-say, in one line: B/A ratios, the KV cache, whose hardware and how busy, the F2 hint)."""
+say, in one line: B/A ratios, the KV cache, the engine's inside (slots and queue, cache,
+drafts: tui/core/inside_text.py's short line), whose hardware and how busy, the F2 hint)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from tui.app.widgets.hardware_panel import source_tag
 from tui.telemetry.sampler import TelemetrySample
 
 
-def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> str:
-    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, whose
-    hardware and its CPU, RAM and first GPU, and the F2 hint — the RAM, then the whole
-    hardware part, then the F2 hint (the footer has it too), then the KV cache dropped when
-    the line would not fit ``width``: the line is never cut mid-word."""
+def strip_text(
+    ratios: str, kv: str, s: TelemetrySample | None, width: int, engine: str = ""
+) -> str:
+    """The narrow layout's one line: B/A ratios (A/B mode), slot A's KV cache, the
+    engine's inside in short, whose hardware and its CPU, RAM and first GPU, and the F2
+    hint — the RAM, then the whole hardware part, then the F2 hint (the footer has it
+    too), then the KV cache, then the engine's part dropped when the line would not fit
+    ``width``: the line is never cut mid-word."""
     hw: list[str] = []
     if s is not None:
         tag = source_tag(s)
@@ -23,7 +27,8 @@ def strip_text(ratios: str, kv: str, s: TelemetrySample | None, width: int) -> s
         g = s.gpu.gpus[0].util_percent if s.gpu.gpus else None
         gpu = "GPU " + ("–" if g is None else f"{g:.0f}%")
         hw = [tag + cpu + ram + gpu, tag + cpu + gpu, ""]
-    tries = [(ratios, kv, part, "F2 panels") for part in hw or [""]] + [(ratios, kv), (ratios,)]
+    tries: list[tuple[str, ...]] = [(ratios, kv, engine, part, "F2 panels") for part in hw or [""]]
+    tries += [(ratios, kv, engine), (ratios, engine), (ratios,)]
     for parts in tries:
         text = " │ ".join(p for p in parts if p)
         if len(text) <= width:

@@ -51,7 +51,19 @@ METRIC_COLUMNS = (  # taken from its metrics (tui/core/metrics.py)
 )
 # j_per_token: the request's own energy ÷ its tokens, only where it ran alone (a c=1
 # level, cold starts: tui/bench/energy.py); empty otherwise
-COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, "j_per_token", "error_kind", "error")
+WHY_COLUMNS = (  # its breakdown and verdict (tui/core/verdict.py)
+    "verdict",
+    "why",
+    "queue_ms",
+    "queue_source",
+    "cached_tokens",
+    "computed_tokens",
+    "engine_decode_ms",
+    "transport_ms",
+    "draft_n",
+    "draft_n_accepted",
+)
+COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, *WHY_COLUMNS, "j_per_token", "error_kind", "error")
 
 
 def _request_energy(report: dict[str, Any]) -> dict[tuple[str, str], float]:
@@ -72,6 +84,19 @@ def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             m = rec["metrics"]
             row = {col: rec.get(col) for col in RECORD_COLUMNS}
             row.update((col, m.get(col)) for col in METRIC_COLUMNS)
+            v = rec.get("verdict") or {}
+            row.update(
+                verdict=v.get("kind"),
+                why=v.get("text"),
+                queue_ms=v.get("queue_ms"),
+                queue_source=v.get("queue_source"),
+                cached_tokens=v.get("cached_tokens"),
+                computed_tokens=v.get("computed_tokens"),
+                engine_decode_ms=v.get("decode_ms"),
+                transport_ms=v.get("transport_ms"),
+                draft_n=v.get("drafted"),
+                draft_n_accepted=v.get("accepted"),
+            )
             row["j_per_token"] = energy.get((engine["name"], rec.get("request_id")))
             row["error_kind"] = rec["timeline"].get("error_kind")
             row["error"] = m.get("error")

@@ -23,6 +23,7 @@ from tui.bench.run.records import finite
 from tui.bench.run.results import BenchResult
 from tui.bench.stats.aggregate import summarize_result
 from tui.bench.stats.samples import N_BOOT
+from tui.bench.stats.why import spec_levels, twin_baselines, verdicts
 
 SCHEMA = "infertop.bench/1"
 FILES = ("report.json", "report.csv", "report.md")
@@ -32,7 +33,10 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
     """The report dictionary. Records come finite from RequestRecord.to_dict (and are
     not walked again: they hold every chunk stamp); the rest is made finite here."""
     engines = []
+    baselines = twin_baselines(result.engines)
     for run in result.engines:
+        records = run.records()
+        why = verdicts(records, run.info, baselines.get(run.name))
         engines.append(
             {
                 "name": run.name,
@@ -41,7 +45,10 @@ def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
                 "info": finite(run.info),
                 "model_file": model_file(run.info),
                 "request_controls": dict(run.controls),
-                "records": [r.to_dict() for r in run.records()],
+                "records": [
+                    {**r.to_dict(), "verdict": finite(why[id(r)].to_dict())} for r in records
+                ],
+                "speculation": finite(spec_levels(records, baselines.get(run.name))),
             }
         )
     return {

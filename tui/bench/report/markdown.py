@@ -14,6 +14,7 @@ from tui.bench.report.reasoning import DEFINITIONS as REASONING_DEFINITIONS
 from tui.bench.report.reasoning import reasoning_markdown, run_reasoned
 from tui.bench.report.slo import arrivals_markdown, capacity_markdown, slo_markdown
 from tui.bench.report.sweep import sweep_markdown
+from tui.bench.report.why import why_markdown
 from tui.bench.report.workload import workload_markdown
 
 
@@ -236,6 +237,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += capacity_markdown(report) + pareto_markdown(report)
     lines += energy_markdown(report)
     lines += truth_markdown(report, table)
+    lines += why_markdown(report)
 
     if summary["comparisons"]:
         lines += ["## Comparisons (ratio of medians [95% CI])", ""]

@@ -14,7 +14,12 @@ point must restart it):
   (``Q8_0``, ``Q4_K_M``, ...): variants of the engine's own model written by llama.cpp's
   quantizer and cached (tui/bench/quantize.py);
 - ``n_threads``: CPU threads (llama.cpp ``n_threads`` / llama-server ``-t``);
-- ``n_gpu_layers``: layers offloaded to the GPU (``-ngl``; -1 = all).
+- ``n_gpu_layers``: layers offloaded to the GPU (``-ngl``; -1 = all);
+- ``spec_type``: llama-server's speculative decoding (``--spec-type``): ``none``, or a
+  kind it knows (``ngram-simple``, ``ngram-map-k``, ``ngram-mod``, ``ngram-cache``,
+  ``draft-simple`` — the draft model is ``options.draft_model``, else the engine's own
+  model). ``--compare-spec TYPE`` is ``--sweep spec_type=none,TYPE``: the same engine with
+  and without speculation, so the report's speculation table gives the speed-up.
 
 Kinds: ``llamacpp`` (in-process), and ``llama-server`` configured with a ``model`` and no
 ``url`` (infertop starts the server for each point: tui/engines/http/llama_server_launch.py).
@@ -35,10 +40,21 @@ from tui.bench.run.plan import BenchError
 from tui.bench.sweep.perplexity import Perplexity
 from tui.engines.base import Engine, EngineError, EngineSpec
 
+SPEC_TYPES = (
+    "none",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-mod",
+    "ngram-cache",
+    "draft-simple",
+)
+TEXT_KEYS = ("model", "spec_type")  # sweep values kept as text (the others are integers)
 SWEEP_KEYS: dict[str, str] = {
     "model": "GGUF paths, 'default', or quantization names (Q8_0, Q4_K_M, ...)",
     "n_threads": "CPU threads (>= 1)",
     "n_gpu_layers": "layers offloaded to the GPU (-1 = all)",
+    "spec_type": "llama-server speculative decoding: none, " + ", ".join(SPEC_TYPES[1:]),
 }
 SWEEP_KINDS: dict[str, str] = {
     "llamacpp": "llama.cpp in-process",
@@ -52,7 +68,7 @@ class Sweep:
     values: tuple[str, ...]  # as written, duplicates removed
 
     def typed(self, value: str) -> Any:
-        return value if self.key == "model" else int(value)
+        return value if self.key in TEXT_KEYS else int(value)
 
 
 def parse_sweep(text: str) -> Sweep:
@@ -67,7 +83,11 @@ def parse_sweep(text: str) -> Sweep:
     values = tuple(dict.fromkeys(v.strip() for v in rest.split(",")))
     if not values or any(not v for v in values):
         raise BenchError(f"--sweep {key}: expected values separated by commas (got {rest!r})")
-    if key != "model":
+    if key == "spec_type":
+        for v in values:
+            if v not in SPEC_TYPES:
+                raise BenchError(f"--sweep spec_type: {v!r} is not one of {', '.join(SPEC_TYPES)}")
+    elif key != "model":
         low = 1 if key == "n_threads" else -1
         for v in values:
             try:
@@ -148,6 +168,11 @@ def plan_points(
 
     for spec in specs:
         check_engine(spec, what)
+        if sweep is not None and sweep.key == "spec_type" and spec.kind != "llama-server":
+            raise BenchError(
+                f"{what}: engine {spec.name!r} is of kind {spec.kind!r}; speculative "
+                "decoding is swept on a llama-server infertop starts (model set, no url)"
+            )
         try:
             resolve_model_path(spec.model)
         except EngineError as e:
@@ -177,6 +202,13 @@ def plan_points(
                 assert path is not None
                 label = quant or (value if value == "default" else path.name)
                 new = dataclasses.replace(spec, name=f"{spec.name} model={label}", model=str(path))
+            elif sweep.key == "spec_type":
+                label = value
+                new = dataclasses.replace(
+                    spec,
+                    name=f"{spec.name} spec_type={value}",
+                    options={**spec.options, "spec_type": value},
+                )
             else:
                 label = value
                 new = dataclasses.replace(spec, name=f"{spec.name} {sweep.key}={value}")

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
+from tui.core.events import FinishReason, OwnReason
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, model_name, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamServerError
 
-STOP_REASONS = {
+STOP_REASONS: dict[str, OwnReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "max_tokens": "length",
@@ -36,7 +37,7 @@ STOP_REASONS = {
 }
 
 
-def stop_reason(reason: Any) -> str:
+def stop_reason(reason: Any) -> FinishReason:
     """Anthropic's ``stop_reason`` as a finish reason ("stop" where it gave none)."""
     word = engine_word(reason)
     return STOP_REASONS.get(word, word) if word else "stop"
@@ -45,8 +46,8 @@ def stop_reason(reason: Any) -> str:
 class AnthropicDecoder(StreamDecoder):
     """One streamed message (see the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.block_is_tool = False
 
     def payload(self, data: str | bytes, t_ns: int, emit: Emit) -> None:

@@ -26,12 +26,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from tui.core.events import ANSWER, REASONING, TOOL, Failed, Finished, StreamEvent, TextChunk, Usage
-from tui.engines.dialects.fields import LLAMA_TIMINGS, kept_numbers
+from tui.core.events import (
+    ANSWER,
+    REASONING,
+    TOOL,
+    Failed,
+    Finished,
+    FinishReason,
+    StreamEvent,
+    TextChunk,
+    Usage,
+)
+from tui.engines.dialects.errors import StreamProtocolError
+from tui.engines.dialects.fields import (
+    LLAMA_TIMINGS,
+    VLLM_REQUEST,
+    VLLM_SPECULATION,
+    kept_numbers,
+)
 from tui.engines.dialects.think import ThinkSplitter
-from tui.engines.http.stream_errors import StreamProtocolError
 from tui.transport.sse import NDJSONDecoder, SSEDecoder
 
 try:  # orjson parses a stream chunk ~3x faster than json (client CPU per token)
@@ -40,6 +55,16 @@ except ImportError:  # pragma: no cover - a dependency; json gives the same obje
     from json import loads as json_loads  # type: ignore[assignment]
 
 Emit = Callable[[StreamEvent], None]
+# How a dialect's answers come: server-sent events (``data:`` payloads), one JSON object
+# per line (NDJSON), or only whole (never streamed: one JSON object)
+Framing = Literal["sse", "ndjson", "whole"]
+# What a streamed body's Content-Type holds, per framing, and that in words (the HTTP
+# engines refuse a body that says otherwise)
+CONTENT_TYPES: dict[Framing, tuple[str, str]] = {
+    "sse": ("event-stream", "an event stream"),
+    "ndjson": ("json", "NDJSON"),
+    "whole": ("json", "a JSON object"),
+}
 MAX_COUNT = 2**53  # a token count at or past this is not a count
 CUT_SHORT = "the stream ended before the server finished (the connection was closed mid-stream)"
 
@@ -97,18 +122,20 @@ class ToolCallText:
 
 class StreamDecoder:
     """What one streamed answer has said so far (see the module docstring). A subclass
-    reads one payload (:meth:`payload`); this class frames, counts and ends."""
+    reads one payload (:meth:`payload`); this class frames, counts and ends. ``framing``:
+    its dialect's (:class:`~tui.engines.dialects.kinds.Dialect` makes decoders with it;
+    a decoder that reads an answer whole is never fed, whatever its framing)."""
 
-    ndjson = False  # the framing: SSE (``data:`` payloads), or one JSON object per line
-
-    def __init__(self) -> None:
-        self.framing: SSEDecoder | NDJSONDecoder = NDJSONDecoder() if self.ndjson else SSEDecoder()
-        framing = self.framing
+    def __init__(self, framing: Framing) -> None:
+        frames: SSEDecoder | NDJSONDecoder = (
+            NDJSONDecoder() if framing == "ndjson" else SSEDecoder()
+        )
+        self.framing = frames
         self._frames: Callable[[bytes], list[bytes] | list[str]] = (
-            framing.feed_payloads if isinstance(framing, SSEDecoder) else framing.feed
+            frames.feed_payloads if isinstance(frames, SSEDecoder) else frames.feed
         )
         self.complete = False  # the server said the answer is over
-        self.finish_reason: str | None = None
+        self.finish_reason: FinishReason | None = None
         self.prompt_tokens: int | None = None
         self.output_tokens: int | None = None
         self.reasoning_tokens: int | None = None
@@ -207,6 +234,16 @@ class StreamDecoder:
         if type(timings) is dict:
             self.extra["timings"] = kept_numbers(timings, LLAMA_TIMINGS)
 
+    def take_request_metrics(self, metrics: Any) -> None:
+        """vLLM's per-request ``metrics``, its documented numbers only (:mod:`.fields`)."""
+        if type(metrics) is not dict:
+            return
+        kept: dict[str, Any] = kept_numbers(metrics, VLLM_REQUEST)
+        spec = metrics.get("speculative_decoding")
+        if type(spec) is dict:
+            kept["speculative_decoding"] = kept_numbers(spec, VLLM_SPECULATION)
+        self.extra["metrics"] = kept
+
     def usage_event(self) -> Usage | None:
         """What the server counted, as a Usage event (None: it counted nothing)."""
         if self.prompt_tokens is None and self.output_tokens is None:
@@ -222,8 +259,10 @@ class StreamDecoder:
 
 __all__ = [
     "ANSWER",
+    "CONTENT_TYPES",
     "CUT_SHORT",
     "Emit",
+    "Framing",
     "StreamDecoder",
     "ToolCallText",
     "count",

@@ -8,6 +8,8 @@ chosen by name and bounded, never copied whole:
 
 - llama-server's ``timings``: :data:`LLAMA_TIMINGS`, its documented numbers (finite
   numbers only);
+- vLLM's per-request ``metrics``: :data:`VLLM_REQUEST` and, of its
+  ``speculative_decoding``, :data:`VLLM_SPECULATION` (numbers only);
 - Ollama's last line: :data:`OLLAMA_FINAL`, its durations and counts (numbers only: no
   text of the request, ``response``/``thinking``/``context``, ever reaches a record);
 - OpenAI's and vLLM's ``usage`` (and the Responses API's, Anthropic's): read field by
@@ -17,6 +19,7 @@ chosen by name and bounded, never copied whole:
 
 Strings: an engine's word (a finish reason, a stop type) is cut to :data:`WORD_CHARS`
 characters, an engine's error message to :data:`MESSAGE_CHARS` (:func:`engine_word`,
+which tui/core/events.py owns since Finished.reason is typed by it, and
 :func:`engine_message`); a value that is not text stands as its type's name.
 """
 
@@ -24,6 +27,10 @@ from __future__ import annotations
 
 import math
 from typing import Any, Final
+
+# an engine's word, bounded where core types it (Finished.reason)
+from tui.core.events import WORD_CHARS as WORD_CHARS
+from tui.core.events import engine_word as engine_word
 
 # llama-server's documented `timings` (tools/server/README.md): prefill, decode, the
 # prompt cache and speculative decoding
@@ -40,6 +47,23 @@ LLAMA_TIMINGS: Final = (
     "draft_n",
     "draft_n_accepted",
 )
+# vLLM's per-request account, the answer's `metrics` (--enable-per-request-metrics;
+# entrypoints/generate/base/protocol.py PerRequestMetrics), and its speculation part
+VLLM_REQUEST: Final = (
+    "queue_time_ms",
+    "time_to_first_token_ms",
+    "generation_time_ms",
+    "mean_itl_ms",
+    "tokens_per_second",
+)
+VLLM_SPECULATION: Final = (
+    "num_draft_tokens",
+    "num_accepted_draft_tokens",
+    "num_spec_steps",
+    "num_spec_tokens",
+    "mean_acceptance_length",
+    "draft_acceptance_rate",
+)
 # Ollama's account on its `done` line (nanoseconds and counts; docs/api.md)
 OLLAMA_FINAL: Final = (
     "total_duration",
@@ -49,7 +73,6 @@ OLLAMA_FINAL: Final = (
     "eval_count",
     "eval_duration",
 )
-WORD_CHARS: Final = 40  # an engine's word: a finish reason, a stop type
 MESSAGE_CHARS: Final = 300  # an engine's error message
 NUMBER_LIMIT: Final = 2**63  # a kept number at or past this (in size) is not kept
 
@@ -73,12 +96,6 @@ def _bounded(v: Any, limit: int) -> str:
     if type(v) in (int, float, bool):
         return str(v)[:limit]
     return type(v).__name__  # a list or an object: its kind, not its contents
-
-
-def engine_word(v: Any) -> str | None:
-    """An engine's word (a finish reason, a stop type) as kept: None when it gave none
-    (absent, empty, null), else at most :data:`WORD_CHARS` characters."""
-    return _bounded(v, WORD_CHARS) if v else None
 
 
 def engine_message(v: Any) -> str:

@@ -21,14 +21,15 @@ import json
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, StreamEvent, Usage
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import (
     LLAMA_TIMINGS,
     engine_message,
     engine_word,
     kept_numbers,
 )
-from tui.engines.http.stream_errors import StreamServerError
+from tui.engines.dialects.vllm_request import truth_from_request_metrics
 from tui.transport.http_io import error_message_from_body
 
 
@@ -63,6 +64,27 @@ def truth_from_timings(timings: dict[str, Any], usage: dict[str, Any] | None) ->
     )
 
 
+USAGE_CACHED_SOURCE = "usage: cached prompt tokens"
+
+
+def cached_truth(decoder: StreamDecoder) -> EngineTruth | None:
+    """The one engine number an answer's usage may carry besides counts: the prompt
+    tokens read from the server's cache (chat ``prompt_tokens_details.cached_tokens``,
+    Responses ``input_tokens_details.cached_tokens``, Messages
+    ``cache_read_input_tokens``); None when it says none."""
+    cached = decoder.cached_tokens
+    if cached is None:
+        return None
+    prompt = decoder.prompt_tokens
+    computed = None if prompt is None or prompt < cached else prompt - cached
+    return EngineTruth(
+        prompt_tokens=prompt,
+        prompt_eval_tokens=computed,
+        cached_tokens=cached,
+        source=USAGE_CACHED_SOURCE,
+    )
+
+
 def decoder_truth(decoder: StreamDecoder) -> EngineTruth | None:
     """The engine's report from the ``timings`` a stream carried (None: it carried none),
     with the totals the decoder counted (a count it found no count is not taken back
@@ -75,11 +97,22 @@ def decoder_truth(decoder: StreamDecoder) -> EngineTruth | None:
 
 
 def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usage]:
-    """The engine's report from the ``timings`` a stream carried (none: []); and, when
-    the client asked for no usage, the engine's counts as Usage."""
+    """The engine's report from the ``timings`` a stream carried (llama-server), else
+    from its per-request ``metrics`` (vLLM: tui/engines/dialects/vllm_request.py), else
+    the cached prompt tokens its usage gave; none: []. And, when the client asked for
+    no usage, llama-server's counts as Usage."""
     truth = decoder_truth(decoder)
     if truth is None:
-        return []
+        counted = {
+            "prompt_tokens": decoder.prompt_tokens,
+            "completion_tokens": decoder.output_tokens,
+        }
+        other = truth_from_request_metrics(
+            decoder.extra.get("metrics"), counted, decoder.cached_tokens
+        )
+        if other is None:
+            other = cached_truth(decoder)
+        return [] if other is None else [EngineReport(t_ns, other)]
     out: list[EngineReport | Usage] = []
     if decoder.output_tokens is None and decoder.prompt_tokens is None:
         out.append(Usage(t_ns, truth.prompt_tokens, truth.output_tokens))
@@ -90,8 +123,8 @@ def timings_events(decoder: StreamDecoder, t_ns: int) -> list[EngineReport | Usa
 class LlamaCompletionDecoder(StreamDecoder):
     """llama-server's ``/completion`` stream (see the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.final: dict[str, Any] | None = None
         self.final_t_ns = 0
 

@@ -21,9 +21,9 @@ import math
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
-from tui.engines.dialects.base import Emit, StreamDecoder, model_name
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, model_name
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL, engine_message, engine_word, kept_numbers
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 
 NS_PER_MS = 1_000_000
 MAX_COUNT = 2**63  # a token count at or past this is not a count
@@ -87,10 +87,8 @@ def tool_call_text(call: Any) -> tuple[str, str] | None:
 class OllamaDecoder(StreamDecoder):
     """One Ollama NDJSON stream (see the module docstring)."""
 
-    ndjson = True
-
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.final: dict[str, Any] | None = None  # the done line
         self.final_t_ns: int | None = None
 

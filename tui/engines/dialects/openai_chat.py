@@ -19,8 +19,9 @@ Each SSE ``data`` payload is a ``chat.completion.chunk`` (or ``text_completion``
   completion counts are not counts (no per-chunk count, no output or reasoning total;
   the metrics estimate them, and say so). A usage only at the end is not held to it
   (hidden reasoning is counted there and never streamed);
-- ``timings`` (llama-server): its documented numbers kept in ``extra``
-  (:mod:`.fields`); no other field of a payload is kept.
+- ``timings`` (llama-server) and ``metrics`` (vLLM's per-request account): their
+  documented numbers kept in ``extra`` (:mod:`.fields`); no other field of a payload is
+  kept.
 
 A role-only or empty delta is no token (its bytes still mark the first byte).
 """
@@ -31,23 +32,25 @@ from typing import Any
 
 from tui.engines.dialects.base import (
     Emit,
+    Framing,
     StreamDecoder,
     count,
     json_loads,
     model_name,
     text_of,
 )
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.http_io import error_message_from_body
 
 
 class OpenAIChatDecoder(StreamDecoder):
-    """One streamed chat or text completion (``endpoint``: "chat" or "completions")."""
+    """One streamed chat completion (``choices[].delta``)."""
 
-    def __init__(self, endpoint: str = "chat") -> None:
-        super().__init__()
-        self.endpoint = endpoint
+    endpoint = "chat"
+
+    def __init__(self, framing: Framing) -> None:
+        super().__init__(framing)
         self.usage: dict[str, Any] | None = None  # the last usage object, as sent
         self.counted_tokens = 0  # running completion_tokens (continuous usage)
         self.carried = 0  # bytes of the payloads since the last usage (what a rise can be)
@@ -81,6 +84,8 @@ class OpenAIChatDecoder(StreamDecoder):
             tokens = self.take_usage(usage, t_ns, per_chunk=bool(choices))
         if "timings" in obj:
             self.take_timings(obj["timings"])
+        if "metrics" in obj:
+            self.take_request_metrics(obj["metrics"])
         if not choices:
             return None
         if type(choices) is not list:
@@ -182,3 +187,9 @@ class OpenAIChatDecoder(StreamDecoder):
         added = ct - self.counted_tokens
         self.counted_tokens = ct
         return added
+
+
+class OpenAICompletionsDecoder(OpenAIChatDecoder):
+    """One streamed text completion (``choices[].text``)."""
+
+    endpoint = "completions"

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.core.events import OwnReason
 from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
+from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
-from tui.engines.http.stream_errors import StreamServerError
 
 _REASONING = frozenset(
     (
@@ -37,7 +38,7 @@ _REASONING = frozenset(
         "response.reasoning.delta",  # (an older name some servers still send)
     )
 )
-_END = {"response.completed": "stop", "response.incomplete": "length"}
+_END: dict[str, OwnReason] = {"response.completed": "stop", "response.incomplete": "length"}
 
 
 def _error_text(obj: dict[str, Any]) -> str:
@@ -94,7 +95,7 @@ class ResponsesDecoder(StreamDecoder):
         elif kind == "error":
             raise StreamServerError(_error_text(obj))
 
-    def take_end(self, response: Any, reason: str, t_ns: int) -> None:
+    def take_end(self, response: Any, reason: OwnReason, t_ns: int) -> None:
         """The response ended (``reason`` unless its ``incomplete_details`` say why):
         its finish and its counts."""
         self.complete = True

@@ -2,7 +2,9 @@
 
 Its text comes as one chunk per part (reasoning, answer, each tool call) at the time the
 body ended — so its TTFT is its e2e, and the proxy's view shows none — then Usage from
-the body's counts, the engine's report where it gives one, and Finished. Per dialect:
+the body's counts, the engine's report where it gives one, and Finished. One reader per
+dialect, named by its :class:`~tui.engines.dialects.kinds.Dialect` (which reads with it,
+then :func:`finish_whole`):
 
 - ``openai-chat``: ``choices[].message`` — ``reasoning_content``/``reasoning``,
   ``content``, ``tool_calls[].function`` (``name``, ``arguments`` text); ``usage``;
@@ -20,6 +22,7 @@ the body's counts, the engine's report where it gives one, and Finished. Per dia
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tui.core.events import EngineReport, Finished, StreamEvent
@@ -28,8 +31,12 @@ from tui.engines.dialects.base import Emit, StreamDecoder, count
 from tui.engines.dialects.fields import engine_word
 from tui.engines.dialects.llama import LlamaCompletionDecoder, timings_events
 from tui.engines.dialects.ollama import TOOL_ARGS_SHOWN, OllamaDecoder, truth_from_final
-from tui.engines.dialects.openai_chat import OpenAIChatDecoder
+from tui.engines.dialects.openai_chat import OpenAIChatDecoder, OpenAICompletionsDecoder
 from tui.engines.dialects.responses import ResponsesDecoder
+
+# One answer's object read whole at a stamp, its events emitted: the decoder that read it
+# (its finish reason, its counts, what it holds back), for finish_whole
+WholeReader = Callable[[dict[str, Any], int, Emit], StreamDecoder]
 
 
 def _str(v: Any) -> str:
@@ -52,8 +59,7 @@ def _tool(dec: StreamDecoder, t_ns: int, name: Any, args: Any, emit: Emit) -> No
     dec.tool_end(t_ns, emit)
 
 
-def _chat(obj: dict[str, Any], t_ns: int, emit: Emit, endpoint: str) -> StreamDecoder:
-    dec = OpenAIChatDecoder(endpoint)
+def _choices(dec: OpenAIChatDecoder, obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
     for ch in _items(obj.get("choices")):
         msg = ch.get("message")
         if type(msg) is dict:
@@ -79,8 +85,19 @@ def _chat(obj: dict[str, Any], t_ns: int, emit: Emit, endpoint: str) -> StreamDe
     return dec
 
 
-def _responses(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
-    dec = ResponsesDecoder()
+def read_chat(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``openai-chat``: ``choices[].message`` (a ``text`` too), ``usage``, ``timings``."""
+    return _choices(OpenAIChatDecoder("whole"), obj, t_ns, emit)
+
+
+def read_completions(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``openai-completions``: ``choices[].text``, ``usage``, ``timings``."""
+    return _choices(OpenAICompletionsDecoder("whole"), obj, t_ns, emit)
+
+
+def read_responses(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``openai-responses``: the response object's ``output[]`` items and ``usage``."""
+    dec = ResponsesDecoder("whole")
     for item in _items(obj.get("output")):
         kind = item.get("type")
         if kind == "reasoning":
@@ -102,8 +119,9 @@ def _responses(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
     return dec
 
 
-def _anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
-    dec = AnthropicDecoder()
+def read_anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``anthropic``: the message's ``content[]`` blocks, ``usage``, ``stop_reason``."""
+    dec = AnthropicDecoder("whole")
     for block in _items(obj.get("content")):
         kind = block.get("type")
         if kind == "thinking" and _str(block.get("thinking")):
@@ -117,8 +135,23 @@ def _anthropic(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
     return dec
 
 
-def _prompt_only(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
-    dec = StreamDecoder()
+def read_ollama(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``ollama``: the ``done`` object, read as its last line."""
+    dec = OllamaDecoder("whole")
+    dec.line(obj, t_ns, emit)
+    return dec
+
+
+def read_llama(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``llama``: ``/completion``'s object, read as its last payload."""
+    dec = LlamaCompletionDecoder("whole")
+    dec.take(obj, t_ns, emit)
+    return dec
+
+
+def read_prompt_only(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
+    """``embeddings`` / ``rerank``: no text; the prompt's count and Ollama's durations."""
+    dec = StreamDecoder("whole")
     dec.output_tokens = 0  # an embedding or a ranking generates no token
     usage = obj.get("usage")
     if type(usage) is dict:
@@ -131,26 +164,8 @@ def _prompt_only(obj: dict[str, Any], t_ns: int, emit: Emit) -> StreamDecoder:
     return dec
 
 
-def whole_answer(dialect: str, obj: dict[str, Any], t_ns: int, emit: Emit) -> None:
-    """The events of one answer read whole at ``t_ns`` (see the module docstring),
-    ending with Finished."""
-    dec: StreamDecoder
-    if dialect == "ollama":
-        ollama = OllamaDecoder()
-        ollama.line(obj, t_ns, emit)
-        dec = ollama
-    elif dialect == "llama":
-        llama = LlamaCompletionDecoder()
-        llama.take(obj, t_ns, emit)
-        dec = llama
-    elif dialect == "openai-responses":
-        dec = _responses(obj, t_ns, emit)
-    elif dialect == "anthropic":
-        dec = _anthropic(obj, t_ns, emit)
-    elif dialect in ("embeddings", "rerank"):
-        dec = _prompt_only(obj, t_ns, emit)
-    else:
-        dec = _chat(obj, t_ns, emit, "completions" if dialect == "openai-completions" else "chat")
+def finish_whole(dec: StreamDecoder, t_ns: int, emit: Emit) -> None:
+    """After a reader: the text it held back, Usage, the engine's report, Finished."""
     dec.flush(t_ns, emit)
     usage: StreamEvent | None = dec.usage_event()
     if usage is not None:

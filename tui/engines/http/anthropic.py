@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from tui.engines.base import GenerationRequest
-from tui.engines.dialects.anthropic import AnthropicDecoder
-from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects import Dialect, dialect_named
 from tui.engines.http.openai_compat import OpenAICompatEngine
 
 
@@ -29,8 +28,8 @@ class AnthropicEngine(OpenAICompatEngine):
     def stream_url(self) -> str:
         return self.base + "/v1/messages"
 
-    def new_state(self) -> StreamDecoder:
-        return AnthropicDecoder()
+    def dialect(self) -> Dialect:
+        return dialect_named("anthropic")
 
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
         system = "\n\n".join(

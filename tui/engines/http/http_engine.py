@@ -15,9 +15,10 @@ llama-server and vLLM subclasses) and Ollama cannot disagree about what a fault 
 Anything else is a bug in infertop, not a transport fault: it is not caught here, and the
 relay ends the stream with ``Failed(kind="internal")`` naming it.
 
-A subclass says what to send (:meth:`build_body`, :meth:`stream_url`), what the body is
-(:attr:`content_type`), which decoder reads it (:meth:`new_state`: one of
-tui/engines/dialects, the proxy's too) and how it ends (:meth:`finish`). Reading is the
+A subclass says what to send (:meth:`build_body`, :meth:`stream_url`), in which dialect
+the answer comes (:meth:`dialect`: tui/engines/dialects/kinds.py's descriptor, which
+gives the decoder that reads it, the proxy's too, and the Content-Type it must have) and
+how it ends (:meth:`finish`). Reading is the
 same for all: each read stamped where it arrived, fed to the decoder, the stall deadline
 checked per event (:meth:`read_body`).
 """
@@ -29,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -45,8 +46,9 @@ from tui.engines.base import (
     controls_from_body,
     refused,
 )
-from tui.engines.dialects import route_dialect
+from tui.engines.dialects import Dialect, route_dialect
 from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.http.http_common import (
     access_for,
     base_url,
@@ -55,7 +57,6 @@ from tui.engines.http.http_common import (
     make_client,
     wrong_content_failure,
 )
-from tui.engines.http.stream_errors import StreamProtocolError, StreamServerError
 from tui.transport.access import HttpAccess
 from tui.transport.http1 import Http1Pool, Http1Response, fast_path_ok
 from tui.transport.http_calls import (
@@ -85,9 +86,6 @@ def trace_header(request: GenerationRequest) -> dict[str, str] | None:
 
 class HttpStreamEngine(BatchedEngine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
-
-    content_type: ClassVar[str] = ""  # a part of the Content-Type the stream must have
-    content_name: ClassVar[str] = ""  # what that is, in words ("an event stream")
 
     def __init__(self, spec: EngineSpec) -> None:
         super().__init__(spec)
@@ -215,7 +213,8 @@ class HttpStreamEngine(BatchedEngine):
             return
         body = self.build_body(request)
         context = await self.before_request()
-        state = self.new_state()
+        dialect = self.dialect()
+        state = dialect.new_decoder()
         emit(RequestSent(time.perf_counter_ns()))
         try:
             resp = await post_json(client, pool, self.stream_url(), body, trace_header(request))
@@ -227,9 +226,9 @@ class HttpStreamEngine(BatchedEngine):
                 emit(http_status_failure(resp, await error_body(resp, self.timeouts)))
                 return
             emit(StampSource(time.perf_counter_ns(), stamp_source(resp)))
-            if self.content_type not in resp.headers.get("content-type", ""):
+            if dialect.content_type not in resp.headers.get("content-type", ""):
                 raw = await error_body(resp, self.timeouts)
-                emit(wrong_content_failure(self.base, resp, raw, self.content_name))
+                emit(wrong_content_failure(self.base, resp, raw, dialect.content_name))
                 return
             await self.read_body(resp, state, emit)
             for ev in await self.finish(state, context):
@@ -273,8 +272,8 @@ class HttpStreamEngine(BatchedEngine):
         """The JSON body of a streamed request."""
 
     @abc.abstractmethod
-    def new_state(self) -> StreamDecoder:
-        """The decoder of one streamed answer (tui/engines/dialects)."""
+    def dialect(self) -> Dialect:
+        """The dialect its answers come in (tui/engines/dialects/kinds.py)."""
 
     async def read_body(self, resp: Response, state: StreamDecoder, emit: Emit) -> None:
         """Read the streamed body, each read stamped where it arrived and fed to the

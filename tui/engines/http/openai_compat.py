@@ -23,9 +23,8 @@ from tui.engines.base import (
     EngineSpec,
     GenerationRequest,
 )
+from tui.engines.dialects import Dialect, DialectName, dialect_named
 from tui.engines.dialects.base import StreamDecoder
-from tui.engines.dialects.openai_chat import OpenAIChatDecoder
-from tui.engines.dialects.responses import ResponsesDecoder
 from tui.engines.http.http_engine import HttpStreamEngine
 
 USAGE_CACHED_SOURCE = "usage: cached prompt tokens"
@@ -33,6 +32,12 @@ ENDPOINTS = {
     "chat": "/v1/chat/completions",
     "completions": "/v1/completions",
     "responses": "/v1/responses",
+}
+# the dialect of each endpoint's answers (tui/engines/dialects/kinds.py)
+ENDPOINT_DIALECTS: dict[str, DialectName] = {
+    "chat": "openai-chat",
+    "completions": "openai-completions",
+    "responses": "openai-responses",
 }
 
 
@@ -50,8 +55,6 @@ class OpenAICompatEngine(HttpStreamEngine):
     """Streams from an OpenAI-compatible server (see the module docstring)."""
 
     kind: ClassVar[str] = "openai"
-    content_type: ClassVar[str] = "event-stream"
-    content_name: ClassVar[str] = "an event stream"
     endpoints: ClassVar[tuple[str, ...]] = tuple(ENDPOINTS)
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -117,10 +120,8 @@ class OpenAICompatEngine(HttpStreamEngine):
     def url_for(self, endpoint: str) -> str:
         return self.base + ENDPOINTS.get(endpoint, ENDPOINTS["chat"])
 
-    def new_state(self) -> StreamDecoder:
-        if self.spec.endpoint == "responses":
-            return ResponsesDecoder()
-        return OpenAIChatDecoder(self.spec.endpoint)
+    def dialect(self) -> Dialect:
+        return dialect_named(ENDPOINT_DIALECTS.get(self.spec.endpoint, "openai-chat"))
 
     # --- hooks for server-specific engines -------------------------------------------
 

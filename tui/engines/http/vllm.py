@@ -15,7 +15,11 @@ Option ``continuous_usage_stats = true`` asks vLLM for usage on every chunk, whi
 exact per-chunk token counts. A server started with ``--enable-prompt-tokens-details``
 puts ``usage.prompt_tokens_details.cached_tokens`` in each response: that request's own
 count of prompt tokens served from the prefix cache, kept as its ``cached_tokens`` (at
-any concurrency; with no /metrics truth, the only field of its engine truth).
+any concurrency; with no /metrics truth, the only field of its engine truth). A server
+started with ``--enable-per-request-metrics`` reports each request's own queue, prefill
+and decode times in its answer (tui/engines/dialects/vllm_request.py): that account is
+taken first, at any concurrency, and once a server has given one the /metrics scrapes
+around each request stop.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, ClassVar
 from tui.core.events import EngineTruth
 from tui.engines.base import GenerationRequest
 from tui.engines.dialects.base import StreamDecoder
+from tui.engines.dialects.vllm_request import truth_from_request_metrics
 from tui.engines.http.openai_compat import OpenAICompatEngine
 from tui.transport.prometheus import Scrape, counter_delta
 
@@ -80,6 +85,7 @@ def truth_from_scrapes(a: Scrape, b: Scrape) -> EngineTruth | None:
             "queue_ms": seconds("vllm:request_queue_time_seconds"),
             "e2e_ms": seconds(E2E),
             "ttft_ms": seconds("vllm:time_to_first_token_seconds"),
+            "preemptions": counter_delta(a, b, "vllm:request_num_preemptions_sum"),
         },
     )
 
@@ -91,6 +97,7 @@ class VLLMEngine(OpenAICompatEngine):
         super().__init__(spec)
         self.request_truth = "each"  # "each", "chained" or "off" (see the module docstring)
         self._chained: Scrape | None = None  # the last request's after-scrape (chained)
+        self.per_request_metrics = False  # the server reports each request's own metrics
 
     def clear_chain(self) -> None:
         self._chained = None
@@ -110,6 +117,8 @@ class VLLMEngine(OpenAICompatEngine):
     async def before_request(self) -> Any:
         if self.spec.options.get("metrics_truth", True) is False or self.request_truth == "off":
             return None
+        if self.per_request_metrics:
+            return None
         if self.request_truth == "chained" and self._chained is not None:
             before, self._chained = self._chained, None
             return before
@@ -117,6 +126,11 @@ class VLLMEngine(OpenAICompatEngine):
 
     async def truth_after(self, state: StreamDecoder, context: Any) -> EngineTruth | None:
         cached = state.cached_tokens
+        counted = {"prompt_tokens": state.prompt_tokens, "completion_tokens": state.output_tokens}
+        own = truth_from_request_metrics(state.extra.get("metrics"), counted, cached)
+        if own is not None:
+            self.per_request_metrics = True
+            return own
         if not isinstance(context, Scrape):
             if cached is None:
                 return None

@@ -23,6 +23,7 @@ from tui.core.events import (
     EngineTruth,
     Failed,
     Finished,
+    OwnReason,
     RequestSent,
     StampSource,
     TextChunk,
@@ -75,7 +76,7 @@ def generate(
         vocab = llm._model.vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pending = 0
-        reason = "length"
+        reason: OwnReason = "length"
         n_ctx = llm.n_ctx()
         gen = llm.generate(
             prompt_tokens,

@@ -29,6 +29,8 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
     Usage,
+    engine_word,
+    failure_kind_of,
 )
 from tui.core.session import read_session
 from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest
@@ -109,11 +111,10 @@ class ReplayEngine(Engine):
                 now, EngineTruth(**fields, source=f"recorded: {truth.get('source')}")
             )
         if tl.get("error"):
-            yield Failed(
-                time.perf_counter_ns(), str(tl["error"]), str(tl.get("error_kind") or "engine")
-            )
+            kind = failure_kind_of(tl.get("error_kind")) or "engine"
+            yield Failed(time.perf_counter_ns(), str(tl["error"]), kind)
         else:
-            yield Finished(time.perf_counter_ns(), str(tl.get("finish_reason") or "stop"))
+            yield Finished(time.perf_counter_ns(), engine_word(tl.get("finish_reason")) or "stop")
 
 
 async def _sleep_until(due_ns: int, cancel: CancelToken) -> bool:

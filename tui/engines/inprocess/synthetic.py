@@ -48,6 +48,8 @@ from tui.core.events import (
     EngineTruth,
     Failed,
     Finished,
+    OwnReason,
+    Part,
     RequestSent,
     StampSource,
     StreamEvent,
@@ -114,7 +116,7 @@ class SyntheticEngine(Engine):
         sep = "" if i == 0 else ("\n\n" if i % k == 0 else " ")
         return sep + words[i % k]
 
-    def _part(self, i: int, n: int) -> tuple[str, str]:
+    def _part(self, i: int, n: int) -> tuple[Part, str]:
         """Token i of ``n``: (what it is, its text). The reasoning first, then the answer,
         the tool call last (see the module docstring)."""
         r = self.reasoning_tokens
@@ -193,7 +195,7 @@ class SyntheticEngine(Engine):
         interval_ns = int(1e9 / self.tokens_per_s)
         t_first_due = t_sent + int(self.ttft_ms * 1e6)
         n = 0
-        reason = "length"
+        reason: OwnReason = "length"
         t_first = t_last = None
         n_reasoning = 0
         splitter = ThinkSplitter() if self.think_tags and self.reasoning_tokens else None

@@ -31,6 +31,7 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
     Usage,
+    engine_word,
 )
 from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec, GenerationRequest, refused
 from tui.transport.reader_loop import Emit, LoopThread, relay
@@ -201,4 +202,4 @@ class VLLMInProcessEngine(Engine):
         )
         if truth is not None:
             emit(EngineReport(t_end, truth))
-        emit(Finished(t_end, "length" if reason == "length" else reason))
+        emit(Finished(t_end, engine_word(reason) or "stop"))

@@ -1,5 +1,6 @@
-"""What a streamed body can be wrong with, as the HTTP engines' parsers raise it (both
-engines turn them into Failed events the same way: see tui/engines/http/http_engine.py)."""
+"""What a streamed answer's bytes can be wrong with, as the decoders raise it. The HTTP
+engines (tui/engines/http/http_engine.py) and the proxy's observer
+(tui/proxy/observe.py) turn them into Failed events alike."""
 
 
 class StreamProtocolError(Exception):
