@@ -301,3 +301,67 @@ def test_a_schema_2_file_is_upgraded_and_packed(tmp_path: Path):
     assert w.row_requests == 0 and w.packed_requests == 301
     _same(_by_client(con, base - 1, base + 45 * 3600), want)  # from the packs
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+WRITER = """
+import random, time
+from pathlib import Path
+from tests.ledger.ledger_support import outcome
+from tui.ledger.writer import LedgerSink
+rng = random.Random({seed})
+sink = LedgerSink(Path({path!r}))
+base = {base!r}
+for i in range({n}):
+    long = rng.random() < 0.05
+    sink.publish(outcome(rng.choice(["a", "b", "c"]), t0=base + rng.uniform(0, 6 * 3600),
+                         e2e_s=rng.uniform(600, 7200) if long else rng.uniform(0.1, 60),
+                         prompt=rng.randint(1, 99), output=i, upstream={upstream!r}))
+    if i % 40 == 0:
+        time.sleep(0.02)
+assert sink.flush(60)
+sink.close()
+print(sink.stats())
+"""
+
+
+def test_two_writers_and_a_packer_never_leave_a_stale_pack(tmp_path: Path):
+    """Two writer processes add requests to hours that a third keeps packing (and the
+    writers' own threads pack too): at the end every pack is what its rows make, no row
+    is lost, and usage equals the rows in plain Python."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.sqlite3"
+    con = connect(path)
+    root = str(Path(__file__).resolve().parents[2])
+    base = (hour_of(time.time()) - 8) * HOUR_S
+    n = 800
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WRITER.format(path=str(path), n=n, seed=s, base=base, upstream=ENGINES[s % 2]),
+            ],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for s in (1, 2)
+    ]
+    packed = 0
+    while any(p.poll() is None for p in procs):
+        packed += pack_due(con, lag_s=0)
+        time.sleep(0.01)
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+        assert f"'written': {n}, 'dropped': 0, 'lost': 0" in out, out
+    assert packed > 0
+    assert con.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 2 * n
+    assert_packs_match_rows(con)
+    w = window_of(con, base - 1, time.time())
+    assert w.packed_requests > 0 and len(w.cols) == 2 * n
+    _same(_by_client(con, base - 1, time.time()), reference(con, base - 1, time.time()))
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

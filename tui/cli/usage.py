@@ -130,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
         d["read"] = _read(window)
         if plan is not None:
             d["query_plan"] = plan
-        print(json.dumps(d, indent=2))
+        print(json_text(d))
     elif args.csv:
         _csv(result)
     else:
@@ -144,6 +144,21 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def json_text(d: dict[str, Any]) -> str:
+    """``d`` as JSON: a key a line, each group of a list on one line of its own —
+    readable, and encoded by the json module's C encoder (``indent`` would take the
+    pure-Python one: a quarter of a second for 2,000 groups)."""
+    lines = []
+    for key, value in d.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n    ".join(json.dumps(v) for v in value)
+            text = f"[\n    {items}\n  ]"
+        else:
+            text = json.dumps(value)
+        lines.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(lines) + "\n}"
 
 
 def _read(window: Any) -> dict[str, int]:

@@ -82,6 +82,9 @@ def group_codes(columns: Sequence[Any], n: int) -> tuple[Any, list[tuple[int, ..
     key_columns: list[Any] = []
     for values in columns:
         uniq, at = dense(values)
+        if not key_columns:  # the first: its own codes
+            codes, key_columns = at, [uniq]
+            continue
         groups, codes = dense(codes * len(uniq) + at)  # codes stay below n
         key_columns = [k[groups // len(uniq)] for k in key_columns] + [uniq[groups % len(uniq)]]
     if not key_columns:

@@ -196,7 +196,7 @@ def whole(head: bytes, length: int) -> bool:
     return bool(length == HEAD_BYTES + n * int(_layout(codes).itemsize))
 
 
-def _parse(blob: bytes) -> tuple[str, memoryview] | None:
+def parse(blob: bytes) -> tuple[str, memoryview] | None:
     """A pack's type codes and records, or None for another format or a damaged pack
     (then its hour is read from the rows)."""
     if not whole(blob[:HEAD_BYTES], len(blob)):
@@ -204,19 +204,17 @@ def _parse(blob: bytes) -> tuple[str, memoryview] | None:
     return blob[_HEAD.size : HEAD_BYTES].decode("ascii"), memoryview(blob)[HEAD_BYTES:]
 
 
-def readable(blob: bytes) -> bool:
-    """The pack can be read (its format, and its length for its layout)."""
-    return _parse(blob) is not None
-
-
-def decode(blobs: list[bytes]) -> list[Any]:
-    """Readable packs' records, one structured array per layout (the packs of one
-    layout read together, from one buffer)."""
+def records(parsed: list[tuple[str, memoryview]]) -> list[Any]:
+    """Parsed packs' records, one structured array per layout (the packs of one layout
+    read together, from one buffer)."""
     import numpy as np
 
     by_layout: dict[str, list[memoryview]] = {}
-    for blob in blobs:
-        parsed = _parse(blob)
-        if parsed is not None:
-            by_layout.setdefault(parsed[0], []).append(parsed[1])
+    for codes, body in parsed:
+        by_layout.setdefault(codes, []).append(body)
     return [np.frombuffer(b"".join(bodies), _layout(codes)) for codes, bodies in by_layout.items()]
+
+
+def decode(blobs: list[bytes]) -> list[Any]:
+    """Readable packs' records (:func:`records`); the others are left out."""
+    return records([p for p in map(parse, blobs) if p is not None])

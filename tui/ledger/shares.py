@@ -37,6 +37,7 @@ from tui.ledger.packs import FORMAT, HOUR_S, hour_of
 
 LAG_S: Final = 600.0
 PACK_RUN_HOURS: Final = 24  # hours packed in one transaction, at most
+PACK_RUN_S: Final = 0.25  # and about this long
 SOURCE_CODES: Final = ("proxy", "chat", "run", "bench")
 
 # the numbers of a request as packs keep them (tui/ledger/packs.py's FIELDS), and its end
@@ -139,56 +140,62 @@ def pack_due(
     budget_s: float | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Pack every hour that is due (see the module docstring), a run of at most
-    :data:`PACK_RUN_HOURS` per transaction; stop after ``budget_s`` seconds (None: when
-    done). ``progress(done, due)`` hears after each run. The hours packed."""
-    import numpy as np
-
+    """Pack every hour that is due (see the module docstring), a run of consecutive
+    hours per transaction — sized to hold the write lock about :data:`PACK_RUN_S`
+    (another process's writer waits that long at most), :data:`PACK_RUN_HOURS` at most;
+    stop after ``budget_s`` seconds (None: when done). ``progress(done, due)`` hears
+    after each run. The hours packed."""
     cut = (time.time() if now is None else now) - lag_s
-    due_sql = (
-        "SELECT h.hour FROM hours h LEFT JOIN packs p ON p.hour = h.hour AND p.format = ? "
-        "WHERE p.hour IS NULL AND (h.hour + 1) * 3600 <= ? AND h.reach <= ? ORDER BY h.hour"
-    )
     deadline = None if budget_s is None else time.monotonic() + budget_s
-    done = 0
+    done, size = 0, 1
     while deadline is None or time.monotonic() < deadline:
+        t = time.monotonic()
         con.execute("BEGIN IMMEDIATE")
         try:
-            due = [int(h) for (h,) in con.execute(due_sql, (FORMAT, cut, cut))]
-            if not due:
-                con.execute("COMMIT")
-                break
-            run = [due[0]]
-            for h in due[1:PACK_RUN_HOURS]:
+            due = [int(h) for (h,) in con.execute(_DUE, (FORMAT, cut, cut))]
+            run = due[:1]
+            for h in due[1:size]:
                 if h != run[-1] + 1:
                     break
                 run.append(h)
-            cols, t1 = build(con, run[0] * HOUR_S, (run[-1] + 1) * HOUR_S)
-            hours = np.floor_divide(cols["t0"], HOUR_S).astype(np.int64)
-            for h in run:
-                mine = np.flatnonzero(hours == h)
-                if not len(mine):  # its requests were removed
-                    con.execute("DELETE FROM hours WHERE hour = ?", (h,))
-                    continue
-                con.execute(
-                    "INSERT OR REPLACE INTO packs (hour, format, reach, requests, data) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (
-                        h,
-                        FORMAT,
-                        float(t1[mine].max()),
-                        len(mine),
-                        packs.encode(packs.take(cols, mine)),
-                    ),
-                )
+            if run:
+                _pack_run(con, run)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        if not run:
+            break
+        took = time.monotonic() - t
+        size = max(1, min(PACK_RUN_HOURS, int(len(run) * PACK_RUN_S / max(took, 1e-3))))
         done += len(run)
         if progress is not None:
             progress(done, done + len(due) - len(run))
     return done
+
+
+_DUE: Final = (
+    "SELECT h.hour FROM hours h LEFT JOIN packs p ON p.hour = h.hour AND p.format = ? "
+    "WHERE p.hour IS NULL AND (h.hour + 1) * 3600 <= ? AND h.reach <= ? ORDER BY h.hour"
+)
+
+
+def _pack_run(con: sqlite3.Connection, run: list[int]) -> None:
+    """Pack the consecutive hours of ``run`` (within the caller's transaction)."""
+    import numpy as np
+
+    cols, t1 = build(con, run[0] * HOUR_S, (run[-1] + 1) * HOUR_S)
+    hours = np.floor_divide(cols["t0"], HOUR_S).astype(np.int64)
+    for h in run:
+        mine = np.flatnonzero(hours == h)
+        if not len(mine):  # its requests were removed
+            con.execute("DELETE FROM hours WHERE hour = ?", (h,))
+            continue
+        con.execute(
+            "INSERT OR REPLACE INTO packs (hour, format, reach, requests, data) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (h, FORMAT, float(t1[mine].max()), len(mine), packs.encode(packs.take(cols, mine))),
+        )
 
 
 def drop_damaged(con: sqlite3.Connection) -> int:
@@ -216,29 +223,36 @@ def drop_damaged(con: sqlite3.Connection) -> int:
 
 
 def read_window(
-    con: sqlite3.Connection, since: float, until: float, upstream: int | None = None
+    con: sqlite3.Connection,
+    since: float,
+    until: float,
+    upstream: int | None = None,
+    use_packs: bool = True,
 ) -> Window:
     """The requests sent in ``[since, until)`` (of one upstream's id, if given) as
     columns, from packs and rows (see the module docstring; in no particular order); the
-    counts of where they came from are before the upstream is chosen."""
+    counts of where they came from are before the upstream is chosen. ``use_packs``
+    False: every hour from the rows (what packs spare: benchmarks/ledger_usage.py)."""
     h0, h1 = hour_of(since), hour_of(until)
     window = Window(since, until, packs.Columns())
     parts: list[Any] = []
-    inner: list[bytes] = []
-    con.execute("BEGIN")
+    inner: list[tuple[str, memoryview]] = []
+    own = not con.in_transaction  # one snapshot: ours, or the caller's
+    if own:
+        con.execute("BEGIN")
     try:
         packed: set[int] = set()
-        for hour, data in con.execute(PACKS_SQL, (h0, h1, FORMAT)):
-            blob = bytes(data)
-            if not packs.readable(blob):
+        for hour, data in con.execute(PACKS_SQL, (h0, h1, FORMAT) if use_packs else (1, 0, 0)):
+            parsed = packs.parse(data)
+            if parsed is None:
                 continue  # read from the rows
             packed.add(int(hour))
             if hour in (h0, h1):  # the window's first or last hour: the requests inside
-                (records,) = packs.decode([blob])
-                parts.append(records[(records["t0"] >= since) & (records["t0"] < until)])
+                (mine,) = packs.records([parsed])
+                parts.append(mine[(mine["t0"] >= since) & (mine["t0"] < until)])
             else:
-                inner.append(blob)
-        parts += packs.decode(inner)
+                inner.append(parsed)
+        parts += packs.records(inner)
         window.packed_hours = len(packed)
         window.packed_requests = sum(len(p) for p in parts)
         present = [int(h) for (h,) in con.execute(
@@ -256,7 +270,8 @@ def read_window(
             window.row_requests += len(cols["t0"])
             parts.append(packs.narrowed(cols))
     finally:
-        con.execute("COMMIT")
+        if own:
+            con.execute("COMMIT")
     joined = packs.Columns(parts)
     window.cols = joined if upstream is None else joined.take(joined["upstream"] == upstream)
     return window
