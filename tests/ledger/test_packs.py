@@ -365,3 +365,15 @@ def test_two_writers_and_a_packer_never_leave_a_stale_pack(tmp_path: Path):
     assert w.packed_requests > 0 and len(w.cols) == 2 * n
     _same(_by_client(con, base - 1, time.time()), reference(con, base - 1, time.time()))
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_absurd_rates_and_times_from_a_hostile_server_stay_in_range(tmp_path: Path):
+    """A decode rate of 1e25 tokens/s (a server's word for its token count) neither wraps
+    round to a negative (no value) nor breaks the percentiles: it stays the largest."""
+    con = connect(tmp_path / "l.sqlite3")
+    t = time.time() - 100
+    sane, absurd = outcome("a", t0=t), outcome("a", t0=t + 1)
+    absurd.metrics.decode_tps = 1e25
+    write_batch(con, [sane, absurd])
+    u = usage(con, t - 1, t + 10)
+    assert u.groups[0].quantiles[("decode_tps", 50)] == pytest.approx((50.0 + 2**62 / 1e3) / 2)

@@ -128,7 +128,7 @@ def grouped_percentile(
         ordered |= values
         ordered.sort()
         mask = 2**_VALUE_BITS - 1
-    else:  # pragma: no cover - values past 25 days in µs, or millions of groups
+    else:  # values past 25 days in µs (a hostile rate), or millions of groups
         ordered, mask = values[np.lexsort((values, codes))], -1
     counts = np.bincount(codes, minlength=n)
     has = counts > 0

@@ -75,10 +75,12 @@ class Window:
 
 
 def _quantized(seconds: Any, unit: float) -> Any:
-    """A time or a rate in whole ``unit``s (half up), -1 where none (negative)."""
+    """A time or a rate in whole ``unit``s (half up), -1 where none (negative); past
+    2**62 units (no real time or rate) it stays at 2**62."""
     import numpy as np
 
-    return np.where(seconds >= 0, np.floor(seconds * unit + 0.5), -1).astype(np.int64)
+    whole = np.minimum(np.floor(seconds * unit + 0.5), 2.0**62)
+    return np.where(seconds >= 0, whole, -1).astype(np.int64)
 
 
 def _read_rows(con: sqlite3.Connection, lo: float, hi: float) -> tuple[dict[str, Any], Any]:
