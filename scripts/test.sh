@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh; do
+for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh scripts/setup-phoenix.sh; do
   [ -f "$extra" ] && bash "$extra"
 done
 # The servers were just installed, so a server that cannot start is a failure, not a skip.

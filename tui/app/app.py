@@ -19,7 +19,7 @@ from tui.app.keys import checked_keymap
 from tui.app.ledger_commands import LedgerCommands
 from tui.app.ledger_link import AppLedger, thread_note
 from tui.app.listeners import ListenerWatch
-from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
+from tui.app.messages import ModelsListed, ServersFound, SideNote, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
@@ -74,6 +74,7 @@ class InfertopApp(App[None]):
         watch: str | RequestsFeed | None = None,
         discover: bool | None = None,
         ledger: Path | None = None,
+        handoff: Any = None,
     ) -> None:
         super().__init__()
         # Textual's private names used only on the Textual they fit, else its own code
@@ -111,6 +112,9 @@ class InfertopApp(App[None]):
             host_spec=ui_engine_spec,
         )
         self._open_ledger(ledger, config)
+        self.handoff = handoff
+        if handoff is not None:
+            self._attach_handoff(handoff)
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         notes: list[str] = []
         self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
@@ -169,6 +173,33 @@ class InfertopApp(App[None]):
         self.startup_notes += [(n, "warning") for n in notes + key_notes]
         if keymap:
             self.set_keymap(keymap)
+
+    def _attach_handoff(self, handoff: Any) -> None:
+        """OTLP export and alert rules (tui/cli/handoff.py): their sinks take every
+        finished answer, each request gets its trace context, an alert is a line here."""
+        from tui.core.trace_context import TraceMode
+
+        for sink in handoff.sinks:
+            self.core.outcomes.add(sink)
+        mode: TraceMode = "propagate" if handoff.propagate else "record"
+        self.core.trace = mode if handoff.recording else "off"
+        exporter = handoff.exporter
+        if exporter is not None and exporter.capture_content:
+            from tui.otel.spans import answer_json, messages_json
+
+            def tap(rid: str, msgs: list[dict[str, str]], text: str, finish: str | None) -> None:
+                exporter.attach_content(rid, messages_json(msgs), answer_json(text, finish))
+
+            self.core.content_tap = tap
+        if exporter is not None:
+            exporter.note = lambda text: self.post_message(SideNote(text, False))
+        if handoff.notifier is not None:
+            handoff.notifier.on_line = lambda text, bell: self.post_message(SideNote(text, bell))
+
+    def on_side_note(self, msg: SideNote) -> None:
+        self.notify(msg.text, severity="warning", timeout=10)
+        if msg.bell:
+            self.bell()
 
     # -- start / stop ----------------------------------------------------------------
     def notify(
@@ -331,7 +362,10 @@ class InfertopApp(App[None]):
         await asyncio.to_thread(self.core.outcomes.close)
 
     def _on_sample(self, sample: TelemetrySample) -> None:
-        """Called in the sampler thread: only posts a message."""
+        """Called in the sampler thread: only posts a message (and hands the sample to
+        the hardware alert rules, which only append it)."""
+        if self.handoff is not None and self.handoff.alerts is not None:
+            self.handoff.alerts.hardware(sample)
         self.chat.post_message(TelemetrySampled(sample))
         if self.requests_screen is not None:
             self.requests_screen.post_message(TelemetrySampled(sample))

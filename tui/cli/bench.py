@@ -28,6 +28,9 @@ EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tui.cli.handoff import add_otel_arguments
+
+    add_otel_arguments(p, own_requests=False)
     p.epilog = (
         "Exit status: 0 done, 2 bad input, 3 an engine failed every request, "
         "130 stopped (partial report), 1 report not written. Presets: "
@@ -176,6 +179,16 @@ def main(args: argparse.Namespace) -> int:
     except (BenchError, ConfigError) as e:
         print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
         return EXIT_USAGE
+    from tui.cli.common import CLIError
+    from tui.cli.handoff import build_handoff, note_line
+
+    try:
+        handoff = build_handoff(
+            args, cfg, note=note_line("infertop bench"), own_requests=False, alerts=False
+        )
+    except CLIError as e:
+        print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
+        return EXIT_USAGE
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
@@ -188,10 +201,13 @@ def main(args: argparse.Namespace) -> int:
 
     ledger = open_ledger(args, cfg, say("infertop bench"))
     try:
-        return _run(plan, specs, out, study, energy, ledger)
+        return _run(plan, specs, out, study, energy, ledger, handoff)
     finally:
         if ledger is not None:
             ledger.close()
+        if handoff.exporter is not None and not handoff.exporter.flush(10.0):
+            note_line("infertop bench")("OTLP export did not complete before the end")
+        handoff.close()
 
 
 def _energy(asked: str | None, specs: list[Any]) -> Any:
@@ -209,6 +225,7 @@ def _run(
     study: Any = None,
     energy: Any = None,
     ledger: Any = None,
+    handoff: Any = None,
 ) -> int:
     from tui.bench.report.files import (
         CHECKPOINT_BOOT,
@@ -229,6 +246,12 @@ def _run(
         if study is not None:
             runner.engine_factory = study.engine_factory
             runner.before_close = study.before_close
+        if handoff is not None:
+            for sink in handoff.sinks:
+                runner.outcomes.add(sink)
+            runner.trace = (
+                "propagate" if handoff.propagate else "record" if handoff.recording else "off"
+            )
         # Everything imported and built so far lives to the end: out of the collector's
         # way, so its full collections during the bench scan only what the bench makes.
         # The runner defers full collections inside each level; the GIL hand-over is

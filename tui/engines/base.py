@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, Finished, RequestSent, StreamEvent
 from tui.core.outcome import Where
+from tui.core.trace_context import TraceContext
 from tui.transport.access import split_credentials
 
 
@@ -74,6 +75,10 @@ class GenerationRequest:
     # what the bench asked of this prompt's length in the engine's tokens (never sent;
     # the report sets it beside the engine's count)
     prompt_tokens_target: int | None = None
+    # its span's trace context (tui/core/trace_context.py), where OTLP export or trace
+    # propagation is on; ``send_traceparent``: an HTTP engine sends it as ``traceparent``
+    trace: TraceContext | None = None
+    send_traceparent: bool = False
 
     @classmethod
     def from_prompt(cls, prompt: str, **kw: Any) -> GenerationRequest:
@@ -237,7 +242,7 @@ class Engine(abc.ABC):
         """Where its requests go, as a finished request's outcome names it
         (tui/core/outcome.py): an in-process engine's route and api are its kind, its
         upstream "in-process"; ``model``: the model it runs (else the spec's)."""
-        return Where(self.kind, self.kind, "in-process", model or self.spec.model)
+        return Where(self.kind, self.kind, "in-process", model or self.spec.model, self.kind)
 
     @classmethod
     def fixed_controls(cls, request: GenerationRequest) -> dict[str, str] | None:

@@ -29,6 +29,7 @@ from tui.core.cancel import CancelToken
 from tui.core.metrics import compute_metrics
 from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceMode, continue_or_start
 from tui.engines.base import Engine, GenerationRequest, stream_guarded
 
 MakeRequest = Callable[[int], GenerationRequest]
@@ -65,6 +66,9 @@ class RequestDriver:
         self._live: dict[str, tuple[CancelToken, RequestTimeline]] = {}
         self._lock = threading.Lock()  # cancel_all may be called from another thread
         self._next_index = 1  # prompt 0 is the calibration prompt
+        # each request's trace context: "record" (OTLP export: its span's ids),
+        # "propagate" (and sent as traceparent), "off" (none)
+        self.trace: TraceMode = "off"
 
     @property
     def stopped(self) -> bool:
@@ -119,6 +123,9 @@ class RequestDriver:
         """Send one request; the record is appended to ``into`` (before anyone is told)."""
         cancel = CancelToken()
         tl = RequestTimeline()
+        if self.trace != "off" and request.trace is None:
+            request.trace = continue_or_start(None)
+            request.send_traceparent = self.trace == "propagate"
         with self._lock:
             self._active.add(cancel)
             self._live[request.request_id] = (cancel, tl)
@@ -153,6 +160,8 @@ class RequestDriver:
             prompt_tokens_target=prompt_tokens_target or request.prompt_tokens_target,
             max_tokens=request.max_tokens,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
+            trace_id=None if request.trace is None else request.trace.trace_id,
+            span_id=None if request.trace is None else request.trace.span_id,
         )
         if into is not None:
             into.append(record)

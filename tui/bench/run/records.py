@@ -10,6 +10,7 @@ from typing import Any, Literal
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 
 
 def finite(x: Any) -> Any:
@@ -78,6 +79,8 @@ class RequestRecord:
     max_tokens: int | None = None  # the output length asked of this request
     session: int | None = None  # --turns: the conversation it belongs to (tui/bench/run/sessions)
     turn: int | None = None  # and its turn number in it, from 1
+    trace_id: str | None = None  # its span's W3C trace (with OTLP export or propagation)
+    span_id: str | None = None
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -121,6 +124,8 @@ class RequestRecord:
             "max_tokens": self.max_tokens,
             "session": self.session,
             "turn": self.turn,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -160,7 +165,17 @@ class RequestRecord:
             max_tokens=d.get("max_tokens"),
             session=d.get("session"),
             turn=d.get("turn"),
+            trace_id=_trace_part(d.get("trace_id"), 32),
+            span_id=_trace_part(d.get("span_id"), 16),
         )
+
+
+def _trace_part(value: Any, digits: int) -> str | None:
+    """A trace or span id read from a report (someone's file): lower-case hex of its
+    length, else None."""
+    if type(value) is not str or len(value) != digits:
+        return None
+    return value if all(c in "0123456789abcdef" for c in value) else None
 
 
 def classify(tl: RequestTimeline) -> RequestStatus:
@@ -247,4 +262,7 @@ def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None
         record.timeline,
         record.metrics,
         "cancelled" if cut else None,
+        trace=None
+        if record.trace_id is None or record.span_id is None
+        else TraceContext(record.trace_id, record.span_id),
     )

@@ -77,6 +77,13 @@ Response = httpx.Response | Http1Response
 SEND_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
 
 
+def trace_header(request: GenerationRequest) -> dict[str, str] | None:
+    """The ``traceparent`` field of a request that sends one (trace propagation)."""
+    if request.trace is None or not request.send_traceparent:
+        return None
+    return {"traceparent": request.trace.traceparent()}
+
+
 class HttpStreamEngine(Engine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
 
@@ -198,7 +205,7 @@ class HttpStreamEngine(Engine):
         state = dialect.new_decoder()
         emit(RequestSent(time.perf_counter_ns()))
         try:
-            resp = await post_json(client, pool, self.stream_url(), body)
+            resp = await post_json(client, pool, self.stream_url(), body, trace_header(request))
         except SEND_ERRORS as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return
@@ -244,7 +251,9 @@ class HttpStreamEngine(Engine):
     def where(self, model: str | None = None) -> Where:
         """The stream URL's path, its wire dialect, the server's URL."""
         route = urlsplit(self.stream_url()).path
-        return Where(route, route_dialect(route) or self.kind, self.base, model or self.spec.model)
+        return Where(
+            route, route_dialect(route) or self.kind, self.base, model or self.spec.model, self.kind
+        )
 
     @abc.abstractmethod
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:
