@@ -18,12 +18,19 @@ local wheelhouse instead, as the e2e test does (no compile beside the first answ
 build is stopped when a run ends. The machine's load is printed first and last. Goals
 (docs/performance.md): first screen ≤ 60 s, first answer ≤ 75 s.
 
+``--smoke`` (seconds): the same marks, read from the pane the same way, of this checkout's
+own TUI started on the prebuilt engine (no fresh clone, no setup, no build: those take
+minutes, and tests/e2e/test_fresh_clone.py runs them); it checks each mark was seen, in
+order, and the answer's summary line drawn. Exit 77 where tmux or the prebuilt llama.cpp
+(xllamacpp, a CPU with AVX2) is missing.
+
     .venv/bin/python -m benchmarks.first_answer [--rounds 3] [--arms compiling,held] [--warm-pip]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -32,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
 from tests.support.fresh_clone import (
     HeldWheelhouse,
     copy_checkout,
@@ -60,13 +68,23 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
     config.parent.mkdir(parents=True)
     config.write_text("[generation]\nmax_tokens = 32\n")
     env = fresh_env(tmp, **extra)
-    tmux = Tmux(f"infertop-first-{tmp.name}")
+    command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh"]
+    try:
+        return watch(Tmux(f"infertop-first-{tmp.name}"), command, repo)
+    finally:
+        stop_builder(repo / ".venv")
+        if held is not None:
+            held.close()
+
+
+def watch(tmux: Tmux, command: list[str], cwd: Path, limit_s: float = 900) -> dict[str, float]:
+    """Start ``command`` in a pane and read the marks off it (see the module docstring);
+    seconds from the start. The pane's tmux server is ended on return."""
     marks: dict[str, float] = {}
     summary = ""
     try:
-        command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()], "bash", "scripts/run.sh"]
         t0 = time.monotonic()
-        tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(repo), *command)
+        tmux("new-session", "-d", "-s", "e2e", "-x", "250", "-y", "50", "-c", str(cwd), *command)
         sent = False
         while "answer" not in marks:
             screen = tmux.screen()
@@ -83,18 +101,66 @@ def measure(tmp: Path, held_build: bool, warm_pip: bool) -> dict[str, float]:
                 marks["answer"] = now
                 line = next(ln for ln in screen.splitlines() if " · e2e " in ln)
                 summary = line.split("│")[0].strip()
-            if now > 900:
-                raise SystemExit(f"no answer after 900 s; screen:\n{screen}")
+            if now > limit_s:
+                raise SystemExit(f"no answer after {limit_s:.0f} s; screen:\n{screen}")
             time.sleep(0.1)
         building = "building llama.cpp for this CPU" in tmux.screen()
         marks["build_line_shown"] = float(building)
         print(f"  the answer's summary: {summary}", flush=True)
+        marks["summary_drawn"] = float(bool(summary))
     finally:
         subprocess.run([*tmux.base, "kill-server"], capture_output=True)
-        stop_builder(repo / ".venv")
-        if held is not None:
-            held.close()
     return marks
+
+
+SMOKE_CONFIG = (
+    'default_engine = "prebuilt"\n[generation]\nmax_tokens = 4\n'
+    '[engines.prebuilt]\nkind = "llamacpp-prebuilt"\nmodel = "default"\n'
+)
+
+
+def smoke_run() -> int:
+    """See the module docstring: this checkout's TUI on the prebuilt engine, in a pane."""
+    from tui.engines.inprocess.llama_builds import prebuilt_cpu_problem
+
+    if not shutil.which("tmux"):
+        smoke.skip("tmux missing: scripts/setup-e2e.sh installs it")
+    problem = prebuilt_cpu_problem()
+    if problem is not None:
+        smoke.skip(problem)
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError as e:
+        smoke.skip(f"the prebuilt llama.cpp is not installed ({e})")
+    smoke.left_out(
+        "the fresh clone, its setup and the background build",
+        "minutes of installs (tests/e2e/test_fresh_clone.py runs them)",
+    )
+    with tempfile.TemporaryDirectory(prefix="infertop-first-smoke-") as name:
+        tmp = Path(name)
+        config = tmp / "xdg-config" / "infertop" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(SMOKE_CONFIG)
+        env = {k: v for k, v in os.environ.items() if k != "INFERTOP_CONFIG"}
+        env.update(
+            XDG_CONFIG_HOME=str(config.parents[1]),
+            XDG_DATA_HOME=str(tmp / "data"),
+            XDG_STATE_HOME=str(tmp / "state"),
+            INFERTOP_STATE=str(tmp / "state.toml"),
+            TERM="xterm-256color",
+        )
+        command = ["env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+        command.append(str(Path(sys.executable).parent / "infertop"))  # what run.sh starts
+        m = watch(Tmux(f"infertop-first-{tmp.name}"), command, tmp, limit_s=120)
+    print(
+        f"smoke: first screen {m['screen']:.1f} s, engine ready {m['ready']:.1f} s, "
+        f"answer drawn {m['answer']:.1f} s (this checkout's venv: no setup)",
+        flush=True,
+    )
+    smoke.check(m["screen"] <= m["ready"] <= m["sent"] <= m["answer"], f"marks in order: {m}")
+    smoke.check(m["summary_drawn"], "the answer's summary line was drawn")
+    smoke.passed("the first screen, the engine ready and the answer read off the pane")
+    return 0
 
 
 def main() -> int:
@@ -107,7 +173,10 @@ def main() -> int:
         "build at nice 19), held (its wheel from a held wheelhouse: no compile)",
     )
     p.add_argument("--warm-pip", action="store_true", help="keep pip's own cache")
+    smoke.add_flag(p)
     args = p.parse_args()
+    if args.smoke:
+        return smoke_run()
     if not shutil.which("tmux"):
         raise SystemExit("tmux missing: scripts/setup-e2e.sh installs it")
     from benchmarks.prebuilt_vs_tuned import machine

@@ -13,7 +13,11 @@ for the tuned build, the server's ``timings`` for the prebuilt one: the same cou
 the same library). Each request checks its workload happened (tokens generated, prompt
 tokens evaluated) or the run stops and says so.
 
-    .venv/bin/python -m benchmarks.prebuilt_vs_tuned [--pairs 6] [--threads N]
+``--smoke`` (seconds): one pair, no warm-up, a 32-token prompt and 8 tokens, the same
+checks of each request's workload. Exit 77 where either build is not installed (the
+prebuilt one needs a CPU with AVX2; the tuned one is llama-cpp-python from setup.sh --dev).
+
+    .venv/bin/python -m benchmarks.prebuilt_vs_tuned [--pairs 6] [--threads N] [--smoke]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import statistics
 import subprocess
 import sys
 
+from benchmarks import smoke
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import Engine, EngineSpec, GenerationRequest
 from tui.engines.inprocess.llama_builds import PREBUILT_KIND, TUNED_KIND
@@ -64,7 +69,24 @@ def machine() -> str:
     return f"{datetime.now():%Y-%m-%d %H:%M}, {name}, {os.cpu_count()} cores; {load}"
 
 
+def installed() -> None:
+    """Skip a smoke run where a build is missing (see the module docstring)."""
+    from tui.engines.inprocess.llama_builds import prebuilt_cpu_problem
+
+    problem = prebuilt_cpu_problem()
+    if problem is not None:
+        smoke.skip(problem)
+    for module, build in (("xllamacpp", "the prebuilt llama.cpp"), ("llama_cpp", "the tuned one")):
+        try:
+            __import__(module)
+        except ImportError as e:
+            smoke.skip(f"{build} is not installed ({e})")
+
+
 async def main(args: argparse.Namespace) -> int:
+    if args.smoke:
+        installed()
+        args.pairs, args.prompt_tokens, args.tokens = 1, 32, 8
     print(machine(), flush=True)
     threads = args.threads or os.cpu_count() or 1
     engines = {
@@ -84,7 +106,7 @@ async def main(args: argparse.Namespace) -> int:
     )
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in engines}
     try:
-        for kind in engines:  # one warm-up each
+        for kind in engines if not args.smoke else ():  # one warm-up each
             await one(engines[kind], request)
         for pair in range(args.pairs):
             order = (PREBUILT_KIND, TUNED_KIND) if pair % 2 == 0 else (TUNED_KIND, PREBUILT_KIND)
@@ -124,6 +146,9 @@ async def main(args: argparse.Namespace) -> int:
     )
     print(f"threads {threads}, prompt {args.prompt_tokens} tokens, {args.tokens} generated")
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    if args.smoke:
+        smoke.check(all(len(got[k]) == args.pairs for k in engines), f"one pair measured: {got}")
+        smoke.passed("a pair of requests, each engine's own account read and checked")
     return 0
 
 
@@ -133,6 +158,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompt-tokens", type=int, default=256)
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: every core)")
+    smoke.add_flag(p)
     return p.parse_args(argv)
 
 

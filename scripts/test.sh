@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh; do
+for extra in scripts/setup-test-servers.sh scripts/setup-e2e.sh scripts/setup-phoenix.sh; do
   [ -f "$extra" ] && bash "$extra"
 done
 # The servers were just installed, so a server that cannot start is a failure, not a skip.
@@ -13,7 +13,7 @@ export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
 # Lint and types first (about 10 s): a style or type slip fails the run like a test.
 .venv/bin/ruff check tui tests benchmarks scripts
 .venv/bin/ruff format --check tui tests benchmarks scripts
-.venv/bin/mypy --strict tui
+.venv/bin/mypy --strict tui tests/support
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 # The whole suite (no arguments): the tests that draw through Textual's private fast paths

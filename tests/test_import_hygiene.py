@@ -25,6 +25,8 @@ HEADLESS = [
     "tui.ledger",
     "tui.ledger.writer",
     "tui.ledger.usage",
+    "tui.otel.export",
+    "tui.alerts.engine",
     "tui.config",
     "tui.config_trust",
     "tui.config_keys",
@@ -62,7 +64,8 @@ def test_every_headless_module_file_is_checked():
     code = (
         "import importlib, pkgutil, sys, tui\n"
         "for pkg in ('tui.core', 'tui.transport', 'tui.engines', 'tui.telemetry', 'tui.bench',\n"
-        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.ledger'):\n"
+        "            'tui.fleet', 'tui.chat', 'tui.proxy', 'tui.ledger', 'tui.otel',\n"
+        "            'tui.alerts'):\n"
         "    p = importlib.import_module(pkg)\n"
         "    for m in pkgutil.walk_packages(p.__path__, pkg + '.'):\n"
         "        try:\n"
@@ -94,14 +97,27 @@ LAYERS = {
     "tui.transport": {"tui.core"},
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
-    "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry"},
+    "tui.otel": {"tui.core"},
+    "tui.alerts": {"tui.core", "tui.transport", "tui.telemetry"},
+    "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.alerts"},
     "tui.fleet": BASE,
     "tui.chat": BASE,
     "tui.bench": BASE,
     "tui.proxy": {"tui.core", "tui.transport", "tui.engines"},
     "tui.ledger": {"tui.core"},
-    "tui.app": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger"},
-    "tui.cli": BASE | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger", "tui.app"},
+    "tui.app": BASE
+    | {"tui.fleet", "tui.chat", "tui.bench", "tui.proxy", "tui.ledger", "tui.otel", "tui.alerts"},
+    "tui.cli": BASE
+    | {
+        "tui.fleet",
+        "tui.chat",
+        "tui.bench",
+        "tui.proxy",
+        "tui.ledger",
+        "tui.app",
+        "tui.otel",
+        "tui.alerts",
+    },
 }
 
 

@@ -17,11 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tui.alerts.rules import (
+    AlertingSettings,
+    AlertRule,
+    RuleError,
+    parse_alerting,
+    parse_rules,
+)
 from tui.config_keys import NUM as _NUM
 from tui.config_keys import ConfigError as ConfigError  # (its public home stays here)
 from tui.config_keys import KeyPath, Validator
 from tui.config_trust import trust_state, trusted_local
 from tui.engines.base import EngineSpec
+from tui.engines.placement import AbSchedule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,7 +54,7 @@ class UISettings:
     refresh_hz: float = 10.0
     # A/B: "auto" (one after the other when A and B share a machine, else at once),
     # "sequential" or "concurrent" (tui/engines/placement.py)
-    ab_schedule: str = "auto"
+    ab_schedule: AbSchedule = "auto"  # checked against AB_SCHEDULES when loaded
     ab_concurrent: bool | None = None  # older key: true = "concurrent", false = "sequential"
     keys: dict[str, str] = field(default_factory=dict)
 
@@ -107,6 +115,17 @@ class LedgerSettings:
 
 
 @dataclass
+class OtelSettings:
+    """``[otel]``: OpenTelemetry export (docs/otel.md); off unless ``endpoint`` is set."""
+
+    endpoint: str | None = None  # a collector's OTLP/HTTP base URL, or "env"
+    capture_content: bool = False  # the user's own chat: prompt and answer on its spans
+    trace_propagation: bool = False  # send traceparent with each request (the proxy too)
+    metric_interval_s: float = 10.0  # how often metrics are exported
+    timeout_s: float = 5.0  # each export's time limit
+
+
+@dataclass
 class Config:
     default_engine: str = "local"
     session_dir: str | None = None
@@ -118,6 +137,9 @@ class Config:
     discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
     ledger: LedgerSettings = field(default_factory=LedgerSettings)
     clients: dict[str, str] = field(default_factory=dict)  # key fingerprint -> name
+    otel: OtelSettings = field(default_factory=OtelSettings)
+    alerts: list[AlertRule] = field(default_factory=list)  # [[alerts]] (tui/alerts/rules.py)
+    alerting: AlertingSettings = field(default_factory=AlertingSettings)
     path: Path | None = None  # where it was read from (None: built-in defaults)
     notices: list[str] = field(default_factory=list)  # for the user (an ignored local file)
 
@@ -192,6 +214,13 @@ LEDGER_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 FINGERPRINT_CHARS = 14  # "k:" and 12 hex digits (tui/proxy/identity.py)
 CLIENT_NAME_CHARS = 200
+OTEL_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "endpoint": ((str,), "OTLP/HTTP collector base URL, or 'env' (OTEL_EXPORTER_OTLP_*)"),
+    "capture_content": ((bool,), "the user's own chat: prompt and answer on its spans"),
+    "trace_propagation": ((bool,), "send a W3C traceparent with each request"),
+    "metric_interval_s": (_NUM, "how often metrics are exported"),
+    "timeout_s": (_NUM, "each export's time limit"),
+}
 ENGINE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "kind": ((str,), "engine kind"),
     "model": ((str,), "GGUF path, 'default', or model name on a server"),
@@ -313,6 +342,20 @@ def parse_config(text: str, path: Path) -> Config:
             for fingerprint, name in value.items():
                 _check_client(v, fingerprint, name)
                 cfg.clients[fingerprint] = name
+        elif key == "otel":
+            cfg.otel = OtelSettings(**v.table(("otel",), value, OTEL_KEYS))
+            if cfg.otel.endpoint is not None and cfg.otel.endpoint != "env":
+                v.url(("otel", "endpoint"), cfg.otel.endpoint)
+        elif key == "alerts":
+            try:
+                cfg.alerts = parse_rules(value, path)
+            except RuleError as e:
+                raise ConfigError(str(e)) from None
+        elif key == "alerting":
+            try:
+                cfg.alerting = parse_alerting(value, path)
+            except RuleError as e:
+                raise ConfigError(str(e)) from None
         elif key == "engines":
             v.check(("engines",), value, (dict,))
             for name, table in value.items():
@@ -351,6 +394,8 @@ RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("ledger.max_mb", 0, 1_048_576, False),
     ("ledger.queue", 1, 10_000_000, True),
     ("ledger.top_clients", 0, 1000, True),
+    ("otel.metric_interval_s", 0.1, 3600, True),
+    ("otel.timeout_s", 0, 120, False),
 )
 ENGINE_RANGES: tuple[tuple[str, float, float, bool], ...] = (
     ("n_ctx", 1, 100_000_000, True),
@@ -385,6 +430,7 @@ def _check_values(cfg: Config, v: Validator) -> None:
         "fleet": cfg.fleet,
         "discovery": cfg.discovery,
         "ledger": cfg.ledger,
+        "otel": cfg.otel,
     }
     for rule in RANGES:
         section, _, key = rule[0].partition(".")

@@ -226,3 +226,28 @@ def test_ctrl_c_mid_run_writes_a_partial_report(infertop_cmd, cli_env, tmp_path,
     assert any(r["status"] == "ok" for r in warm)
     assert "**PARTIAL REPORT**" in (out / "report.md").read_text()
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_bench_exports_every_request_it_sends(cli_env, tmp_path):
+    """--otlp: each request the bench sends (warm-up and calibration too) is a span at the
+    receiver, with the trace id the report's record has."""
+    pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs it")
+    from tests.support.otlp_sink import OtlpSink
+
+    sink = OtlpSink()
+    try:
+        cfg = _pace_config(tmp_path, token_ms=1.0, ttft_ms=5.0)
+        out = tmp_path / "o"
+        p = pace_bench(
+            cli_env, cfg, "--runs", "3", "--max-tokens", "4", "--prompt-tokens", "20",
+            "--out", str(out), "--otlp", sink.url,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stdout + p.stderr
+    finally:
+        sink.stop()
+    report = json.loads((out / "report.json").read_text())
+    records = report["engines"][0]["records"]
+    traces = {r["trace_id"] for r in records}
+    assert None not in traces and len(sink.spans) == len(records) >= 3
+    assert {s["trace_id"] for s in sink.spans} == traces
+    assert {s["attributes"]["infertop.source"] for s in sink.spans} == {"bench"}

@@ -180,3 +180,28 @@ def test_vllm_messages_thinking() -> None:
     assert [p for p, _ in runs(events)] == [REASONING, ANSWER]
     m = compute_metrics(tl)
     assert m.output_tokens_source == "usage" and m.reasoning_tokens_source == "chunk-count-estimate"
+
+
+@pytest.mark.parametrize(
+    ("name", "dialect"),
+    [
+        ("llama-server_chat_reasoning.sse", "openai-chat"),
+        ("llama-server_responses_reasoning.sse", "openai-responses"),
+        ("llama-server_messages_thinking.sse", "anthropic"),
+        ("vllm_messages_thinking_example.sse", "anthropic"),
+        ("vllm_responses_reasoning_example.sse", "openai-responses"),
+    ],
+)
+def test_the_model_that_answered_is_kept(name: str, dialect: str) -> None:
+    """gen_ai.response.model (tui/otel): the model the stream named, as the server wrote it."""
+    raw = (STREAMS / name).read_bytes()
+    named = {
+        d.get("model") or (d.get("response") or d.get("message") or {}).get("model")
+        for _, d in sse_events(raw)
+        if isinstance(d, dict)
+    } - {None}
+    assert len(named) == 1
+    dec = decoder_for(dialect)
+    dec.feed(raw, 1, lambda e: None)
+    dec.close(2, lambda e: None)
+    assert dec.response_model == named.pop()

@@ -131,3 +131,20 @@ def thinking_vllm_server(server_logs: Path) -> Iterator[servers.ServerProcess]:
 
     with thinking_servers.running_thinking_vllm_server(server_logs) as sp:
         yield sp
+
+
+@pytest.fixture(scope="session")
+def phoenix() -> Iterator[object]:
+    """Arize Phoenix, the OTLP receiver (its own venv: scripts/setup-phoenix.sh), once
+    per session; its data in a temporary folder."""
+    from tests.support.phoenix_server import start_phoenix
+
+    with tempfile.TemporaryDirectory(prefix="infertop-phoenix-") as d:
+        try:
+            p = start_phoenix(Path(d))
+        except RuntimeError as e:
+            servers.unavailable("Arize Phoenix", str(e))
+        try:
+            yield p
+        finally:
+            p.stop()

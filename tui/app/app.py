@@ -19,7 +19,7 @@ from tui.app.keys import checked_keymap
 from tui.app.ledger_commands import LedgerCommands
 from tui.app.ledger_link import AppLedger, thread_note
 from tui.app.listeners import ListenerWatch
-from tui.app.messages import ModelsListed, ServersFound, TelemetrySampled
+from tui.app.messages import ModelsListed, ServersFound, SideNote, TelemetrySampled
 from tui.app.screens.chat import ChatScreen
 from tui.app.screens.chat_engines import EngineChosen
 from tui.app.screens.fleet import FleetScreen, FleetSource
@@ -76,6 +76,7 @@ class InfertopApp(App[None]):
         discover: bool | None = None,
         ledger: Path | None = None,
         build_watch: BuildWatch | None = None,
+        handoff: Any = None,
     ) -> None:
         super().__init__()
         # Textual's private names used only on the Textual they fit, else its own code
@@ -101,12 +102,9 @@ class InfertopApp(App[None]):
         recorder = SessionRecorder(session_path or default_session_path(config.session_dir))
         self.telemetry_enabled = telemetry
         remembered = self.state.engine
-        if engine is not None and engine in config.engines:  # infertop --url: that one
-            initial = engine
-        else:
-            initial = remembered if remembered in config.engines else config.default_engine
-        # the background build of llama.cpp for this CPU: its progress on the chat
-        # screen, and the mark on every answer it ran beside (tui/engines/files/build_state.py)
+        initial = self._initial_engine(config, engine, remembered)
+        # llama.cpp compiling for this CPU: its progress on the chat screen, and the mark
+        # on every answer it ran beside (tui/engines/files/build_state.py)
         build_watch = BuildWatch() if build_watch is None else build_watch
         self.core = ChatCore(
             config,
@@ -116,13 +114,10 @@ class InfertopApp(App[None]):
             host_spec=ui_engine_spec,
             disturbance=build_watch.disturbance,
         )
-        # the request ledger: every answer (and bench request) kept, numbers only
-        self.ledger = AppLedger(ledger, config.ledger)
-        sink = self.ledger.open(thread_note(self))
-        if sink is not None:
-            self.core.outcomes.add(sink)
-        elif self.ledger.error:
-            self.startup_notes.append((self.ledger.error, "warning"))
+        self._open_ledger(ledger, config)
+        self.handoff = handoff
+        if handoff is not None:
+            self._attach_handoff(handoff)
         # whose hardware: slot A's engine's `telemetry`, else --telemetry, else this machine
         notes: list[str] = []
         self.hardware = HardwareWatch(config, telemetry_source, initial, self._on_sample, notes)
@@ -162,12 +157,61 @@ class InfertopApp(App[None]):
         self.requests_feed = watch
         self.requests_screen: RequestsScreen | None = None
         self._own_fleet = False
+        self._themes_and_keys(config)
+
+    @staticmethod
+    def _initial_engine(config: Config, engine: str | None, remembered: str | None) -> str:
+        """Slot A's engine: the one asked for (``infertop --url``), else the one used
+        last if it is still configured, else the default."""
+        if engine is not None and engine in config.engines:
+            return engine
+        return remembered if remembered in config.engines else config.default_engine
+
+    def _open_ledger(self, ledger: Path | None, config: Config) -> None:
+        """The request ledger: every answer (and bench request) kept, numbers only."""
+        self.ledger = AppLedger(ledger, config.ledger)
+        sink = self.ledger.open(thread_note(self))
+        if sink is not None:
+            self.core.outcomes.add(sink)
+        elif self.ledger.error:
+            self.startup_notes.append((self.ledger.error, "warning"))
+
+    def _themes_and_keys(self, config: Config) -> None:
+        """Ours and the user's themes, and the user's keys (what is wrong with either is
+        said at start)."""
         registered, notes = load_themes(self, self.theme_dirs, self.state.theme or config.ui.theme)
         self.our_themes += registered
         keymap, key_notes = checked_keymap(config.ui.keys)
         self.startup_notes += [(n, "warning") for n in notes + key_notes]
         if keymap:
             self.set_keymap(keymap)
+
+    def _attach_handoff(self, handoff: Any) -> None:
+        """OTLP export and alert rules (tui/cli/handoff.py): their sinks take every
+        finished answer, each request gets its trace context, an alert is a line here."""
+        from tui.core.trace_context import TraceMode
+
+        for sink in handoff.sinks:
+            self.core.outcomes.add(sink)
+        mode: TraceMode = "propagate" if handoff.propagate else "record"
+        self.core.trace = mode if handoff.recording else "off"
+        exporter = handoff.exporter
+        if exporter is not None and exporter.capture_content:
+            from tui.otel.spans import answer_json, messages_json
+
+            def tap(rid: str, msgs: list[dict[str, str]], text: str, finish: str | None) -> None:
+                exporter.attach_content(rid, messages_json(msgs), answer_json(text, finish))
+
+            self.core.content_tap = tap
+        if exporter is not None:
+            exporter.note = lambda text: self.post_message(SideNote(text, False))
+        if handoff.notifier is not None:
+            handoff.notifier.on_line = lambda text, bell: self.post_message(SideNote(text, bell))
+
+    def on_side_note(self, msg: SideNote) -> None:
+        self.notify(msg.text, severity="warning", timeout=10)
+        if msg.bell:
+            self.bell()
 
     # -- start / stop ----------------------------------------------------------------
     def notify(
@@ -330,7 +374,10 @@ class InfertopApp(App[None]):
         await asyncio.to_thread(self.core.outcomes.close)
 
     def _on_sample(self, sample: TelemetrySample) -> None:
-        """Called in the sampler thread: only posts a message."""
+        """Called in the sampler thread: only posts a message (and hands the sample to
+        the hardware alert rules, which only append it)."""
+        if self.handoff is not None and self.handoff.alerts is not None:
+            self.handoff.alerts.hardware(sample)
         self.chat.post_message(TelemetrySampled(sample))
         if self.requests_screen is not None:
             self.requests_screen.post_message(TelemetrySampled(sample))

@@ -63,3 +63,14 @@ class ModelsListed(Message):
     def __init__(self, engine: str, models: list[ServerModel]) -> None:
         super().__init__()
         self.engine, self.models = engine, models
+
+
+class SideNote(Message):
+    """A line from a part that runs beside the UI, on its own thread: an alert rule that
+    fired or resolved (tui/alerts), the OTLP exporter's one note that its collector
+    fails; and whether to ring the bell."""
+
+    def __init__(self, text: str, bell: bool) -> None:
+        super().__init__()
+        self.text = text
+        self.bell = bell

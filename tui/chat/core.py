@@ -39,7 +39,7 @@ from tui.chat.events import (
     Notice,
     TurnEnded,
 )
-from tui.chat.host import ERROR, GENERATING, READY, EngineHost
+from tui.chat.host import ERROR, GENERATING, READY, EngineHost, HostState
 from tui.config import Config
 from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, StreamEvent
@@ -49,6 +49,7 @@ from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of, timeline_state
 from tui.core.pauses import defer_full_collections, resume_full_collections
 from tui.core.session import SessionRecorder, session_record
+from tui.core.trace_context import TraceMode, continue_or_start
 from tui.core.verdict import Seen, Verdict, judge
 from tui.core.window import RollingWindow
 from tui.engines.base import EngineError, EngineInfo, EngineSpec, GenerationRequest
@@ -97,6 +98,11 @@ class ChatCore:
         self.config = config
         self.outcomes = outcomes if outcomes is not None else Outcomes()
         self.source: Source = source
+        # each request's trace context (tui/core/trace_context.py): "record" gives its
+        # span ids, "propagate" also sends them as traceparent; and, where the user asked
+        # to capture content, what gets each answer's messages before its outcome goes out
+        self.trace: TraceMode = "off"
+        self.content_tap: Callable[[str, list[dict[str, str]], str, str | None], None] | None = None
         self._emit = on_event
         self.recorder = recorder
         self._host_spec = host_spec
@@ -315,6 +321,9 @@ class ChatCore:
         self.live[slot] = live
         add = live.add if self._tap is None else _tapped(live.add, slot, self._tap)
         cancel = self.cancels.setdefault(slot, CancelToken())
+        if self.trace != "off" and request.trace is None:
+            request.trace = continue_or_start(None)
+            request.send_traceparent = self.trace == "propagate"
         host = await self.ensure_loaded(slot)
         if host is None:
             why = f"engine {name} is not available: {self.host(name).error}"
@@ -327,10 +336,13 @@ class ChatCore:
                 await host.stream(request, cancel, add)
             except EngineError as e:
                 add(Failed(time.perf_counter_ns(), str(e), "engine"))
-            state = "error" if host.state == ERROR else "ready"
+            state: HostState = ERROR if host.state == ERROR else READY
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
         live.disturbed = self._disturbed(live)
+        if self.content_tap is not None:
+            tl = live.timeline
+            self.content_tap(request.request_id, request.messages, tl.text, tl.finish_reason)
         verdict = self.verdict(name, live, metrics)
         self.last_verdict[slot] = verdict
         self._publish(name, request, live, metrics, verdict)
@@ -390,7 +402,9 @@ class ChatCore:
             where = engine.where(model)
         else:
             spec = self.config.engines[name]
-            where = Where(spec.kind, spec.kind, spec.url or "in-process", model or spec.model)
+            where = Where(
+                spec.kind, spec.kind, spec.url or "in-process", model or spec.model, spec.kind
+            )
         outcome = outcome_of(
             request.request_id,
             self.source,
@@ -398,6 +412,7 @@ class ChatCore:
             INFERTOP_ITSELF,
             live.timeline,
             m,
+            trace=request.trace,
             verdict=verdict,
         )
         if outcome is not None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tui.bench.report.shape import LevelSummary, Summary
 from tui.bench.run.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
 from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_build import BuildRunning, add_build_argument, wait_for_build
@@ -29,6 +30,9 @@ EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_ENGINE_FAILED, EXIT_INTERRUPTED = 0, 1, 2,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tui.cli.handoff import add_otel_arguments
+
+    add_otel_arguments(p, own_requests=False)
     p.epilog = (
         "Exit status: 0 done, 2 bad input, 3 an engine failed every request, "
         "130 stopped (partial report), 1 report not written. Presets: "
@@ -178,6 +182,16 @@ def main(args: argparse.Namespace) -> int:
     except (BenchError, ConfigError) as e:
         print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
         return EXIT_USAGE
+    from tui.cli.common import CLIError
+    from tui.cli.handoff import build_handoff, note_line
+
+    try:
+        handoff = build_handoff(
+            args, cfg, note=note_line("infertop bench"), own_requests=False, alerts=False
+        )
+    except CLIError as e:
+        print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
+        return EXIT_USAGE
     if plan.n_ctx is not None:
         for spec in specs:
             spec.n_ctx = plan.n_ctx
@@ -200,10 +214,13 @@ def main(args: argparse.Namespace) -> int:
 
     ledger = open_ledger(args, cfg, say("infertop bench"))
     try:
-        return _run(plan, specs, out, study, energy, ledger, builds)
+        return _run(plan, specs, out, study, energy, ledger, handoff, builds)
     finally:
         if ledger is not None:
             ledger.close()
+        if handoff.exporter is not None and not handoff.exporter.flush(10.0):
+            note_line("infertop bench")("OTLP export did not complete before the end")
+        handoff.close()
 
 
 def _energy(asked: str | None, specs: list[Any]) -> Any:
@@ -221,6 +238,7 @@ def _run(
     study: Any = None,
     energy: Any = None,
     ledger: Any = None,
+    handoff: Any = None,
     builds: Any = None,
 ) -> int:
     from tui.bench.report.files import (
@@ -242,6 +260,12 @@ def _run(
         if study is not None:
             runner.engine_factory = study.engine_factory
             runner.before_close = study.before_close
+        if handoff is not None:
+            for sink in handoff.sinks:
+                runner.outcomes.add(sink)
+            runner.trace = (
+                "propagate" if handoff.propagate else "record" if handoff.recording else "off"
+            )
         # Everything imported and built so far lives to the end: out of the collector's
         # way, so its full collections during the bench scan only what the bench makes.
         # The runner defers full collections inside each level; the GIL hand-over is
@@ -322,28 +346,28 @@ async def _run_with_sigint(runner: Any, display: Any) -> Any:
             pass
 
 
-def _ttfo_text(level: dict[str, Any] | None) -> str:
+def _ttfo_text(level: LevelSummary | None) -> str:
     """ ", TTFO 812.0 ms" where the level's median TTFO differs from its TTFT (a model that
     reasons answers after its thinking); "" where they are the same."""
-    med = (level or {}).get("medians") or {}
+    med = (level.get("medians") if level else None) or {}
     ttft, ttfo = med.get("ttft_ms"), med.get("ttfo_ms")
-    if ttfo is None and (level or {}).get("reasoning"):
+    if ttfo is None and level and level.get("reasoning"):
         return ", TTFO — (no answer after the thinking)"
     if not ttfo or ttfo == ttft:
         return ""
     return f", TTFO {ttfo['estimate']:.1f} ms"
 
 
-def _energy_text(level: dict[str, Any] | None) -> str:
+def _energy_text(level: LevelSummary | None) -> str:
     """ ", 0.42 J/token (counter)" for the terminal's summary line; "" when unknown."""
-    e = (level or {}).get("energy") or {}
+    e = (level.get("energy") if level else None) or {}
     jpt = e.get("j_per_token")
     if jpt is None:
         return ""
     return f", {jpt:.3g} J/token ({'estimate' if e.get('estimated') else 'counter'})"
 
 
-def _print_own_cost(summary: dict[str, Any], own: dict[str, Any] | None) -> None:
+def _print_own_cost(summary: Summary, own: dict[str, Any] | None) -> None:
     """What the bench itself cost: its CPU, and the requests it made that were not
     measured (per engine: before the levels, then per level; report.md has the detail)."""
     for e in summary["engines"]:
@@ -363,7 +387,7 @@ def _print_own_cost(summary: dict[str, Any], own: dict[str, Any] | None) -> None
         )
 
 
-def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, path: Path) -> None:
+def _print_summary(summary: Summary, partial: bool, reason: str | None, path: Path) -> None:
     def fmt(iv: Any, unit: str) -> str:
         return "—" if not iv else f"{iv['estimate']:.1f} {unit}"
 

@@ -240,6 +240,14 @@ def _check_optional() -> None:
         except Exception:  # noqa: BLE001 - optional test tool
             server = None
     _line(OK if server else INFO, "llama-server", server or "not found (only needed to start one)")
+    sdk, exporter = (
+        _version("opentelemetry-sdk"),
+        _version("opentelemetry-exporter-otlp-proto-http"),
+    )
+    if sdk and exporter:
+        _line(OK, "OTLP export", f"opentelemetry-sdk {sdk}, OTLP/HTTP exporter {exporter} (--otlp)")
+    else:
+        _line(INFO, "OTLP export", "not installed (pip install 'infertop[otel]' for --otlp)")
 
 
 def _check_textual() -> None:

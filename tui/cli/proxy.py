@@ -102,6 +102,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="connections of one client: on loopback one local user, else one address (an "
         "IPv6 /64 counts as one); default: half of --max-clients",
     )
+    from tui.cli.handoff import add_alert_arguments, add_otel_arguments
+
+    add_otel_arguments(p, own_requests=False)
+    add_alert_arguments(p)
     p.add_argument(
         "--read-timeout",
         type=float,
@@ -224,6 +228,7 @@ def main(args: argparse.Namespace) -> int:
         return fail(str(e), e.code)
     if args.ui:
         return _with_ui(args, config, cfg)
+    from tui.cli.handoff import build_handoff, note_line
     from tui.cli.ledger_args import client_keys, open_ledger, say
     from tui.core.sched_slice import request_slice
 
@@ -232,18 +237,38 @@ def main(args: argparse.Namespace) -> int:
         request_slice(slice_ns).describe() if slice_ns else "the kernel's default (--slice-ms 0)"
     )
     note = say("infertop proxy")
+    try:
+        handoff = build_handoff(
+            args,
+            cfg,
+            note=note_line("infertop proxy"),
+            on_line=_alert_line,
+            upstream=config.upstream,
+            own_requests=False,
+        )
+    except CLIError as e:
+        return fail(str(e), e.code)
+    config.trace = "propagate" if handoff.propagate else "record" if handoff.recording else "off"
     config.client_keys = client_keys(cfg, note)
     sink = open_ledger(args, cfg, note)
     try:
         energy = _energy_feed(args.energy, cfg, sink, config.upstream, note)
     except CLIError as e:
+        handoff.close()
         return fail(str(e), e.code)
     try:
-        return serve(config, evidence, log=args.log, sched=sched, sink=sink)
+        return serve(config, evidence, log=args.log, sched=sched, sink=sink, handoff=handoff)
     finally:
         if energy is not None:
             energy[0].stop()
             energy[1].stop()
+        handoff.close()
+
+
+def _alert_line(text: str, bell: bool) -> None:
+    from tui.core.safe_text import terminal_label
+
+    print(f"infertop proxy: {terminal_label(text, 1000)}", file=sys.stderr, flush=True)
 
 
 def _energy_feed(source: str | None, cfg: Any, sink: Any, upstream: str, note: Any) -> Any:
@@ -272,9 +297,12 @@ def _energy_feed(source: str | None, cfg: Any, sink: Any, upstream: str, note: A
     return sampler, feed
 
 
-def serve(config: Any, evidence: str, log: bool, sched: str = "", sink: Any = None) -> int:
+def serve(
+    config: Any, evidence: str, log: bool, sched: str = "", sink: Any = None, handoff: Any = None
+) -> int:
     """Run the proxy until SIGINT/SIGTERM (the headless command); ``sink``: the ledger's
-    (added to the proxy's outcomes, closed with it)."""
+    (added to the proxy's outcomes, closed with it); ``handoff``: the OTLP exporter and
+    alert rules finished requests go to (tui/cli/handoff.py)."""
     import asyncio
 
     from tui.proxy.server import Proxy, run_loop
@@ -283,6 +311,10 @@ def serve(config: Any, evidence: str, log: bool, sched: str = "", sink: Any = No
         proxy = Proxy(config, note=lambda t: print(f"infertop proxy: {t}", file=sys.stderr))
         if sink is not None:
             proxy.outcomes.add(sink)
+        if handoff is not None:
+            for each in handoff.sinks:
+                proxy.outcomes.add(each)
+            proxy.metrics.extra.append(handoff.exposition)
         if log:
             proxy.book.on_end = _log_line
         try:
@@ -370,6 +402,12 @@ def child_argv(args: argparse.Namespace, config: Any) -> list[str]:
     elif args.ledger:
         argv += ["--ledger", str(Path(args.ledger).expanduser().resolve())]
     argv += ["--top-clients", str(config.top_clients)]
+    if args.otlp:
+        argv += ["--otlp", args.otlp]
+    if args.trace_propagation:
+        argv.append("--trace-propagation")
+    if args.alerts:
+        argv += ["--alerts", str(Path(args.alerts).expanduser().resolve())]
     return python_argv("tui", *argv)
 
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from tui.cli.common import CLIError, add_engine_arguments, engine_spec, fail, load
+from tui.cli.handoff import build_handoff, note_line
 from tui.cli.ledger_args import add_ledger_arguments
 from tui.config import Config
 from tui.core.events import REASONING, StreamEvent, TextChunk
@@ -18,6 +19,7 @@ from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import Outcomes
 from tui.core.safe_text import terminal_label, terminal_safe
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import continue_or_start
 from tui.core.verdict import Verdict
 from tui.core.verdict_text import breakdown_line
 from tui.engines.base import EngineError, EngineInfo, GenerationRequest
@@ -47,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead (the model's text raw, escaped by JSON itself)",
     )
+    from tui.cli.handoff import add_otel_arguments
+
+    add_otel_arguments(p)
     add_ledger_arguments(p)
     p.epilog = RUN_EPILOG
 
@@ -76,17 +81,23 @@ def main(args: argparse.Namespace) -> int:
         from tui.engines.kinds import engine_class
 
         engine_class(spec.kind)  # unknown kinds fail before any loading
+        handoff = build_handoff(args, cfg, note=note_line("infertop"), alerts=False)
         hardware = _hardware(args.telemetry or spec.telemetry, cfg)
     except CLIError as e:
         return fail(str(e), e.code)
     except EngineError as e:
         return fail(str(e))
+    if handoff.recording:
+        request.trace = continue_or_start(None)
+        request.send_traceparent = handoff.propagate
     from tui.cli.ledger_args import open_ledger, say
 
     outcomes = Outcomes()
     ledger = open_ledger(args, cfg, say("infertop run"))
     if ledger is not None:
         outcomes.add(ledger)
+    for sink in handoff.sinks:
+        outcomes.add(sink)
     try:
         info, load_ms, timeline, own, verdict, disturbed = asyncio.run(
             _run(
@@ -97,6 +108,7 @@ def main(args: argparse.Namespace) -> int:
                 hardware=hardware,
                 raw=not _to_terminal(),
                 outcomes=outcomes,
+                content_tap=content_tap(handoff.exporter),
             )
         )
     except EngineError as e:
@@ -104,7 +116,10 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if hardware is not None:
             hardware.stop()
+        if handoff.exporter is not None and not handoff.exporter.flush(cfg.otel.timeout_s + 1):
+            note_line("infertop")(f"OTLP export to {handoff.exporter.endpoint} did not complete")
         outcomes.close()
+        handoff.close()
     metrics = compute_metrics(timeline)
     summary = hardware.summary() if hardware is not None else None
     energy = (
@@ -112,8 +127,10 @@ def main(args: argparse.Namespace) -> int:
         if hardware is not None
         else None
     )
+    trace_id = request.trace.trace_id if request.trace is not None else None
     if args.json:
         result = result_dict(info, load_ms, timeline, metrics)
+        result["trace_id"] = trace_id
         result["verdict"] = verdict.to_dict() if verdict is not None else None
         result["disturbed"] = disturbed
         result["hardware"] = summary.to_dict() if summary is not None else None
@@ -123,6 +140,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         print()
         print(format_summary(info, load_ms, metrics, timeline.stamp_source, disturbed))
+        if trace_id is not None:
+            print(f"trace: {trace_id}")
         if verdict is not None:
             print(terminal_label(f"why: {verdict.text}", 400))
             print(terminal_label(f"     {breakdown_line(verdict.breakdown)}", 400))
@@ -243,6 +262,7 @@ async def _run(
     hardware: _Hardware | None = None,
     raw: bool = False,
     outcomes: Outcomes | None = None,
+    content_tap: Any = None,
 ) -> tuple[EngineInfo, float, RequestTimeline, ProcessCpu, Verdict | None, str | None]:
     """Load, stream (echoing the text: raw when ``raw``, else terminal-safe), close;
     infertop's own CPU is measured over the request. The turn runs through the chat core,
@@ -268,6 +288,7 @@ async def _run(
         source="run",
         disturbance=BuildWatch().disturbance,
     )
+    core.content_tap = content_tap
     host = core.host(spec.name)
     try:
         load_ms = await host.load()
@@ -286,6 +307,19 @@ async def _run(
         return info, load_ms, live.timeline, own, core.last_verdict["A"], live.disturbed
     finally:
         await core.close()
+
+
+def content_tap(exporter: Any) -> Any:
+    """The chat core's content tap when the exporter captures content (--capture-content):
+    the prompt and the answer to the request's span, as the conventions' message JSON."""
+    if exporter is None or not exporter.capture_content:
+        return None
+    from tui.otel.spans import answer_json, messages_json
+
+    def tap(rid: str, messages: list[dict[str, str]], text: str, finish: str | None) -> None:
+        exporter.attach_content(rid, messages_json(messages), answer_json(text, finish))
+
+    return tap
 
 
 def result_dict(

@@ -43,6 +43,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the requests view of a running `infertop proxy` at URL (its own address, or "
         "an ssh tunnel's local end): every client's requests, live",
     )
+    from tui.cli.handoff import OTLP_HELP
+
+    parser.add_argument("--otlp", dest="ui_otlp", metavar="URL", help=OTLP_HELP)
+    parser.add_argument(
+        "--trace-propagation",
+        dest="ui_trace_propagation",
+        action="store_true",
+        help="send a W3C traceparent with each request, so the engine's own span joins "
+        "infertop's trace (default: [otel] trace_propagation)",
+    )
+    parser.add_argument(
+        "--capture-content",
+        dest="ui_capture_content",
+        action="store_true",
+        help="with --otlp: put your prompt and the answer on each request's span",
+    )
     parser.add_argument(
         "--insecure",
         dest="ui_insecure",
@@ -146,20 +162,40 @@ def main(args: argparse.Namespace) -> int:
         except WatchError as e:
             print(f"infertop: error: {e}", file=sys.stderr)
             return 2
+    from tui.cli.common import CLIError
+    from tui.cli.handoff import build_handoff, note_line
     from tui.cli.ledger_args import ledger_path
 
+    try:
+        handoff = build_handoff(
+            argparse.Namespace(
+                otlp=getattr(args, "ui_otlp", None),
+                trace_propagation=getattr(args, "ui_trace_propagation", False),
+                capture_content=getattr(args, "ui_capture_content", False),
+            ),
+            config,
+            note=note_line("infertop"),
+            upstream=config.engines[engine or config.default_engine].url,
+        )
+    except CLIError as e:
+        print(f"infertop: error: {e}", file=sys.stderr)
+        return e.code
     prepare_terminal_ui()
     from tui.app.app import create_app, default_state_file
     from tui.app.terminal import engine_stderr_to
 
-    app = create_app(
-        config,
-        state_path=default_state_file(),
-        telemetry_source=telemetry,
-        engine=engine,
-        watch=watch,
-        ledger=ledger_path(args, config, "ui_"),
-    )
-    with engine_stderr_to(engine_log_path()):
-        app.run()
+    try:
+        app = create_app(
+            config,
+            state_path=default_state_file(),
+            telemetry_source=telemetry,
+            engine=engine,
+            watch=watch,
+            ledger=ledger_path(args, config, "ui_"),
+            handoff=handoff,
+        )
+        with engine_stderr_to(engine_log_path()):
+            app.run()
+    finally:
+        handoff.close()
     return int(app.return_code or 0)

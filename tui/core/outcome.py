@@ -27,6 +27,7 @@ from typing import Final, Literal, Protocol
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 from tui.core.verdict import Verdict
 
 # Where a request was measured.
@@ -120,12 +121,23 @@ class RequestOutcome:
     error_kind: str | None = None  # Failed.kind where state is "failed"
     trace_id: str | None = None  # the W3C trace id the request carried, where one did
     streamed: bool | None = None
+    # infertop's span of the request in that trace, and the client's span it continues
+    # (tui/core/trace_context.py); None where no trace context was made
+    span_id: str | None = None
+    parent_span_id: str | None = None
+    kind: str | None = None  # the engine's kind ("llama-server", "vllm", ...), where known
+    response_model: str | None = None  # the model the answer named, where it named one
     verdict: Verdict | None = None  # why it took its time (tui/core/verdict.py)
 
     @property
     def e2e_s(self) -> float:
         """Seconds from the request's send to the stream's end."""
         return (self.t_end_ns - self.t0_ns) / 1e9
+
+    @property
+    def t_end_wall(self) -> float:
+        """The stream's end on the wall clock (epoch seconds), from the request's stamps."""
+        return self.t0_wall + self.e2e_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +150,7 @@ class Where:
     api: str
     upstream: str
     model: str | None
+    kind: str | None = None  # the engine's kind (gen_ai.provider.name: tui/otel)
 
 
 def timeline_state(tl: RequestTimeline) -> OutcomeState:
@@ -157,11 +170,14 @@ def outcome_of(
     metrics: RequestMetrics,
     state: OutcomeState | None = None,
     streamed: bool | None = True,
+    trace: TraceContext | None = None,
     verdict: Verdict | None = None,
 ) -> RequestOutcome | None:
     """The outcome of a request infertop sent itself (the chat, ``run``, the bench) from
     its timeline; None when it was never sent (an engine that did not load, a cancel
-    before the start): no server saw it. ``state``: the caller's, else the timeline's."""
+    before the start): no server saw it. ``state``: the caller's, else the timeline's.
+    ``trace``: the request's trace context (``GenerationRequest.trace``), where it had
+    one."""
     t0 = tl.t_sent_ns
     if t0 is None:
         return None
@@ -183,6 +199,10 @@ def outcome_of(
         truth=tl.truth,
         error_kind=bounded(tl.error_kind, 40) if ended == "failed" else None,
         streamed=streamed,
+        trace_id=trace.trace_id if trace is not None else None,
+        span_id=trace.span_id if trace is not None else None,
+        parent_span_id=trace.parent_id if trace is not None else None,
+        kind=where.kind,
         verdict=verdict,
     )
 

@@ -220,7 +220,7 @@ class RequestBook:
         elif rec.state == RequestState.CANCELLED:
             self.cancelled += 1
         self.tokens_ended += m.output_tokens or 0
-        outcome = rec.outcome(str(self.info.get("upstream") or self.engine))
+        outcome = rec.outcome(str(self.info.get("upstream") or self.engine), self.metrics.kind)
         self.metrics.generation_ended(
             rec.model, rec.path, rec.state, rec.stream is not False, m, outcome.client.label
         )

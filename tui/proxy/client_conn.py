@@ -385,6 +385,8 @@ class ClientConnection(asyncio.Protocol):
         made (all off its way in). False, with nothing done: anything else, which the
         strict path takes."""
         buf, fw = self.buf, self.fw
+        if fw.trace == "propagate":
+            return False  # its head gets a traceparent: the strict path writes it
         m = match_plain(buf, end)
         if m is None or m["target"].startswith(OWN_PREFIX):
             return False

@@ -122,5 +122,7 @@ def detail_text(r: RequestRow) -> str:
         parts.append(f"e2e {ms_text(r.e2e_ms)}")
     if r.error:
         parts.append(r.error)
+    if r.trace_id:
+        parts.append(f"trace {r.trace_id}")
     parts.append("Enter: timeline")
     return clip(" · ".join(parts), 4000)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Protocol
 
+from tui.core.trace_context import TraceMode
 from tui.proxy import routes
 from tui.proxy.body_scan import request_fields
 from tui.proxy.book import Departure, RequestBook
@@ -43,6 +44,7 @@ from tui.proxy.identity import ClientKeys, identify, peer_host
 from tui.proxy.limits import BodyBudget, Hold
 from tui.proxy.peer_process import PeerProcess, ProcessFinder
 from tui.proxy.record import ProxiedRequest
+from tui.proxy.tracing import trace_for, traceparent_field
 from tui.proxy.upstream import (
     NoResponse,
     UpstreamConn,
@@ -100,6 +102,7 @@ class Forwarding:
     budget: BodyBudget
     keys: ClientKeys | None = None  # API keys' fingerprints (None: not taken)
     finder: ProcessFinder | None = None  # local clients' processes (None: not looked up)
+    trace: TraceMode = "off"  # a request's traceparent: read, passed on (tui/proxy/tracing.py)
 
 
 @dataclass
@@ -168,6 +171,7 @@ class Exchange:
         self.fw, self.client, self.req = fw, client, req
         self.dialect = routes.dialect(req.head.method, req.head.path)
         self.state = ExchangeState.NEW
+        self.trace = trace_for(fw.trace, req.head) if self.dialect is not None else None
         self.rec: ProxiedRequest | None = None
         self.departure: Departure | None = None
         self.sending: Sending | None = None  # sent now: on which connection, how much
@@ -231,7 +235,10 @@ class Exchange:
     def message(self) -> bytes:
         """What goes upstream: the head (tui/proxy/wire.py, upstream_request), the body."""
         fw, req = self.fw, self.req
-        head = upstream_request(req.head, fw.host_header, len(req.body), fw.path_prefix)
+        traceparent = traceparent_field(fw.trace, self.trace)
+        head = upstream_request(
+            req.head, fw.host_header, len(req.body), fw.path_prefix, traceparent
+        )
         return head + req.body
 
     async def send(self) -> tuple[UpstreamConn, ResponseHead, list[Stamped]]:
@@ -310,6 +317,7 @@ class Exchange:
                 head, said.user, peer_host(self.client.peer), self.fw.keys, process.name
             )
             self.rec.process = process
+            self.rec.trace = self.trace
             book.start(self.rec, self.departure)
         self.rec.sent(t_ns, stamps)
 

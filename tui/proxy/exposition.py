@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Callable
 
 from tui.core.metrics import RequestMetrics
 from tui.proxy.routes import OTHER, ModelLabels, route_label
@@ -165,6 +166,9 @@ class ProxyMetrics:
         self.itl: dict[Key, Histogram] = {}
         self.e2e: dict[Key, Histogram] = {}
         self.in_flight = 0
+        # more series for the same page, by the parts the command adds (OTLP export's
+        # counts, alert states): each returns whole lines of the text format
+        self.extra: list[Callable[[], str]] = []
 
     def key(self, model: str | None, path: str) -> Key:
         return self.models.label(model), route_label(path)
@@ -319,7 +323,8 @@ class ProxyMetrics:
                 out.append(f'{PREFIX}{name}_bucket{{{lab},le="+Inf"}} {h.count}')
                 out.append(f"{PREFIX}{name}_sum{{{lab}}} {h.sum!r}")
                 out.append(f"{PREFIX}{name}_count{{{lab}}} {h.count}")
-        return ("\n".join(out) + "\n").encode("utf-8", "replace")
+        text = "\n".join(out) + "\n" + "".join(render() for render in self.extra)
+        return text.encode("utf-8", "replace")
 
 
 def _head(name: str, kind: str, text: str) -> list[str]:

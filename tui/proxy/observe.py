@@ -33,7 +33,7 @@ from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth, Failed, Finished, FirstByte
 from tui.engines.dialects import decoder_for, whole_answer
-from tui.engines.dialects.base import CUT_SHORT
+from tui.engines.dialects.base import CUT_SHORT, model_name
 from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL
 from tui.engines.dialects.kinds import streamed_as
@@ -157,6 +157,7 @@ class Streamed(Observer):
     def close(self, t_ns: int) -> None:
         dec, emit = self.decoder, self.record.emit
         dec.close(t_ns, emit)
+        self.record.response_model = dec.response_model
         t_end = dec.last_t_ns or t_ns
         reported = timings_events(dec, t_end)
         for ev in reported:
@@ -214,6 +215,7 @@ class WholeBody(Observer):
             raise StreamProtocolError("the answer is not a JSON object")
         if obj.get("error") or obj.get("type") == "error":
             raise StreamServerError(_error_text(obj, body, self.dialect not in PROMPT_ONLY))
+        self.record.response_model = model_name(obj.get("model"))
         whole_answer(self.dialect, obj, t_ns, self.record.emit)
 
 

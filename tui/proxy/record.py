@@ -41,6 +41,7 @@ from tui.core.outcome import (
 )
 from tui.core.session import session_record
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 from tui.proxy.peer_process import PeerProcess
 from tui.proxy.rows import RequestRow, RequestState
 
@@ -96,6 +97,8 @@ class ProxiedRequest:
         self.observer: Any = None  # what reads its answer (tui/proxy/observe.py)
         self.identity = ClientIdentity()  # who sent it (tui/proxy/identity.py)
         self.process: PeerProcess | None = None  # its client's process, once looked up
+        self.trace: TraceContext | None = None  # its span's ids (tui/proxy/tracing.py)
+        self.response_model: str | None = None  # the model its answer named
 
     # -- events ---------------------------------------------------------------------------
     def sent(self, t_ns: int, stamps: str) -> None:
@@ -191,6 +194,7 @@ class ProxiedRequest:
             output_estimated=self.counts.estimated,
             error=None if tl.error is None else tl.error[:ERROR_CHARS],
             who=self._who(),
+            trace_id=None if self.trace is None else self.trace.trace_id,
         )
         m = self.metrics
         if m is not None:
@@ -266,9 +270,9 @@ class ProxiedRequest:
         }
         return rec
 
-    def outcome(self, upstream: str) -> RequestOutcome:
+    def outcome(self, upstream: str, kind: str | None = None) -> RequestOutcome:
         """The finished request as every measuring place hands it on (numbers and names
-        only: tui/core/outcome.py); ``upstream`` the server's URL."""
+        only: tui/core/outcome.py); ``upstream`` the server's URL, ``kind`` its kind."""
         m = self.metrics or self.finalize()
         tl = self.timeline
         client = self.identity
@@ -293,6 +297,11 @@ class ProxiedRequest:
             truth=tl.truth,
             error_kind=tl.error_kind if self.state == RequestState.FAILED else None,
             streamed=self.stream,
+            trace_id=None if self.trace is None else self.trace.trace_id,
+            span_id=None if self.trace is None else self.trace.span_id,
+            parent_span_id=None if self.trace is None else self.trace.parent_id,
+            kind=kind,
+            response_model=self.response_model,
         )
 
     @property

@@ -32,6 +32,7 @@ from typing import Any
 
 from tui.core.events import end_reason_of
 from tui.core.metrics import COUNT_SOURCES, PREFILL_SOURCES, RequestMetrics
+from tui.core.trace_context import is_trace_id
 
 
 class RequestState(str, Enum):
@@ -76,6 +77,7 @@ class RequestRow:
     ttfo_ms: float | None = None
     reasoning_tokens: int | None = None
     who: str | None = None  # who sent it (tui/core/outcome.py ClientIdentity.label)
+    trace_id: str | None = None  # its span's W3C trace id (with OTLP export or propagation)
 
     @property
     def key(self) -> str:
@@ -158,7 +160,15 @@ def row_from_json(d: Any) -> RequestRow:
         ttfo_ms=_number(d, "ttfo_ms"),
         reasoning_tokens=_count(d, "reasoning_tokens"),
         who=_text(d, "who"),
+        trace_id=_trace_id(d),
     )
+
+
+def _trace_id(d: dict[str, Any]) -> str | None:
+    v = _text(d, "trace_id")
+    if v is not None and not is_trace_id(v):
+        raise ValueError("trace_id is not a W3C trace id")
+    return v
 
 
 def metrics_from_json(d: Any) -> RequestMetrics:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui.core.outcome import Outcomes
+from tui.core.trace_context import TraceMode
 from tui.proxy.book import TICK_S, RequestBook
 from tui.proxy.client_conn import ClientConnection, ClientParts
 from tui.proxy.events_file import EventsWriter
@@ -60,6 +61,7 @@ class ProxyConfig:
     client_keys: ClientKeys | None = None
     find_processes: bool = False
     top_clients: int = 10  # clients /infertop/metrics names apart (tui/proxy/exposition.py)
+    trace: TraceMode = "off"  # a request's traceparent (tui/proxy/tracing.py)
 
 
 class Proxy:
@@ -110,6 +112,7 @@ class Proxy:
             self.budget,
             config.client_keys,
             self.finder,
+            config.trace,
         )
         self.client_parts = ClientParts(
             config.client_timeout,

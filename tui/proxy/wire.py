@@ -61,16 +61,29 @@ def both_framings(head: ResponseHead) -> bool:
 _REQUEST_DROP = frozenset({b"host", b"content-length", b"expect"})
 
 
-def upstream_request(req: RequestHead, host: str, body_length: int, prefix: str = "") -> bytes:
+_TRACE_DROP = _REQUEST_DROP | {b"traceparent"}
+
+
+def upstream_request(
+    req: RequestHead,
+    host: str,
+    body_length: int,
+    prefix: str = "",
+    traceparent: bytes | None = None,
+) -> bytes:
     """The request head sent upstream: the client's method and target (after the
     upstream URL's own path, ``prefix``, if it has one), HTTP/1.1, Host set to the
     upstream's (as nginx's default), the end-to-end headers as they came, and the body's
     length (the proxy has read the body whole: a chunked request goes on with a
-    Content-Length)."""
+    Content-Length). ``traceparent``: sent in place of the client's own (trace
+    propagation, tui/proxy/tracing.py)."""
     line = f"{req.method} {prefix}{req.target} HTTP/1.1\r\nHost: {host}\r\n"
     out = [line.encode("latin-1")]
-    for k, v in end_to_end(req.headers, _REQUEST_DROP):
+    drop = _REQUEST_DROP if traceparent is None else _TRACE_DROP
+    for k, v in end_to_end(req.headers, drop):
         out.append(k + b": " + v + b"\r\n")
+    if traceparent is not None:
+        out.append(b"traceparent: " + traceparent + b"\r\n")
     if body_length or req.method in ("POST", "PUT", "PATCH"):
         out.append(b"Content-Length: %d\r\n" % body_length)
     out.append(b"\r\n")

@@ -306,15 +306,22 @@ class Http1Pool:
             raise httpx.ConnectError(str(e)) from e
         return StampedConn(loop, sock)
 
-    async def post(self, url: str, body: bytes, content_type: str) -> Http1Response:
+    async def post(
+        self, url: str, body: bytes, content_type: str, extra: dict[str, str] | None = None
+    ) -> Http1Response:
         """Send a POST; returns once the response head is in (its body streams after)."""
-        return await self.request("POST", url, body, content_type)
+        return await self.request("POST", url, body, content_type, extra)
 
     async def request(
-        self, method: str, url: str, body: bytes | None = None, content_type: str = ""
+        self,
+        method: str,
+        url: str,
+        body: bytes | None = None,
+        content_type: str = "",
+        extra: dict[str, str] | None = None,
     ) -> Http1Response:
         """Send a request (a body only when given); returns once the response head is in
-        (its body streams after)."""
+        (its body streams after). ``extra``: header fields of this request alone."""
         parts = urlsplit(url)
         host, port = parts.hostname or "", parts.port or 80
         key = (host, port)
@@ -323,6 +330,8 @@ class Http1Pool:
         if content_type:
             fields["content-type"] = ("Content-Type", content_type)
         for k, v in self.headers.items():  # the engine's headers win, as with httpx
+            fields[k.lower()] = (k, v)
+        for k, v in (extra or {}).items():
             fields[k.lower()] = (k, v)
         if body is not None:
             fields["content-length"] = ("Content-Length", str(len(body)))

@@ -61,15 +61,20 @@ def json_payload(body: object) -> bytes:
 
 
 async def post_json(
-    client: httpx.AsyncClient | None, pool: Http1Pool | None, url: str, body: object
+    client: httpx.AsyncClient | None,
+    pool: Http1Pool | None,
+    url: str,
+    body: object,
+    extra: dict[str, str] | None = None,
 ) -> httpx.Response | Http1Response:
     """POST ``body`` as JSON for a streamed answer: through ``pool`` when there is one,
-    else through ``client``."""
+    else through ``client``. ``extra``: more header fields for this request alone (a
+    ``traceparent``)."""
     payload = json_payload(body)
     if pool is not None:
-        return await pool.post(url, payload, "application/json")
+        return await pool.post(url, payload, "application/json", extra)
     assert client is not None, "post_json needs a pool or a client"
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(extra or {})}
     req = client.build_request("POST", url, content=payload, headers=headers)
     return await client.send(req, stream=True)
 

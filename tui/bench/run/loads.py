@@ -18,13 +18,19 @@ from collections.abc import Callable
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
-from tui.bench.run.records import LevelRun, RequestRecord, classify, record_outcome
+from tui.bench.run.records import (
+    LevelRun,
+    RequestPhase,
+    RequestRecord,
+    classify,
+    record_outcome,
+)
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
 from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
-from tui.engines.base import Engine, GenerationRequest
+from tui.core.trace_context import TraceMode, continue_or_start
+from tui.engines.base import Engine, GenerationRequest, stream_guarded
 
 MakeRequest = Callable[[int], GenerationRequest]
 STOP_POLL_S = 0.05
@@ -60,6 +66,9 @@ class RequestDriver:
         self._live: dict[str, tuple[CancelToken, RequestTimeline]] = {}
         self._lock = threading.Lock()  # cancel_all may be called from another thread
         self._next_index = 1  # prompt 0 is the calibration prompt
+        # each request's trace context: "record" (OTLP export: its span's ids),
+        # "propagate" (and sent as traceparent), "off" (none)
+        self.trace: TraceMode = "off"
 
     @property
     def stopped(self) -> bool:
@@ -100,7 +109,7 @@ class RequestDriver:
     async def run(
         self,
         request: GenerationRequest,
-        phase: str,
+        phase: RequestPhase,
         level: str,
         index: int,
         *,
@@ -114,6 +123,9 @@ class RequestDriver:
         """Send one request; the record is appended to ``into`` (before anyone is told)."""
         cancel = CancelToken()
         tl = RequestTimeline()
+        if self.trace != "off" and request.trace is None:
+            request.trace = continue_or_start(None)
+            request.send_traceparent = self.trace == "propagate"
         with self._lock:
             self._active.add(cancel)
             self._live[request.request_id] = (cancel, tl)
@@ -121,15 +133,11 @@ class RequestDriver:
             cancel.cancel()
         t_call = time.perf_counter_ns()
         try:
-            await self.engine.stream_into(request, cancel, tl.add)
-        except Exception as e:  # an engine that broke its never-raise contract
-            tl.add(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
+            await stream_guarded(self.engine, request, cancel, tl.add)
         finally:
             with self._lock:
                 self._active.discard(cancel)
                 self._live.pop(request.request_id, None)
-        if tl.t_end_ns is None:
-            tl.add(Failed(time.perf_counter_ns(), "the stream ended without Finished", "protocol"))
         status = classify(tl)
         if status == "failed" and cancel.cancelled:
             status = "cancelled"
@@ -152,6 +160,8 @@ class RequestDriver:
             prompt_tokens_target=prompt_tokens_target or request.prompt_tokens_target,
             max_tokens=request.max_tokens,
             pre_send_wait_ms=None if tl.t_sent_ns is None else (tl.t_sent_ns - t_call) / 1e6,
+            trace_id=None if request.trace is None else request.trace.trace_id,
+            span_id=None if request.trace is None else request.trace.span_id,
         )
         if into is not None:
             into.append(record)
@@ -178,7 +188,7 @@ class RequestDriver:
 
 
 async def run_sequential(
-    driver: RequestDriver, n: int, make_request: MakeRequest, phase: str, label: str
+    driver: RequestDriver, n: int, make_request: MakeRequest, phase: RequestPhase, label: str
 ) -> list[RequestRecord]:
     out: list[RequestRecord] = []
     for _ in range(n):

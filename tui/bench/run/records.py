@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
 from tui.core.timeline import RequestTimeline
+from tui.core.trace_context import TraceContext
 
 
 def finite(x: Any) -> Any:
@@ -34,7 +35,14 @@ def finite(x: Any) -> Any:
 
 # Request phases. Only "cold" and "warm" enter the statistics; warm-up and calibration
 # requests are kept in report.json for the record.
-PHASES = ("calibrate", "warmup", "cold", "warm")
+RequestPhase = Literal["calibrate", "warmup", "cold", "warm"]
+PHASES: tuple[RequestPhase, ...] = ("calibrate", "warmup", "cold", "warm")
+# How a request ended (see RequestRecord).
+RequestStatus = Literal["ok", "failed", "cancelled", "cut"]
+# What a level measured: closed-loop users ("concurrency"), an open-loop arrival process
+# ("constant", "poisson", "gamma": tui/bench/run/arrivals.py), cold starts, a context
+# depth (tui/bench/run/depth.py), a capacity probe (tui/bench/run/capacity.py).
+LevelKind = Literal["concurrency", "constant", "poisson", "gamma", "cold", "depth", "probe"]
 
 
 @dataclass
@@ -50,7 +58,7 @@ class RequestRecord:
     """
 
     engine: str
-    phase: str
+    phase: RequestPhase
     level: str
     index: int
     request_id: str
@@ -58,7 +66,7 @@ class RequestRecord:
     t_end_s: float
     timeline: RequestTimeline
     metrics: RequestMetrics
-    status: str
+    status: RequestStatus
     concurrency: int | None = None
     rate: float | None = None
     load_ms: float | None = None  # cold phase: the time to ready before this request
@@ -71,6 +79,8 @@ class RequestRecord:
     max_tokens: int | None = None  # the output length asked of this request
     session: int | None = None  # --turns: the conversation it belongs to (tui/bench/run/sessions)
     turn: int | None = None  # and its turn number in it, from 1
+    trace_id: str | None = None  # its span's W3C trace (with OTLP export or propagation)
+    span_id: str | None = None
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -114,6 +124,8 @@ class RequestRecord:
             "max_tokens": self.max_tokens,
             "session": self.session,
             "turn": self.turn,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
             "metrics": metrics,
             "timeline": timeline,
             "engine_truth": truth_dict,
@@ -153,10 +165,20 @@ class RequestRecord:
             max_tokens=d.get("max_tokens"),
             session=d.get("session"),
             turn=d.get("turn"),
+            trace_id=_trace_part(d.get("trace_id"), 32),
+            span_id=_trace_part(d.get("span_id"), 16),
         )
 
 
-def classify(tl: RequestTimeline) -> str:
+def _trace_part(value: Any, digits: int) -> str | None:
+    """A trace or span id read from a report (someone's file): lower-case hex of its
+    length, else None."""
+    if type(value) is not str or len(value) != digits:
+        return None
+    return value if all(c in "0123456789abcdef" for c in value) else None
+
+
+def classify(tl: RequestTimeline) -> RequestStatus:
     """ok / failed / cancelled, from how the stream ended (see RequestRecord.status)."""
     if tl.finish_reason == "cancelled" or tl.error_kind == "cancelled":
         return "cancelled"
@@ -176,7 +198,7 @@ class LevelRun:
 
     engine: str
     label: str  # "c=8", "rate=2", "cold"
-    kind: str  # "concurrency" | "poisson" | "cold"
+    kind: LevelKind
     concurrency: int | None = None
     rate: float | None = None
     records: list[RequestRecord] = field(default_factory=list)
@@ -240,4 +262,7 @@ def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None
         record.timeline,
         record.metrics,
         "cancelled" if cut else None,
+        trace=None
+        if record.trace_id is None or record.span_id is None
+        else TraceContext(record.trace_id, record.span_id),
     )

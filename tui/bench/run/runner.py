@@ -43,6 +43,7 @@ from tui.bench.run.workers import WorkerJob, default_workers, run_level_in_worke
 from tui.bench.run.workload import request_maker
 from tui.core.outcome import Outcomes
 from tui.core.pauses import settle_heap, streaming
+from tui.core.trace_context import TraceMode
 from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
 from tui.engines.http.http_engine import HttpStreamEngine
 from tui.engines.registry import create_engine
@@ -94,6 +95,8 @@ class BenchRunner:
         self._stage = ("", "")
         self._last_engine = True
         self.checkpoint: Callable[[BenchResult], None] | None = None
+        # each request's trace context (tui/bench/run/loads.py RequestDriver.trace)
+        self.trace: TraceMode = "off"
         # called with (engine, its EngineRun) after its last level, before it closes
         self.before_close: Callable[[Engine, EngineRun], Awaitable[None]] | None = None
         self._saved_at = time.monotonic()
@@ -198,6 +201,7 @@ class BenchRunner:
         driver = RequestDriver(
             engine, spec.name, self._t0_ns, self._stop, self._on_record, self.outcomes
         )
+        driver.trace = self.trace
         self._driver = driver
         try:
             try:

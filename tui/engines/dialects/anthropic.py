@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.core.events import FinishReason, OwnReason
-from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, model_name, parse_object
 from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
 
@@ -90,6 +90,7 @@ class AnthropicDecoder(StreamDecoder):
         elif kind == "message_start":
             message = obj.get("message")
             if type(message) is dict:
+                self.response_model = model_name(message.get("model"))
                 self.take_usage(message.get("usage"), t_ns)
         elif kind == "message_stop":
             self.complete = True

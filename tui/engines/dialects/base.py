@@ -78,6 +78,14 @@ def text_of(data: str | bytes) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
 
 
+MODEL_CHARS = 200  # the longest model name a decoder keeps
+
+
+def model_name(value: Any) -> str | None:
+    """A model name an answer gave, bounded (None: not a name)."""
+    return value[:MODEL_CHARS] if type(value) is str and value else None
+
+
 def parse_object(data: str | bytes) -> dict[str, Any]:
     """One payload as a JSON object (StreamProtocolError when it is not one)."""
     try:
@@ -132,6 +140,7 @@ class StreamDecoder:
         self.output_tokens: int | None = None
         self.reasoning_tokens: int | None = None
         self.cached_tokens: int | None = None
+        self.response_model: str | None = None  # the model the answer names (first seen)
         self.usage_t_ns: int | None = None  # when the server's counts came
         self.last_t_ns: int | None = None  # the last payload's stamp
         # server-specific fields, by name (llama-server's timings: .fields's allow-list)

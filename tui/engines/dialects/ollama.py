@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from tui.core.events import EngineReport, EngineTruth
-from tui.engines.dialects.base import Emit, Framing, StreamDecoder
+from tui.engines.dialects.base import Emit, Framing, StreamDecoder, model_name
 from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import OLLAMA_FINAL, engine_message, engine_word, kept_numbers
 
@@ -103,6 +103,8 @@ class OllamaDecoder(StreamDecoder):
 
     def line(self, obj: dict[str, Any], t_ns: int, emit: Emit) -> None:
         """One parsed line (also a whole answer not streamed, :mod:`.whole`)."""
+        if self.response_model is None:
+            self.response_model = model_name(obj.get("model"))
         if obj.get("error"):
             raise StreamServerError(f"server error: {engine_message(obj['error'])}")
         msg = obj.get("message")

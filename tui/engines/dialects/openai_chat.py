@@ -30,7 +30,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.engines.dialects.base import Emit, Framing, StreamDecoder, count, json_loads, text_of
+from tui.engines.dialects.base import (
+    Emit,
+    Framing,
+    StreamDecoder,
+    count,
+    json_loads,
+    model_name,
+    text_of,
+)
 from tui.engines.dialects.errors import StreamProtocolError, StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
 from tui.transport.http_io import error_message_from_body
@@ -67,6 +75,8 @@ class OpenAIChatDecoder(StreamDecoder):
         if get("error"):
             raw = data if isinstance(data, bytes) else data.encode()
             raise StreamServerError(engine_message(error_message_from_body(raw, "json")))
+        if self.response_model is None:
+            self.response_model = model_name(get("model"))
         usage = get("usage")
         choices = get("choices")
         tokens: int | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.core.events import OwnReason
-from tui.engines.dialects.base import Emit, StreamDecoder, count, parse_object
+from tui.engines.dialects.base import Emit, StreamDecoder, count, model_name, parse_object
 from tui.engines.dialects.errors import StreamServerError
 from tui.engines.dialects.fields import engine_message, engine_word
 
@@ -100,6 +100,8 @@ class ResponsesDecoder(StreamDecoder):
         its finish and its counts."""
         self.complete = True
         self.finish_reason = reason
+        if type(response) is dict:
+            self.response_model = model_name(response.get("model")) or self.response_model
         if type(response) is not dict:
             return
         details = response.get("incomplete_details")

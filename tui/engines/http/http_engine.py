@@ -28,7 +28,6 @@ from __future__ import annotations
 import abc
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,9 +38,10 @@ from tui.core.cancel import CancelToken
 from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
 from tui.core.outcome import Where
 from tui.engines.base import (
-    BatchedEngine,
+    Engine,
     EngineError,
     EngineSpec,
+    EventSink,
     GenerationRequest,
     controls_from_body,
     refused,
@@ -68,7 +68,7 @@ from tui.transport.http_calls import (
 )
 from tui.transport.http_io import TRANSPORT_ERRORS, EventDeadline, HttpTimeouts, WholeResponse
 from tui.transport.prometheus import Scrape, ScrapeError, parse
-from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
+from tui.transport.reader_loop import Emit, HttpReader, relay_into
 from tui.transport.sse import EventTooLarge
 from tui.transport.whole import json_body
 
@@ -77,7 +77,14 @@ Response = httpx.Response | Http1Response
 SEND_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
 
 
-class HttpStreamEngine(BatchedEngine):
+def trace_header(request: GenerationRequest) -> dict[str, str] | None:
+    """The ``traceparent`` field of a request that sends one (trace propagation)."""
+    if request.trace is None or not request.send_traceparent:
+        return None
+    return {"traceparent": request.trace.traceparent()}
+
+
+class HttpStreamEngine(Engine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -167,25 +174,13 @@ class HttpStreamEngine(BatchedEngine):
         return controls_from_body(self.build_body(request))
 
     # --- a stream --------------------------------------------------------------------
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        try:
-            request.validate()
-        except EngineError as e:
-            yield list(refused(str(e)))
-            return
-        async for batch in relay_batches(self.reader, partial(self._run, request), cancel):
-            yield batch
-
     async def stream_into(
-        self,
-        request: GenerationRequest,
-        cancel: CancelToken | None,
-        sink: Callable[[StreamEvent], None],
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
     ) -> None:
-        """Each event to ``sink`` straight from the reading task when the caller reads on
-        the reader's loop (tui/transport/reader_loop.py: :func:`relay_into`)."""
+        """Each event to ``sink``: straight from the reading task when the caller runs on
+        the reader's loop (the bench, the chat's engine host), else in the batches of a
+        reader-loop turn, on the caller's loop (tui/transport/reader_loop.py:
+        :func:`relay_into`)."""
         try:
             request.validate()
         except EngineError as e:
@@ -210,7 +205,7 @@ class HttpStreamEngine(BatchedEngine):
         state = dialect.new_decoder()
         emit(RequestSent(time.perf_counter_ns()))
         try:
-            resp = await post_json(client, pool, self.stream_url(), body)
+            resp = await post_json(client, pool, self.stream_url(), body, trace_header(request))
         except SEND_ERRORS as e:
             emit(describe_transport_error(e, self.base, self.timeouts))
             return
@@ -256,7 +251,9 @@ class HttpStreamEngine(BatchedEngine):
     def where(self, model: str | None = None) -> Where:
         """The stream URL's path, its wire dialect, the server's URL."""
         route = urlsplit(self.stream_url()).path
-        return Where(route, route_dialect(route) or self.kind, self.base, model or self.spec.model)
+        return Where(
+            route, route_dialect(route) or self.kind, self.base, model or self.spec.model, self.kind
+        )
 
     @abc.abstractmethod
     def build_body(self, request: GenerationRequest) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,11 +42,13 @@ from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, RequestSent, StreamEvent, TextChunk
 from tui.core.kv import DEFAULT_CACHE_TYPE, UnsupportedLayout, layout_from_metadata
 from tui.engines.base import (
-    BatchedEngine,
+    Engine,
     EngineError,
     EngineInfo,
     EngineSpec,
+    EventSink,
     GenerationRequest,
+    ThreadSink,
     controls_from_body,
 )
 from tui.engines.dialects.base import StreamDecoder
@@ -55,12 +56,12 @@ from tui.engines.files.default_model import DEFAULT_MODEL_NAME, resolve_model_pa
 from tui.engines.files.gguf import FILE_TYPES, check_gguf, read_gguf_metadata
 from tui.engines.http.llama_server import LlamaServerEngine
 from tui.engines.inprocess.llama_builds import PREBUILT_PIN, prebuilt_cpu_problem, prebuilt_label
-from tui.engines.inprocess.llamacpp_generate import KV_FILL_EVERY, EventSink
+from tui.engines.inprocess.llamacpp_generate import KV_FILL_EVERY
 from tui.engines.inprocess.stderr_capture import captured_stderr
 from tui.transport.reader_loop import Emit
 
 
-class PrebuiltLlamaCppEngine(BatchedEngine):
+class PrebuiltLlamaCppEngine(Engine):
     """See the module docstring. Options: ``quiet_stderr`` (default true: llama.cpp's
     log lines of the model load kept off the terminal)."""
 
@@ -206,30 +207,26 @@ class PrebuiltLlamaCppEngine(BatchedEngine):
         return controls_from_body(body)
 
     # --- generation ------------------------------------------------------------------
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None:
+        """Each event to ``sink`` as the client of the server reads it (in this process:
+        ``isolate = false``; the worker process takes :meth:`generate_into`)."""
         client = self._client
         if client is None:
-            now = time.perf_counter_ns()
-            yield [RequestSent(now), Failed(now, "engine is not loaded", "load")]
+            now = time.perf_counter_ns()  # the stream contract: RequestSent, then the end
+            sink(RequestSent(now))
+            sink(Failed(now, "engine is not loaded", "load"))
             return
-        async for batch in client.stream_batches(request, cancel):
-            yield batch
+        await client.stream_into(request, cancel, sink)
 
     async def generate_into(
-        self, request: GenerationRequest, cancel: CancelToken, out: EventSink
+        self, request: GenerationRequest, cancel: CancelToken, out: ThreadSink
     ) -> None:
         """Every event to ``out.put`` as it is stamped, then ``out.close()`` (the worker's
         way in: its frame sink sends the first token at once, then gathers)."""
-        client = self._client
         try:
-            if client is None:
-                now = time.perf_counter_ns()
-                out.put(RequestSent(now))
-                out.put(Failed(now, "engine is not loaded", "load"))
-                return
-            await client.stream_into(request, cancel, out.put)
+            await self.stream_into(request, cancel, out.put)
         finally:
             out.close()
 
