@@ -151,19 +151,13 @@ class Config:
             raise ConfigError(f"unknown engine {name!r} (configured engines: {known})") from None
 
 
-def builtin_engines() -> dict[str, EngineSpec]:
-    """The engines when config names none (tui/engines/inprocess/llama_builds.py):
-    ``local``, llama.cpp built for this CPU, and ``prebuilt``, PyPI's prebuilt llama.cpp,
-    each where installed."""
-    from tui.engines.inprocess.llama_builds import embedded_engines
+def builtin_engines() -> tuple[dict[str, EngineSpec], str]:
+    """The engines when config names none, and the default: the llama.cpp builds
+    installed (tui/engines/inprocess/llama_builds.py: ``embedded_engines``)."""
+    from tui.engines.inprocess.llama_builds import embedded_default, embedded_engines
 
-    return embedded_engines()
-
-
-def builtin_default(engines: dict[str, EngineSpec]) -> str:
-    """``local`` if there, else the first (the prebuilt llama.cpp, until the build for
-    this CPU is installed)."""
-    return "local" if "local" in engines or not engines else next(iter(engines))
+    engines = embedded_engines()
+    return engines, embedded_default(engines)
 
 
 # --- schema: key -> (accepted types, description). Nested tables are validated apart.
@@ -280,8 +274,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     notices: list[str] = []
     path = find_config(explicit, notices)
     if path is None:
-        engines = builtin_engines()
-        return Config(default_engine=builtin_default(engines), engines=engines, notices=notices)
+        engines, default = builtin_engines()
+        return Config(default_engine=default, engines=engines, notices=notices)
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -368,9 +362,8 @@ def parse_config(text: str, path: Path) -> Config:
         else:
             raise v.error((key,), "unknown key")
     if not cfg.engines:
-        cfg.engines = builtin_engines()
-        if "default_engine" not in data:
-            cfg.default_engine = builtin_default(cfg.engines)
+        cfg.engines, default = builtin_engines()
+        cfg.default_engine = cfg.default_engine if "default_engine" in data else default
     if cfg.default_engine not in cfg.engines:
         raise v.error(("default_engine",), f"names no engine table ({cfg.default_engine!r})")
     _check_values(cfg, v)

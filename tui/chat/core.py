@@ -44,7 +44,7 @@ from tui.config import Config
 from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, StreamEvent
 from tui.core.kv import KvLayout, KvState, state_from_fill
-from tui.core.live import LiveRequest
+from tui.core.live import Disturbance, LiveRequest
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, Outcomes, Source, Where, outcome_of, timeline_state
 from tui.core.pauses import defer_full_collections, resume_full_collections
@@ -77,10 +77,8 @@ def next_name(names: list[str], current: str | None) -> str:
 
 class ChatCore:
     """See the module docstring. ``host_spec`` turns a configured spec into the one the
-    engine runs with (the TUI's thread choice: tui/engines/placement.py).
-    ``disturbance(t_sent_ns, t_end_ns)``: what ran beside an answer between its send and
-    its end, which its numbers then carry (``LiveRequest.disturbed``, the session record):
-    the front ends pass the background build's (tui/engines/files/build_state.py)."""
+    engine runs with (the TUI's thread choice: tui/engines/placement.py); ``disturbance``
+    what ran beside each answer, that it carries (tui/core/live.py: ``Disturbance``)."""
 
     def __init__(
         self,
@@ -93,7 +91,7 @@ class ChatCore:
         tap: Callable[[str, StreamEvent], None] | None = None,
         outcomes: Outcomes | None = None,
         source: Source = "chat",
-        disturbance: Callable[[int, int], str | None] | None = None,
+        disturbance: Disturbance | None = None,
     ) -> None:
         self.config = config
         self.outcomes = outcomes if outcomes is not None else Outcomes()
@@ -339,7 +337,7 @@ class ChatCore:
             state: HostState = ERROR if host.state == ERROR else READY
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
-        live.disturbed = self._disturbed(live)
+        live.mark_disturbed(self._disturbance)
         if self.content_tap is not None:
             tl = live.timeline
             self.content_tap(request.request_id, request.messages, tl.text, tl.finish_reason)
@@ -350,13 +348,6 @@ class ChatCore:
         await self._record(slot, name, request, live, metrics)
         self._emit(AnswerEnded(slot, live, metrics, verdict))
         return metrics
-
-    def _disturbed(self, live: LiveRequest) -> str | None:
-        """What ran beside the answer from its send to its end (None: nothing known)."""
-        tl = live.timeline
-        if self._disturbance is None or tl.t_sent_ns is None:
-            return None
-        return self._disturbance(tl.t_sent_ns, tl.t_end_ns or time.perf_counter_ns())
 
     def verdict(self, name: str, live: LiveRequest, metrics: RequestMetrics) -> Verdict:
         """Why the answer took its time (tui/core/verdict.py): the chat sends one request

@@ -12,14 +12,13 @@ import argparse
 import asyncio
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from tui.bench.report.shape import LevelSummary, Summary
 from tui.bench.run.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
 from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
-from tui.cli.bench_build import BuildRunning, add_build_argument, wait_for_build
+from tui.cli.bench_build import BuildMark, BuildRunning, add_build_argument, gate
 from tui.cli.bench_load import add_load_arguments, load_values, print_slo_and_capacity
 from tui.cli.bench_sweep import add_sweep_arguments, build_study, finish_study, print_sweep
 from tui.cli.common import add_insecure_argument
@@ -200,11 +199,8 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as e:  # SourceError
         print(f"infertop bench: error: --energy: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from tui.engines.files.build_state import BuildWatch
-
-    builds = BuildWatch()
     try:
-        wait_for_build(builds, getattr(args, "while_building", "wait"))
+        builds = gate(getattr(args, "while_building", "wait"))  # never beside a compile
     except BuildRunning as e:
         print(f"infertop bench: error: {terminal_label(e, 2000)}", file=sys.stderr)
         return EXIT_USAGE
@@ -239,7 +235,7 @@ def _run(
     energy: Any = None,
     ledger: Any = None,
     handoff: Any = None,
-    builds: Any = None,
+    builds: BuildMark | None = None,
 ) -> int:
     from tui.bench.report.files import (
         CHECKPOINT_BOOT,
@@ -271,7 +267,8 @@ def _run(
         # The runner defers full collections inside each level; the GIL hand-over is
         # short while measuring, as in the TUI (tui/core/pauses.py).
         settle_heap()
-        t_started = time.perf_counter_ns()
+        if builds is not None:
+            builds.start()
 
         def checkpoint(result: Any) -> None:
             try:
@@ -291,10 +288,8 @@ def _run(
                 energy.stop()
     with collector_paused():  # the report is acyclic: an object per chunk stamp
         report = build_report(result)
-        # a build that started while it measured (tui/cli/bench_build.py)
-        report["disturbed"] = (
-            builds.disturbance(t_started, time.perf_counter_ns()) if builds else None
-        )
+        if builds is not None:  # a build that started while it measured
+            builds.mark(report)
         if study is not None:
             finish_study(study, result, report)
         try:
@@ -304,8 +299,7 @@ def _run(
             return EXIT_WRITE
     summary = report["summary"]
     _print_summary(summary, result.partial, result.partial_reason, written[-1])
-    if report["disturbed"]:
-        print(f"warning: disturbed: {report['disturbed']} while the bench measured")
+    BuildMark.say(report)
     print_slo_and_capacity(summary)
     _print_own_cost(summary, report.get("own_cpu"))
     print_sweep(report)

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Literal
 
+from tui.bench.report.shape import BenchReport
 from tui.core.safe_text import terminal_label
 from tui.engines.files.build_state import BuildWatch
 
@@ -69,3 +70,31 @@ def wait_for_build(
     if state is not None:
         print(f"infertop bench: {terminal_label(state.describe(), 2000)}", file=sys.stderr)
     return time.monotonic() - t0
+
+
+class BuildMark:
+    """The build that ran while a bench measured, if any: ``mark`` sets the report's
+    ``disturbed`` from :meth:`start` to then, and says it on stdout."""
+
+    def __init__(self, watch: BuildWatch) -> None:
+        self.watch = watch
+        self.t0_ns = time.perf_counter_ns()
+
+    def start(self) -> None:
+        self.t0_ns = time.perf_counter_ns()
+
+    def mark(self, report: BenchReport) -> None:
+        report["disturbed"] = self.watch.disturbance(self.t0_ns, time.perf_counter_ns())
+
+    @staticmethod
+    def say(report: BenchReport) -> None:
+        if report.get("disturbed"):
+            print(f"warning: disturbed: {report.get('disturbed')} while the bench measured")
+
+
+def gate(how: WhileBuilding) -> BuildMark:
+    """Before a bench: wait for a running build to end, or refuse (BuildRunning); a
+    KeyboardInterrupt while waiting goes through. The mark for its report."""
+    watch = BuildWatch()
+    wait_for_build(watch, how)
+    return BuildMark(watch)

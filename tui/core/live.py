@@ -44,6 +44,10 @@ from tui.core.events import (
 from tui.core.stats import percentile
 from tui.core.timeline import RequestTimeline
 
+# What ran beside a request from ``t0_ns`` to ``t1_ns`` that its numbers carry, or None
+# (the background build's: tui/engines/files/build_state.py, ``BuildWatch.disturbance``).
+Disturbance = Callable[[int, int], str | None]
+
 ITL_WINDOW = 200  # per-token gaps kept for the live ITL view
 
 
@@ -147,6 +151,13 @@ class LiveRequest:
         # set when it ended, by whoever knew: what ran beside it that its numbers carry
         # (the chat core's "a build was compiling"; tui/engines/files/build_state.py)
         self.disturbed: str | None = None
+
+    def mark_disturbed(self, disturbance: Disturbance | None) -> None:
+        """Set :attr:`disturbed` from what ran beside it from its send to its end (now,
+        if it has not ended); unknown (None) without a disturbance or a send."""
+        tl = self.timeline
+        if disturbance is not None and tl.t_sent_ns is not None:
+            self.disturbed = disturbance(tl.t_sent_ns, tl.t_end_ns or time.perf_counter_ns())
 
     def add(self, event: StreamEvent) -> None:
         with self._lock:

@@ -113,6 +113,12 @@ def embedded_engines(builds: frozenset[Build] | None = None) -> dict[str, Engine
     return engines
 
 
+def embedded_default(engines: dict[str, EngineSpec]) -> str:
+    """The default of :func:`embedded_engines`: ``local`` if there, else the first (the
+    prebuilt llama.cpp, until the build for this CPU is installed)."""
+    return "local" if "local" in engines or not engines else next(iter(engines))
+
+
 def prebuilt_cpu_problem(flags: Iterable[str] | None = None) -> str | None:
     """Why the prebuilt llama.cpp cannot run on this machine, with what to do instead
     (None: it can). Checked before it is loaded, so a CPU without AVX2 reads a message,
