@@ -16,12 +16,15 @@ PASS/FAIL per check and writes a JSON record (``--out``).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,14 +86,18 @@ def agent_lines(how: str, n: int) -> list[tuple[dict, float]]:
     return out
 
 
-def main(seconds: float, gib: float, out_path: str | None) -> int:
+def main(seconds: float, gib: float, out_path: str | None, is_smoke: bool = False) -> int:
     import pynvml
 
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
+        if is_smoke:
+            smoke.skip(f"no NVIDIA GPU here ({e})")
         print(f"no NVIDIA GPU here ({e}): this check needs one")
         return 2
+    if is_smoke and importlib.util.find_spec("torch") is None:
+        smoke.skip("no torch in this venv to load the GPU")
     ctx = mp.get_context("spawn")
     ready: mp.Queue = ctx.Queue()
     child = ctx.Process(target=load, args=(gib, seconds + 20, ready))
@@ -159,5 +166,12 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--gib", type=float, default=4.0)
     ap.add_argument("--out", default=None)
+    smoke.add_flag(ap)
     a = ap.parse_args()
-    sys.exit(main(a.seconds, a.gib, a.out))
+    if a.smoke:
+        a.seconds, a.gib = 4.0, 0.5
+    status = main(a.seconds, a.gib, a.out, a.smoke)
+    if a.smoke:
+        smoke.check(status == 0, "a check failed (above)")
+        smoke.passed("the agent's GPU fields agree with NVML under load")
+    sys.exit(status)

@@ -158,6 +158,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.client_common import (
     BARE,
     compile_package,
@@ -182,9 +183,13 @@ def run_regime(regime: str, a: argparse.Namespace, tmp: Path) -> dict[str, list[
             if a.skip_peers
             else peer_cmds(url, a.requests, CONCURRENCY, PROMPT_TOKENS, OUTPUT_TOKENS, tmp)
         )
+        if a.smoke:  # the floor and the one peer the test command installs (vLLM's)
+            clients = {n: c for n, c in clients.items() if n in (BARE, "vllm bench serve")}
         for name, why in clients.items():
             if isinstance(why, str):
                 print(f"  {name}: skipped, {why}")
+                if a.smoke:
+                    smoke.left_out(name, why)
         for k in range(a.rounds):
             out = tmp / f"ours-{regime}-{k}"
             cmd, env = infertop_cmd(
@@ -228,7 +233,10 @@ def main() -> int:
     ap.add_argument("--regimes", default="paced,unpaced", help="paced, unpaced or both")
     ap.add_argument("--workers", type=int, default=1, help="infertop bench --workers")
     ap.add_argument("--skip-peers", action="store_true", help="run infertop bench only")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:  # one paced round of two requests per stream: ~1 s of streaming per client
+        a.requests, a.rounds, a.regimes = 2 * CONCURRENCY, 1, "paced"
     regimes = [r.strip() for r in a.regimes.split(",") if r.strip()]
     bad = [r for r in regimes if r not in REGIMES]
     if bad or not regimes:
@@ -249,6 +257,11 @@ def main() -> int:
                 f"{'ms/request after':>17s} {'streams':>8s}"
             )
             for name, rs in results.items():
+                if a.smoke:
+                    want = a.requests * OUTPUT_TOKENS
+                    got = [r["tokens"] for r in rs]
+                    # (ours sends one one-token request of its own before the level)
+                    smoke.check(all(n >= want for n in got), f"{name}: {got} tokens of {want}")
                 tails = [
                     r["tail_ms_per_request"] for r in rs if r["tail_ms_per_request"] is not None
                 ]
@@ -284,6 +297,9 @@ def main() -> int:
                         else:
                             print(f"  ours / {name} (µs/token in window) = {win / peer:.2f}")
     print(f"after: {load_average()}")
+    if a.smoke and not failed:  # every client read every token (run_client checks the
+        # server's count); ours with every stream active at once (checked above)
+        smoke.passed(f"{a.requests} requests x {OUTPUT_TOKENS} tokens, ours and the peers here")
     return 1 if failed else 0
 
 

@@ -82,6 +82,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.client_common import (
     compile_package,
     get_json,
@@ -279,7 +280,12 @@ def main() -> int:
     ap.add_argument("--paced-requests", type=int, default=512)
     ap.add_argument("--interval-ms", type=float, default=1.0)
     ap.add_argument("--skip-vllm", action="store_true")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:  # both regimes, one round, small; vLLM's client runs in client_throughput's
+        a.rounds, a.concurrency, a.fast_requests, a.paced_requests = 1, 4, 256, 16
+        a.skip_vllm = True
+        smoke.left_out("vllm bench serve", "client_throughput.py --smoke runs it")
     regimes = [r for r in a.regimes.split(",") if r]
     if not set(regimes) <= {"fast", "paced"}:
         ap.error("--regimes: fast and/or paced")
@@ -289,6 +295,15 @@ def main() -> int:
     for regime, results, errors in done:
         print_regime(a, regime, results, errors)
     print(f"after: {load_average()}")
+    if a.smoke:
+        for regime, results, errors in done:
+            want = (a.fast_requests if regime == "fast" else a.paced_requests) * OUTPUT_TOKENS
+            for name, rs in results.items():  # every client read every token (ours: + 1 probe)
+                smoke.check(all(r["tokens"] >= want for r in rs), f"{regime} {name}: tokens")
+            smoke.check(set(INFERTOP) <= set(results), f"{regime}: {sorted(results)}")
+            if regime == "paced":  # each of ours matched to the server's send times
+                smoke.check(all(errors.get(n) for n in INFERTOP), "paced: no ITL errors")
+        smoke.passed(f"regimes {a.regimes}: --workers 1 and 2 and the pair, every token read")
     return 0
 
 

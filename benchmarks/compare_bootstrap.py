@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import smoke
 from tui.bench.compare.boot import resampled_statistics
 from tui.bench.compare.ratios import METRICS, statistic
 from tui.bench.compare.samples import RequestSample, level_samples
@@ -52,7 +53,10 @@ def main() -> None:
     ap.add_argument("--gaps", type=int, default=255)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--plain", type=int, default=40, help="resamples timed the plain way")
+    smoke.add_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.requests, args.gaps, args.resamples, args.plain = 40, 16, 50, 5
 
     levels = level_samples(load_report(args.report))
     level = next(iter(levels.values()))
@@ -88,6 +92,9 @@ def main() -> None:
     )
     print(f"vectorised: {vectorised_s:.2f} s   plain (scaled from {args.plain}): {plain_s:.1f} s")
     print(f"plain ÷ vectorised: {plain_s / vectorised_s:.0f}×  (values agree on {args.plain})")
+    if args.smoke:  # the asserts above: every resample drawn, both ways agree
+        smoke.check(pooled == args.requests * args.gaps, f"{pooled} pooled ITL values")
+        smoke.passed(f"{args.resamples} resamples of {args.requests} requests, both ways agree")
 
 
 if __name__ == "__main__":

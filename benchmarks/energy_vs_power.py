@@ -14,11 +14,14 @@ also compared with NVML's mean power. Prints PASS/FAIL and writes a JSON record.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,15 +40,19 @@ def load(seconds: float, started: mp.Queue) -> None:
     started.put(time.monotonic())
 
 
-def main(seconds: float, interval_s: float, out_path: str | None) -> int:
+def main(seconds: float, interval_s: float, out_path: str | None, is_smoke: bool = False) -> int:
     from tui.core.energy import EnergyPoint, counter_energy, integrated_energy
     from tui.telemetry.devices.nvml import OK, NvmlProbe
     from tui.telemetry.sampler import LocalSource, TelemetrySampler
 
     probe = NvmlProbe()
     if probe.start().status != OK:
+        if is_smoke:
+            smoke.skip(f"no NVIDIA GPU here ({probe.message})")
         print(f"no NVIDIA GPU here ({probe.message}): this check needs one")
         return 2
+    if is_smoke and importlib.util.find_spec("torch") is None:
+        smoke.skip("no torch in this venv to load the GPU")
     probe.close()
     sampler = TelemetrySampler(interval_s, source=LocalSource())
     samples = []
@@ -107,5 +114,12 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--interval", type=float, default=0.1)
     ap.add_argument("--out")
+    smoke.add_flag(ap)
     a = ap.parse_args()
-    sys.exit(main(a.seconds, a.interval, a.out))
+    if a.smoke:
+        a.seconds = 3.0
+    status = main(a.seconds, a.interval, a.out, a.smoke)
+    if a.smoke:
+        smoke.check(status == 0, "a check failed (above)")
+        smoke.passed("the energy counter and integrated power agree under load")
+    sys.exit(status)

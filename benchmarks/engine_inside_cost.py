@@ -38,6 +38,7 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks import smoke
 from tui.engines.inside.reader import InsideReader
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
@@ -115,7 +116,10 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reads", type=int, default=300, help="reads for the server's CPU per read")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:  # one round of short answers; answer() checks each has its tokens
+        a.rounds, a.tokens, a.reads = 1, 48, 20
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
 
@@ -161,6 +165,9 @@ def main() -> int:
         f"reads per answer, median: on {statistics.median(reads['on'])}, "
         f"10 Hz {statistics.median(reads['10 Hz'])}   {load()} at the end"
     )
+    if a.smoke:  # the fast reader read while the engine decoded, the quiet arm did not
+        smoke.check(reads["10 Hz"][0] > 0 and reads["off"][0] == 0, f"reads: {reads}")
+        smoke.passed(f"three arms of {a.tokens} tokens each, {reads['10 Hz'][0]} reads at 10 Hz")
     return 0
 
 

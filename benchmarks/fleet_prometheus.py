@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PER_HOST = 8  # endpoints (and GPUs) per host
@@ -92,7 +94,10 @@ def main() -> None:
     ap.add_argument("--refreshes", type=int, default=20, help="headless refreshes timed")
     ap.add_argument("--ui-s", type=float, default=20.0, help="seconds of the UI measured")
     ap.add_argument("--window", type=float, default=10.0)
+    smoke.add_flag(ap)
     args = ap.parse_args()
+    if args.smoke:  # two hosts of endpoints, a short window (rate() needs two scrapes in it)
+        args.endpoints, args.refreshes, args.ui_s, args.window = 2 * PER_HOST, 2, 1.0, 3.0
     from benchmarks.ui_common import TmuxApp, cpu_share
     from tests.support import prometheus_server as ps
     from tui.fleet.columns import fit_columns
@@ -229,6 +234,12 @@ def main() -> None:
             f"{_stats(direct_took[1:])}; {up_direct} up; first refresh (with detection) "
             f"{direct_took[0]:.0f} ms"
         )
+        if args.smoke:
+            smoke.check(up == n + hosts, f"{up} of {n + hosts} targets up")
+            smoke.check(len(full) == n, f"{len(full)} of {n} rows with every number")
+            smoke.check(ui["applies"] and max(ui["rows"]) == n, f"the UI showed {ui['rows']}")
+            smoke.check(up_direct == n, f"{up_direct} of {n} up when scraped directly")
+            smoke.passed(f"{n} endpoints through Prometheus, in the UI and directly")
     finally:
         if prom is not None:
             prom.stop()

@@ -14,11 +14,13 @@ temperature, clocks, and the achieved copy bandwidth as a share of NVML's peak
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import statistics
 import time
 
+from benchmarks import smoke
 from tui.telemetry.devices.nvml import NvmlProbe
 
 
@@ -51,12 +53,16 @@ def worker(gib: float, seconds: float, out: mp.Queue) -> None:
     out.put(("bandwidth", copies * 2 * a.numel() * 2 / t_copy))
 
 
-def main(seconds: float, gib: float) -> dict:
+def main(seconds: float, gib: float, is_smoke: bool = False) -> dict:
     probe = NvmlProbe()
     started = probe.start()
     print("probe:", started.status, started.message)
     if started.status != "ok":
+        if is_smoke:
+            smoke.skip(f"no NVIDIA GPU here ({started.message})")
         return {"status": started.status, "message": started.message}
+    if is_smoke and importlib.util.find_spec("torch") is None:
+        smoke.skip("no torch in this venv to load the GPU")
     idle = []
     for _ in range(4):
         idle.append(probe.sample())
@@ -112,8 +118,15 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=12)
     ap.add_argument("--gib", type=float, default=8)
     ap.add_argument("--json", help="also write the summary here")
+    smoke.add_flag(ap)
     a = ap.parse_args()
-    result = main(a.seconds, a.gib)
+    if a.smoke:
+        a.seconds, a.gib = 3.0, 0.5
+    result = main(a.seconds, a.gib, a.smoke)
+    if a.smoke:
+        smoke.check(result.get("samples_busy", 0) > 0, "no sample while the GPU was loaded")
+        smoke.check((result.get("busy_util_percent_median") or 0) > 0, "the GPU never looked busy")
+        smoke.passed(f"{result['samples_busy']} samples of {result['gpu']} under load")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -46,6 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.hostile_proxy import PROXY_CASES, proxy_case
 from tests.support.fake_server import support_command, support_env
 
@@ -68,6 +69,17 @@ CASES = (
     "dataset-digits",
     "models-digits",
     *PROXY_CASES,
+)
+SMOKE_CASES = (
+    "stream-endless",
+    "whole-huge",
+    "scrape-huge",
+    "gguf-nested",
+    "gguf-counts",
+    "dataset-digits",
+    "models-digits",
+    "proxy-host-origin",
+    "proxy-conn-cl",
 )
 
 
@@ -230,12 +242,15 @@ def main() -> int:
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--base", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
+    smoke.add_flag(parser)
     args = parser.parse_args()
     if args.case:  # the child
         files = Path(args.files) if args.files else None
         print(json.dumps(_case(args.case, args.base, files)))
         return 0
     cases = CASES if not args.only else tuple(c for c in CASES if c in args.only.split(","))
+    if args.smoke:  # one attack of each kind that ends at a cap, not at a timeout
+        cases = SMOKE_CASES
     server = subprocess.Popen(
         support_command("hostile_server"), stdout=subprocess.PIPE, text=True, env=support_env()
     )
@@ -249,22 +264,9 @@ def main() -> int:
             if case == "fleet-drip":
                 results.append(_fleet(base))
                 continue
-            child = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "benchmarks.hostile_endpoint",
-                    "--case",
-                    case,
-                    "--base",
-                    base,
-                ]
-                + ["--files", tmp.name],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
+            argv = [sys.executable, "-m", "benchmarks.hostile_endpoint", "--case", case]
+            argv += ["--base", base, "--files", tmp.name]
+            child = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
             if child.returncode != 0:
                 print(child.stderr, file=sys.stderr)
                 return 1
@@ -282,6 +284,10 @@ def main() -> int:
         print(f"{r['case']:<18} {r['wall_s']:>7.2f} {shown:>24}  {r['ended']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    if args.smoke:  # every case ran and ended by its bound ("(!)": an attack got through)
+        smoke.check([r["case"] for r in results] == list(cases), f"{len(results)} cases ran")
+        smoke.check(not [r for r in results if "(!)" in r["ended"]], "an attack was not bounded")
+        smoke.passed(f"{len(results)} attacks, each ended by its bound")
     return 0
 
 

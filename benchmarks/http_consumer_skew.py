@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks import smoke
 from tests.support.fake_server import support_command, support_env
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
@@ -60,7 +61,10 @@ def main() -> int:
     ap.add_argument("--interval-ms", type=float, default=10.0)
     ap.add_argument("--hold-ms", type=float, default=30.0, help="consumer time per event")
     ap.add_argument("--switch-interval-ms", type=float, default=None)
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        a.tokens, a.hold_ms = 12, 5.0
     if a.switch_interval_ms:
         sys.setswitchinterval(a.switch_interval_ms / 1000)
     port = free_port()
@@ -80,6 +84,8 @@ def main() -> int:
         print(f"{'consumer':<8} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8} {'mean/interval':>14}")
         for mode in ("none", "sleep", "spin"):
             d = asyncio.run(one(url, a.tokens, mode, a.hold_ms / 1000))
+            if a.smoke:  # every token came, one chunk each
+                smoke.check(len(d) == a.tokens - 1, f"{mode}: {len(d) + 1} of {a.tokens} tokens")
             q = statistics.quantiles(d, n=10)
             print(
                 f"{mode:<8} {statistics.median(d):8.2f} {q[8]:8.2f} {max(d):8.2f} "
@@ -88,6 +94,8 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(5)
+    if a.smoke:
+        smoke.passed(f"{a.tokens} tokens read by each of three consumers")
     return 0
 
 

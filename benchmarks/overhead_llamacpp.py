@@ -19,6 +19,7 @@ import os
 import statistics
 import time
 
+from benchmarks import smoke
 from tui.core.metrics import compute_metrics
 from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.collect import run_request
@@ -42,6 +43,8 @@ def bare_decode_tps(llm, request: GenerationRequest) -> float:
         if len(stamps) >= request.max_tokens:
             break
     gen.close()
+    if len(stamps) != request.max_tokens:
+        raise SystemExit(f"the bare loop made {len(stamps)} tokens, not {request.max_tokens}")
     return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
 
 
@@ -106,5 +109,10 @@ if __name__ == "__main__":
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        a.runs, a.tokens, a.threads = 1, 8, 1
     asyncio.run(main(a.runs, a.tokens, a.threads))
+    if a.smoke:  # each arm made exactly its tokens (checked as it ran)
+        smoke.passed(f"{a.tokens} tokens per arm: the worker, in-process and the bare loop")

@@ -42,6 +42,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from benchmarks import smoke
 from tui.core.timeline import RequestTimeline
 from tui.engines.dialects import decoder_for
 from tui.transport.http_framing import Chunked
@@ -59,8 +60,9 @@ def token_read(i: int) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
-def chain() -> Callable[[bytes, int], None]:
-    """One stream's parse chain, as the read callback runs it for each read."""
+def chain() -> tuple[Callable[[bytes, int], None], RequestTimeline]:
+    """One stream's parse chain, as the read callback runs it for each read, and the
+    timeline it feeds."""
     body, timeline = Chunked(), RequestTimeline()
     decoder = decoder_for("openai-completions")
     add = timeline.add
@@ -68,12 +70,13 @@ def chain() -> Callable[[bytes, int], None]:
     def on_read(data: bytes, t_ns: int) -> None:
         decoder.feed(body.feed(data), t_ns, add)
 
-    return on_read
+    return on_read, timeline
 
 
 def cpu_per_call(calls: int, idle_s: float, work: bool) -> float:
-    """Median thread CPU (ns) around one call (or an empty one) after ``idle_s``."""
-    on_read = chain()
+    """Median thread CPU (ns) around one call (or an empty one) after ``idle_s``; with
+    ``work``, checks that every call's token reached the timeline."""
+    on_read, timeline = chain()
     reads = [token_read(i) for i in range(64)]
     clock = time.thread_time_ns
     out = []
@@ -85,6 +88,9 @@ def cpu_per_call(calls: int, idle_s: float, work: bool) -> float:
         if work:
             on_read(data, i)
         out.append(clock() - c0)
+    parsed = len(timeline.chunk_ns)
+    if parsed != (calls if work else 0):
+        raise SystemExit(f"the chain parsed {parsed} tokens of {calls} calls")
     return statistics.median(out)
 
 
@@ -93,7 +99,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--idle-us", default="0,60,250,1000")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        a.rounds, a.calls = 1, 200
     idles = [float(x) for x in a.idle_us.split(",")]
     got: dict[float, list[float]] = {x: [] for x in idles}
     for r in range(a.rounds):
@@ -110,6 +119,8 @@ def main() -> None:
         m = statistics.median(v)
         ratio = f"{m / hot:5.2f}" if hot else "  —"
         print(f"  {idle:7.0f}   {m:5.2f} ({min(v):.2f}-{max(v):.2f})   {ratio}")
+    if a.smoke:  # every call parsed its token (cpu_per_call checks it)
+        smoke.passed(f"{a.calls} tokens parsed per arm, {len(idles)} idle lengths")
 
 
 if __name__ == "__main__":

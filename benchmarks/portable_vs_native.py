@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks import smoke
 from tui.engines.files.default_model import default_model_path
 from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.inprocess.probe import read_probe
@@ -46,8 +47,6 @@ CHILD = r"""
 import json, sys, time
 import llama_cpp
 import llama_cpp.llama_cpp as C
-
-ROOT = Path(__file__).resolve().parents[1]
 a = json.loads(sys.argv[1])
 if not a["extra_bufts"]:
     original = C.llama_model_default_params
@@ -142,14 +141,19 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--native-venv", type=Path, default=DEFAULT_NATIVE_VENV)
     ap.add_argument("--build-native", action="store_true", help="build the native venv first")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        a.runs, a.tokens, a.prompt_tokens, a.threads = 1, 8, 32, 1
 
     native_py = a.native_venv / "bin" / "python"
     if a.build_native:
         build_native(a.native_venv)
     if not native_py.exists():
-        print(f"no native build at {a.native_venv}: run with --build-native first")
-        return 2
+        if not a.smoke:
+            print(f"no native build at {a.native_venv}: run with --build-native first")
+            return 2
+        smoke.left_out("the native arm", f"no native build at {a.native_venv} (--build-native)")
     model = default_model_path()
     if model is None:
         print("default model missing: run scripts/setup.sh")
@@ -163,7 +167,7 @@ def main() -> int:
         "prompt_tokens": a.prompt_tokens,
     }
     print(f"CPU has AMX: {amx}; threads {a.threads}; model {model.name}; {_load()}")
-    if amx:  # show the crash the portable build exists to avoid
+    if amx and native_py.exists():  # show the crash the portable build exists to avoid
         crash = run_variant(native_py, {**base, "tokens": 4, "extra_bufts": True})
         print(f"native build, llama.cpp defaults: {crash.get('error') or 'ran (no crash)'}")
     variants = {
@@ -171,6 +175,8 @@ def main() -> int:
         "native": (native_py, not amx),
         "portable-norepack": (Path(sys.executable), False),
     }
+    if not native_py.exists():  # (smoke only) the portable arms alone
+        del variants["native"]
     results: dict[str, list[dict[str, Any]]] = {k: [] for k in variants}
     for i in range(a.runs):
         for name, (py, extra) in variants.items():
@@ -197,6 +203,8 @@ def main() -> int:
 
     def ratio(x: str, y: str, key: str) -> str:
         """Median of the per-round ratios (each round's runs were back to back), range."""
+        if x not in results or y not in results:
+            return "n/a (an arm left out)"
         pairs = [
             rx[key] / ry[key]
             for rx, ry in zip(results[x], results[y], strict=True)
@@ -220,6 +228,10 @@ def main() -> int:
         f"{ratio('portable-norepack', 'native', 'prefill_tps')}"
         f"   decode {ratio('portable-norepack', 'native', 'decode_tps')}"
     )
+    if a.smoke:  # every arm's run made its prefill and its tokens
+        bad = {n: r for n, rs in results.items() for r in rs if "error" in r or r["problems"]}
+        smoke.check(not bad, f"{bad}")
+        smoke.passed(f"arms {', '.join(variants)}: prefill and decode as asked")
     return 0
 
 

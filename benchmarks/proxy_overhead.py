@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import smoke
 from benchmarks.proxy_paths import Servers, cpu_s, get_json, start_servers
 from tui.core.stats import percentile
 from tui.transport.http1 import Http1Pool
@@ -334,7 +335,9 @@ def ledger_ratio_rows(res: dict[str, Result]) -> list[str]:
     return out
 
 
-def run(args: argparse.Namespace) -> list[str]:
+def run(args: argparse.Namespace, checks: list[tuple[bool, str]] | None = None) -> list[str]:
+    """The report's lines; ``checks`` (a smoke run): (ok, what) of each part's workload."""
+    checks = [] if checks is None else checks
     lines: list[str] = [
         f"proxy_overhead.py on {os.cpu_count()} cores ({os.uname().machine}), "
         f"{time.strftime('%Y-%m-%d %H:%M')}",
@@ -359,6 +362,10 @@ def run(args: argparse.Namespace) -> list[str]:
         )
         for name, r in res.items():
             lines.append(latency_row(name, r, res))
+            want = streams * args.rounds
+            checks.append(
+                (len(r.ttft_ms) == want, f"{streams} stream(s), {name}: {r.failed} failed")
+            )
         lines += path_rows(res)
         if args.ledger_too:
             lines += ledger_ratio_rows(res)
@@ -384,6 +391,7 @@ def run(args: argparse.Namespace) -> list[str]:
         lines.append(f"ours ÷ nginx: {med['ours'] / med['nginx']:.2f}×")
         if "before" in med:
             lines.append(f"before ÷ nginx: {med['before'] / med['nginx']:.2f}×")
+    checks.append((all(med.get(n, 0) > 0 for n in ("ours", "nginx")), f"CPU per token: {med}"))
     if args.ledger_too:
         lines.append(
             f"ledger on ÷ off (CPU per token): {med['ours'] / med['ours@no-ledger']:.3f} "
@@ -410,6 +418,7 @@ def run(args: argparse.Namespace) -> list[str]:
     )
     lines.append(json.dumps(s))
     lines.append(f"every request accounted for: {'yes' if every else 'NO'}")
+    checks.append((every and s["client_ok"] > args.soak_streams, f"soak: {s}"))
     return lines
 
 
@@ -455,15 +464,25 @@ def main() -> int:
         "ledger on ÷ off for TTFT and CPU per token",
     )
     ap.add_argument("--out", type=Path, help="also write the report here")
+    smoke.add_flag(ap)
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.cpu_rounds, args.cpu_requests = 3, 2, 32
         args.soak_streams, args.soak_s = 64, 10.0
-    lines = run(args)
+    if args.smoke:  # every part, tiny: 4 streams, one round each, a 2 s soak of 8 streams
+        args.streams, args.tokens, args.rounds, args.interval_ms = 4, 8, 1, 10.0
+        args.cpu_streams, args.cpu_requests, args.cpu_rounds = 4, 8, 1
+        args.soak_streams, args.soak_s, args.soak_tokens, args.soak_interval_ms = 8, 2.0, 10, 10.0
+    checks: list[tuple[bool, str]] = []
+    lines = run(args, checks)
     text = "\n".join(lines)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    if args.smoke:
+        for ok, what in checks:
+            smoke.check(ok, what)
+        smoke.passed("latency at 1 and 4 streams on three paths, CPU per token, a soak")
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import os
 import socket
 import statistics
 import struct
@@ -25,14 +26,13 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+from benchmarks import smoke
 from tui.proxy import peer
 
 PER_HELPER = 8000  # connections (2 sockets each) per helper process, within its fd limit
 
 HOLD = """
 import socket, sys, resource
-
-ROOT = Path(__file__).resolve().parents[1]
 n = int(sys.argv[1])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -102,7 +102,9 @@ async def timed(
     return took, stalls, found
 
 
-async def measure(repeat: int) -> None:
+async def measure(repeat: int) -> list[int | None]:
+    """Print each way's lookup time and stall; return what each way found."""
+    founds: list[int | None] = []
     srv = socket.create_server(("127.0.0.1", 0))
     with srv, socket.create_connection(srv.getsockname()):
         conn, them = srv.accept()
@@ -125,16 +127,23 @@ async def measure(repeat: int) -> None:
                 ("now, netlink refused: the table, a thread", table_thread),
             ):
                 took, stalls, found = await timed(fn, repeat)
+                founds.append(found)
                 print(f"{name:<42} {statistics.median(took):>14.2f} "
                       f"{max(stalls):>21.2f}  {found}")  # fmt: skip
+    return founds
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sockets", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=7)
+    smoke.add_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.sockets, args.repeat = 2000, 1
     if not peer.HAS_TABLE:
+        if args.smoke:
+            smoke.skip("Linux only (/proc/net/tcp, netlink)")
         print("Linux only (/proc/net/tcp, netlink)")
         return 0
     helpers = []
@@ -150,7 +159,13 @@ def main() -> int:
         with open("/proc/net/tcp", "rb") as f:
             lines = f.read().count(b"\n") - 1
         print(f"{held} sockets held by {len(helpers)} helpers; /proc/net/tcp: {lines} lines")
-        asyncio.run(measure(args.repeat))
+        founds = asyncio.run(measure(args.repeat))
+        if args.smoke:
+            smoke.check(held == args.sockets, f"{held} of {args.sockets} sockets held")
+            smoke.check(lines >= held, f"/proc/net/tcp has {lines} lines for {held} sockets")
+            uid = os.getuid()
+            smoke.check(founds[0] == uid and founds[2] == uid, f"owners found: {founds}")
+            smoke.passed(f"{held} sockets held; the owner found by every way: {founds}")
     finally:
         for h in helpers:
             if h.stdin:

@@ -37,6 +37,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks import smoke
+
 ROOT = Path(__file__).resolve().parents[1]
 
 POINTS = ["bytes in", "head matched", "parse begun", "parse done", "request whole"]
@@ -132,7 +134,8 @@ def serve(upstream: str, port: int, strict: bool) -> None:
     run_loop(main())
 
 
-def measure(requests: int, strict: bool) -> None:
+def measure(requests: int, strict: bool) -> tuple[dict[str, Any], str]:
+    """Prints the run; returns each path's results and what the proxy's stamps said."""
     from benchmarks import proxy_overhead as po
     from benchmarks.proxy_paths import free_port, start_servers, wait_up
     from tui.transport.http1 import Http1Pool
@@ -176,6 +179,7 @@ def measure(requests: int, strict: bool) -> None:
         out, _ = proxy.communicate(timeout=30)
         print(out, end="")
         servers.stop()
+    return res, out
 
 
 def main() -> int:
@@ -183,11 +187,20 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=41)
     ap.add_argument("--strict", action="store_true", help="no request taken as plain")
     ap.add_argument("--serve", nargs=2, metavar=("UPSTREAM", "PORT"), help=argparse.SUPPRESS)
+    smoke.add_flag(ap)
     args = ap.parse_args()
     if args.serve:
         serve(args.serve[0], int(args.serve[1]), args.strict)
         return 0
-    measure(args.requests, args.strict)
+    if not args.smoke:
+        measure(args.requests, args.strict)
+        return 0
+    for strict in (False, True):  # both ways a request can take, 8 requests (5 warm-up)
+        res, out = measure(8, strict)
+        for name, r in res.items():
+            smoke.check(len(r.ttft_ms) == 8 and not r.failed, f"{name}: {r.failed} failed")
+        smoke.check("bytes in → send returned" in out, f"the proxy's stamps: {out!r}")
+    smoke.passed("8 requests direct and through the stamped proxy, plain and strict")
     return 0
 
 

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.ui_common import TmuxApp, cpu_share, write_config
 
 CONFIG = """
@@ -48,7 +49,7 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def discovery_cost(starts: int) -> None:
+def discovery_cost(starts: int) -> dict[str, list[float]]:
     """First paint with discovery off and on, starts interleaved (off, on, off, ...)."""
     tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
     silent = socket.socket()  # accepts (the kernel's backlog), never answers
@@ -75,6 +76,7 @@ def discovery_cost(starts: int) -> None:
         f"discovery on / off: {med['on'] / med['off']:.3f} (ports {ports}: three closed, "
         "the last never answers); goal <= 1.10"
     )
+    return times
 
 
 def main() -> None:
@@ -84,10 +86,16 @@ def main() -> None:
     ap.add_argument(
         "--discovery", action="store_true", help="first paint with discovery off vs on only"
     )
+    smoke.add_flag(ap)
     args = ap.parse_args()
-    if args.discovery:
-        discovery_cost(args.starts)
-        return
+    settle_s = 3.0
+    if args.smoke:  # one start each way, a second idle; both parts
+        args.starts, args.idle_s, settle_s = 1, 1.0, 0.5
+    if args.discovery or args.smoke:
+        times = discovery_cost(args.starts)
+        if not args.smoke:
+            return
+        smoke.check(len(times["off"]) == len(times["on"]) == 1, f"starts: {times}")
     tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
     cfg = write_config(tmp / "c.toml", CONFIG)
     env = {"XDG_STATE_HOME": str(tmp / "state"), "XDG_DATA_HOME": str(tmp / "data")}
@@ -109,7 +117,7 @@ def main() -> None:
     app = TmuxApp(["--config", str(cfg)], env=env)
     try:
         app.wait(lambda s: "ready" in s, 60)
-        time.sleep(3.0)  # let start-up work settle
+        time.sleep(settle_s)  # let start-up work settle
         share = cpu_share(app.pid, args.idle_s)
     finally:
         app.close()
@@ -117,6 +125,9 @@ def main() -> None:
         f"(c) idle CPU: {share * 100:.2f} % of one core over {args.idle_s:.0f} s "
         f"(sampler 2 Hz, model loaded); goal < 2 %; ratio to goal {share / 0.02:.2f}"
     )
+    if args.smoke:  # each start painted, the engine got ready (waited for above)
+        smoke.check(len(paints) == args.starts and share > 0, f"{paints}, idle CPU {share}")
+        smoke.passed("first paint with discovery off and on, the engine ready, idle CPU read")
 
 
 if __name__ == "__main__":

@@ -13,13 +13,17 @@ import argparse
 import os
 import time
 
+from benchmarks import smoke
 from tui.telemetry.sampler import TelemetrySampler
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
+    smoke.add_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.seconds = 1.2
     sampler = TelemetrySampler()
     sampler.pid = os.getpid()
     sampler.start()
@@ -29,6 +33,7 @@ def main() -> None:
     print(f"samples: {sampler.count} in {args.seconds:.1f} s (interval {sampler.interval_s} s)")
     if s is None:
         print("no sample taken")
+        smoke.check(not args.smoke, "the sampler took no sample")
         return
     if s.system:
         sy = s.system
@@ -53,6 +58,9 @@ def main() -> None:
         probe.sample_once()
     print(f"cost of one sample: {(time.process_time() - c0) / 50 * 1000:.2f} ms CPU")
     probe.source.close()
+    if args.smoke:
+        smoke.check(s.system is not None and s.system.per_core, "no CPU reading in the sample")
+        smoke.passed(f"{sampler.count} samples, CPU over {len(s.system.per_core)} cores")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.ui_common import ROOT, TmuxApp
 from tests.support.fake_server import support_command, support_env
 
@@ -190,7 +191,10 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--inside", nargs="+", help=argparse.SUPPRESS)
+    smoke.add_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.requests, args.tokens = 1, 20
     if args.inside:
         inside(args.inside[0], args.inside[1], int(args.inside[2]), *args.inside[3:])
         return
@@ -266,6 +270,13 @@ def main() -> None:
     if ui_chunks and len(sent) >= n + len(ui_chunks):  # headless requests first, then the app's
         report_truth("headless", base_chunks, sent[-n - len(ui_chunks) : -len(ui_chunks)], True)
         report_truth("with UI", ui_chunks, sent[-len(ui_chunks) :], ui_abs)
+    if args.smoke:  # every request of both arms streamed every token, one a chunk
+        gaps = args.requests * (args.tokens - 1)
+        smoke.check(len(base) == gaps, f"headless: {len(base)} gaps of {gaps}")
+        smoke.check(len(recs) == args.requests, f"the app answered {len(recs)}")
+        smoke.check(len(ui) == gaps, f"with the UI: {len(ui)} gaps of {gaps}")
+        smoke.check(port is None or len(sent) == 2 * args.requests, f"server: {len(sent)}")
+        smoke.passed(f"{args.requests} request(s) of {args.tokens} tokens headless and in the app")
 
 
 if __name__ == "__main__":

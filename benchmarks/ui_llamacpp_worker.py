@@ -32,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.ui_common import ROOT
 from benchmarks.ui_itl_under_load import load
 
@@ -103,7 +104,10 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (UI keeps a core)")
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        a.rounds, a.requests, a.tokens = 1, 1, MIN_TOKENS
     tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
     results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
     dropped = {m: 0 for m in MODES}
@@ -138,6 +142,9 @@ def main() -> int:
             f"{med['p99_over_mean']:.2f}; decode ours {med['decode_tps']:.1f} / engine "
             f"{med['engine_tps']:.1f} tok/s"
         )
+    if a.smoke:  # the app answered in both modes, each answer with llama.cpp's own account
+        smoke.check(all(len(rows) == a.requests for rows in results.values()), f"{dropped}")
+        smoke.passed(f"one answer of {a.tokens} tokens in process and in the worker, under the UI")
     return 0
 
 

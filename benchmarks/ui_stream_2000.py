@@ -29,13 +29,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+from benchmarks import smoke
 from benchmarks.ui_common import ROOT, TmuxApp, cpu_seconds, thread_cpu
 
 
@@ -92,12 +95,13 @@ def count_calls() -> dict[str, int]:
     wrap(Screen, "_refresh_layout", "layouts")
     append = Turn.append
 
-    async def shown(self, fragment: str) -> None:  # type: ignore[no-untyped-def]
+    async def shown(self, fragment: str, *args, **kw) -> None:  # type: ignore[no-untyped-def]
         # tokens handed to the pane: the synthetic engine's tokens are space-separated
-        # words, so counting the words of each fragment as it passes costs O(fragment)
+        # words, so counting the words of each fragment as it passes costs O(fragment);
+        # the rest (the part: answer or reasoning) is passed on as the app gave it
         counts["updates"] += 1
         counts["shown"] += len(fragment.split())
-        await append(self, fragment)
+        await append(self, fragment, *args, **kw)
 
     Turn.append = shown  # type: ignore[method-assign]
     return counts
@@ -110,27 +114,28 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tokens", type=int, default=20000)
-    ap.add_argument("--rate", type=float, default=2000.0)
-    ap.add_argument("--inside", nargs=2, metavar=("CFG", "PROBE"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.inside:
-        inside(*args.inside)
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="infertop-bench-"))
-    cfg = tmp / "c.toml"
-    cfg.write_text(
-        f'default_engine = "synth"\n[generation]\nmax_tokens = {args.tokens}\n'
-        f'[engines.synth]\nkind = "synthetic"\noptions = {{ tokens_per_s = {args.rate} }}\n'
-    )
-    probe = tmp / "probe.jsonl"
-    app = TmuxApp.__new__(TmuxApp)
-    # run this script's inside() in the pane instead of ``python -m tui``
+def app_died(app: TmuxApp, probe: Path) -> str | None:
+    """Why the app in the pane is gone (its stderr's last lines), or None while it runs."""
+    if Path(f"/proc/{app.pid}").exists():
+        return None
+    err = probe.with_suffix(".stderr")
+    tail = err.read_text(errors="replace").splitlines()[-5:] if err.exists() else []
+    return "the app ended: " + " | ".join(tail)
+
+
+def start_app(tmp: Path, tokens: int, rate: float) -> tuple[TmuxApp, Path]:
+    """The real app in a tmux pane, 120×36, running this script's :func:`inside` (the app
+    and its probe) instead of ``python -m tui``."""
     import shlex
     import subprocess
 
+    cfg = tmp / "c.toml"
+    cfg.write_text(
+        f'default_engine = "synth"\n[generation]\nmax_tokens = {tokens}\n'
+        f'[engines.synth]\nkind = "synthetic"\noptions = {{ tokens_per_s = {rate} }}\n'
+    )
+    probe = tmp / "probe.jsonl"
+    app = TmuxApp.__new__(TmuxApp)
     TmuxApp.count += 1
     app.sock = f"infertop-bench-{TmuxApp.count}-{int(time.time())}"
     cmd = (
@@ -142,40 +147,49 @@ def main() -> None:
         check=True,
     )
     app.pid = int(app.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
-    try:
-        deadline = time.monotonic() + 60
-        while (
-            not probe.exists()
-            or '"produced": 0,' in (probe.read_text().splitlines() or ['"produced": 0,'])[-1]
-        ):
-            if time.monotonic() > deadline:
-                raise TimeoutError("the stream did not start")
-            time.sleep(0.02)
-        c0, t0 = cpu_seconds(app.pid), time.monotonic()
-        th0 = thread_cpu(app.pid)
-        deadline = time.monotonic() + args.tokens / args.rate * 4 + 30
-        th1, t1 = th0, t0
-        while True:
-            rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
-            if rows and rows[-1]["done"] and rows[-1]["shown"] >= rows[-1]["produced"]:
-                break
-            if time.monotonic() > deadline:
-                break
-            if not (rows and rows[-1]["done"]):  # per thread: sampled while the engine runs
-                th1, t1 = {**th1, **thread_cpu(app.pid)}, time.monotonic()  # keeps exited
-            time.sleep(0.1)
-        cpu = (cpu_seconds(app.pid) - c0) / (time.monotonic() - t0)
-        threads = {k: (v - th0.get(k, 0.0)) / max(t1 - t0, 1e-9) for k, v in th1.items()}
-    finally:
-        app.close()
-    rows = [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
+    return app, probe
+
+
+def rows_of(probe: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in probe.read_text().splitlines() if x.strip()]
+
+
+def measure(app: TmuxApp, probe: Path, tokens: int, rate: float) -> tuple[float, dict[str, float]]:
+    """Wait for the first token, then read the app's CPU until every token is shown: (share
+    of a core over the stream, share per thread while the engine ran)."""
+    deadline = time.monotonic() + 60
+    while not probe.exists() or not any(r["produced"] > 0 for r in rows_of(probe)[-1:]):
+        why = app_died(app, probe)
+        if why is not None or time.monotonic() > deadline:
+            raise TimeoutError(f"the stream did not start: {why or 'no token in 60 s'}")
+        time.sleep(0.02)
+    c0, t0 = cpu_seconds(app.pid), time.monotonic()
+    th0 = thread_cpu(app.pid)
+    deadline = time.monotonic() + tokens / rate * 4 + 30
+    th1, t1 = th0, t0
+    while True:
+        rows = rows_of(probe)
+        if rows and rows[-1]["done"] and rows[-1]["shown"] >= rows[-1]["produced"]:
+            break
+        why = app_died(app, probe)
+        if why is not None or time.monotonic() > deadline:
+            raise TimeoutError(f"the stream did not end with every token shown: {why}")
+        if not (rows and rows[-1]["done"]):  # per thread: sampled while the engine runs
+            th1, t1 = {**th1, **thread_cpu(app.pid)}, time.monotonic()  # keeps exited
+        time.sleep(0.1)
+    cpu = (cpu_seconds(app.pid) - c0) / (time.monotonic() - t0)
+    threads = {k: (v - th0.get(k, 0.0)) / max(t1 - t0, 1e-9) for k, v in th1.items()}
+    return cpu, threads
+
+
+def report(rows: list[dict[str, Any]], cpu: float, threads: dict[str, float], a: Any) -> None:
     streaming = [r for r in rows if r["produced"] > 0 and not r["done"]]
-    backlog = [r["produced"] - r["shown"] for r in streaming]
+    backlog = [r["produced"] - r["shown"] for r in streaming] or [0]
     last = rows[-1]
     b_slope = slope([r["t"] for r in streaming], backlog) if len(streaming) > 2 else 0.0
     print(
-        f"(b) synthetic {args.rate:.0f} tok/s × {args.tokens} tokens into the output pane "
-        f"(real terminal, 120×36)"
+        f"(b) synthetic {a.rate:.0f} tok/s × {a.tokens} tokens into the output pane "
+        f"(real terminal, 120×36); load average {os.getloadavg()[0]:.2f}"
     )
     print(
         f"    backlog (produced − shown) while streaming: median {statistics.median(backlog):.0f}"
@@ -200,6 +214,33 @@ def main() -> None:
         f"    of which the synthetic engine's token clock (the stand-in for a model: a sleep "
         f"per token) {model * 100:.1f}%; the app without it {(cpu - model) * 100:.1f}%"
     )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=20000)
+    ap.add_argument("--rate", type=float, default=2000.0)
+    ap.add_argument("--inside", nargs=2, metavar=("CFG", "PROBE"), help=argparse.SUPPRESS)
+    smoke.add_flag(ap)
+    args = ap.parse_args()
+    if args.inside:
+        inside(*args.inside)
+        return
+    if args.smoke:
+        args.tokens = 2000  # one second at 2,000 tok/s
+    app, probe = start_app(Path(tempfile.mkdtemp(prefix="infertop-bench-")), args.tokens, args.rate)
+    try:
+        cpu, threads = measure(app, probe, args.tokens, args.rate)
+    finally:
+        app.close()
+    rows = rows_of(probe)
+    report(rows, cpu, threads, args)
+    if args.smoke:
+        last = rows[-1]
+        smoke.check(last["produced"] == args.tokens, f"{last['produced']} of {args.tokens} made")
+        smoke.check(last["shown"] >= last["produced"], "not every token reached the pane")
+        smoke.check(cpu > 0, "no app CPU read")
+        smoke.passed(f"{last['produced']} tokens at {args.rate:.0f} tok/s, every one shown")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from benchmarks import smoke
 from benchmarks.ui_common import (
     ROOT,
     StatClock,
@@ -352,7 +353,8 @@ def headless_in_terminal(cfg: Path, tmp: Path, tokens: int) -> float | None:
 
 def part_tui(
     tmp: Path, rounds: int, tokens: int, turns: int, threads: int | None, ui: str = ""
-) -> None:
+) -> list[float]:
+    """Prints the part; returns every figure it measured (decode rates, CPU shares)."""
     print(f"\n== tui: engine decode watched ÷ not watched (embedded SmolLM2, {tokens} tokens) ==")
     engine = LOCAL + (f"n_threads = {threads}\n" if threads else "")
     headless_cfg = config(tmp, tokens, LOCAL, "local")  # run's own choice: every core
@@ -416,24 +418,28 @@ def part_tui(
             f"first token on: UI {med([x['ui_late'] for x in c]):.1f}%, app "
             f"{med([x['app_late'] for x in c]):.1f}%"
         )
+    shares = [v for arm in sizes for x in cpu[arm] for k, v in x.items() if "late" not in k]
+    return [v for k in got for v in got[k]] + [v for k in frozen for v in frozen[k]] + shares
 
 
-def part_ui(tmp: Path, seconds: float) -> None:
+def part_ui(tmp: Path, seconds: float, settle_s: float = 2.0, idle_s: float = 5.0) -> list[float]:
+    """Prints the part; returns the UI's and the process's CPU share while streaming."""
     print("\n== ui: the UI's own CPU at a fixed 100 tok/s (synthetic engine) ==")
     synth = '[engines.s]\nkind = "synthetic"\noptions = { tokens_per_s = 100 }\n'
     cfg = config(tmp, 100_000, synth, "s")
+    out: list[float] = []
     for size in SIZES:
         app = TmuxApp(["--config", str(cfg)], size=size, env=env_for(tmp))
         try:
             app.wait(lambda s: "ready" in s, 30)
-            time.sleep(2)
+            time.sleep(settle_s)
             i0 = thread_cpu(app.pid)
-            time.sleep(5)
+            time.sleep(idle_s)
             i1 = thread_cpu(app.pid)
             app.keys(PROMPT, literal=True)
             app.keys("Enter")
             app.wait(lambda s: "streaming" in s, 10)
-            time.sleep(2)
+            time.sleep(settle_s)
             c0, t0 = thread_cpu(app.pid), time.monotonic()
             time.sleep(seconds)
             c1, dt = thread_cpu(app.pid), time.monotonic() - t0
@@ -443,11 +449,14 @@ def part_ui(tmp: Path, seconds: float) -> None:
             f"{size[0]}x{size[1]}: streaming: UI {100 * (c1['main'] - c0['main']) / dt:.1f}%, "
             f"process {100 * (sum(c1.values()) - sum(c0.values())) / dt:.1f}% of a core "
             f"(incl. the synthetic engine's clock thread); idle: UI "
-            f"{100 * (i1['main'] - i0['main']) / 5:.1f}%   {load()}"
+            f"{100 * (i1['main'] - i0['main']) / idle_s:.1f}%   {load()}"
         )
+        out += [c1["main"] - c0["main"], sum(c1.values()) - sum(c0.values())]
+    return out
 
 
-def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
+def part_ab(tmp: Path, rounds: int, tokens: int, answers: int = 2) -> dict[str, dict[str, int]]:
+    """Prints the part; returns how many answers each engine gave under each schedule."""
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
 
@@ -461,20 +470,20 @@ def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
         }
         for r in range(rounds):
             for default in ("local", "server"):  # each engine alone
-                app = Watched(config(tmp, tokens, engines, default), SIZES[1], tmp)
+                app = Watched(config(tmp, tokens, engines, default), SIZES[-1], tmp)
                 try:
-                    for _ in range(2):  # as many answers as each engine gives in A/B below
+                    for _ in range(answers):  # as many as each engine gives in A/B below
                         app.turn(PROMPT, 1)
                     runs["alone"][default] += app.records()
                 finally:
                     app.close()
             for sched in ("sequential", "concurrent"):
                 ui = "" if sched == "sequential" else 'ab_schedule = "concurrent"'
-                app = Watched(config(tmp, tokens, engines, "local", ui), SIZES[1], tmp)
+                app = Watched(config(tmp, tokens, engines, "local", ui), SIZES[-1], tmp)
                 try:
                     app.keys("C-o")
                     app.app.wait(lambda s: s.count("ready") >= 2, 60)
-                    for _ in range(2):  # sequential: A first, then B first
+                    for _ in range(answers):  # sequential: A first, then B first
                         app.turn(PROMPT, 2)
                     for rec in app.records():
                         runs[sched][rec["engine"]].append(rec)
@@ -500,9 +509,12 @@ def part_ab(tmp: Path, rounds: int, tokens: int) -> None:
                 f"B/A {now['server'] / now['local']:.2f} vs alone "
                 f"{alone['server'] / alone['local']:.2f}"
             )
+    return {s: {e: len(recs) for e, recs in by.items()} for s, by in runs.items()}
 
 
-def part_panel(tmp: Path, rounds: int, tokens: int) -> None:
+def part_panel(tmp: Path, rounds: int, tokens: int) -> dict[str, list[float]]:
+    """Prints the part; returns each arm's decode rates (and the rounds the panel showed,
+    as \"seen <size>\")."""
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
 
@@ -549,9 +561,11 @@ def part_panel(tmp: Path, rounds: int, tokens: int) -> None:
             f"{med_ci(ratios)} (rounds {' '.join(f'{x:.2f}' for x in ratios)}); the panel "
             f"on screen in {seen[arm]} of {rounds} rounds"
         )
+    return got | {f"seen {arm}": [float(seen[arm])] for arm in sizes}
 
 
-def part_bench(tmp: Path) -> None:
+def part_bench(tmp: Path, runs: int = 4, tokens: int = 32) -> int:
+    """Prints the part; returns how many levels the bench's report holds."""
     from tests.support.real_servers import start_llama_server
     from tui.engines.files.default_model import default_model_path
 
@@ -567,20 +581,24 @@ def part_bench(tmp: Path) -> None:
             "--url",
             server.url,
         ]
-        cmd += ["--concurrency", "1,4", "--runs", "4", "--max-tokens", "32", "--out", str(out)]
+        cmd += ["--concurrency", "1,4", "--runs", str(runs), "--max-tokens", str(tokens)]
+        cmd += ["--out", str(out)]
         proc = subprocess.run(
             cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT))
         )
         if proc.returncode != 0:
             print(f"bench failed: {proc.stderr[-500:]}")
-            return
+            return 0
         report = json.loads(next(out.rglob("report.json")).read_text())
+        levels = 0
         for eng in report["summary"]["engines"]:
             print(f"{eng['name']}: before the levels {eng.get('setup_requests') or {}}")
             for level in eng["levels"]:
                 print(f"  {level['label']}: {level['extra_requests']}")
+                levels += 1
     finally:
         server.stop()
+    return levels
 
 
 def main() -> int:
@@ -592,7 +610,10 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=15.0, help="part ui: streaming window")
     ap.add_argument("--parts", default="tui,ui,ab,panel,bench")
     ap.add_argument("--ui", default="", help='part tui: [ui] settings, e.g. "refresh_hz = 2"')
+    smoke.add_flag(ap)
     a = ap.parse_args()
+    if a.smoke:
+        return smoke_run(a)
     tmp = Path(tempfile.mkdtemp(prefix="infertop-watch-"))
     print(f"{os.cpu_count()} cores, {load()}, cwd for children: {tmp}")
     parts = a.parts.split(",")
@@ -607,6 +628,35 @@ def main() -> int:
     if "bench" in parts:
         part_bench(tmp)
     print(f"\n{load()} at the end")
+    return 0
+
+
+def smoke_run(a: argparse.Namespace) -> int:
+    """``--smoke``: every part once, small — one round at one size, 16 tokens, short rests,
+    one engine thread (a busy machine's two spin at their barriers), one answer per A/B
+    schedule, a bench of two requests per level; each part's figures checked present."""
+    global REST_S, SIZES, LOCAL
+    REST_S, SIZES, LOCAL = 0.2, ((80, 24),), LOCAL + "n_threads = 1\n"
+    tmp = Path(tempfile.mkdtemp(prefix="infertop-watch-"))
+    parts = a.parts.split(",")
+    if "tui" in parts:
+        got = part_tui(tmp, 1, 16, 1, None)  # (LOCAL says one thread)
+        smoke.check(got and not any(math.isnan(x) for x in got), f"tui: a figure is lost {got}")
+    if "ui" in parts:
+        shares = part_ui(tmp, 1.0, settle_s=0.5, idle_s=0.5)
+        smoke.check(all(x > 0 for x in shares), f"ui: no CPU read while streaming {shares}")
+    if "ab" in parts:
+        counts = part_ab(tmp, 1, 16, answers=1)
+        smoke.check(all(n >= 1 for by in counts.values() for n in by.values()), f"ab: {counts}")
+    if "panel" in parts:
+        rates = part_panel(tmp, 1, 16)
+        got = [v for k, vs in rates.items() if not k.startswith("seen") for v in vs]
+        smoke.check(got and not any(math.isnan(x) for x in got), f"panel: {rates}")
+        smoke.check(all(vs == [1.0] for k, vs in rates.items() if k.startswith("seen")), "panel")
+    if "bench" in parts:
+        levels = part_bench(tmp, runs=2, tokens=8)
+        smoke.check(levels == 2, f"bench: {levels} levels in its report")
+    smoke.passed(f"parts {a.parts}: every figure measured")
     return 0
 
 

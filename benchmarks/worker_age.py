@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import smoke
 from benchmarks.watch_cost import PROMPT, headless  # the same headless arm
 from tui.chat.core import ChatCore
 from tui.config import load_config
@@ -43,11 +44,12 @@ REST_S = 2.0
 ARMS = ("fresh run", "new core", "kept core")
 
 
-def config_text(tmp: Path, tokens: int) -> str:
+def config_text(tmp: Path, tokens: int, threads: int | None = None) -> str:
     return (
         f'default_engine = "local"\nsession_dir = "{tmp / "sessions"}"\n'
         f"[generation]\nmax_tokens = {tokens}\ntemperature = 0.0\nseed = 1\n"
         '[engines.local]\nkind = "llamacpp"\nmodel = "default"\n'
+        + (f"n_threads = {threads}\n" if threads else "")
     )
 
 
@@ -84,7 +86,7 @@ async def main_async(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         path = tmp / "cfg.toml"
-        path.write_text(config_text(tmp, args.tokens))
+        path.write_text(config_text(tmp, args.tokens, 1 if args.smoke else None))
         cfg = load_config(path)
         kept = Core(cfg, args.tokens)
         await kept.load()
@@ -92,7 +94,7 @@ async def main_async(args: argparse.Namespace) -> None:
         try:
             for r in range(args.rounds):
                 for arm in ARMS[r % 3 :] + ARMS[: r % 3]:
-                    await asyncio.sleep(REST_S)
+                    await asyncio.sleep(args.rest_s)
                     if arm == "fresh run":
                         got_tps = await asyncio.to_thread(headless, path, tmp, args.tokens)
                         value = got_tps or math.nan
@@ -100,7 +102,7 @@ async def main_async(args: argparse.Namespace) -> None:
                         new = Core(cfg, args.tokens)
                         try:
                             await new.load()
-                            await asyncio.sleep(REST_S)
+                            await asyncio.sleep(args.rest_s)
                             value = await new.answer()
                         finally:
                             await new.close()
@@ -115,6 +117,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 )
         finally:
             await kept.close()
+    if args.smoke:  # every arm's answer came with llama.cpp's own decode rate
+        smoke.check(all(not math.isnan(v) for a in ARMS for v in got[a]), f"an arm failed: {got}")
     base = got["fresh run"]
     print(f"\nengine decode (llama.cpp's clock), median of {args.rounds} rounds:")
     for arm in ARMS:
@@ -131,9 +135,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=256)
+    smoke.add_flag(ap)
+    args = ap.parse_args()
+    args.rest_s = REST_S
+    if args.smoke:
+        args.rounds, args.tokens, args.rest_s = 1, 8, 0.1
     started = time.monotonic()
-    asyncio.run(main_async(ap.parse_args()))
+    asyncio.run(main_async(args))
     print(f"({time.monotonic() - started:.0f} s)")
+    if args.smoke:
+        smoke.passed(f"{args.tokens} tokens in each of the three arms, each with its decode rate")
     return 0
 
 

@@ -13,7 +13,7 @@ export INFERTOP_REQUIRE_SERVERS=${INFERTOP_REQUIRE_SERVERS:-1}
 # Lint and types first (about 10 s): a style or type slip fails the run like a test.
 .venv/bin/ruff check tui tests benchmarks scripts
 .venv/bin/ruff format --check tui tests benchmarks scripts
-.venv/bin/mypy --strict tui
+.venv/bin/mypy --strict tui tests/support
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 # The whole suite (no arguments): the tests that draw through Textual's private fast paths

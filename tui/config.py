@@ -29,6 +29,7 @@ from tui.config_keys import ConfigError as ConfigError  # (its public home stays
 from tui.config_keys import KeyPath, Validator
 from tui.config_trust import trust_state, trusted_local
 from tui.engines.base import EngineSpec
+from tui.engines.placement import AbSchedule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +54,7 @@ class UISettings:
     refresh_hz: float = 10.0
     # A/B: "auto" (one after the other when A and B share a machine, else at once),
     # "sequential" or "concurrent" (tui/engines/placement.py)
-    ab_schedule: str = "auto"
+    ab_schedule: AbSchedule = "auto"  # checked against AB_SCHEDULES when loaded
     ab_concurrent: bool | None = None  # older key: true = "concurrent", false = "sequential"
     keys: dict[str, str] = field(default_factory=dict)
 

@@ -20,7 +20,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
+# A ./infertop.toml as the trust store knows it: trusted as it is, changed since, or never.
+TrustState = Literal["trusted", "changed", "untrusted"]
 TRUST_COMMAND = "infertop trust"
 STORE_LIMIT = 4 * 1024 * 1024  # bytes: a store bigger than this is not ours
 
@@ -61,7 +64,7 @@ def trusted_files() -> dict[str, str]:
     return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def trust_state(path: Path, content: bytes) -> str:
+def trust_state(path: Path, content: bytes) -> TrustState:
     """ "trusted", "changed" (trusted once, edited since) or "untrusted"."""
     known = trusted_files().get(canonical(path))
     if known is None:
@@ -85,7 +88,7 @@ def trusted_local(path: Path, notices: list[str] | None) -> Path | None:
     return None
 
 
-def untrusted_notice(path: Path, state: str) -> str:
+def untrusted_notice(path: Path, state: TrustState) -> str:
     """The one line shown when a config in the current folder is ignored."""
     why = "it changed since you trusted it" if state == "changed" else "it is not trusted yet"
     return (

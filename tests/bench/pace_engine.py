@@ -23,6 +23,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+from tui.core.cancel import CancelToken
 from tui.core.events import (
     ANSWER,
     REASONING,
@@ -33,7 +34,7 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import CancelToken, Engine, EngineInfo, GenerationRequest
+from tui.engines.base import EngineInfo, GenerationRequest, GeneratorEngine
 
 TEMPLATE_TOKENS = 7  # a pretend chat template
 # what register(..., options=OPTIONS) declares, so config validation accepts them
@@ -56,7 +57,7 @@ def count_tokens(request: GenerationRequest, template: int = TEMPLATE_TOKENS) ->
     return template + sum(len(m["content"].split()) for m in request.messages)
 
 
-class PaceEngine(Engine):
+class PaceEngine(GeneratorEngine):
     kind = "pace"
 
     def __init__(self, spec) -> None:  # type: ignore[no-untyped-def]
@@ -94,7 +95,7 @@ class PaceEngine(Engine):
     def info(self) -> EngineInfo:
         return EngineInfo(engine=self.spec.name, kind=self.kind, model="pace")
 
-    async def stream(
+    async def events(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         now = time.perf_counter_ns

@@ -24,8 +24,8 @@ class RaisingEngine(SyntheticEngine):
 
     kind = "raising"
 
-    async def stream(self, request, cancel=None) -> AsyncIterator[StreamEvent]:  # type: ignore[no-untyped-def, override]
-        async with aclosing(super().stream(request, cancel)) as events:
+    async def events(self, request, cancel=None) -> AsyncIterator[StreamEvent]:  # type: ignore[no-untyped-def, override]
+        async with aclosing(super().events(request, cancel)) as events:
             async for event in events:
                 yield event
                 if isinstance(event, TextChunk):
@@ -37,8 +37,8 @@ class UnfinishedEngine(SyntheticEngine):
 
     kind = "unfinished"
 
-    async def stream(self, request, cancel=None) -> AsyncIterator[StreamEvent]:  # type: ignore[no-untyped-def, override]
-        async with aclosing(super().stream(request, cancel)) as events:
+    async def events(self, request, cancel=None) -> AsyncIterator[StreamEvent]:  # type: ignore[no-untyped-def, override]
+        async with aclosing(super().events(request, cancel)) as events:
             async for event in events:
                 if isinstance(event, Finished):
                     return

@@ -368,6 +368,7 @@ ROWS = [
             )
         ],
         usage=(5, None, None),
+        report=True,  # the cached part of the prompt is the engine's account (issue 52)
     ),
     Row(
         "anthropic",

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.soak import PaceProcess, SoakConfig, open_fds
+from tui.core.events import Finished
 from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 from tui.transport.http1 import Http1Pool
@@ -35,8 +36,7 @@ def sockets() -> set[str]:
 
 async def answer(engine, events: list) -> None:  # type: ignore[no-untyped-def]
     req = GenerationRequest.from_prompt("hello", max_tokens=20)
-    async for batch in engine.stream_batches(req, CancelToken()):
-        events.extend(batch)
+    await engine.stream_into(req, CancelToken(), events.append)
 
 
 async def test_a_stream_running_when_the_engine_closed_closes_its_socket(pace_url: str) -> None:
@@ -49,7 +49,7 @@ async def test_a_stream_running_when_the_engine_closed_closes_its_socket(pace_ur
     await asyncio.sleep(0.05)  # mid-answer
     await engine.close()
     await task  # the answer still runs to its end, then gives its connection back
-    assert type(events[-1]).__name__ == "Finished"
+    assert isinstance(events[-1], Finished)
     await HttpReader.shared().call(asyncio.sleep(0))  # the reader loop has settled
     assert sockets() - before == set()
 

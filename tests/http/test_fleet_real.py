@@ -136,7 +136,7 @@ def test_prometheus_reads_the_real_servers_back(
         snap = fleet.refresh()
     finally:
         fleet.close()
-    assert snap.prometheus_error is None and snap.queries == 27  # targets + 26 columns
+    assert snap.prometheus_error is None and snap.queries == 28  # targets + 27 columns
     rows = _rows(snap)
     assert set(rows) == {"llama-server", "vllm"}  # the DCGM exporter is hardware, not a row
     assert rows["llama-server"].url == llama_server.url and rows["vllm"].url == vllm_server.url

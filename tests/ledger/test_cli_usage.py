@@ -73,6 +73,12 @@ def test_outputs_agree_and_hostile_names_are_harmless(infertop_cmd, cli_env, tmp
     table = _cli(infertop_cmd, cli_env, args)
     assert table.returncode == 0 and "\x1b" not in table.stdout and "\x07" not in table.stdout
     assert "alice" in table.stdout and "total" in table.stdout and "attribution" in table.stdout
+    plan = json.loads(_cli(infertop_cmd, cli_env, [*args, "--json", "--explain"]).stdout)
+    assert plan["read"] == {"requests": 3, "packed_hours": 0, "packed_requests": 0,
+                            "row_requests": 3}  # fmt: skip
+    packs, rows = plan["query_plan"]  # an index search each, never a scan of the table
+    assert "SEARCH packs USING INTEGER PRIMARY KEY" in packs, packs
+    assert "SEARCH requests USING INDEX requests_t0" in rows and "SCAN" not in rows, rows
     bad = _cli(infertop_cmd, cli_env, ["usage", "--ledger", str(tmp_path / "none.db")])
     assert bad.returncode == 1 and "no ledger here yet" in bad.stderr
 
@@ -87,3 +93,44 @@ def test_fingerprint_of_a_key_from_stdin(infertop_cmd, cli_env):
     assert other.stdout.strip() != fp and "sk-" not in one.stdout
     secret = Path(cli_env["XDG_DATA_HOME"]) / "infertop" / "client-secret"
     assert secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_usage_packs_an_upgraded_ledger_and_answers_the_same(infertop_cmd, cli_env, tmp_path):
+    """A schema-2 file (no packs): ``usage`` upgrades it, packs the past hours, and the
+    numbers are those of the rows."""
+    import random
+    import sqlite3
+    import time
+
+    from tests.ledger.reference import reference
+    from tui.ledger.store import MIGRATIONS, statements
+    from tui.ledger.writer import write_batch
+
+    path = tmp_path / "v2.sqlite3"
+    raw = sqlite3.connect(str(path), isolation_level=None)
+    raw.execute("PRAGMA journal_mode = WAL")
+    for step in MIGRATIONS[:2]:
+        for statement in statements(step):
+            raw.execute(statement)
+    raw.execute("PRAGMA user_version = 2")
+    rng = random.Random(2)
+    now = time.time()
+    items = [
+        outcome(rng.choice("xyz"), t0=now - rng.uniform(3600, 30 * 3600),
+                e2e_s=rng.uniform(0.1, 900), output=rng.randint(0, 99))
+        for _ in range(400)
+    ]  # fmt: skip
+    write_batch(raw, items)  # type: ignore[arg-type]
+    raw.close()
+    path.chmod(0o600)
+    r = _cli(infertop_cmd, cli_env, ["usage", "--ledger", str(path), "--since", "2d", "--json"])
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["read"]["packed_hours"] >= 25 and j["read"]["row_requests"] < 40
+    con = sqlite3.connect(str(path))
+    want = reference(con, j["since"], j["until"])
+    got = {g["client"]: g for g in j["groups"]}
+    assert set(got) == set(want)
+    for k, w in want.items():
+        assert (got[k]["requests"], got[k]["output_tokens"]) == (w["requests"], w["output_tokens"])
+        assert abs(got[k]["busy_s"] - w["busy_s"]) < 1e-6

@@ -136,3 +136,21 @@ def test_percentiles_ranked_in_sql_equal_the_ones_defined_in_core(tmp_path: Path
             assert d[f"ttft_p{q}_s"] == pytest.approx(percentile(values[g.key[0]], q), abs=1e-6)
     every = values["a"] + values["b"]
     assert u.total.to_dict(())["ttft_p95_s"] == pytest.approx(percentile(every, 95), abs=1e-6)
+
+
+def test_a_requests_share_is_its_own_whatever_the_window(tmp_path: Path) -> None:
+    """Busy shares are over every request of the engine the ledger holds: B, sent inside
+    the window while A (sent before it) was in flight, gets half of their overlap — as
+    in a window that holds both — not the whole of it."""
+    sink = LedgerSink(tmp_path / "l.sqlite3")
+    t = time.time() - 100
+    sink.publish(outcome("A", t0=t, e2e_s=4.0))
+    sink.publish(outcome("B", t0=t + 2, e2e_s=2.0))
+    sink.flush()
+    sink.close()
+    con = connect(tmp_path / "l.sqlite3")
+    inside = usage(con, t + 1, t + 10)
+    assert [(g.key, g.busy_s) for g in inside.groups] == [(("B",), pytest.approx(1.0))]
+    assert inside.busy_wall_s == pytest.approx(1.0)
+    both = {g.key[0]: g.busy_s for g in usage(con, t - 1, t + 10).groups}
+    assert both == pytest.approx({"A": 3.0, "B": 1.0})

@@ -217,7 +217,7 @@ def llamacpp_metrics(p: Profile, n: int) -> str:
 
 
 def dcgm_metrics(p: Profile, n: int) -> str:
-    fields = {
+    fields: dict[str, tuple[str, Callable[[int], float]]] = {
         "DCGM_FI_DEV_SM_CLOCK": ("SM frequency (in MHz).", lambda g: 1980),
         "DCGM_FI_DEV_MEM_CLOCK": ("Memory frequency (in MHz).", lambda g: 2619),
         "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (in C).", lambda g: 40 + g),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -126,7 +127,9 @@ def fake_macmon(tmp: Path, gpu_watts: list[float], extra: tuple[bytes, ...] = ()
     return [sys.executable, str(script)]
 
 
-def ioreg_runner(ioreg: bytes | None, wired_mb: bytes = b"0\n", brand: bytes = b"Apple M1 Pro\n"):
+def ioreg_runner(
+    ioreg: bytes | None, wired_mb: bytes = b"0\n", brand: bytes = b"Apple M1 Pro\n"
+) -> Callable[..., bytes | None]:
     """A command runner for AppleGpu answering ioreg and sysctl as a Mac would."""
 
     calls: list[list[str]] = []

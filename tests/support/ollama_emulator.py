@@ -137,14 +137,14 @@ class OllamaEmulator:
     def prompt_tokens(self, llm: Any, messages: list[dict[str, Any]]) -> list[int]:
         from llama_cpp import llama_chat_format
 
-        template = (llm.metadata or {}).get("tokenizer.chat_template")
+        template = str((llm.metadata or {}).get("tokenizer.chat_template") or "")
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         fmt = llama_chat_format.Jinja2ChatFormatter(
             template=template,
             eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
             bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
         )
-        result = fmt(messages=messages)
+        result = fmt(messages=messages)  # type: ignore[arg-type]  # (OpenAI-style dicts)
         return list(
             llm.tokenize(result.prompt.encode(), add_bos=not result.added_special, special=True)
         )
@@ -338,7 +338,12 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(200, out)
 
     def _generate(
-        self, model: str, messages: list, body: dict, keep_alive: float, chat: bool
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        body: dict[str, Any],
+        keep_alive: float,
+        chat: bool,
     ) -> None:
         stream = body.get("stream", True) is not False
         options = body.get("options") or {}

@@ -120,7 +120,7 @@ def sse(obj: object) -> bytes:
 ROLE_CHOICE = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
 
 
-def choice(chat: bool, text: str | None, finish: str | None) -> dict:
+def choice(chat: bool, text: str | None, finish: str | None) -> dict[str, Any]:
     """One choice of a streamed chunk: a chat delta, or a completion's text."""
     if chat:
         delta = {} if text is None else {"content": text}
@@ -128,7 +128,9 @@ def choice(chat: bool, text: str | None, finish: str | None) -> dict:
     return {"index": 0, "text": text or "", "finish_reason": finish}
 
 
-def sse_frame(rid: str, chat: bool, model: str, choices: list, extra: dict | None) -> bytes:
+def sse_frame(
+    rid: str, chat: bool, model: str, choices: list[dict[str, Any]], extra: dict[str, Any] | None
+) -> bytes:
     """One streamed chunk as an SSE event."""
     kind = "chat.completion.chunk" if chat else "text_completion"
     obj = {"id": rid, "object": kind, "model": model, "choices": choices}
@@ -193,14 +195,14 @@ class PaceServer(FakeServer):
             }
             return await self._json(writer, "200 OK", body, ka)
         if req.method == "GET" and req.path == "/stamps":
-            body = {
+            stamps: dict[str, object] = {
                 "clock": "time.perf_counter_ns",
                 "sent_ns": self.sent_ns,
                 "received_ns": self.received_ns,
                 "write_ns": self.write_ns,
                 "seed": self.seeds,
             }
-            return await self._json(writer, "200 OK", body, ka)
+            return await self._json(writer, "200 OK", stamps, ka)
         if req.method == "POST" and req.path in ("/v1/chat/completions", "/v1/completions"):
             try:
                 body = json.loads(req.body or b"{}")
@@ -214,7 +216,12 @@ class PaceServer(FakeServer):
         await self._json(writer, "404 Not Found", err, ka)
 
     async def _generate(
-        self, chat: bool, body: dict, writer: asyncio.StreamWriter, ka: bool, received_ns: int = 0
+        self,
+        chat: bool,
+        body: dict[str, Any],
+        writer: asyncio.StreamWriter,
+        ka: bool,
+        received_ns: int = 0,
     ) -> None:
         cfg = self.config
         n = int(body.get("max_tokens") or cfg.tokens)
@@ -247,7 +254,7 @@ class PaceServer(FakeServer):
         self,
         chat: bool,
         n: int,
-        usage: dict,
+        usage: dict[str, Any],
         stream: bool,
         include_usage: bool,
         writer: asyncio.StreamWriter,
@@ -270,7 +277,7 @@ class PaceServer(FakeServer):
         step = cfg.interval_ms / 1000.0
         rid = f"pace-{self.stats.requests}"
 
-        def frame(choices: list, extra: dict | None = None) -> bytes:
+        def frame(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> bytes:
             return sse_frame(rid, chat, cfg.model, choices, extra)
 
         if not stream:
@@ -316,11 +323,13 @@ class PaceServer(FakeServer):
         writer.write(chunk(tail) + chunk(b""))
         await writer.drain()
 
-    def _answer(self, chat: bool, n: int, usage: dict, include_usage: bool, ka: bool) -> bytes:
+    def _answer(
+        self, chat: bool, n: int, usage: dict[str, Any], include_usage: bool, ka: bool
+    ) -> bytes:
         """A whole streamed answer (head, role frame, n token frames, tail), as bytes."""
         model = self.config.model
 
-        def frame(choices: list, extra: dict | None = None) -> bytes:
+        def frame(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> bytes:
             return chunk(sse_frame("pace-burst", chat, model, choices, extra))
 
         parts = [response_head("200 OK", "text/event-stream", None, ka)]

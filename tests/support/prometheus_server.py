@@ -62,10 +62,14 @@ class Job:
 
     def config(self, interval: str) -> dict[str, Any]:
         if self.labels is None:
-            static = [{"targets": self.targets}]
+            static: list[dict[str, Any]] = [{"targets": self.targets}]
         else:
             static = [{"targets": [t], "labels": lab} for t, lab in zip(self.targets, self.labels)]
-        job = {"job_name": self.name, "scrape_interval": interval, "static_configs": static}
+        job: dict[str, Any] = {
+            "job_name": self.name,
+            "scrape_interval": interval,
+            "static_configs": static,
+        }
         if self.metrics_path:
             job["metrics_path"] = self.metrics_path
         return job

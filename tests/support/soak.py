@@ -41,6 +41,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.support.fake_server import support_command, support_env
 
@@ -191,7 +192,7 @@ class PaceProcess:
             raise RuntimeError(f"pace server did not start: {line!r}")
         self.url = line.split(" on ", 1)[1].split()[0]
 
-    def get(self, path: str) -> dict:
+    def get(self, path: str) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + path, timeout=30) as r:
             data = json.loads(r.read())
         assert isinstance(data, dict)
@@ -241,7 +242,7 @@ class ItlCheck:
         self.seeds[slot], self.count[slot] = seed, n
         self.kept += 1
 
-    def compare(self, stamps: dict) -> None:
+    def compare(self, stamps: dict[str, Any]) -> None:
         """Match the kept requests with the server's send times (GET /stamps), by seed."""
         by_seed = {seed: rid for rid, seed in stamps.get("seed", {}).items()}
         sent_ns = stamps.get("sent_ns", {})

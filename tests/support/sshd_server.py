@@ -73,7 +73,8 @@ class Sshd:
         if self.proc is None or self.proc.poll() is not None:
             return []
         try:
-            return psutil.Process(self.proc.pid).children(recursive=True)
+            kids: list[psutil.Process] = psutil.Process(self.proc.pid).children(recursive=True)
+            return kids
         except psutil.NoSuchProcess:
             return []
 

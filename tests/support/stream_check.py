@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from tui.core.cancel import CancelToken
 from tui.core.events import Failed, Finished, RequestSent, StreamEvent
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.base import CancelToken, Engine, GenerationRequest
+from tui.engines.base import Engine, GenerationRequest
 
 
 @dataclass

@@ -13,15 +13,17 @@ import asyncio
 import json
 import os
 import sys
+from typing import Any
 
+from tui.core.cancel import CancelToken
 from tui.core.events import TextChunk
 from tui.core.metrics import compute_metrics
 from tui.core.timeline import RequestTimeline
-from tui.engines.base import CancelToken, EngineSpec, GenerationRequest
+from tui.engines.base import EngineSpec, GenerationRequest
 from tui.engines.registry import create_engine
 
 
-async def main(model: str) -> dict:
+async def main(model: str) -> dict[str, Any]:
     spec = EngineSpec(name="v", kind="vllm-inprocess", model=model, n_ctx=1024)
     engine = create_engine(spec)
     load_ms = await engine.load()

@@ -111,13 +111,7 @@ class InfertopApp(App[None]):
             recorder=recorder if record_session else None,
             host_spec=ui_engine_spec,
         )
-        # the request ledger: every answer (and bench request) kept, numbers only
-        self.ledger = AppLedger(ledger, config.ledger)
-        sink = self.ledger.open(thread_note(self))
-        if sink is not None:
-            self.core.outcomes.add(sink)
-        elif self.ledger.error:
-            self.startup_notes.append((self.ledger.error, "warning"))
+        self._open_ledger(ledger, config)
         self.handoff = handoff
         if handoff is not None:
             self._attach_handoff(handoff)
@@ -159,6 +153,20 @@ class InfertopApp(App[None]):
         self.requests_feed = watch
         self.requests_screen: RequestsScreen | None = None
         self._own_fleet = False
+        self._themes_and_keys(config)
+
+    def _open_ledger(self, ledger: Path | None, config: Config) -> None:
+        """The request ledger: every answer (and bench request) kept, numbers only."""
+        self.ledger = AppLedger(ledger, config.ledger)
+        sink = self.ledger.open(thread_note(self))
+        if sink is not None:
+            self.core.outcomes.add(sink)
+        elif self.ledger.error:
+            self.startup_notes.append((self.ledger.error, "warning"))
+
+    def _themes_and_keys(self, config: Config) -> None:
+        """Ours and the user's themes, and the user's keys (what is wrong with either is
+        said at start)."""
         registered, notes = load_themes(self, self.theme_dirs, self.state.theme or config.ui.theme)
         self.our_themes += registered
         keymap, key_notes = checked_keymap(config.ui.keys)

@@ -39,7 +39,7 @@ from tui.chat.events import (
     Notice,
     TurnEnded,
 )
-from tui.chat.host import ERROR, GENERATING, READY, EngineHost
+from tui.chat.host import ERROR, GENERATING, READY, EngineHost, HostState
 from tui.config import Config
 from tui.core.cancel import CancelToken
 from tui.core.events import ContextFill, Failed, StreamEvent
@@ -331,7 +331,7 @@ class ChatCore:
                 await host.stream(request, cancel, add)
             except EngineError as e:
                 add(Failed(time.perf_counter_ns(), str(e), "engine"))
-            state = "error" if host.state == ERROR else "ready"
+            state: HostState = ERROR if host.state == ERROR else READY
             self._emit(EngineStateChanged(slot, name, state, host.error or ""))
         metrics = compute_metrics(live.timeline)
         if self.content_tap is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui.chat.host import HostState
 from tui.core.live import LiveRequest
 from tui.core.metrics import RequestMetrics
 from tui.core.verdict import Verdict
@@ -21,7 +22,7 @@ class EngineStateChanged:
 
     slot: str
     engine: str
-    state: str
+    state: HostState
     detail: str = ""
 
 

@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Literal
 
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed, StreamEvent
-from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec
+from tui.core.events import StreamEvent
+from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec, stream_guarded
 from tui.engines.kinds import find_kind
 from tui.engines.registry import create_engine
 from tui.transport.reader_loop import LoopThread
 
-IDLE, LOADING, READY, GENERATING, ERROR = "idle", "loading", "ready", "generating", "error"
+# What the host's engine is doing (chat's EngineStateChanged says it to the front ends).
+HostState = Literal["idle", "loading", "ready", "generating", "error"]
+IDLE: HostState = "idle"
+LOADING: HostState = "loading"
+READY: HostState = "ready"
+GENERATING: HostState = "generating"
+ERROR: HostState = "error"
 SHARE_READER_LOOP = True  # see EngineHost._loop_thread
 
 
@@ -33,7 +38,7 @@ class EngineHost:
     def __init__(self, spec: EngineSpec) -> None:
         self.spec = spec
         self.engine: Engine | None = None
-        self.state = IDLE
+        self.state: HostState = IDLE
         self.error: str | None = None
         self.load_ms: float | None = None
         self._thread: LoopThread | None = None
@@ -117,17 +122,10 @@ class EngineHost:
     async def _stream(
         self, request: Any, cancel: CancelToken, sink: Callable[[StreamEvent], None]
     ) -> None:
+        """The engine's one entry point (``stream_into``), its end guaranteed: every event
+        to ``sink`` in this loop's thread (for an HTTP engine, in the read callback)."""
         assert self.engine is not None
-        ended = False
-        try:
-            async for event in self.engine.stream(request, cancel):
-                sink(event)
-                ended = isinstance(event, Failed) or type(event).__name__ == "Finished"
-        except Exception as e:  # engines should not raise; if one does, it is a Failed
-            sink(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", kind="engine"))
-            ended = True
-        if not ended:
-            sink(Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol"))
+        await stream_guarded(self.engine, request, cancel, sink)
 
     def close(self) -> None:
         """Close the engine and stop its thread (blocking, bounded)."""

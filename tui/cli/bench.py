@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.bench.report.shape import LevelSummary, Summary
 from tui.bench.run.plan import PRESET_HELP, BenchError, BenchPlan, parse_concurrency, parse_slo
 from tui.bench.run.workers import STREAMS_PER_WORKER, max_workers
 from tui.cli.bench_load import add_load_arguments, load_values, print_slo_and_capacity
@@ -324,28 +325,28 @@ async def _run_with_sigint(runner: Any, display: Any) -> Any:
             pass
 
 
-def _ttfo_text(level: dict[str, Any] | None) -> str:
+def _ttfo_text(level: LevelSummary | None) -> str:
     """ ", TTFO 812.0 ms" where the level's median TTFO differs from its TTFT (a model that
     reasons answers after its thinking); "" where they are the same."""
-    med = (level or {}).get("medians") or {}
+    med = (level.get("medians") if level else None) or {}
     ttft, ttfo = med.get("ttft_ms"), med.get("ttfo_ms")
-    if ttfo is None and (level or {}).get("reasoning"):
+    if ttfo is None and level and level.get("reasoning"):
         return ", TTFO — (no answer after the thinking)"
     if not ttfo or ttfo == ttft:
         return ""
     return f", TTFO {ttfo['estimate']:.1f} ms"
 
 
-def _energy_text(level: dict[str, Any] | None) -> str:
+def _energy_text(level: LevelSummary | None) -> str:
     """ ", 0.42 J/token (counter)" for the terminal's summary line; "" when unknown."""
-    e = (level or {}).get("energy") or {}
+    e = (level.get("energy") if level else None) or {}
     jpt = e.get("j_per_token")
     if jpt is None:
         return ""
     return f", {jpt:.3g} J/token ({'estimate' if e.get('estimated') else 'counter'})"
 
 
-def _print_own_cost(summary: dict[str, Any], own: dict[str, Any] | None) -> None:
+def _print_own_cost(summary: Summary, own: dict[str, Any] | None) -> None:
     """What the bench itself cost: its CPU, and the requests it made that were not
     measured (per engine: before the levels, then per level; report.md has the detail)."""
     for e in summary["engines"]:
@@ -365,7 +366,7 @@ def _print_own_cost(summary: dict[str, Any], own: dict[str, Any] | None) -> None
         )
 
 
-def _print_summary(summary: dict[str, Any], partial: bool, reason: str | None, path: Path) -> None:
+def _print_summary(summary: Summary, partial: bool, reason: str | None, path: Path) -> None:
     def fmt(iv: Any, unit: str) -> str:
         return "—" if not iv else f"{iv['estimate']:.1f} {unit}"
 

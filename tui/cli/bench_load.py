@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tui.bench.report.shape import Summary
 from tui.core.safe_text import terminal_label
 
 
@@ -114,7 +115,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
-def print_slo_and_capacity(summary: dict[str, Any]) -> None:
+def print_slo_and_capacity(summary: Summary) -> None:
     """Attainment per level (with the definition, once) and each engine's capacity."""
     from tui.bench.stats.slo import slo_definition
 

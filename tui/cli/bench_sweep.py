@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tui.bench.report.shape import BenchReport
 from tui.bench.run.plan import BenchError
 
 
@@ -96,7 +97,7 @@ def _say(message: str) -> None:
     print(f"infertop bench: {message}", file=sys.stderr, flush=True)
 
 
-def finish_study(study: Any, result: Any, report: dict[str, Any]) -> None:
+def finish_study(study: Any, result: Any, report: BenchReport) -> None:
     """After the bench: perplexities (unless it was stopped), then report["sweep"]."""
     if not result.partial:
         study.measure_perplexities(say=_say)
@@ -106,7 +107,7 @@ def finish_study(study: Any, result: Any, report: dict[str, Any]) -> None:
     report["sweep"] = study.section(report)
 
 
-def print_sweep(report: dict[str, Any]) -> None:
+def print_sweep(report: BenchReport) -> None:
     from tui.bench.report.sweep import sweep_rows
 
     sweep = report.get("sweep")

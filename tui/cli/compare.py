@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from tui.bench.report.shape import BenchReport
+
 COLUMNS_HELP = (
     "Each row is one engine at one load level (matched by engine name, else by position; "
     "levels by label: c=1, c=8, rate=R, cold) and one metric: decode tok/s (median per "
@@ -92,7 +94,7 @@ def _error(message: str) -> int:
     return 2
 
 
-def _run_ui(loaded: list[tuple[Path, dict]]) -> int:  # type: ignore[type-arg]
+def _run_ui(loaded: list[tuple[Path, BenchReport]]) -> int:
     from tui.cli.ui import prepare_terminal_ui
 
     prepare_terminal_ui()

@@ -26,8 +26,14 @@ span, each instant's energy is split equally among the requests in flight:
 
 Energy while no request was in flight (idle power) is given to no one. Time of a request
 that no energy span covers adds no joules: the covered share says how much of the
-busy time the joules speak for. With no energy source there are no joules — never an
-estimate from busy time.
+busy time the joules speak for. Where two spans overlap (two processes recording one
+device), each instant's power is that of the span covering it that started first. With
+no energy source there are no joules — never an estimate from busy time.
+
+**Which requests.** n(t) counts every request of the engine that the caller passes —
+the ledger passes all it holds (tui/ledger/shares.py), so a request's share does not
+depend on the window a report asks for; a window's busy time is the sum of the shares
+of the requests sent within it.
 """
 
 from __future__ import annotations
@@ -89,6 +95,18 @@ class CodedAttribution:
     wall_s: float
 
 
+@dataclass
+class Shares:
+    """:func:`request_shares`' answer: per request (arrays in the order given), its busy
+    seconds, joules and the busy seconds an energy span covered; ``wall_s`` the time
+    any request was in flight (= the sum of ``busy``)."""
+
+    busy: Any
+    joules: Any
+    covered: Any
+    wall_s: float
+
+
 def attribute_codes(
     t0: Any,
     t1: Any,
@@ -97,51 +115,86 @@ def attribute_codes(
     energy: Sequence[tuple[float, float, float]] = (),
 ) -> CodedAttribution:
     """The module's definition over arrays (numpy): request i in flight over
-    ``[t0[i], t1[i])`` belongs to key ``codes[i]`` (0 ≤ code < ``n_keys``).
+    ``[t0[i], t1[i])`` belongs to key ``codes[i]`` (0 ≤ code < ``n_keys``); each key's
+    shares summed (:func:`request_shares`)."""
+    import numpy as np
+
+    got = request_shares(t0, t1, energy)
+    return CodedAttribution(
+        np.bincount(codes, got.busy, n_keys),
+        np.bincount(codes, got.joules, n_keys),
+        np.bincount(codes, got.covered, n_keys),
+        got.wall_s,
+    )
+
+
+def request_shares(t0: Any, t1: Any, energy: Sequence[tuple[float, float, float]] = ()) -> Shares:
+    """Each request's share by the module's definition (numpy arrays ``t0``, ``t1``: the
+    requests of one engine, each in flight over ``[t0[i], t1[i])``; a window of no
+    length has none). ``energy``: spans ``(start, end, joules)`` in the order they were
+    recorded; where two overlap, each instant's power is that of the span covering it
+    that started first (the first recorded, at one start) — so a span changes the joules
+    of the requests in flight within it, and nothing else.
 
     Computed from the running integral S(t) = ∫ 1/n dt (and E(t) = ∫ P/n dt, C(t) =
     ∫ [P known]/n dt): every request's share is S(t_end) − S(t0). The instants where
-    n(t) or P(t) change (the windows' ends, the spans' ends) are sorted once (ends
-    before starts at one instant); between two of them n and P hold, so each integral is
-    a cumulative sum — linear after the sort: a million requests in about a second."""
+    n(t) or P(t) change (the windows' ends, the spans' ends) are sorted once; between
+    two of them n and P hold, so each integral is a cumulative sum (linear after the
+    sort). At one instant the order of ends and starts does not matter: the segment
+    between them has no length."""
     import numpy as np
 
+    t0 = np.asarray(t0, np.float64)
+    t1 = np.asarray(t1, np.float64)
     live = t1 > t0
     n_req = int(live.sum())
-    spans = sorted((a, b, j) for a, b, j in energy if b > a)
-    span_a = [a for a, _b, _j in spans]
-    span_b = [b for _a, b, _j in spans]
-    # the instants: request starts (+1) and ends (−1), energy spans' starts and ends (0)
-    times = np.concatenate([t0[live], t1[live], span_a, span_b])
-    delta = np.concatenate([np.ones(n_req), -np.ones(n_req), np.zeros(2 * len(spans))])
-    rank = np.concatenate(  # at one instant: ends (0) before starts (1)
-        [np.ones(n_req), np.zeros(n_req), np.ones(len(spans)), np.zeros(len(spans))]
-    )
-    zeros = np.zeros(n_keys)
-    if not len(times):
-        return CodedAttribution(zeros, zeros.copy(), zeros.copy(), 0.0)
-    order = np.lexsort((rank, times))
+    bounds, watts = _power_grid(energy)
+    times = np.concatenate([t0[live], t1[live], bounds])
+    delta = np.concatenate([np.ones(n_req), -np.ones(n_req), np.zeros(len(bounds))])
+    zeros = np.zeros(len(t0))
+    if not n_req:
+        return Shares(zeros, zeros.copy(), zeros.copy(), 0.0)
+    order = np.argsort(times)
     t_sorted = times[order]
     n_seg = np.cumsum(delta[order])[:-1]  # requests in flight over each segment
     dt = np.diff(t_sorted)
     busy_seg = np.where(n_seg > 0, dt, 0.0)
     share_seg = np.divide(busy_seg, n_seg, out=np.zeros_like(dt), where=n_seg > 0)
-    s_cum = np.concatenate([[0.0], np.cumsum(share_seg)])
     at = np.empty(len(order), np.int64)
     at[order] = np.arange(len(order))  # each instant's place in the sorted order
     starts, ends = at[:n_req], at[n_req : 2 * n_req]
-    live_codes = codes[live]
-    busy = np.bincount(live_codes, s_cum[ends] - s_cum[starts], n_keys)
+
+    def integral(per_segment: Any) -> Any:
+        cum = np.concatenate([[0.0], np.cumsum(per_segment)])
+        out = zeros.copy()
+        out[live] = cum[ends] - cum[starts]
+        return out
+
+    busy = integral(share_seg)
     joules, covered = zeros.copy(), zeros.copy()
-    if spans:
-        a, b = np.array(span_a), np.array(span_b)
-        watts = np.array([j for _a, _b, j in spans]) / (b - a)
-        mid = t_sorted[:-1]
-        idx = np.searchsorted(a, mid, side="right") - 1
-        inside = (idx >= 0) & (mid < b[np.clip(idx, 0, None)])
-        power = np.where(inside, watts[np.clip(idx, 0, None)], 0.0)
-        e_cum = np.concatenate([[0.0], np.cumsum(share_seg * power)])
-        c_cum = np.concatenate([[0.0], np.cumsum(np.where(inside, share_seg, 0.0))])
-        joules = np.bincount(live_codes, e_cum[ends] - e_cum[starts], n_keys).astype(float)
-        covered = np.bincount(live_codes, c_cum[ends] - c_cum[starts], n_keys).astype(float)
-    return CodedAttribution(busy, joules, covered, float(busy_seg.sum()))
+    if len(bounds):
+        k = np.searchsorted(bounds, t_sorted[:-1], side="right") - 1
+        inside = (k >= 0) & (k < len(watts))
+        power = np.where(inside, watts[np.clip(k, 0, len(watts) - 1)], np.nan)
+        known = inside & ~np.isnan(power)
+        joules = integral(np.where(known, share_seg * np.nan_to_num(power), 0.0))
+        covered = integral(np.where(known, share_seg, 0.0))
+    return Shares(busy, joules, covered, float(busy_seg.sum()))
+
+
+def _power_grid(energy: Sequence[tuple[float, float, float]]) -> tuple[Any, Any]:
+    """The spans' boundaries (sorted) and the power over each interval between two of
+    them (NaN: no span covers it); where spans overlap, the one that started first (the
+    first given, at one start) holds the instant."""
+    import numpy as np
+
+    spans = [(a, b, j) for a, b, j in energy if b > a]
+    if not spans:
+        return np.zeros(0), np.zeros(0)
+    bounds = np.unique(np.array([x for a, b, _j in spans for x in (a, b)], np.float64))
+    watts = np.full(len(bounds) - 1, np.nan)
+    ranked = sorted(range(len(spans)), key=lambda i: (spans[i][0], i), reverse=True)
+    for i in ranked:  # the latest-starting first: an earlier one paints over it
+        a, b, j = spans[i]
+        watts[np.searchsorted(bounds, a) : np.searchsorted(bounds, b)] = j / (b - a)
+    return bounds, watts

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import abc
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed, RequestSent, StreamEvent
+from tui.core.events import Failed, Finished, RequestSent, StreamEvent
 from tui.core.outcome import Where
 from tui.core.trace_context import TraceContext
 from tui.transport.access import split_credentials
@@ -143,13 +145,54 @@ def controls_from_body(body: dict[str, Any]) -> dict[str, str]:
     }
 
 
+EventSink = Callable[[StreamEvent], None]
+END_EVENTS = (Finished, Failed)  # the events that end a stream: exactly one, last
+
+
+class EventSource(Protocol):
+    """The one way from an engine to whoever consumes its events (the chat's engine
+    host, the bench, ``infertop run``, the worker process for an engine it hosts).
+
+    ``stream_into`` answers ``request``: RequestSent first, then every event in order,
+    each handed to ``sink`` as it becomes available to this process, ending with exactly
+    one Finished or Failed. ``sink`` is called on the caller's event loop (on the HTTP
+    reader's loop when the caller runs there: then from the read callback itself, no
+    queue between). It never raises for an engine fault: a fault is a Failed event, so
+    what streamed before it is kept (:func:`stream_guarded` holds a consumer to that
+    even when an engine breaks it)."""
+
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None: ...
+
+
+class ThreadSink(Protocol):
+    """Where an engine's generation thread puts its events (a Handoff, or the worker
+    process's frames to infertop); ``put`` is called from that thread."""
+
+    def put(self, item: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ThreadSource(Protocol):
+    """The in-process side's entry point, inside the worker process that runs an engine:
+    an engine whose events can leave from its generation thread itself (llama.cpp), each
+    put into ``out`` as it is stamped, then ``out.close()``; no event-loop hop between.
+    An engine without it is read by :meth:`EventSource.stream_into` there too."""
+
+    async def generate_into(
+        self, request: GenerationRequest, cancel: CancelToken, out: ThreadSink
+    ) -> None: ...
+
+
 class Engine(abc.ABC):
     """A backend that streams stamped events for a generation request.
 
     Lifecycle: ``await load()`` (cold start; returns load time in ms), any number of
-    ``stream()`` calls, ``await close()``. ``stream`` yields RequestSent first and ends
-    with exactly one Finished or Failed; it never raises for engine faults — a fault is a
-    Failed event, so what streamed before it is kept.
+    :meth:`stream_into` calls (the :class:`EventSource` entry point), ``await close()``.
+    Engines written as async generators derive from :class:`GeneratorEngine`.
     """
 
     kind: ClassVar[str]
@@ -162,32 +205,34 @@ class Engine(abc.ABC):
         """Make the engine ready; return the cold load time in milliseconds."""
 
     @abc.abstractmethod
-    def stream(
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None:
+        """Answer ``request``, each event to ``sink`` (see :class:`EventSource`)."""
+
+    async def stream(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
-        """Answer ``request``, yielding events stamped where they happened."""
+        """:meth:`stream_into`'s events as an iterator (for tests and tools; infertop's
+        consumers pass a sink). Leaving early cancels the stream."""
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
 
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        """:meth:`stream`, in lists of events that became available together (the bench's
-        way in: one step per list, not per event). Engines that relay events from another
-        thread in batches override it; by default each event is a list of its own."""
-        async for event in self.stream(request, cancel):
-            yield [event]
+        async def run() -> None:
+            try:
+                await self.stream_into(request, cancel, queue.put_nowait)
+            finally:
+                queue.put_nowait(None)
 
-    async def stream_into(
-        self,
-        request: GenerationRequest,
-        cancel: CancelToken | None,
-        sink: Callable[[StreamEvent], None],
-    ) -> None:
-        """:meth:`stream_batches`, each event passed to ``sink`` as it comes (the bench's
-        way in). Engines that can hand events over without a queue override it."""
-        async with aclosing(self.stream_batches(request, cancel)) as batches:  # type: ignore[type-var]
-            async for batch in batches:
-                for event in batch:
-                    sink(event)
+        task = asyncio.ensure_future(run())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task  # an engine that raised: raise here too
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     @abc.abstractmethod
     def info(self) -> EngineInfo:
@@ -221,20 +266,60 @@ class Engine(abc.ABC):
         """Release the model or connections."""
 
 
-class BatchedEngine(Engine):
-    """An engine whose events come in batches (handed over from another thread or
-    process together): it implements :meth:`stream_batches`; :meth:`stream` flattens it."""
-
-    async def stream(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[StreamEvent]:
-        async with aclosing(self.stream_batches(request, cancel)) as batches:  # type: ignore[type-var]
-            async for batch in batches:
-                for event in batch:
-                    yield event
+class GeneratorEngine(Engine):
+    """An engine written as an async generator of its events (:meth:`events`), on the
+    caller's loop; :meth:`stream_into` hands each to the sink as it is yielded."""
 
     @abc.abstractmethod
-    def stream_batches(
+    def events(
         self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        """Answer ``request``, yielding lists of events that became available together."""
+    ) -> AsyncIterator[StreamEvent]:
+        """Answer ``request``, yielding events stamped where they happened."""
+
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None:
+        async with aclosing(self.events(request, cancel)) as events:  # type: ignore[type-var]
+            async for event in events:
+                sink(event)
+
+    def stream(
+        self, request: GenerationRequest, cancel: CancelToken | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        return self.events(request, cancel)
+
+
+class EndGuard:
+    """A sink that holds a stream to its contract: it passes events on, and :meth:`close`
+    adds the Failed a stream that ended without Finished or Failed owes its consumer;
+    :meth:`raised` turns an engine's exception into the Failed it should have been."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.ended = False
+
+    def __call__(self, event: StreamEvent) -> None:
+        self.ended = self.ended or isinstance(event, END_EVENTS)
+        self.sink(event)
+
+    def raised(self, e: BaseException) -> None:
+        """An engine raised (engines should not; if one does, it is a Failed)."""
+        self(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
+
+    def close(self) -> None:
+        if not self.ended:
+            self(Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol"))
+
+
+async def stream_guarded(
+    engine: EventSource, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+) -> None:
+    """``engine.stream_into`` with its end guaranteed: an exception of the engine becomes a
+    Failed ("engine"), a stream that ended without Finished or Failed gets one
+    ("protocol"). Cancelling the awaiting task still cancels."""
+    guard = EndGuard(sink)
+    try:
+        await engine.stream_into(request, cancel, guard)
+    except Exception as e:  # noqa: BLE001 - engines should not raise; if one does, Failed
+        guard.raised(e)
+    guard.close()

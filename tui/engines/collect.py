@@ -19,8 +19,11 @@ async def run_request(
     """Stream ``request`` through ``engine``; every event goes into the timeline (and to
     ``on_event``, e.g. to print text). The timestamps are the engine's, not ours."""
     timeline = RequestTimeline()
-    async for event in engine.stream(request, cancel):
+
+    def add(event: StreamEvent) -> None:
         timeline.add(event)
         if on_event is not None:
             on_event(event)
+
+    await engine.stream_into(request, cancel, add)
     return timeline

@@ -22,16 +22,19 @@ import ipaddress
 import os
 import socket
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlsplit
 
 from tui.engines.base import EngineSpec
 
 THIS_MACHINE = "this machine"
 
-SEQUENTIAL = "sequential"
-CONCURRENT = "concurrent"
-AUTO = "auto"
-AB_SCHEDULES = (AUTO, SEQUENTIAL, CONCURRENT)
+# How A/B turns run: one after the other, at once, or chosen by where the engines run.
+AbSchedule = Literal["auto", "sequential", "concurrent"]
+SEQUENTIAL: AbSchedule = "sequential"
+CONCURRENT: AbSchedule = "concurrent"
+AUTO: AbSchedule = "auto"
+AB_SCHEDULES: tuple[AbSchedule, ...] = (AUTO, SEQUENTIAL, CONCURRENT)
 ALL_CORES_UP_TO = 4  # under the TUI, llama.cpp uses every core up to this many (ui_threads)
 
 
@@ -67,7 +70,7 @@ def _own_names() -> set[str]:
 class ABPlan:
     """How one A/B turn runs: ``schedule`` is SEQUENTIAL or CONCURRENT; ``why`` in words."""
 
-    schedule: str
+    schedule: AbSchedule  # never "auto": the choice made
     why: str
 
     @property
@@ -86,7 +89,7 @@ def shared_hardware(a: EngineSpec, b: EngineSpec) -> str | None:
     return None
 
 
-def ab_plan(a: EngineSpec, b: EngineSpec, setting: str = AUTO) -> ABPlan:
+def ab_plan(a: EngineSpec, b: EngineSpec, setting: AbSchedule = AUTO) -> ABPlan:
     """The schedule for an A/B turn. ``setting`` is config's ``ui.ab_schedule``:
     "auto" (sequential on shared hardware, else concurrent), "sequential" or
     "concurrent" (the user's choice, kept even where it is unfair, and said so)."""

@@ -7,6 +7,10 @@ text — and what ``infertop usage``, the usage screen and the history read from
 - :mod:`.writer` — :class:`~.writer.LedgerSink`, the outcome sink: a bounded queue and a
   writer thread, batched transactions;
 - :mod:`.retention` — by age and a size cap, oldest first;
+- :mod:`.packs` — hour packs: every request's numbers, an hour of them per blob;
+- :mod:`.shares` — a window's requests as columns (packs, else rows with their busy
+  shares computed then), and packing the hours that are due;
+- :mod:`.grouping` — group codes, exact sums and percentiles over those columns;
 - :mod:`.usage` — grouped totals of a time window, busy time and energy attributed
   (tui/core/attribution.py);
 - :mod:`.history` — past requests, filtered, one at a time.

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tui.core.outcome import OUTCOME_STATES
-from tui.ledger.usage import texts_of
+from tui.ledger.shares import Window
+from tui.ledger.usage import texts_of, window_of
 
 HISTORY_LIMIT: Final = 500
 _HISTORY: Final = (
@@ -136,30 +137,28 @@ def over_time(
     upstream: str | None = None,
 ) -> dict[str, list[float]]:
     """Tokens (prompt + output) per bucket of ``[since, until)``: ``"all"`` and the
-    ``top`` clients with the most tokens in the window, each a list of ``buckets``."""
-    width = (until - since) / buckets
-    where, args = "t0 >= ? AND t0 < ?", [since, until]
-    if upstream:
-        found = _id_of(con, upstream)
-        if found is None:
-            return {"all": [0.0] * buckets}
-        where += " AND upstream = ?"
-        args.append(found)
-    rows = con.execute(
-        "SELECT client, CAST((t0 - ?) / ? AS INTEGER) AS b, "
-        "SUM(COALESCE(prompt_tokens, 0) + COALESCE(output_tokens, 0)) "
-        f"FROM requests WHERE {where} GROUP BY client, b",
-        (since, width, *args),
-    ).fetchall()
-    names = texts_of(con) if rows else {}
-    per: dict[str, list[float]] = {"all": [0.0] * buckets}
-    totals: dict[str, float] = {}
-    for client, b, tokens in rows:
-        if not 0 <= b < buckets:
-            continue
-        name = names.get(client, "(unknown)")
-        per.setdefault(name, [0.0] * buckets)[b] += tokens
-        per["all"][b] += tokens
-        totals[name] = totals.get(name, 0.0) + tokens
-    busiest = sorted(totals, key=lambda c: -totals[c])[:top]
-    return {"all": per["all"], **{c: per[c] for c in busiest}}
+    ``top`` clients with the most tokens in the window, each a list of ``buckets`` —
+    from the window's columns, as ``usage`` reads them (:func:`over_time_of`)."""
+    return over_time_of(window_of(con, since, until, upstream), texts_of(con), buckets, top)
+
+
+def over_time_of(
+    window: Window, names: dict[int, str], buckets: int = 60, top: int = 3
+) -> dict[str, list[float]]:
+    """:func:`over_time` of a window already read."""
+    import numpy as np
+
+    c = window.cols
+    if not len(c):
+        return {"all": [0.0] * buckets}
+    width = (window.until - window.since) / buckets
+    at = np.clip(np.floor((c["t0"] - window.since) / width).astype(np.int64), 0, buckets - 1)
+    tokens = c["prompt"].astype(np.float64) + c["output"]
+    series = {"all": np.bincount(at, tokens, buckets).tolist()}
+    clients, of = np.unique(c["client"], return_inverse=True)
+    per = np.bincount(of.reshape(-1), tokens, len(clients))
+    for i in sorted(range(len(clients)), key=lambda i: -per[i])[:top]:
+        mine = of.reshape(-1) == i
+        name = names.get(int(clients[i]), "(unknown)") if clients[i] >= 0 else "(none)"
+        series[name] = np.bincount(at[mine], tokens[mine], buckets).tolist()
+    return series

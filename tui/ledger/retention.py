@@ -7,7 +7,10 @@ many as the excess's share of the rows, at most :data:`CHUNK` at a time); freed
 pages go back to the file system (``PRAGMA incremental_vacuum``); names no row refers to
 any more leave ``texts`` at most once a day (:func:`collect_texts`: a full read). Deleting goes in
 chunks, each its own short transaction, so another process writing to the same file
-waits for one chunk at most.
+waits for one chunk at most. The hour packs go with their rows: the triggers of
+tui/ledger/store.py drop, in the transaction that deletes a request, the pack of its hour
+and every pack of requests in flight with it (packed again from the rows left, by the
+next packing pass); ``hours`` before the oldest request left are deleted.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tui.ledger.columns import COLUMNS
+from tui.ledger.packs import hour_of
 
 KEEP_DAYS: Final = 90.0
 MAX_MB: Final = 1024.0
@@ -81,6 +85,9 @@ def prune(con: sqlite3.Connection, retention: Retention, now: float) -> int:
         if oldest is not None:
             _chunk(con, "DELETE FROM energy WHERE t1 < ?", (float(oldest),))
     if deleted:
+        oldest = con.execute("SELECT MIN(t0) FROM requests").fetchone()[0]
+        first = hour_of(float(oldest)) if oldest is not None else 2**62
+        _chunk(con, "DELETE FROM hours WHERE hour < ?", (first,))  # no request left in them
         con.execute("PRAGMA incremental_vacuum")
     return deleted
 

@@ -29,7 +29,7 @@ from typing import Final
 
 from tui.core.session import open_private
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 BUSY_TIMEOUT_MS: Final = 10_000
 LEDGER_FILE: Final = "ledger.sqlite3"
 SECRET_FILE: Final = "client-secret"
@@ -89,7 +89,70 @@ CREATE TABLE energy (
 );
 CREATE INDEX energy_t0 ON energy (upstream, t0);
 """
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)  # MIGRATIONS[k] takes version k to k + 1
+
+
+def hour_sql(t: str) -> str:
+    """SQL for the UTC hour a time (epoch seconds) falls in, ⌊t / 3600⌋ — the same as
+    Python's ``t // 3600`` (a quotient that rounds up onto the next hour is corrected)."""
+    q = f"CAST({t} / 3600 AS INTEGER)"
+    return f"({q} - ({t} < {q} * 3600))"
+
+
+def _end(row: str) -> str:
+    return f"({row}.t0 + MAX(COALESCE({row}.e2e_s, 0), 0))"
+
+
+# Packs are valid only while the rows they were made from are as they were: any request
+# added, removed or changed drops the pack of its own hour and every pack whose requests
+# were in flight with it (their busy shares change); an energy span does the same over
+# its span (their joules change). Recent packs by their hour (the hour key's range), the
+# rare packs whose requests ran on past LONG_H hours by a partial index of their own.
+LONG_H: Final = 6
+
+
+def _drop_packs(row: str, t0: str, t1: str) -> str:
+    h0, h1 = hour_sql(t0), hour_sql(t1)
+    own = f" OR hour = {h0}" if row else ""
+    return (
+        f"DELETE FROM packs WHERE hour BETWEEN {h0} - {LONG_H} AND {h1} AND (reach > {t0}{own});\n"
+        f"DELETE FROM packs WHERE reach > (hour + {LONG_H + 1}) * 3600 AND reach > {t0} "
+        f"AND hour * 3600 < {t1};\n"
+    )
+
+
+def _hour_reach(row: str) -> str:
+    return (
+        f"INSERT INTO hours (hour, reach) VALUES ({hour_sql(row + '.t0')}, {_end(row)}) "
+        "ON CONFLICT (hour) DO UPDATE SET reach = MAX(reach, excluded.reach);\n"
+    )
+
+
+# Version 3: the hour packs (tui/ledger/packs.py) — every request's numbers, an hour of
+# them in one blob, with its busy share — and ``hours``: each hour's latest request end
+# (for the requests a share depends on), kept by triggers, filled here from the rows.
+_V3: Final = (
+    "CREATE TABLE hours (hour INTEGER PRIMARY KEY, reach REAL NOT NULL);\n"
+    "CREATE TABLE packs (hour INTEGER PRIMARY KEY, format INTEGER NOT NULL, "
+    "reach REAL NOT NULL, requests INTEGER NOT NULL, data BLOB NOT NULL);\n"
+    f"CREATE INDEX packs_long ON packs (reach) WHERE reach > (hour + {LONG_H + 1}) * 3600;\n"
+    f"INSERT INTO hours (hour, reach) SELECT {hour_sql('t0')}, MAX({_end('requests')}) "
+    "FROM requests GROUP BY 1;\n"
+    "CREATE TRIGGER requests_added AFTER INSERT ON requests BEGIN\n"
+    + _hour_reach("NEW")
+    + _drop_packs("NEW", "NEW.t0", _end("NEW"))
+    + "END;\nCREATE TRIGGER requests_removed AFTER DELETE ON requests BEGIN\n"
+    + _drop_packs("OLD", "OLD.t0", _end("OLD"))
+    + "END;\nCREATE TRIGGER requests_changed AFTER UPDATE ON requests BEGIN\n"
+    + _hour_reach("NEW")
+    + _drop_packs("OLD", "OLD.t0", _end("OLD"))
+    + _drop_packs("NEW", "NEW.t0", _end("NEW"))
+    + "END;\nCREATE TRIGGER energy_added AFTER INSERT ON energy BEGIN\n"
+    + _drop_packs("", "NEW.t0", "NEW.t1")
+    + "END;\nCREATE TRIGGER energy_removed AFTER DELETE ON energy BEGIN\n"
+    + _drop_packs("", "OLD.t0", "OLD.t1")
+    + "END;\n"
+)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)  # MIGRATIONS[k] takes version k to k + 1
 
 
 class LedgerError(Exception):
@@ -218,14 +281,27 @@ def _prepare(con: sqlite3.Connection, path: Path) -> None:
         if version > SCHEMA_VERSION:
             raise LedgerError(_newer(path, version))
         for step in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[step].split(";"):
-                if statement.strip():
-                    con.execute(statement)
+            for statement in statements(MIGRATIONS[step]):
+                con.execute(statement)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def statements(script: str) -> list[str]:
+    """A script's statements, one by one (a trigger's body keeps its own ``;``), to run
+    inside the migration's transaction (``executescript`` would commit first)."""
+    out: list[str] = []
+    buf = ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf.strip())
+            buf = ""
+    return out
 
 
 def _newer(path: Path, version: int) -> str:

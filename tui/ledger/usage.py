@@ -7,26 +7,37 @@ Per group (``by``: any of :data:`DIMENSIONS`, combined; none: one group of every
   none add nothing), ``output_tokens`` (engine counts, else counted chunks) with
   ``output_estimated`` the part that was counted, ``reasoning_tokens`` the same way;
 - ``ttft_p50_s`` / ``ttft_p95_s`` and ``ttfo_*`` over the group's streamed requests that
-  have one, ``decode_tps_p50`` (tui/core/stats.py's percentile);
-- ``busy_s``: the engine's busy time attributed to the group, and ``joules`` where the
-  ledger holds energy spans for the engine, with ``joules_covered_s`` the busy seconds
-  they cover — both by tui/core/attribution.py's definition, each engine (upstream)
-  apart, over the requests sent within the window.
+  have one, ``decode_tps_p50`` (tui/core/stats.py's percentile, exact: over every
+  request's value, times to the microsecond and rates to a thousandth of a token/s);
+- ``busy_s``: the sum of the group's requests' busy shares — each request's share of its
+  engine's busy time, over every request of that engine the ledger holds — and
+  ``joules`` where the ledger holds energy spans for the engine, with
+  ``joules_covered_s`` the busy seconds they cover (tui/core/attribution.py).
 
-The window is ``[since, until)`` on the requests' ``t0`` (when each was sent), read
-through the ``requests_t0`` index: the cost follows the requests in the window, not
-the file's size. Days and hours are in local time.
+The window is ``[since, until)`` on the requests' ``t0`` (when each was sent). Its
+requests are read as columns (tui/ledger/shares.py): whole hours from the hour packs
+(tui/ledger/packs.py: a blob of numbers per hour, read by the hour's key), the hours not
+packed yet — the last one or two, as a rule — from the rows through the ``requests_t0``
+index; every number is the same either way. The sums, percentiles and shares are numpy
+over those columns (tui/ledger/grouping.py). Days and hours are in local time.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from tui.core.attribution import attribute_codes
+from tui.ledger.grouping import (
+    group_codes,
+    grouped_percentile,
+    grouped_sum,
+    local_codes,
+    percentile_of_all,
+)
+from tui.ledger.shares import PACKS_SQL, READ_SQL, SOURCE_CODES, Window, read_window
 
 Dimension = Literal["client", "model", "route", "upstream", "source", "day", "hour"]
 DIMENSIONS: Final[tuple[Dimension, ...]] = (
@@ -38,51 +49,19 @@ DIMENSIONS: Final[tuple[Dimension, ...]] = (
     "day",
     "hour",
 )
-# each dimension as an integer SQL expression over ``requests`` (names: their ids in
-# ``texts``; a day as YYYYMMDD, an hour as YYYYMMDDHH, local time)
-SOURCE_CODES: Final = ("proxy", "chat", "run", "bench")
-KEY_SQL: Final[dict[str, str]] = {
-    "client": "COALESCE(client, -1)",
-    "model": "COALESCE(model, -1)",
-    "route": "COALESCE(route, -1)",
-    "upstream": "COALESCE(upstream, -1)",
-    "source": "CASE source "
-    + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SOURCE_CODES))
-    + " ELSE -1 END",
-    "day": "CAST(strftime('%Y%m%d', t0, 'unixepoch', 'localtime') AS INTEGER)",
-    "hour": "CAST(strftime('%Y%m%d%H', t0, 'unixepoch', 'localtime') AS INTEGER)",
-}
 _NAMED: Final = frozenset({"client", "model", "route", "upstream"})
-# the per-request columns read (each as one text of integers: group_concat); times in
-# microseconds (t0 and t1 from the window's start: ?3), decode rates in thousandths
-US: Final = 1_000_000
-_COLUMNS: Final = (
-    ("t0", "CAST(ROUND((t0 - ?3) * 1e6) AS INTEGER)"),
-    ("t1", "CAST(ROUND((t0 + COALESCE(e2e_s, 0) - ?3) * 1e6) AS INTEGER)"),
-    # failed 1, cancelled 2; + 4 when the output count is an estimate, + 8 the reasoning's
-    (
-        "flags",
-        "CASE state WHEN 'failed' THEN 1 WHEN 'cancelled' THEN 2 ELSE 0 END "
-        "+ 4 * COALESCE(output_est, 0) + 8 * COALESCE(reasoning_est, 0)",
-    ),
-    ("prompt", "COALESCE(prompt_tokens, 0)"),
-    ("cached", "COALESCE(cached_tokens, 0)"),
-    ("output", "COALESCE(output_tokens, 0)"),
-    ("reasoning", "COALESCE(reasoning_tokens, 0)"),
-    ("ttft_s", "COALESCE(CAST(ROUND(ttft_s * 1e6) AS INTEGER), -1)"),
-    ("ttfo_s", "COALESCE(CAST(ROUND(ttfo_s * 1e6) AS INTEGER), -1)"),
-    ("decode_tps", "COALESCE(CAST(ROUND(decode_tps * 1e3) AS INTEGER), -1)"),
-)
+# (field of Group's quantiles, column of the window, percentile, unit of the column)
 PERCENTILES: Final = (
-    ("ttft_s", 50),
-    ("ttft_s", 95),
-    ("ttfo_s", 50),
-    ("ttfo_s", 95),
-    ("decode_tps", 50),
+    ("ttft_s", "ttft_us", 50, 1e6),
+    ("ttft_s", "ttft_us", 95, 1e6),
+    ("ttfo_s", "ttfo_us", 50, 1e6),
+    ("ttfo_s", "ttfo_us", 95, 1e6),
+    ("decode_tps", "decode_mtps", 50, 1e3),
 )
 ATTRIBUTION: Final = (
     "busy_s is an attribution: each instant an engine had requests in flight is split "
-    "equally among them (tui/core/attribution.py)"
+    "equally among them (tui/core/attribution.py); a group's busy_s is the sum of its "
+    "requests' shares"
 )
 
 
@@ -137,7 +116,7 @@ class Usage:
     by: tuple[Dimension, ...]
     groups: list[Group]
     total: Group
-    busy_wall_s: float  # time at least one request was in flight, engines summed
+    busy_wall_s: float  # the busy shares of the window's requests, engines summed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,6 +134,11 @@ def texts_of(con: sqlite3.Connection) -> dict[int, str]:
     return {int(i): str(t) for i, t in con.execute("SELECT id, text FROM texts")}
 
 
+def id_of(con: sqlite3.Connection, text: str) -> int | None:
+    found = con.execute("SELECT id FROM texts WHERE text = ?", (text,)).fetchone()
+    return None if found is None else int(found[0])
+
+
 def usage(
     con: sqlite3.Connection,
     since: float,
@@ -163,84 +147,118 @@ def usage(
     upstream: str | None = None,
 ) -> Usage:
     """The usage of ``[since, until)`` grouped ``by`` (see the module docstring);
-    ``upstream``: that server's requests only.
+    ``upstream``: that server's requests only."""
+    until = time.time() if until is None else until
+    return summarize(window_of(con, since, until, upstream), texts_of(con), by)
 
-    One SQL statement reads the window through the ``requests_t0`` index and hands its
-    requests over as one text of integers per column (``group_concat``: no Python object
-    per request, no sort; times to the microsecond, rates to a thousandth of a token per
-    second), which numpy reads; the sums, the percentiles (:func:`grouped_percentile`)
-    and the busy time (tui/core/attribution.py) are taken over those arrays."""
+
+def window_of(
+    con: sqlite3.Connection, since: float, until: float, upstream: str | None = None
+) -> Window:
+    """The requests of ``[since, until)`` (of ``upstream`` only, if given) as columns."""
+    found = None
+    if upstream is not None:
+        found = id_of(con, upstream)
+        if found is None:
+            found = -2  # a server the ledger never saw: nothing
+    return read_window(con, since, until, found)
+
+
+def dimension(window: Window, d: Dimension) -> Any:
+    """Each request's value in dimension ``d``: a name's id, a source's code, a local
+    day (YYYYMMDD) or hour (YYYYMMDDHH)."""
+    if d in ("day", "hour"):
+        return local_codes(window.cols["t0"], d)
+    return window.cols[d]
+
+
+def summarize(window: Window, names: dict[int, str], by: Sequence[Dimension]) -> Usage:
+    """The groups of ``window`` by ``by`` (see the module docstring)."""
+    c = window.cols
+    dims = tuple(by)
+    n = len(c)
+    total = Group(())
+    if not n:
+        return Usage(window.since, window.until, dims, [], total, 0.0)
+    codes, keys = group_codes([dimension(window, d) for d in dims], n)
+    groups = [Group(_label(dims, k, names)) for k in keys]
+    _sums(c, codes, groups, total)
+    _percentiles(c, codes, groups, total)
+    _shares(c, codes, groups, total)
+    ordered = sorted(groups, key=lambda g: (-g.output_tokens - g.prompt_tokens, g.key))
+    return Usage(window.since, window.until, dims, ordered, total, total.busy_s)
+
+
+def _sums(c: Any, codes: Any, groups: list[Group], total: Group) -> None:
     import numpy as np
 
-    until = time.time() if until is None else until
-    names = texts_of(con)
-    where, args = "t0 >= ?1 AND t0 < ?2", [since, until, since]
-    if upstream is not None:
-        found = next((i for i, t in names.items() if t == upstream), None)
-        where += " AND upstream = ?4"
-        args.append(found if found is not None else -1)
-    dims = tuple(by)
-    parts = ["COALESCE(upstream, -1)", *(KEY_SQL[d] for d in dims)]
-    parts += [expr for _n, expr in _COLUMNS]
-    sql = f"SELECT {', '.join(f'group_concat({e})' for e in parts)} FROM requests WHERE {where}"
-    texts = con.execute(sql, args).fetchone()
-    chunks: list[tuple[Any, Any]] = []  # (upstream id, matrix: one row per column)
-    if texts and texts[0]:
-        # integers parse ~15× faster than floats (every column is one: see _COLUMNS)
-        ints = np.vstack([np.fromstring(text, dtype=np.int64, sep=",") for text in texts])
-        engines = ints[0]
-        cols_all = ints[1:].astype(np.float64)
-        if engines.min() != engines.max():  # each upstream's requests together
-            order = np.argsort(engines, kind="stable")
-            cols_all, engines = cols_all[:, order], engines[order]
-        cut = np.flatnonzero(np.diff(engines)) + 1
-        for block in np.split(np.arange(len(engines)), cut):
-            engine = int(engines[block[0]])
-            chunks.append((engine if engine >= 0 else None, cols_all[:, block]))
-    total = Group(())
-    if not chunks:
-        return Usage(since, until, dims, [], total, 0.0)
-    cols = np.hstack([m for _u, m in chunks])
-    nd = len(dims)
-    keys, codes = np.unique(cols[:nd].T.astype(np.int64), axis=0, return_inverse=True)
-    codes = codes.reshape(-1)
-    n_keys = len(keys)
-    c = {name: cols[nd + i] for i, (name, _e) in enumerate(_COLUMNS)}
-    for name, unit in (("t0", US), ("t1", US), ("ttft_s", US), ("ttfo_s", US), ("decode_tps", 1e3)):
-        c[name] = np.where(c[name] >= 0, c[name] / unit, -1.0)
-    groups = [Group(_label(dims, k, names)) for k in keys]
-    _sums(groups, total, codes, n_keys, c)
-    for column in dict.fromkeys(name for name, _q in PERCENTILES):
-        qs = [q for name, q in PERCENTILES if name == column]
-        per = grouped_percentile(codes, c[column], qs, n_keys)
-        every = grouped_percentile(np.zeros(len(codes), np.int64), c[column], qs, 1)
-        for q, values, whole in zip(qs, per, every):
-            for g, v in zip(groups, values):
-                if not np.isnan(v):
-                    g.quantiles[(column, q)] = float(v)
-            if not np.isnan(whole[0]):
-                total.quantiles[(column, q)] = float(whole[0])
-    wall = 0.0
-    start = 0
-    for engine, matrix in chunks:  # each upstream's own busy time
-        n = matrix.shape[1]
-        part = slice(start, start + n)
-        start += n
-        energy = [(a - since, b - since, j) for a, b, j in _energy(con, engine, since, until)]
-        got = attribute_codes(c["t0"][part], c["t1"][part], codes[part], n_keys, energy)
-        wall += got.wall_s
-        for i, g in enumerate(groups):
-            g.busy_s += float(got.busy[i])
-            if got.covered[i] > 0:
-                g.joules = (g.joules or 0.0) + float(got.joules[i])
-                g.joules_covered_s += float(got.covered[i])
+    n_keys = len(groups)
+    flags = c["flags"]
+    state = flags & 3
+    sums: dict[str, Callable[[], list[int]]] = {
+        "requests": lambda: [int(x) for x in np.bincount(codes, minlength=n_keys)],
+        "failed": lambda: grouped_sum(codes, state == 1, n_keys),
+        "cancelled": lambda: grouped_sum(codes, state == 2, n_keys),
+        "prompt_tokens": lambda: grouped_sum(codes, c["prompt"], n_keys),
+        "cached_tokens": lambda: grouped_sum(codes, c["cached"], n_keys),
+        "output_tokens": lambda: grouped_sum(codes, c["output"], n_keys),
+        "output_estimated": lambda: grouped_sum(codes, np.where(flags & 4, c["output"], 0), n_keys),
+        "reasoning_tokens": lambda: grouped_sum(codes, c["reasoning"], n_keys),
+        "reasoning_estimated": lambda: grouped_sum(
+            codes, np.where(flags & 8, c["reasoning"], 0), n_keys
+        ),
+    }
+    zero = {"cached_tokens": "cached", "reasoning_tokens": "reasoning"}
+    zero["reasoning_estimated"] = "reasoning"
+    for name, count in sums.items():
+        per = [0] * n_keys if name in zero and c.zero(zero[name]) else count()
+        for g, v in zip(groups, per):
+            setattr(g, name, v)
+        setattr(total, name, sum(per))
+
+
+def _percentiles(c: Any, codes: Any, groups: list[Group], total: Group) -> None:
+    import numpy as np
+
+    found: dict[str, Any] = {}
+    for column in dict.fromkeys(col for _f, col, _q, _u in PERCENTILES):
+        wanted = [(f, q, u) for f, col, q, u in PERCENTILES if col == column]
+        qs, unit = [q for _f, q, _u in wanted], wanted[0][2]
+        if column == "ttfo_us" and np.array_equal(c["ttfo_us"], c["ttft_us"]):
+            found[column] = found["ttft_us"]  # nothing came before the first token: the same
+        else:
+            found[column] = (
+                grouped_percentile(codes, c[column], qs, len(groups), unit),
+                percentile_of_all(c[column], qs, unit),
+            )
+        per_group, every = found[column]
+        for (f, q, _u), values, whole in zip(wanted, per_group, every):
+            for g, v in zip(groups, values.tolist()):
+                if v == v:  # not NaN
+                    g.quantiles[(f, q)] = v
+            if whole is not None:
+                total.quantiles[(f, q)] = whole
+
+
+def _shares(c: Any, codes: Any, groups: list[Group], total: Group) -> None:
+    import numpy as np
+
+    n_keys = len(groups)
+    busy = np.bincount(codes, c["busy"], n_keys)
+    for g, b in zip(groups, busy.tolist()):
+        g.busy_s = b
     total.busy_s = sum(g.busy_s for g in groups)
-    covered = [g for g in groups if g.joules is not None]
-    if covered:
-        total.joules = sum(g.joules or 0.0 for g in covered)
-        total.joules_covered_s = sum(g.joules_covered_s for g in covered)
-    ordered = sorted(groups, key=lambda g: (-g.output_tokens - g.prompt_tokens, g.key))
-    return Usage(since, until, dims, ordered, total, wall)
+    if c.zero("covered"):
+        return
+    joules = np.bincount(codes, c["joules"], n_keys)
+    covered = np.bincount(codes, c["covered"], n_keys)
+    for g, j, s in zip(groups, joules.tolist(), covered.tolist()):
+        if s > 0:
+            g.joules, g.joules_covered_s = j, s
+    with_joules = [g for g in groups if g.joules is not None]
+    if with_joules:
+        total.joules = sum(g.joules or 0.0 for g in with_joules)
+        total.joules_covered_s = sum(g.joules_covered_s for g in with_joules)
 
 
 def _label(dims: Sequence[Dimension], key: Any, names: dict[int, str]) -> tuple[str, ...]:
@@ -260,80 +278,14 @@ def _label(dims: Sequence[Dimension], key: Any, names: dict[int, str]) -> tuple[
     return tuple(out)
 
 
-def _sums(groups: list[Group], total: Group, codes: Any, n: int, c: dict[str, Any]) -> None:
-    import numpy as np
-
-    def per(values: Any) -> list[int]:
-        return [int(round(x)) for x in np.bincount(codes, values, n)]
-
-    flags = c["flags"].astype(np.int64)
-    state = flags & 3
-    columns = {
-        "requests": per(np.ones(len(codes))),
-        "failed": per(state == 1),
-        "cancelled": per(state == 2),
-        "prompt_tokens": per(c["prompt"]),
-        "cached_tokens": per(c["cached"]),
-        "output_tokens": per(c["output"]),
-        "output_estimated": per(c["output"] * ((flags & 4) > 0)),
-        "reasoning_tokens": per(c["reasoning"]),
-        "reasoning_estimated": per(c["reasoning"] * ((flags & 8) > 0)),
-    }
-    for name, values in columns.items():
-        for g, v in zip(groups, values):
-            setattr(g, name, v)
-        setattr(total, name, sum(values))
-
-
-def grouped_percentile(codes: Any, values: Any, qs: Sequence[float], n: int) -> list[Any]:
-    """For each q of ``qs``, the q-th percentile of ``values`` per group code (0..n-1; a
-    negative value: none), NaN for a group with none — tui/core/stats.py's definition
-    (type 7: x[⌊r⌋] + (r − ⌊r⌋)(x[⌊r⌋+1] − x[⌊r⌋]), r = (k − 1)·q/100 over a group's k
-    sorted values), every group at once from one sort (tests hold the two equal)."""
-    import numpy as np
-
-    keep = values >= 0
-    cs, vs = codes[keep], values[keep]
-    vs = vs[np.lexsort((vs, cs))] if n > 1 else np.sort(vs)
-    counts = np.bincount(cs, minlength=n)
-    starts = np.cumsum(counts) - counts
-    has = counts > 0
-    base = starts[has]
-    out = []
-    for q in qs:
-        row = np.full(n, np.nan)
-        r = (counts[has] - 1) * q / 100.0
-        lo = np.floor(r).astype(np.int64)
-        hi = np.minimum(lo + 1, counts[has] - 1)
-        low, high = vs[base + lo], vs[base + hi]
-        row[has] = low + (r - lo) * (high - low)
-        out.append(row)
-    return out
-
-
-def _energy(
-    con: sqlite3.Connection, upstream: int | None, since: float, until: float
-) -> list[tuple[float, float, float]]:
-    if upstream is None:
-        return []
-    rows = con.execute(
-        "SELECT t0, t1, joules FROM energy WHERE upstream = ? AND t0 < ? AND t1 > ? ORDER BY t0",
-        (upstream, until, since),
-    )
-    spans: list[tuple[float, float, float]] = []
-    end = -1.0
-    for t0, t1, joules in rows:
-        if t0 >= end:  # spans of two writers may overlap: the first one stands
-            spans.append((float(t0), float(t1), float(joules)))
-            end = float(t1)
-    return spans
-
-
-def query_plan(con: sqlite3.Connection, by: Sequence[Dimension] = ("client",)) -> list[str]:
-    """SQLite's plan for the window's read (docs/ledger.md shows it): an index search."""
-    parts = ["COALESCE(upstream, -1)", *(KEY_SQL[d] for d in by)]
-    parts += [expr for _n, expr in _COLUMNS]
-    sql = f"SELECT {', '.join(f'group_concat({e})' for e in parts)} FROM requests "
-    sql += "WHERE t0 >= ?1 AND t0 < ?2"
-    rows = con.execute("EXPLAIN QUERY PLAN " + sql, (0.0, 1.0, 0.0)).fetchall()
-    return [str(r[-1]) for r in rows]
+def query_plan(con: sqlite3.Connection) -> list[str]:
+    """SQLite's plans for a window's reads (docs/ledger.md shows them): the packs by
+    their hour key, the hours not packed by the ``requests_t0`` index — never a scan."""
+    plans = []
+    for what, sql, args in (
+        ("packs", PACKS_SQL, (0, 1, 0)),
+        ("rows", READ_SQL, (0.0, 1.0)),
+    ):  # fmt: skip
+        rows = con.execute("EXPLAIN QUERY PLAN " + sql, args).fetchall()
+        plans.append(f"{what}: " + "; ".join(str(r[-1]) for r in rows))
+    return plans

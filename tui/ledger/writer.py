@@ -14,7 +14,10 @@ and counted; a write that fails (a full disk, a file made read-only, another pro
 holding the lock past the busy timeout) loses its batch, counted. Either is said once
 through ``note`` (and said again, once, when writing works again); the requests
 themselves are served as ever. Retention (:mod:`tui.ledger.retention`) runs on the same
-thread, at start and every :data:`PRUNE_EVERY_S`.
+thread, at start and every :data:`PRUNE_EVERY_S`; so does packing the hours that are due
+(:func:`tui.ledger.shares.pack_due`, every :data:`PACK_EVERY_S`, at most
+:data:`PACK_BUDGET_S` at a time between batches of rows — sooner again while hours are
+left, as after an upgrade).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Final
 from tui.core.outcome import RequestOutcome
 from tui.ledger.columns import INSERT, TEXT_AT, row_of
 from tui.ledger.retention import Retention, collect_texts, prune
+from tui.ledger.shares import drop_damaged, pack_due
 from tui.ledger.store import connect
 
 BATCH: Final = 512
@@ -38,6 +42,8 @@ QUEUE_LIMIT: Final = 4096
 PRUNE_EVERY_S: Final = 600.0
 COLLECT_EVERY_S: Final = 86_400.0
 CLOSE_WAIT_S: Final = 5.0
+PACK_EVERY_S: Final = 60.0
+PACK_BUDGET_S: Final = 1.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,8 @@ class LedgerSink:
         self.dropped = 0  # the queue was full
         self.lost = 0  # a write failed
         self.pruned = 0
+        self.packed = 0  # hours packed
+        self._said_pack = False
         self._uncollected = 0  # requests deleted since names were last collected
         self._next_collect = 0.0
         self._busy = False  # a batch taken from the queue is being written
@@ -165,9 +173,9 @@ class LedgerSink:
                 pass
 
     def _run(self) -> None:
-        next_prune = 0.0
+        next_prune = next_pack = 0.0
         while True:
-            self._wake.wait(timeout=1.0)
+            self._wake.wait(timeout=max(0.0, min(1.0, next_pack - time.monotonic())))
             self._wake.clear()
             while self._queue:
                 self._busy = True
@@ -182,6 +190,9 @@ class LedgerSink:
             if now >= next_prune:
                 next_prune = now + PRUNE_EVERY_S
                 self._prune()
+            if now >= next_pack:
+                more = self._pack()
+                next_pack = time.monotonic() + (0.05 if more else PACK_EVERY_S)
 
     def _write(self, items: list[RequestOutcome | EnergySpan]) -> None:
         try:
@@ -206,6 +217,7 @@ class LedgerSink:
 
     def _prune(self) -> None:
         try:
+            drop_damaged(self.con)
             n = prune(self.con, self.retention, time.time())
             self.pruned += n
             self._uncollected += n
@@ -216,6 +228,19 @@ class LedgerSink:
                 collect_texts(self.con)
         except sqlite3.Error as e:
             self.note(f"ledger {self.path}: retention could not run ({e})")
+
+    def _pack(self) -> bool:
+        """Pack the hours that are due, for at most :data:`PACK_BUDGET_S`; True: some
+        were (more may be left)."""
+        try:
+            packed = pack_due(self.con, budget_s=PACK_BUDGET_S)
+        except sqlite3.Error as e:
+            if not self._said_pack:
+                self._said_pack = True
+                self.note(f"ledger {self.path}: hours could not be packed ({e}); read from rows")
+            return False
+        self.packed += packed
+        return packed > 0
 
     # -- the end -----------------------------------------------------------------------
     def flush(self, timeout: float = CLOSE_WAIT_S) -> bool:

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from tui.telemetry.sampler import TelemetrySample
 from tui.transport.access import USER_AGENT, HttpAccess, split_credentials
 
-LOCAL = "local"
+# Whose hardware the panel shows: this machine, a host over ssh, or an exporter's URL.
+SourceKind = Literal["local", "ssh", "exporter"]
+LOCAL: SourceKind = "local"
 _HOST = re.compile(r"^[A-Za-z0-9._%\[\]:-]+$")  # a host name, IPv4 or [IPv6]
 _USER = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -37,7 +39,7 @@ class SourceError(ValueError):
 class SourceSpec:
     """A parsed telemetry source (see the module docstring)."""
 
-    kind: str  # "local" | "ssh" | "exporter"
+    kind: SourceKind
     host: str = ""  # ssh: the host as the user's ssh config knows it
     user: str | None = None
     port: int | None = None

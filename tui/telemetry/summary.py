@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tui.telemetry.devices.nvml import GpuStatus
 from tui.telemetry.sampler import TelemetrySample
 from tui.telemetry.sources import settled
 
@@ -43,7 +44,7 @@ class HardwareSummary:
     ram_used_peak_bytes: int | None = None
     ram_total_bytes: int | None = None
     ram_label: str | None = None
-    gpu_status: str | None = None
+    gpu_status: GpuStatus | None = None
     gpu_message: str | None = None
     gpus: list[GpuSummary] = field(default_factory=list)
 

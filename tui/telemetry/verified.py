@@ -9,16 +9,19 @@ the real thing (and say where the record of that run is).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-REAL = "real hardware"
-FIXTURES = "fixtures only"
-NOT_RUN = "not run on the real thing"
+# How a hardware source was checked (doctor's table says it).
+Checked = Literal["real hardware", "fixtures only", "not run on the real thing"]
+REAL: Checked = "real hardware"
+FIXTURES: Checked = "fixtures only"
+NOT_RUN: Checked = "not run on the real thing"
 
 
 @dataclass(frozen=True)
 class Verification:
     source: str
-    status: str  # REAL | FIXTURES | NOT_RUN
+    status: Checked
     evidence: str
 
 

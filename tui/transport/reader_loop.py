@@ -233,10 +233,11 @@ async def relay_into(
     """Every event of the stream passed to ``sink`` (on the caller's loop), up to the
     Finished or Failed that ends it.
 
-    A caller on the reader's own loop (the bench: :meth:`HttpReader.on_running_loop`)
-    gets each event the moment it is emitted, from the reading task itself: no batch, no
-    queue, no second task woken per read (at one token per read those hops were a third
-    of the client's CPU per token). Elsewhere the events come by :func:`relay_batches`.
+    A caller on the reader's own loop (the bench: :meth:`HttpReader.on_running_loop`; the
+    chat's engine host of an HTTP engine) gets each event the moment it is emitted, from
+    the reading task itself: no batch, no queue, no second task woken per read (at one
+    token per read those hops were a third of the client's CPU per token). Elsewhere the
+    events come by :func:`relay_batches`.
     """
     if reader.loop is not _running_loop():
         async for batch in relay_batches(reader, run, cancel):

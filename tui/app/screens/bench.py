@@ -33,6 +33,7 @@ from textual.widgets import (
 )
 
 from tui.bench.report.format import last_request_line
+from tui.bench.report.shape import Summary
 from tui.bench.run.plan import BenchError, BenchPlan, parse_concurrency
 from tui.bench.run.results import BenchResult, BenchUpdate
 from tui.bench.run.runner import BenchRunner
@@ -60,7 +61,7 @@ class BenchDone(Message):
     """The bench ended (finished or stopped); its report is in ``out`` unless ``error``."""
 
     def __init__(
-        self, summary: dict[str, Any] | None, out: Path, partial: bool, error: str | None = None
+        self, summary: Summary | None, out: Path, partial: bool, error: str | None = None
     ) -> None:
         super().__init__()
         self.summary, self.out, self.partial, self.error = summary, out, partial, error
@@ -335,7 +336,7 @@ class BenchScreen(Screen[None]):
             self.notify(message.error, severity="error")
             return
         table = self.query_one("#levels", DataTable)
-        for e in (message.summary or {}).get("engines", []):
+        for e in message.summary["engines"] if message.summary else []:
             if e["error"]:
                 why = Text(terminal_label(e["error"], 40))
                 table.add_row(_cell(e["name"]), "—", "0", "—", "—", "—", "—", why)

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 from tui.bench.compare.markdown import HEAD, row_cells
 from tui.bench.compare.ratios import compare_reports
 from tui.bench.report.markdown import markdown as report_markdown
+from tui.bench.report.shape import BenchReport
 from tui.core.safe_text import markup_label, terminal_label, terminal_safe
 
 
@@ -38,7 +39,7 @@ class CompareScreen(Screen[None]):
 
     BINDINGS = [Binding("escape", "back", "Back", id="compare_back")]
 
-    def __init__(self, a: tuple[Path, dict[str, Any]], b: tuple[Path, dict[str, Any]]) -> None:
+    def __init__(self, a: tuple[Path, BenchReport], b: tuple[Path, BenchReport]) -> None:
         super().__init__(id="compare")
         self.a, self.b = a, b
         self.result: dict[str, Any] | None = None
@@ -110,7 +111,7 @@ class CompareApp(App[None]):
     """``infertop compare A B --ui``: the compare screen on its own."""
 
     def __init__(
-        self, path_a: Path, report_a: dict[str, Any], path_b: Path, report_b: dict[str, Any]
+        self, path_a: Path, report_a: BenchReport, path_b: Path, report_b: BenchReport
     ) -> None:
         super().__init__()
         self.pair = ((path_a, report_a), (path_b, report_b))

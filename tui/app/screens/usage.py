@@ -37,14 +37,16 @@ class UsageRead(Message):
 
 def read_usage(ledger: Any, since: float, until: float, upstream: str | None) -> dict[str, Any]:
     """In a thread: the window's usage per client and per model, and tokens over time."""
-    from tui.ledger.history import over_time
-    from tui.ledger.usage import usage
+    from tui.ledger.history import over_time_of
+    from tui.ledger.usage import summarize, texts_of, window_of
 
     def query(con: Any) -> dict[str, Any]:
+        window = window_of(con, since, until, upstream)  # read once: packs and rows
+        names = texts_of(con)
         return {
-            "clients": usage(con, since, until, ("client",), upstream),
-            "models": usage(con, since, until, ("model",), upstream),
-            "series": over_time(con, since, until, 60, 3, upstream),
+            "clients": summarize(window, names, ("client",)),
+            "models": summarize(window, names, ("model",)),
+            "series": over_time_of(window, names, 60, 3),
         }
 
     result: dict[str, Any] = ledger.read(query)

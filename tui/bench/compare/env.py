@@ -19,6 +19,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui.bench.report.shape import BenchReport, EngineEntry
+
 NOT_RECORDED = "(not recorded)"
 # measured per run, or naming the engine (the pairing already says which engines meet)
 SKIP_PLAN = {"engines"}
@@ -40,7 +42,7 @@ def _without_port(url: Any) -> Any:
     return f"{parts.scheme}://{parts.hostname}{parts.path}"
 
 
-def _engine_fields(engine: dict[str, Any] | None, report: dict[str, Any]) -> dict[str, Any]:
+def _engine_fields(engine: EngineEntry | None, report: BenchReport) -> dict[str, Any]:
     if engine is None:
         return {}
     stamps = ((report.get("environment") or {}).get("stamp_sources") or {}).get(engine.get("name"))
@@ -82,7 +84,7 @@ def _diff(a: Any, b: Any, prefix: str) -> list[dict[str, Any]]:
 
 
 def environment_differences(
-    a: dict[str, Any], b: dict[str, Any], pairs: list[tuple[str, str]]
+    a: BenchReport, b: BenchReport, pairs: list[tuple[str, str]]
 ) -> list[dict[str, Any]]:
     """Each field that differs, with both values and a one-line ``text``."""
     env_a = {k: v for k, v in (a.get("environment") or {}).items() if k not in SKIP_ENVIRONMENT}

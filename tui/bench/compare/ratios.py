@@ -43,6 +43,7 @@ from typing import Any
 from tui.bench.compare.boot import percentile_interval, resampled_statistics
 from tui.bench.compare.env import environment_differences
 from tui.bench.compare.samples import LevelSample, RequestSample, level_samples
+from tui.bench.report.shape import BenchReport
 from tui.core.stats import median, weighted_percentile
 
 SCHEMA = "infertop.compare/1"
@@ -171,7 +172,7 @@ def compare_levels(
     return rows
 
 
-def engine_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, str]], list[str]]:
+def engine_pairs(a: BenchReport, b: BenchReport) -> tuple[list[tuple[str, str]], list[str]]:
     """Engines to compare: by name where the reports share names, else by position when
     they hold the same number of engines. Returns the pairs and notes on what was done."""
     names_a = [e["name"] for e in a.get("engines") or []]
@@ -201,7 +202,7 @@ def engine_pairs(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[tuple[str, 
 
 
 def compare_two(
-    a: dict[str, Any], b: dict[str, Any], n_boot: int = N_BOOT, seed: int = SEED
+    a: BenchReport, b: BenchReport, n_boot: int = N_BOOT, seed: int = SEED
 ) -> dict[str, Any]:
     """B against A: rows of ratios, environment differences and notes."""
     pairs, notes = engine_pairs(a, b)
@@ -254,7 +255,7 @@ def _ttfo_notes(
 
 
 def compare_reports(
-    reports: list[tuple[Path, dict[str, Any]]], n_boot: int = N_BOOT, seed: int = SEED
+    reports: list[tuple[Path, BenchReport]], n_boot: int = N_BOOT, seed: int = SEED
 ) -> dict[str, Any]:
     """Every report after the first against the first (the baseline, A)."""
     if len(reports) < 2:
@@ -275,7 +276,7 @@ def compare_reports(
     }
 
 
-def describe(path: Path, report: dict[str, Any]) -> dict[str, Any]:
+def describe(path: Path, report: BenchReport) -> dict[str, Any]:
     return {
         "path": str(path),
         "started_at": report.get("started_at"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tui.bench.report.shape import BenchReport
 from tui.core.metrics import itl_weights_in
 
 MEASURED_PHASES = ("cold", "warm")
@@ -50,7 +51,7 @@ class LevelSample:
         return self.has_ttfo and other.has_ttfo and (self.ttfo_differs or other.ttfo_differs)
 
 
-def level_samples(report: dict[str, Any]) -> dict[tuple[str, str], LevelSample]:
+def level_samples(report: BenchReport) -> dict[tuple[str, str], LevelSample]:
     """Per (engine, level label), from report.json's records (cold and warm phases)."""
     out: dict[tuple[str, str], LevelSample] = {}
     for eng in report.get("engines") or []:

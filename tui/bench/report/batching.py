@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport
 from tui.bench.report.svg import COLORS, Plot
 
 
@@ -18,7 +19,7 @@ def _alpha(a: dict[str, Any]) -> str:
     return f"{a['estimate']:.3f} [{a['low']:.3f}, {a['high']:.3f}]"
 
 
-def batching_markdown(report: dict[str, Any]) -> list[str]:
+def batching_markdown(report: BenchReport) -> list[str]:
     """The "Batching model" section: α with its interval, then measured vs fitted per N."""
     engines = [e for e in report["summary"]["engines"] if e.get("batching")]
     fits = [e for e in engines if e["batching"].get("alpha")]
@@ -76,7 +77,7 @@ def batching_markdown(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def batching_plot(report: dict[str, Any]) -> str | None:
+def batching_plot(report: BenchReport) -> str | None:
     """batching.svg: measured T_total (points) and the fitted curve (line) against N."""
     fits = {
         e["name"]: e["batching"]

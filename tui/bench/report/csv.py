@@ -6,6 +6,8 @@ import csv
 import io
 from typing import Any
 
+from tui.bench.report.shape import BenchReport
+
 RECORD_COLUMNS = (  # taken from the request's record
     "engine",
     "phase",
@@ -66,17 +68,18 @@ WHY_COLUMNS = (  # its breakdown and verdict (tui/core/verdict.py)
 COLUMNS = (*RECORD_COLUMNS, *METRIC_COLUMNS, *WHY_COLUMNS, "j_per_token", "error_kind", "error")
 
 
-def _request_energy(report: dict[str, Any]) -> dict[tuple[str, str], float]:
+def _request_energy(report: BenchReport) -> dict[tuple[str, str], float]:
     """(engine, request id) → J/token, from the levels' energy (requests that ran alone)."""
     out: dict[tuple[str, str], float] = {}
-    for e in report.get("summary", {}).get("engines", []):
-        for lv in [*e.get("levels", []), e.get("cold") or {}]:
+    for e in report.get("summary", {}).get("engines", []):  # (a report missing its parts)
+        cold = e.get("cold")
+        for lv in [*e.get("levels", []), *([cold] if cold else [])]:
             per = (lv.get("energy") or {}).get("requests") or {}
             out.update(((e["name"], rid), v) for rid, v in per.items())
     return out
 
 
-def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def rows(report: BenchReport) -> list[dict[str, Any]]:
     out = []
     energy = _request_energy(report)
     for engine in report["engines"]:
@@ -97,7 +100,7 @@ def rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                 draft_n=v.get("drafted"),
                 draft_n_accepted=v.get("accepted"),
             )
-            row["j_per_token"] = energy.get((engine["name"], rec.get("request_id")))
+            row["j_per_token"] = energy.get((engine["name"], str(rec.get("request_id"))))
             row["error_kind"] = rec["timeline"].get("error_kind")
             row["error"] = m.get("error")
             out.append(row)
@@ -120,7 +123,7 @@ def cell(value: Any) -> Any:
     return value
 
 
-def csv_text(report: dict[str, Any]) -> str:
+def csv_text(report: BenchReport) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tui.bench.report.format import DASH, ci, num, table
+from tui.bench.report.shape import BenchReport
 from tui.bench.report.svg import COLORS, Plot
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def _ratio(r: dict[str, Any] | None) -> str:
     return f"{r['ratio']:.2f}× [{r['low']:.2f}, {r['high']:.2f}]"
 
 
-def depth_markdown(report: dict[str, Any]) -> list[str]:
+def depth_markdown(report: BenchReport) -> list[str]:
     """The "Context depth" section (no lines when no engine measured a depth)."""
     engines = [e for e in report["summary"]["engines"] if e.get("depth")]
     if not engines:
@@ -74,7 +75,7 @@ def depth_markdown(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _depth_plot(report: dict[str, Any], metric: str, title: str, ylabel: str) -> str:
+def _depth_plot(report: BenchReport, metric: str, title: str, ylabel: str) -> str:
     series: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for e in report["summary"]["engines"]:
         pts = []
@@ -112,7 +113,7 @@ def _depth_plot(report: dict[str, Any], metric: str, title: str, ylabel: str) ->
     return p.render()
 
 
-def depth_plots(report: dict[str, Any]) -> dict[str, str]:
+def depth_plots(report: BenchReport) -> dict[str, str]:
     """depth_tps.svg and depth_ttft.svg (median and 95 % interval against depth)."""
     if not any(e.get("depth") for e in report["summary"]["engines"]):
         return {}

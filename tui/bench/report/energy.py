@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport, LevelSummary
 
 
-def jpt_cell(level: dict[str, Any] | None) -> str:
+def jpt_cell(level: LevelSummary | None) -> str:
     """ "0.421" or "0.421 (est.)" — a level's J/token for a table cell."""
-    e = (level or {}).get("energy") or {}
+    e = (level.get("energy") if level else None) or {}
     jpt = e.get("j_per_token")
     if jpt is None:
         return DASH
@@ -31,11 +32,11 @@ def _how(d: dict[str, Any]) -> str:
     return f"integrated from {d.get('source') or 'power'}{rate} (est.)"
 
 
-def energy_markdown(report: dict[str, Any]) -> list[str]:
+def energy_markdown(report: BenchReport) -> list[str]:
     """The "Energy per token" section; nothing when energy was not measured."""
     src = report.get("energy_source")
     engines = report["summary"]["engines"]
-    levels = [(e, lv) for e in engines for lv in e["levels"] if lv.get("energy")]
+    levels = [(e, lv, en) for e in engines for lv in e["levels"] if (en := lv.get("energy"))]
     if not src:
         return []
     lines = ["## Energy per token", ""]
@@ -43,8 +44,7 @@ def energy_markdown(report: dict[str, Any]) -> list[str]:
     if not levels:
         return lines + [f"No energy or power reading from {where}.", ""]
     rows = []
-    for e, lv in levels:
-        en = lv["energy"]
+    for e, lv, en in levels:
         domains = "; ".join(
             f"{d['domain']}: {num(d.get('joules'), 1)} J, {_how(d)}" for d in en["domains"]
         )

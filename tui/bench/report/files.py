@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from tui.bench.report.atomic import write_atomic
 from tui.bench.report.check import report_problem
@@ -19,6 +19,7 @@ from tui.bench.report.csv import csv_text
 from tui.bench.report.markdown import markdown
 from tui.bench.report.model_file import model_file
 from tui.bench.report.plots import plots
+from tui.bench.report.shape import BenchReport, EngineEntry
 from tui.bench.run.records import finite
 from tui.bench.run.results import BenchResult
 from tui.bench.stats.aggregate import summarize_result
@@ -29,10 +30,10 @@ SCHEMA = "infertop.bench/1"
 FILES = ("report.json", "report.csv", "report.md")
 
 
-def build_report(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+def build_report(result: BenchResult, n_boot: int = N_BOOT) -> BenchReport:
     """The report dictionary. Records come finite from RequestRecord.to_dict (and are
     not walked again: they hold every chunk stamp); the rest is made finite here."""
-    engines = []
+    engines: list[EngineEntry] = []
     baselines = twin_baselines(result.engines)
     for run in result.engines:
         records = run.records()
@@ -84,7 +85,7 @@ def write_report(result: BenchResult, out: Path, n_boot: int = N_BOOT) -> list[P
     return write_report_dict(build_report(result, n_boot), out)
 
 
-def write_report_dict(report: dict[str, Any], out: Path) -> list[Path]:
+def write_report_dict(report: BenchReport, out: Path) -> list[Path]:
     """Write the files of an already built report (see :func:`build_report`)."""
     written: list[Path] = []
     # JSON last: a reader that sees the new report.json also finds its companions.
@@ -99,7 +100,7 @@ def write_report_dict(report: dict[str, Any], out: Path) -> list[Path]:
     return written
 
 
-def _json_bytes(report: dict[str, Any]) -> bytes:
+def _json_bytes(report: BenchReport) -> bytes:
     """Compact UTF-8 JSON, one line; orjson when installed (C speed: reports hold every
     chunk stamp, and indenting tripled the file: 21 MB for 512 requests of 256 tokens).
     ``jq . report.json`` shows it indented."""
@@ -111,8 +112,10 @@ def _json_bytes(report: dict[str, Any]) -> bytes:
     return orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    """Read a report.json (or the folder holding one); ValueError with a one-line reason."""
+def load_report(path: Path) -> BenchReport:
+    """Read a report.json (or the folder holding one); ValueError with a one-line reason.
+    What ``compare`` reads is checked (tui/bench/report/check.py); the rest is taken as
+    infertop writes it (a report that lacks it fails where it is shown)."""
     p = path / "report.json" if path.is_dir() else path
     try:
         data = json.loads(p.read_bytes())
@@ -127,4 +130,4 @@ def load_report(path: Path) -> dict[str, Any]:
     why = report_problem(data)
     if why is not None:
         raise ValueError(f"{p}: not a readable bench report: {why}")
-    return data
+    return cast(BenchReport, data)

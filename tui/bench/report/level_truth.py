@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.bench.report.shape import BenchReport, LevelSummary
+
 DASH = "–"
 
 
@@ -20,7 +22,7 @@ def _pair(engine: Any, ours: Any, digits: int = 1) -> str:
     return f"{_n(engine, digits)} · {_n(ours, digits)}"
 
 
-def _vllm_row(lv: dict[str, Any], t: dict[str, Any]) -> list[str]:
+def _vllm_row(lv: LevelSummary, t: dict[str, Any]) -> list[str]:
     h, p = t.get("histograms", {}), lv["percentiles"]
     ttft, tpot, e2e = h.get("ttft_ms", {}), h.get("tpot_ms", {}), h.get("e2e_ms", {})
     itl = h.get("itl_ms", {})
@@ -36,7 +38,7 @@ def _vllm_row(lv: dict[str, Any], t: dict[str, Any]) -> list[str]:
     ]
 
 
-def _llama_row(lv: dict[str, Any], t: dict[str, Any]) -> list[str]:
+def _llama_row(lv: LevelSummary, t: dict[str, Any]) -> list[str]:
     dec = (lv["medians"].get("decode_tps") or {}).get("estimate")
     return [
         lv["label"],
@@ -47,25 +49,25 @@ def _llama_row(lv: dict[str, Any], t: dict[str, Any]) -> list[str]:
     ]
 
 
-def truth_markdown(report: dict[str, Any], table: Any) -> list[str]:
+def truth_markdown(report: BenchReport, table: Any) -> list[str]:
     """The sections, in report.md's style (``table`` is report_md's table helper)."""
     lines: list[str] = []
     for e in report["summary"]["engines"]:
-        levels = [lv for lv in e["levels"] if lv.get("engine_truth")]
+        levels = [(lv, t) for lv in e["levels"] if (t := lv.get("engine_truth"))]
         if not levels:
             continue
-        source = levels[0]["engine_truth"]["source"]
+        source = levels[0][1]["source"]
         lines += [f"## The engine's own account: {e['name']}", "", f"From {source}.", ""]
         if e["kind"] == "vllm":
             head = ["level", "requests (engine / ours ok)", "TTFT p50 ms (engine · ours)"]
             head += ["TTFT p90", "ITL p50", "TPOT p50", "e2e p50", "queue p50 ms (engine)"]
-            rows = [_vllm_row(lv, lv["engine_truth"]) for lv in levels]
+            rows = [_vllm_row(lv, t) for lv, t in levels]
             lines += table(head, rows)
             lines += ["Engine quantiles are interpolated in its histogram buckets.", ""]
         else:
             head = ["level", "generated tokens", "prefill tok/s per slot"]
             head += ["decode tok/s per slot (engine · our median)", "tokens per decode call"]
-            lines += table(head, [_llama_row(lv, lv["engine_truth"]) for lv in levels])
+            lines += table(head, [_llama_row(lv, t) for lv, t in levels])
     lines += extra_requests_markdown(report, table)
     own = report.get("own_cpu")
     if own:
@@ -85,7 +87,7 @@ def truth_markdown(report: dict[str, Any], table: Any) -> list[str]:
     return lines
 
 
-def extra_requests_markdown(report: dict[str, Any], table: Any) -> list[str]:
+def extra_requests_markdown(report: BenchReport, table: Any) -> list[str]:
     """Every request the bench made that was not a measured request."""
     rows = []
     for e in report["summary"]["engines"]:

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport
 from tui.bench.report.svg import COLORS, Plot
 
 
-def pareto_points(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def pareto_points(report: BenchReport) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for e in report["summary"]["engines"]:
         pts = []
@@ -37,12 +38,12 @@ def pareto_points(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def slo_line(report: dict[str, Any]) -> float | None:
+def slo_line(report: BenchReport) -> float | None:
     tpot = (report["plan"].get("slo") or {}).get("tpot_ms")
     return 1000.0 / tpot if tpot else None
 
 
-def pareto_markdown(report: dict[str, Any]) -> list[str]:
+def pareto_markdown(report: BenchReport) -> list[str]:
     series = pareto_points(report)
     if not series or all(len(p) < 2 for p in series.values()):
         return []
@@ -68,7 +69,7 @@ def pareto_markdown(report: dict[str, Any]) -> list[str]:
     )
 
 
-def pareto_plot(report: dict[str, Any]) -> str | None:
+def pareto_plot(report: BenchReport) -> str | None:
     series = pareto_points(report)
     if not series or all(len(p) < 2 for p in series.values()):
         return None

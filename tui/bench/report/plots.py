@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tui.bench.report.batching import batching_plot
 from tui.bench.report.depth import depth_plots
 from tui.bench.report.pareto import pareto_plot
 from tui.bench.report.reasoning import run_reasoned
+from tui.bench.report.shape import BenchReport
 from tui.bench.report.svg import ecdf_plot, headline_records, throughput_plot
 from tui.core.metrics import itl_weights_in
 
 
-def plots(report: dict[str, Any]) -> dict[str, str]:
+def plots(report: BenchReport) -> dict[str, str]:
     recs = headline_records(report)
     ttft = {
         n: [r["metrics"]["ttft_ms"] for r in rs if r["metrics"]["ttft_ms"] is not None]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, ci, num, table
+from tui.bench.report.shape import BenchReport, EngineSummary, LevelSummary
 
 DEFINITIONS = (
     "TTFT counts a first reasoning token as generated text. "
@@ -19,12 +20,12 @@ DEFINITIONS = (
 )
 
 
-def _levels(engine: dict[str, Any]) -> list[dict[str, Any]]:
-    cold = engine.get("cold")
+def _levels(engine: EngineSummary) -> list[LevelSummary]:
+    cold = engine.get("cold")  # (.get: a report written before the key existed)
     return list(engine.get("levels") or []) + ([cold] if cold else [])
 
 
-def run_reasoned(report: dict[str, Any]) -> bool:
+def run_reasoned(report: BenchReport) -> bool:
     """Some request of some engine's level reasoned (then TTFO is shown beside TTFT)."""
     return any(lv.get("reasoning") for e in report["summary"]["engines"] for lv in _levels(e))
 
@@ -34,7 +35,7 @@ def _tokens(iv: dict[str, Any] | None, estimated: bool) -> str:
     return cell + " (est.)" if (estimated and cell != DASH) else cell
 
 
-def reasoning_markdown(report: dict[str, Any]) -> list[str]:
+def reasoning_markdown(report: BenchReport) -> list[str]:
     """The "Reasoning and answer" section ([] when no request reasoned)."""
     rows, notes = [], []
     estimated = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport
 
 
 def _pct(x: float | None) -> str:
@@ -26,7 +27,7 @@ def _asked(a: dict[str, Any]) -> str:
     return text + f", seed {s['seed']}"
 
 
-def arrivals_markdown(report: dict[str, Any]) -> list[str]:
+def arrivals_markdown(report: BenchReport) -> list[str]:
     rows = []
     for e in report["summary"]["engines"]:
         for lv in e["levels"]:
@@ -75,7 +76,7 @@ def arrivals_markdown(report: dict[str, Any]) -> list[str]:
     )
 
 
-def slo_markdown(report: dict[str, Any]) -> list[str]:
+def slo_markdown(report: BenchReport) -> list[str]:
     from tui.bench.stats.slo import slo_definition
 
     rows = []
@@ -120,7 +121,7 @@ def slo_markdown(report: dict[str, Any]) -> list[str]:
     )
 
 
-def capacity_markdown(report: dict[str, Any]) -> list[str]:
+def capacity_markdown(report: BenchReport) -> list[str]:
     lines: list[str] = []
     for e in report["summary"]["engines"]:
         cap = e.get("capacity_search")

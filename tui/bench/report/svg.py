@@ -17,6 +17,8 @@ from html import escape
 from itertools import accumulate
 from typing import Any
 
+from tui.bench.report.shape import BenchReport
+
 W, H = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 70, 150, 40, 50
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
@@ -126,7 +128,7 @@ class Plot:
         return "\n".join(out)
 
 
-def headline_records(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def headline_records(report: BenchReport) -> dict[str, list[dict[str, Any]]]:
     heads = {e["name"]: e["headline"] for e in report["summary"]["engines"]}
     return {
         e["name"]: [
@@ -185,7 +187,7 @@ def ecdf_plot(
     return p.render()
 
 
-def throughput_plot(report: dict[str, Any]) -> str:
+def throughput_plot(report: BenchReport) -> str:
     series: dict[str, list[tuple[int, float]]] = {}
     for e in report["summary"]["engines"]:
         series[e["name"]] = [

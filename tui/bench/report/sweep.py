@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport
 
 MIB = 2**20
 
@@ -67,7 +68,7 @@ def sweep_rows(sweep: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def sweep_markdown(report: dict[str, Any]) -> list[str]:
+def sweep_markdown(report: BenchReport) -> list[str]:
     """The "Sweep" section; nothing when the bench was not a sweep."""
     sweep = report.get("sweep")
     if not sweep:

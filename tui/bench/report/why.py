@@ -5,14 +5,14 @@ tok/s per level (tui/bench/stats/why.py)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport, EngineEntry
 from tui.core.spec import pct
 from tui.core.verdict import VERDICT_KINDS
 
 
-def verdict_counts(engine: dict[str, Any]) -> dict[str, Counter[str]]:
+def verdict_counts(engine: EngineEntry) -> dict[str, Counter[str]]:
     """Level label → verdict kind → requests (cold and warm requests)."""
     out: dict[str, Counter[str]] = {}
     for rec in engine.get("records", []):
@@ -24,7 +24,7 @@ def verdict_counts(engine: dict[str, Any]) -> dict[str, Counter[str]]:
     return out
 
 
-def why_markdown(report: dict[str, Any]) -> list[str]:
+def why_markdown(report: BenchReport) -> list[str]:
     lines: list[str] = []
     for e in report.get("engines", []):
         counts = verdict_counts(e)

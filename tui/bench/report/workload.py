@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.bench.report.format import DASH, num, table
+from tui.bench.report.shape import BenchReport
 
 
 def _dist(d: dict[str, Any] | None) -> str:
@@ -14,7 +15,7 @@ def _dist(d: dict[str, Any] | None) -> str:
     return f"{num(d['min'], 0)} / {num(d['mean'], 1)} / {num(d['max'], 0)}"
 
 
-def workload_markdown(report: dict[str, Any]) -> list[str]:
+def workload_markdown(report: BenchReport) -> list[str]:
     plan = report["plan"]
     asked = {
         "--input-len": plan.get("input_len"),

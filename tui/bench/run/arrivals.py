@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
-PROCESSES = ("constant", "poisson", "gamma")
+ArrivalProcess = Literal["constant", "poisson", "gamma"]
+PROCESSES: tuple[ArrivalProcess, ...] = ("constant", "poisson", "gamma")
 MAX_ARRIVALS = 1_000_000  # a schedule longer than this is refused (memory, not time)
 
 
@@ -50,9 +51,15 @@ class ArrivalSpec:
     count: int | None = None
     seed: int = 0
 
+    def kind(self) -> ArrivalProcess:
+        """The process, checked to be one of :data:`PROCESSES` (ArrivalError if not)."""
+        for known in PROCESSES:
+            if self.process == known:
+                return known
+        raise ArrivalError(f"arrival process {self.process!r}: one of {', '.join(PROCESSES)}")
+
     def validate(self) -> None:
-        if self.process not in PROCESSES:
-            raise ArrivalError(f"arrival process {self.process!r}: one of {', '.join(PROCESSES)}")
+        self.kind()
         if not (self.rate > 0 and math.isfinite(self.rate)):
             raise ArrivalError(f"--rate must be a positive number of requests/s ({self.rate})")
         if not (self.burstiness > 0 and math.isfinite(self.burstiness)):

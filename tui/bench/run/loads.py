@@ -18,14 +18,19 @@ from collections.abc import Callable
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
-from tui.bench.run.records import LevelRun, RequestRecord, classify, record_outcome
+from tui.bench.run.records import (
+    LevelRun,
+    RequestPhase,
+    RequestRecord,
+    classify,
+    record_outcome,
+)
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed
 from tui.core.metrics import compute_metrics
 from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceMode, continue_or_start
-from tui.engines.base import Engine, GenerationRequest
+from tui.engines.base import Engine, GenerationRequest, stream_guarded
 
 MakeRequest = Callable[[int], GenerationRequest]
 STOP_POLL_S = 0.05
@@ -104,7 +109,7 @@ class RequestDriver:
     async def run(
         self,
         request: GenerationRequest,
-        phase: str,
+        phase: RequestPhase,
         level: str,
         index: int,
         *,
@@ -128,15 +133,11 @@ class RequestDriver:
             cancel.cancel()
         t_call = time.perf_counter_ns()
         try:
-            await self.engine.stream_into(request, cancel, tl.add)
-        except Exception as e:  # an engine that broke its never-raise contract
-            tl.add(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
+            await stream_guarded(self.engine, request, cancel, tl.add)
         finally:
             with self._lock:
                 self._active.discard(cancel)
                 self._live.pop(request.request_id, None)
-        if tl.t_end_ns is None:
-            tl.add(Failed(time.perf_counter_ns(), "the stream ended without Finished", "protocol"))
         status = classify(tl)
         if status == "failed" and cancel.cancelled:
             status = "cancelled"
@@ -187,7 +188,7 @@ class RequestDriver:
 
 
 async def run_sequential(
-    driver: RequestDriver, n: int, make_request: MakeRequest, phase: str, label: str
+    driver: RequestDriver, n: int, make_request: MakeRequest, phase: RequestPhase, label: str
 ) -> list[RequestRecord]:
     out: list[RequestRecord] = []
     for _ in range(n):

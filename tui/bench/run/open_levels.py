@@ -38,8 +38,7 @@ async def run_open_levels(runner: Any, engine: Engine, run: Any, driver: Request
 
     if plan.rate and not runner.stopped:
         spec = plan.arrival_spec(plan.rate)
-        kind = "poisson" if spec.process == "poisson" else spec.process
-        level = LevelRun(run.name, spec.label(), kind, rate=plan.rate)
+        level = LevelRun(run.name, spec.label(), spec.kind(), rate=plan.rate)
         run.levels.append(level)
 
         async def go() -> None:

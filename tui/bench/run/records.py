@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
@@ -35,7 +35,14 @@ def finite(x: Any) -> Any:
 
 # Request phases. Only "cold" and "warm" enter the statistics; warm-up and calibration
 # requests are kept in report.json for the record.
-PHASES = ("calibrate", "warmup", "cold", "warm")
+RequestPhase = Literal["calibrate", "warmup", "cold", "warm"]
+PHASES: tuple[RequestPhase, ...] = ("calibrate", "warmup", "cold", "warm")
+# How a request ended (see RequestRecord).
+RequestStatus = Literal["ok", "failed", "cancelled", "cut"]
+# What a level measured: closed-loop users ("concurrency"), an open-loop arrival process
+# ("constant", "poisson", "gamma": tui/bench/run/arrivals.py), cold starts, a context
+# depth (tui/bench/run/depth.py), a capacity probe (tui/bench/run/capacity.py).
+LevelKind = Literal["concurrency", "constant", "poisson", "gamma", "cold", "depth", "probe"]
 
 
 @dataclass
@@ -51,7 +58,7 @@ class RequestRecord:
     """
 
     engine: str
-    phase: str
+    phase: RequestPhase
     level: str
     index: int
     request_id: str
@@ -59,7 +66,7 @@ class RequestRecord:
     t_end_s: float
     timeline: RequestTimeline
     metrics: RequestMetrics
-    status: str
+    status: RequestStatus
     concurrency: int | None = None
     rate: float | None = None
     load_ms: float | None = None  # cold phase: the time to ready before this request
@@ -171,7 +178,7 @@ def _trace_part(value: Any, digits: int) -> str | None:
     return value if all(c in "0123456789abcdef" for c in value) else None
 
 
-def classify(tl: RequestTimeline) -> str:
+def classify(tl: RequestTimeline) -> RequestStatus:
     """ok / failed / cancelled, from how the stream ended (see RequestRecord.status)."""
     if tl.finish_reason == "cancelled" or tl.error_kind == "cancelled":
         return "cancelled"
@@ -191,7 +198,7 @@ class LevelRun:
 
     engine: str
     label: str  # "c=8", "rate=2", "cold"
-    kind: str  # "concurrency" | "poisson" | "cold"
+    kind: LevelKind
     concurrency: int | None = None
     rate: float | None = None
     records: list[RequestRecord] = field(default_factory=list)

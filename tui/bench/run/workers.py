@@ -197,41 +197,10 @@ async def run_level_in_workers(
     its engine's small calls). Returns whether every worker completed its share; raises
     RuntimeError naming the first worker that could not run."""
     import asyncio
-    import multiprocessing
 
-    ctx = multiprocessing.get_context("spawn")  # the bench process has threads: no fork
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
-    procs, conns = [], []
-    from tui.core.child_python import safe_spawn_environment
-
-    for w, job in enumerate(jobs):
-        recv, send = ctx.Pipe()
-        p = ctx.Process(target=worker_main, args=(job, send), name=f"infertop-bench-{job.worker}")
-        p.daemon = True
-        with safe_spawn_environment():  # its bootstrap must not import from the cwd
-            p.start()
-        send.close()
-        procs.append(p)
-        conns.append(recv)
-
-        def readable(w: int = w, recv: Any = recv) -> None:
-            try:
-                msg = recv.recv()
-            except (EOFError, OSError):
-                loop.remove_reader(recv.fileno())
-                msg = ("exit",)
-            if msg[0] == "records":  # the bulk: taken here, not through the inbox
-                records.extend(msg[1])
-                for record in msg[1]:
-                    on_record(record)
-            else:
-                inbox.put_nowait((w, msg))
-
-        loop.add_reader(recv.fileno(), readable)
-        # uvloop (libuv) makes a watched fd non-blocking; Connection.recv reads a whole
-        # message and must block for its rest (a batch is bigger than the pipe's buffer)
-        os.set_blocking(recv.fileno(), True)
+    procs, conns = _start_workers(jobs, records, on_record, inbox)
     waiting_ready, running = set(range(len(jobs))), set(range(len(jobs)))
     complete = True
     error: str | None = None
@@ -274,17 +243,66 @@ async def run_level_in_workers(
                     tell("stop")
     finally:
         tell("stop")
-        for recv in conns:
-            try:
-                loop.remove_reader(recv.fileno())
-            except (OSError, ValueError):
-                pass
-            recv.close()
-        for p in procs:
-            await loop.run_in_executor(None, p.join, 10)
-            if p.is_alive():
-                p.kill()
-                p.join(5)
+        await _end_workers(loop, procs, conns)
     if error is not None:
         raise RuntimeError(error)
     return complete and not stopped()
+
+
+def _start_workers(
+    jobs: list[WorkerJob], records: list[Any], on_record: Any, inbox: Any
+) -> tuple[list[Any], list[Any]]:
+    """One process per job (spawned: the bench process has threads, so no fork), each
+    read from this loop: records straight into ``records`` and ``on_record``, every
+    other message into ``inbox`` as (worker index, message); ("exit",) when it is gone."""
+    import asyncio
+    import multiprocessing
+
+    from tui.core.child_python import safe_spawn_environment
+
+    ctx = multiprocessing.get_context("spawn")
+    loop = asyncio.get_running_loop()
+    procs, conns = [], []
+    for w, job in enumerate(jobs):
+        recv, send = ctx.Pipe()
+        p = ctx.Process(target=worker_main, args=(job, send), name=f"infertop-bench-{job.worker}")
+        p.daemon = True
+        with safe_spawn_environment():  # its bootstrap must not import from the cwd
+            p.start()
+        send.close()
+        procs.append(p)
+        conns.append(recv)
+
+        def readable(w: int = w, recv: Any = recv) -> None:
+            try:
+                msg = recv.recv()
+            except (EOFError, OSError):
+                loop.remove_reader(recv.fileno())
+                msg = ("exit",)
+            if msg[0] == "records":  # the bulk: taken here, not through the inbox
+                records.extend(msg[1])
+                for record in msg[1]:
+                    on_record(record)
+            else:
+                inbox.put_nowait((w, msg))
+
+        loop.add_reader(recv.fileno(), readable)
+        # uvloop (libuv) makes a watched fd non-blocking; Connection.recv reads a whole
+        # message and must block for its rest (a batch is bigger than the pipe's buffer)
+        os.set_blocking(recv.fileno(), True)
+    return procs, conns
+
+
+async def _end_workers(loop: Any, procs: list[Any], conns: list[Any]) -> None:
+    """Stop reading the workers' pipes and wait for each process (killed after 10 s)."""
+    for recv in conns:
+        try:
+            loop.remove_reader(recv.fileno())
+        except (OSError, ValueError):
+            pass
+        recv.close()
+    for p in procs:
+        await loop.run_in_executor(None, p.join, 10)
+        if p.is_alive():
+            p.kill()
+            p.join(5)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.bench.report.shape import Comparison, EngineSummary, Failure, LevelSummary, Summary
 from tui.bench.run.records import LevelRun, RequestRecord
 from tui.bench.run.results import BenchResult, EngineRun
 from tui.bench.stats.arrivals import arrival_summary
@@ -67,7 +68,7 @@ def summarize_level(
     slo: dict[str, float],
     max_tokens: int,
     n_boot: int = N_BOOT,
-) -> dict[str, Any]:
+) -> LevelSummary:
     recs = [r for r in level.records if r.status != "cancelled"]
     ok = [r for r in recs if r.ok]
     wall = level.wall_s
@@ -76,7 +77,7 @@ def summarize_level(
     eta = total_tps / single_tps if (total_tps and single_tps) else None
     pooled_itl = [x for r in ok for x in r.metrics.itl_token_ms]
     pooled_weights = [w for r in ok for w in r.metrics.itl_token_weights]
-    out: dict[str, Any] = {
+    out: LevelSummary = {
         "label": level.label,
         "kind": level.kind,
         "concurrency": level.concurrency,
@@ -116,6 +117,7 @@ def summarize_level(
         "output_tokens_estimated": any(r.metrics.output_tokens_estimated for r in ok),
         "prefill_estimated": any(r.metrics.prefill_tps_source == "estimate" for r in ok),
         "reasoning": reasoning_summary(ok, n_boot),
+        "cut": sum(1 for r in recs if r.status == "cut"),
     }
     if level.kind == "cold":
         loads = [r.load_ms for r in recs if r.load_ms is not None]
@@ -125,7 +127,6 @@ def summarize_level(
     if level.arrivals is not None:
         out["arrivals"] = arrival_summary(level)
         out["stop_reason"] = level.stop_reason
-    out["cut"] = sum(1 for r in recs if r.status == "cut")
     return out
 
 
@@ -154,7 +155,7 @@ def headline_level(run: EngineRun) -> LevelRun | None:
     return run.levels[0] if run.levels else None
 
 
-def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) -> EngineSummary:
     plan = result.plan
     head = headline_level(run)
     c1 = next((lv for lv in run.levels if lv.concurrency == 1), None)
@@ -171,7 +172,7 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         if cold is not None and run.cold is not None:
             cold["energy"] = level_energy(run.cold, result.energy)
     measured = run.measured()
-    failures = [
+    failures: list[Failure] = [
         {
             "level": r.level,
             "index": r.index,
@@ -182,7 +183,14 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         for r in measured
         if r.status == "failed"
     ]
-    out: dict[str, Any] = {
+    requests = len([r for r in measured if r.status != "cancelled"])
+    ok = sum(1 for r in measured if r.ok)
+    etas = {
+        c: lv["eta"]
+        for lv in levels
+        if lv["kind"] == "concurrency" and (c := lv["concurrency"]) is not None
+    }
+    return {
         "name": run.name,
         "kind": run.kind,
         "error": run.error,
@@ -197,28 +205,25 @@ def summarize_engine(run: EngineRun, result: BenchResult, n_boot: int = N_BOOT) 
         "single_request_tps": single,
         "levels": levels,
         "cold": cold,
-        "requests": len([r for r in measured if r.status != "cancelled"]),
-        "ok": sum(1 for r in measured if r.ok),
+        "requests": requests,
+        "ok": ok,
         "failed": len(failures),
         "cancelled": sum(1 for r in measured if r.status == "cancelled"),
         "failures": failures,
         "warnings": list(run.warnings),
         "setup_requests": dict(run.setup_requests),
         "capacity_search": run.capacity_search,
+        "all_failed": run.error is not None or (requests > 0 and ok == 0),
+        # context depth and the batching-model fit
+        "depth": summarize_depth(run, n_boot),
+        "batching": fit_batching(run.levels, etas, n_boot),
     }
-    out["all_failed"] = run.error is not None or (out["requests"] > 0 and out["ok"] == 0)
-    # context depth and the batching-model fit (imported here: depth_report builds on
-    # this module's helpers)
-    out["depth"] = summarize_depth(run, n_boot)
-    etas = {lv["concurrency"]: lv["eta"] for lv in levels if lv["kind"] == "concurrency"}
-    out["batching"] = fit_batching(run.levels, etas, n_boot)
-    return out
 
 
-def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[Comparison]:
     """Ratios of each engine's headline medians to the first engine's, with intervals."""
     runs = [r for r in result.engines if headline_level(r) is not None]
-    out: list[dict[str, Any]] = []
+    out: list[Comparison] = []
     if len(runs) < 2:
         return out
     base = runs[0]
@@ -249,13 +254,13 @@ def compare(result: BenchResult, n_boot: int = N_BOOT) -> list[dict[str, Any]]:
     return out
 
 
-def fairness(result: BenchResult, engines: list[dict[str, Any]]) -> list[str]:
+def fairness(result: BenchResult, engines: list[EngineSummary]) -> list[str]:
     """Cross-engine checks, as sentences for the report."""
     notes: list[str] = []
     counted = {
-        e["name"]: e["prompt"]["counted_tokens"]
+        e["name"]: prompt["counted_tokens"]
         for e in engines
-        if e.get("prompt") and e["prompt"].get("counted_tokens") is not None
+        if (prompt := e["prompt"]) and prompt.get("counted_tokens") is not None
     }
     if len(counted) >= 2:
         lo, hi = min(counted.values()), max(counted.values())
@@ -341,7 +346,7 @@ def control_notes(run: EngineRun, max_tokens: int, prefix_cache: bool = False) -
     return notes
 
 
-def summarize_result(result: BenchResult, n_boot: int = N_BOOT) -> dict[str, Any]:
+def summarize_result(result: BenchResult, n_boot: int = N_BOOT) -> Summary:
     """Everything report.json's "summary" holds. ``n_boot``: bootstrap resamples per
     interval (checkpoints written mid-bench use fewer; the number is recorded)."""
     engines = [summarize_engine(r, result, n_boot) for r in result.engines]

@@ -38,7 +38,8 @@ DEFAULT_WINDOW = 512
 
 def default_text() -> str:
     """The public-domain text shipped in the package (tui/bench/data)."""
-    return resources.files("tui.bench.sweep").joinpath("data", DEFAULT_TEXT_NAME).read_text("utf-8")
+    data = resources.files("tui.bench.sweep").joinpath("data")  # one name a call: Python 3.10
+    return data.joinpath(DEFAULT_TEXT_NAME).read_text("utf-8")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import abc
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,9 +38,10 @@ from tui.core.cancel import CancelToken
 from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
 from tui.core.outcome import Where
 from tui.engines.base import (
-    BatchedEngine,
+    Engine,
     EngineError,
     EngineSpec,
+    EventSink,
     GenerationRequest,
     controls_from_body,
     refused,
@@ -68,7 +68,7 @@ from tui.transport.http_calls import (
 )
 from tui.transport.http_io import TRANSPORT_ERRORS, EventDeadline, HttpTimeouts, WholeResponse
 from tui.transport.prometheus import Scrape, ScrapeError, parse
-from tui.transport.reader_loop import Emit, HttpReader, relay_batches, relay_into
+from tui.transport.reader_loop import Emit, HttpReader, relay_into
 from tui.transport.sse import EventTooLarge
 from tui.transport.whole import json_body
 
@@ -84,7 +84,7 @@ def trace_header(request: GenerationRequest) -> dict[str, str] | None:
     return {"traceparent": request.trace.traceparent()}
 
 
-class HttpStreamEngine(BatchedEngine):
+class HttpStreamEngine(Engine):
     """An engine that streams its answers over HTTP from a server at ``spec.url``."""
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -174,25 +174,13 @@ class HttpStreamEngine(BatchedEngine):
         return controls_from_body(self.build_body(request))
 
     # --- a stream --------------------------------------------------------------------
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
-        try:
-            request.validate()
-        except EngineError as e:
-            yield list(refused(str(e)))
-            return
-        async for batch in relay_batches(self.reader, partial(self._run, request), cancel):
-            yield batch
-
     async def stream_into(
-        self,
-        request: GenerationRequest,
-        cancel: CancelToken | None,
-        sink: Callable[[StreamEvent], None],
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
     ) -> None:
-        """Each event to ``sink`` straight from the reading task when the caller reads on
-        the reader's loop (tui/transport/reader_loop.py: :func:`relay_into`)."""
+        """Each event to ``sink``: straight from the reading task when the caller runs on
+        the reader's loop (the bench, the chat's engine host), else in the batches of a
+        reader-loop turn, on the caller's loop (tui/transport/reader_loop.py:
+        :func:`relay_into`)."""
         try:
             request.validate()
         except EngineError as e:

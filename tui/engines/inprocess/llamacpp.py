@@ -17,7 +17,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
@@ -27,7 +27,6 @@ from tui.core.cancel import CancelToken
 from tui.core.events import (
     Failed,
     RequestSent,
-    StreamEvent,
 )
 from tui.core.kv import (
     CACHE_TYPE_BYTES,
@@ -35,11 +34,18 @@ from tui.core.kv import (
     UnsupportedLayout,
     layout_from_metadata,
 )
-from tui.engines.base import BatchedEngine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.base import (
+    Engine,
+    EngineError,
+    EngineInfo,
+    EventSink,
+    GenerationRequest,
+    ThreadSink,
+)
 from tui.engines.files.default_model import DEFAULT_MODEL_NAME, resolve_model_path
 from tui.engines.files.ggml_build import cpu_flags, cpu_has_amx
 from tui.engines.files.gguf import FILE_TYPES, check_gguf
-from tui.engines.inprocess.llamacpp_generate import EventSink, generate
+from tui.engines.inprocess.llamacpp_generate import generate
 from tui.engines.inprocess.stderr_capture import captured_stderr
 from tui.transport.handoff import Handoff
 
@@ -48,7 +54,7 @@ UNQUANTISED = frozenset({"f32", "f16", "bf16"})
 # llama.cpp's general.file_type enum -> name (the common ones)
 
 
-class LlamaCppEngine(BatchedEngine):
+class LlamaCppEngine(Engine):
     """llama.cpp in this process. Options (``[engines.X.options]``): ``quiet_stderr``
     (default true: keep llama.cpp's log lines off the terminal), ``seed``,
     ``use_extra_bufts`` (true / false / "auto", the default: llama.cpp's extra buffer
@@ -188,12 +194,16 @@ class LlamaCppEngine(BatchedEngine):
 
     # --- generation -----------------------------------------------------------------
 
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncGenerator[list[StreamEvent], None]:
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None:
+        """The generation thread's events, handed over to the caller's loop in the
+        batches they came in, each to ``sink`` there (in this process: ``isolate =
+        false``; a worker process sends from the thread itself: :meth:`generate_into`)."""
         if self._llm is None or self._executor is None:
             now = time.perf_counter_ns()  # the stream contract: RequestSent, then the end
-            yield [RequestSent(now), Failed(now, "engine is not loaded", "load")]
+            sink(RequestSent(now))
+            sink(Failed(now, "engine is not loaded", "load"))
             return
         loop = asyncio.get_running_loop()
         handoff = Handoff(loop)
@@ -209,13 +219,14 @@ class LlamaCppEngine(BatchedEngine):
         try:
             async with aclosing(handoff.batches_until_close()) as batches:
                 async for batch in batches:
-                    yield batch
+                    for event in batch:
+                        sink(event)
         finally:
             stop.set()
             await asyncio.shield(future)
 
     async def generate_into(
-        self, request: GenerationRequest, cancel: CancelToken, out: EventSink
+        self, request: GenerationRequest, cancel: CancelToken, out: ThreadSink
     ) -> None:
         """Answer ``request`` with every event handed to ``out.put`` *in the generation
         thread*, then ``out.close()``. The worker process uses this to send events from the

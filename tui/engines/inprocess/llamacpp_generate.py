@@ -14,7 +14,7 @@ from __future__ import annotations
 import codecs
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from tui.core.cancel import CancelToken
 from tui.core.events import (
@@ -29,24 +29,16 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import EngineError, GenerationRequest
+from tui.engines.base import EngineError, GenerationRequest, ThreadSink
 
 GENERATION_THREAD_STAMPS = "llama.cpp's generation thread, as each token id is returned"
 KV_FILL_EVERY = 8  # decode tokens between ContextFill events (plus prefill end and the end)
 
 
-class EventSink(Protocol):
-    """Where the generation thread puts events (a Handoff, or the worker's socket)."""
-
-    def put(self, item: Any) -> None: ...
-
-    def close(self) -> None: ...
-
-
 def generate(
     llm: Any,
     request: GenerationRequest,
-    out: EventSink,
+    out: ThreadSink,
     stop: threading.Event,
     cancel: CancelToken,
     t_sent: int,

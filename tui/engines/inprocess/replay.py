@@ -33,10 +33,10 @@ from tui.core.events import (
     failure_kind_of,
 )
 from tui.core.session import read_session
-from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest
+from tui.engines.base import EngineError, EngineInfo, GenerationRequest, GeneratorEngine
 
 
-class ReplayEngine(Engine):
+class ReplayEngine(GeneratorEngine):
     kind = "replay"
 
     def __init__(self, spec: Any) -> None:
@@ -79,7 +79,7 @@ class ReplayEngine(Engine):
             pid=os.getpid(),
         )
 
-    async def stream(
+    async def events(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         cancel = cancel or CancelToken()

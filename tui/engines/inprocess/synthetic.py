@@ -56,7 +56,7 @@ from tui.core.events import (
     TextChunk,
     Usage,
 )
-from tui.engines.base import Engine, EngineError, EngineInfo, GenerationRequest, refused
+from tui.engines.base import EngineError, EngineInfo, GenerationRequest, GeneratorEngine, refused
 from tui.engines.dialects.think import CLOSE, OPEN, ThinkSplitter
 from tui.transport.handoff import Handoff
 
@@ -73,7 +73,7 @@ THOUGHT = (
 CALL_ARGUMENTS = ('{"topic": ', '"decode"}')
 
 
-class SyntheticEngine(Engine):
+class SyntheticEngine(GeneratorEngine):
     """Streams a fixed passage at ``tokens_per_s``; see the module docstring."""
 
     kind = "synthetic"
@@ -156,7 +156,7 @@ class SyntheticEngine(Engine):
             pid=os.getpid(),
         )
 
-    async def stream(
+    async def events(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         cancel = cancel or CancelToken()

@@ -33,7 +33,14 @@ from tui.core.events import (
     Usage,
     engine_word,
 )
-from tui.engines.base import Engine, EngineError, EngineInfo, EngineSpec, GenerationRequest, refused
+from tui.engines.base import (
+    EngineError,
+    EngineInfo,
+    EngineSpec,
+    GenerationRequest,
+    GeneratorEngine,
+    refused,
+)
 from tui.transport.reader_loop import Emit, LoopThread, relay
 
 
@@ -61,7 +68,7 @@ def truth_from_stats(
     )
 
 
-class VLLMInProcessEngine(Engine):
+class VLLMInProcessEngine(GeneratorEngine):
     kind: ClassVar[str] = "vllm-inprocess"
 
     def __init__(self, spec: EngineSpec) -> None:
@@ -132,7 +139,7 @@ class VLLMInProcessEngine(Engine):
             parameters={"dtype": self.spec.options.get("dtype", "bfloat16")},
         )
 
-    async def stream(
+    async def events(
         self, request: GenerationRequest, cancel: CancelToken | None = None
     ) -> AsyncIterator[StreamEvent]:
         try:

@@ -27,17 +27,23 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from tui.core.cancel import CancelToken
 from tui.core.child_python import absolute_if_path
-from tui.core.events import Failed, RequestSent, StreamEvent
-from tui.engines.base import BatchedEngine, EngineError, EngineInfo, EngineSpec, GenerationRequest
+from tui.core.events import Failed, RequestSent
+from tui.engines.base import (
+    Engine,
+    EngineError,
+    EngineInfo,
+    EngineSpec,
+    EventSink,
+    GenerationRequest,
+)
 from tui.engines.inprocess.worker_process import WorkerProcess
 
 
-class WorkerEngine(BatchedEngine):
+class WorkerEngine(Engine):
     """An in-process engine (``target``, "module:Class") hosted in a worker process."""
 
     kind: ClassVar[str] = "worker"
@@ -118,24 +124,28 @@ class WorkerEngine(BatchedEngine):
 
     # -- streams --------------------------------------------------------------------
 
-    async def stream_batches(
-        self, request: GenerationRequest, cancel: CancelToken | None = None
-    ) -> AsyncIterator[list[StreamEvent]]:
+    async def stream_into(
+        self, request: GenerationRequest, cancel: CancelToken | None, sink: EventSink
+    ) -> None:
+        """The worker's frames for this stream, each event to ``sink`` on the caller's
+        loop, in the order the worker sent them."""
         worker = self._worker
         opened = worker.open_route(asyncio.get_running_loop()) if worker and self._ready else None
         t_sent = time.perf_counter_ns()
         if worker is None or opened is None:
-            yield [RequestSent(t_sent), Failed(t_sent, self._not_ready(), "load")]
+            sink(RequestSent(t_sent))
+            sink(Failed(t_sent, self._not_ready(), "load"))
             return
         rid, route = opened
         worker.send_quietly(("stream", rid, request))  # if it is gone, the reader says why
-        yield [RequestSent(t_sent)]
+        sink(RequestSent(t_sent))
         token = cancel or CancelToken()
         forget = token.on_cancel(lambda: worker.send_quietly(("cancel", rid)))
         ended = False
         try:
             async for batch in route.handoff.batches_until_close():
-                yield batch
+                for event in batch:
+                    sink(event)
             ended = True
         finally:
             forget()

@@ -8,9 +8,10 @@ reads the exit status and ends the stream with a Failed event.
 The hosted engine stamps its events exactly as it does in infertop's own process (the
 generation thread stamps each token with ``perf_counter_ns``, the system-wide monotonic
 clock, so the stamps mean the same in the parent). This process forwards the events as
-they come: from the generation thread, the first token at once and then in frames at most
-every ``GATHER_S`` (see :class:`_FrameSink`); from an engine that hands over batches, each
-batch. It drops the engine's RequestSent, since the parent stamps the request when it
+they come: from the generation thread of an engine that is a ``ThreadSource`` (its
+``generate_into``), the first token at once and then in frames at most every ``GATHER_S``
+(see :class:`_FrameSink`); from any other engine's ``stream_into``, each event as it
+comes. It drops the engine's RequestSent, since the parent stamps the request when it
 sends it. Nothing here writes to stdout; stderr is a file the parent
 reads when this process dies.
 """
@@ -29,7 +30,16 @@ from typing import Any
 
 from tui.core.cancel import CancelToken
 from tui.core.events import Failed, RequestSent, StampSource, TextChunk
-from tui.engines.base import Engine, EngineError, EngineSpec, GenerationRequest
+from tui.engines.base import (
+    END_EVENTS,
+    EndGuard,
+    Engine,
+    EngineError,
+    EngineSpec,
+    GenerationRequest,
+    ThreadSource,
+    stream_guarded,
+)
 from tui.engines.inprocess.worker_wire import FrameReader, WireClosed, send_frame
 
 GATHER_S = 0.05  # after the first token, a frame at most this often (the UI draws at 10 Hz)
@@ -94,43 +104,24 @@ class WorkerServer:
             return
         token = CancelToken()
         self.cancels[rid] = token
-        direct = getattr(engine, "generate_into", None)
-        if direct is not None:  # events leave from the generation thread as they come
-            sink = _FrameSink(self, rid)
-            timer = self.loop.create_task(_flush_every(sink))
-            try:
-                await direct(request, token, sink)
-            except Exception as e:  # noqa: BLE001 - engines should not raise; if one does
-                sink.put(Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine"))
-            finally:
-                timer.cancel()
-                sink.flush()
-                self.cancels.pop(rid, None)
-            if not sink.ended:
-                sink.put(
-                    Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol")
-                )
-            return
-        ended = False
+        threaded = isinstance(engine, ThreadSource)  # events leave from its own thread
+        frames = _FrameSink(self, rid, gather=threaded)
+        timer = self.loop.create_task(_flush_every(frames)) if threaded else None
         try:
-            async for batch in engine.stream_batches(request, token):
-                events = [
-                    in_worker(e) if type(e) is StampSource else e
-                    for e in batch
-                    if type(e) is not RequestSent
-                ]
-                if events:
-                    self.send(("events", rid, events))
-                    ended = ended or isinstance(events[-1], Failed) or _is_finished(events[-1])
-        except Exception as e:  # noqa: BLE001 - engines should not raise; if one does, Failed
-            failed = Failed(time.perf_counter_ns(), f"{type(e).__name__}: {e}", "engine")
-            self.send(("events", rid, [failed]))
-            ended = True
+            if isinstance(engine, ThreadSource):
+                guard = EndGuard(frames.put)
+                try:
+                    await engine.generate_into(request, token, _ThreadOut(guard, frames))
+                except Exception as e:  # noqa: BLE001 - engines should not raise; if one does
+                    guard.raised(e)
+                guard.close()
+            else:
+                await stream_guarded(engine, request, token, frames.put)
         finally:
+            if timer is not None:
+                timer.cancel()
+            frames.flush()
             self.cancels.pop(rid, None)
-        if not ended:
-            lost = Failed(time.perf_counter_ns(), "the stream ended without a finish", "protocol")
-            self.send(("events", rid, [lost]))
 
     async def _close(self, cid: int) -> None:
         engine, self.engine = self.engine, None
@@ -143,23 +134,26 @@ class WorkerServer:
 
 
 class _FrameSink:
-    """An engine's generation thread → the parent, in frames sent from that thread.
+    """An engine's events → the parent, in frames (from the generation thread of a
+    :class:`ThreadSource`, else from this loop: then each event is a frame of its own,
+    ``gather=False``).
 
-    Everything up to and including the first text chunk goes at once (the first token is
-    seen as soon as it exists), as does the end (Finished, Failed); between, events gather
-    until :data:`GATHER_S` has passed since the last frame. A frame per token cost the
-    parent a wake-up of its engine loop per token, ~2.5 % of a core at ~100 tok/s on a
-    2-core machine (benchmarks/watch_cost.py), taken from the engine it watches; a frame
-    per 20 ms still cost the app ~0.6 % of a core more than one per 50 ms (6.05 -> 5.42 %
-    at 120x40, 2026-12-03), and the UI draws at 10 Hz, so 50 ms is twice what it needs. The
+    Gathering, everything up to and including the first text chunk goes at once (the first
+    token is seen as soon as it exists), as does the end (Finished, Failed); between, events
+    gather until :data:`GATHER_S` has passed since the last frame. A frame per token cost
+    the parent a wake-up of its engine loop per token, ~2.5 % of a core at ~100 tok/s on a
+    2-core machine (benchmarks/watch_cost.py), taken from the engine it watches; a frame per
+    20 ms still cost the app ~0.6 % of a core more than one per 50 ms (6.05 -> 5.42 % at
+    120x40, 2026-12-03), and the UI draws at 10 Hz, so 50 ms is twice what it needs. The
     stamps were taken before, in the generation thread: gathering changes when the parent
     sees an event, never its time. :meth:`flush` (the worker loop's timer, every
     :data:`FLUSH_EVERY_S`) sends what waits, so a stream that stalls after a token still
     shows it."""
 
-    def __init__(self, server: WorkerServer, rid: int) -> None:
+    def __init__(self, server: WorkerServer, rid: int, gather: bool = True) -> None:
         self._server = server
         self._rid = rid
+        self._gather = gather
         self.ended = False
         self._started = False  # the first text chunk has gone
         self._waiting: list[Any] = []
@@ -171,12 +165,12 @@ class _FrameSink:
             return  # the parent stamped the request when it sent it
         if type(event) is StampSource:
             event = in_worker(event)
-        self.ended = isinstance(event, Failed) or _is_finished(event)
+        self.ended = isinstance(event, END_EVENTS)
         with self._lock:
             self._waiting.append(event)
             first = not self._started and type(event) is TextChunk
             self._started = self._started or first
-            if self._started and not (first or self.ended):
+            if self._gather and self._started and not (first or self.ended):
                 if time.monotonic() - self._sent_at < GATHER_S:
                     return
             self._send()
@@ -206,8 +200,13 @@ def in_worker(event: StampSource) -> StampSource:
     return StampSource(event.t_ns, f"{event.source} (in infertop's engine worker process)")
 
 
-def _is_finished(event: object) -> bool:
-    return type(event).__name__ == "Finished"
+class _ThreadOut:
+    """What a :class:`ThreadSource` puts its events into here: the stream's end guard in
+    front of the frames."""
+
+    def __init__(self, guard: EndGuard, frames: _FrameSink) -> None:
+        self.put = guard
+        self.close = frames.close
 
 
 def _read_commands(server: WorkerServer) -> None:

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-ABSENT = "absent"
-OK = "ok"
-ERROR = "error"
+# What NVML (or any GPU reader) found: a GPU read, none here (a normal state), or a
+# reader that failed after it worked.
+GpuStatus = Literal["ok", "absent", "error"]
+ABSENT: GpuStatus = "absent"
+OK: GpuStatus = "ok"
+ERROR: GpuStatus = "error"
 ENERGY_SOURCE = "NVML total-energy counter"
 BANDWIDTH_SOURCE = "NVML bus width × max memory clock"
 
@@ -69,7 +72,7 @@ class GpuSample:
 
 @dataclass(frozen=True)
 class NvmlSample:
-    status: str  # ok | absent | error
+    status: GpuStatus
     message: str = ""
     gpus: list[GpuSample] = field(default_factory=list)
 
@@ -117,7 +120,7 @@ class NvmlProbe:
             self._static.append((str(name), peak_bandwidth_bps(bus, mclk)))
         return self._set(OK, f"{count} NVIDIA GPU(s)")
 
-    def _set(self, status: str, message: str) -> NvmlSample:
+    def _set(self, status: GpuStatus, message: str) -> NvmlSample:
         self.status, self.message = status, message
         return NvmlSample(status, message)
 
