@@ -13,10 +13,21 @@ Read it knowing that callgrind slows the proxy ~50×: the export thread's work o
 wall-clock timers — a POST every 5 s, the metrics every 10 s, a dead collector's failed
 tries on its back-off — falls on far fewer tokens than at full speed, so its share per
 token here is an upper bound; the main thread's count is the exact answer to "does
-export add work to the request path".
+export add work to the request path". ``--batch N`` takes the clock out: a batch of
+spans leaves every N finished requests (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE=N``, the
+schedule delay and ``[otel] metric_interval_s`` set out of reach), so the export's
+rhythm per token is the one of full speed (at benchmarks/otel_overhead.py's ~30
+requests a second, a 5 s flush carries ~150 requests: N = 16 is a POST ten times as
+often); the metrics' export (~1 ms of CPU every 10 s, per second, not per token) is
+then left out of the count, and so is the first batch: the count starts once a batch of
+N warm-up requests has left (its one-time work — the HTTP client's first use, a dead
+port's first failure and its retries, after which the export rests — is not the steady
+state; at full speed a dead collector is tried once a minute).
 
     .venv/bin/python -m benchmarks.otel_instructions                       # ~3 min
     .venv/bin/python -m benchmarks.otel_instructions --before /tmp/old     # ~6 min
+    .venv/bin/python -m benchmarks.otel_instructions --batch 16            # full speed's rhythm
+    .venv/bin/python -m benchmarks.otel_instructions --smoke               # a few requests
 """
 
 from __future__ import annotations
@@ -29,9 +40,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from benchmarks.otel_overhead import _closed_port
+from benchmarks import smoke
+from benchmarks.otel_overhead import _closed_port, otel_counts
 from benchmarks.proxy_overhead import TIMEOUTS, stream_once
 from benchmarks.proxy_paths import free_port, wait_up
 from tests.support.fake_server import support_command, support_env
@@ -43,24 +56,42 @@ VARIANTS = ("off", "off-again", "live", "dead")
 
 
 def _valgrind_proxy(
-    code: Path, pace: str, extra: list[str], out: Path
+    code: Path, pace: str, extra: list[str], out: Path, env_extra: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes",
            f"--callgrind-out-file={out}", sys.executable, "-m", "tui", "proxy",
            "--upstream", pace, "--listen", f"127.0.0.1:{port}", "--kind", "openai",
            "--no-ledger", *extra]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = {**os.environ, "PYTHONPATH": str(code), **env_extra}
     proc = subprocess.Popen(
         cmd, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     return proc, f"http://127.0.0.1:{port}"
 
 
-async def _load(pid: int, url: str, requests: int, streams: int, tokens: int) -> int:
-    pool = Http1Pool({"User-Agent": "otel-instructions"}, TIMEOUTS)
-    for s in range(3):  # warm: first requests import and build what later ones reuse
+async def _warm(url: str, pool: Http1Pool, warm: int, tokens: int, exports: bool) -> None:
+    """``warm`` requests before the count: the first ones import and build what later ones
+    reuse, and with ``exports`` their batch leaves (its first send's one-time work — the
+    HTTP client's imports, a dead port's first failure — is not the steady state)."""
+    for s in range(warm):
         await stream_once(pool, url, tokens, 10**6 + s)
+    deadline = time.monotonic() + 300
+    while exports and time.monotonic() < deadline:
+        counts = await asyncio.to_thread(otel_counts, url)
+        done = counts.get("infertop_otel_spans_exported_total", 0)
+        if done + counts.get("infertop_otel_spans_dropped_total", 0) >= warm:
+            return
+        await asyncio.sleep(1.0)
+    if exports:
+        raise SystemExit(f"{url}: the warm-up batch did not leave in 300 s")
+
+
+async def _load(
+    pid: int, url: str, requests: int, streams: int, tokens: int, warm: tuple[int, bool]
+) -> int:
+    pool = Http1Pool({"User-Agent": "otel-instructions"}, TIMEOUTS)
+    await _warm(url, pool, warm[0], tokens, warm[1])
     await asyncio.to_thread(subprocess.run, ["callgrind_control", "-z", str(pid)],
                             capture_output=True)  # fmt: skip
     seeds = list(range(requests))
@@ -102,21 +133,31 @@ def measure(code: Path, a: argparse.Namespace, work: Path) -> dict[str, tuple[in
     )  # fmt: skip
     pace_url = f"http://127.0.0.1:{pace_port}"
     procs: dict[str, tuple[subprocess.Popen[bytes], str, Path]] = {}
+    env_extra = {}
+    if a.batch:  # the export's rhythm by requests, not by callgrind's slow clock
+        config = work / "clockless.toml"
+        config.write_text("[otel]\nmetric_interval_s = 3600\n")
+        env_extra = {
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": str(a.batch),
+            "OTEL_BSP_SCHEDULE_DELAY": str(3600 * 1000),
+            "INFERTOP_CONFIG": str(config),
+        }
     try:
         wait_up(pace_url + "/health")
         for v in VARIANTS:
             dead = f"http://127.0.0.1:{_closed_port()}"
             extra = {"live": ["--otlp", sink.url], "dead": ["--otlp", dead]}.get(v, [])
             out = work / f"{code.name}-{v}.%p"
-            proc, url = _valgrind_proxy(code, pace_url, extra, out)
+            proc, url = _valgrind_proxy(code, pace_url, extra, out, env_extra)
             procs[v] = (proc, url, out)
         for _, url, _ in procs.values():
             wait_up(url + "/infertop/health", timeout=600)
 
         async def all_loads() -> list[int]:
             return await asyncio.gather(
-                *(_load(p.pid, url, a.requests, a.streams, a.tokens) for p, url, _ in
-                  procs.values())
+                *(_load(p.pid, url, a.requests, a.streams, a.tokens,
+                        (a.batch or 3, bool(a.batch) and v in ("live", "dead")))
+                  for v, (p, url, _) in procs.items())
             )  # fmt: skip
 
         tokens = asyncio.run(all_loads())
@@ -151,21 +192,39 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--interval-ms", type=float, default=10.0)
     ap.add_argument("--before", type=Path, help="an older checkout's tree, counted after ours")
+    ap.add_argument(
+        "--batch", type=int, default=0,
+        help="a batch of spans every N requests, no timers (the module docstring)",
+    )  # fmt: skip
+    smoke.add_flag(ap)
     a = ap.parse_args()
     if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        if a.smoke:
+            smoke.skip("needs valgrind (callgrind and callgrind_control): apt-get install valgrind")
         raise SystemExit("needs valgrind (callgrind and callgrind_control)")
+    if a.smoke:  # a few short requests a variant: the counting works, nothing measured
+        a.requests, a.streams, a.tokens, a.before = 3, 1, 16, None
+    rhythm = (f"a batch of spans every {a.batch} requests, no timers" if a.batch else
+              "the export's own timers (5 s spans, 10 s metrics)")  # fmt: skip
     print(f"otel_instructions: {a.requests} requests of {a.tokens} tokens a variant, "
-          f"{a.streams} streams, a token every {a.interval_ms:g} ms, under callgrind")  # fmt: skip
+          f"{a.streams} streams, a token every {a.interval_ms:g} ms, under callgrind; "
+          f"{rhythm}")  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="otel-instructions-"))
     try:
         for tree, code in [("ours", ROOT)] + ([("before", a.before)] if a.before else []):
             got = measure(code, a, work)
             print("\n".join(rows(tree, got)))
-            for v, (n, _) in got.items():
+            for v, (n, counts) in got.items():
                 if n != a.requests * a.tokens:
                     raise SystemExit(f"{tree} {v}: {n} tokens of {a.requests * a.tokens} sent")
+                if not counts.get(1):
+                    raise SystemExit(f"{tree} {v}: callgrind counted no main thread")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if a.smoke:
+        smoke.passed(
+            f"{len(VARIANTS)} proxies under callgrind, every token, every main thread counted"
+        )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ none and counted its drops (its /infertop/metrics).
 
     .venv/bin/python -m benchmarks.otel_overhead                    # ~6 min
     .venv/bin/python -m benchmarks.otel_overhead --before /tmp/old  # before/after, ~10 min
-    .venv/bin/python -m benchmarks.otel_overhead --quick            # a smoke run
+    .venv/bin/python -m benchmarks.otel_overhead --quick            # a short run
+    .venv/bin/python -m benchmarks.otel_overhead --smoke            # seconds: the workload checked
 
 Goal (issue 51): export on ÷ off ≤ 1.05 for the added TTFT p50 and the CPU per token.
 Export costs per *request*, so its cost per token depends on the answers' length: the
@@ -54,6 +55,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks import smoke
 from benchmarks.proxy_overhead import TIMEOUTS, Result, latency_round, stream_once
 from benchmarks.proxy_paths import Servers, cpu_s, free_port, wait_up
 from tests.support.fake_server import support_command, support_env
@@ -314,7 +316,7 @@ class _Taken:
     success = True
 
 
-def export_cpu_per_request(tokens: int, n: int = 256) -> tuple[float, float]:
+def export_cpu_per_request(tokens: int, n: int = 256, tries: int = 5) -> tuple[float, float]:
     """µs of this thread's CPU per finished request of ``tokens`` output tokens (ITL
     varied): (the exporter's work — metric points, span, its encoding — the send left
     out; the SDK's ReadableSpan and encoding of the same spans, for comparison)."""
@@ -334,7 +336,7 @@ def export_cpu_per_request(tokens: int, n: int = 256) -> tuple[float, float]:
     ex = OtelExporter(f"http://127.0.0.1:{_closed_port()}")
     ex._sender.post = lambda payload: _Taken()  # the network left out
     ours = sdk = float("inf")
-    for _ in range(5):
+    for _ in range(tries):
         t0 = time.thread_time()
         ex._export(done, {})
         ours = min(ours, (time.thread_time() - t0) / n * 1e6)
@@ -344,7 +346,7 @@ def export_cpu_per_request(tokens: int, n: int = 256) -> tuple[float, float]:
         t0 = time.thread_time()
         encode_spans([ex._sender.readable(s) for s in spans]).SerializePartialToString()
         sdk = min(sdk, (time.thread_time() - t0) / n * 1e6)
-    assert ex.stats.spans_exported == 5 * n, ex.stats
+    assert ex.stats.spans_exported == tries * n, ex.stats
     ex.close(0.5)
     return ours, sdk
 
@@ -362,9 +364,16 @@ def main() -> None:
     ap.add_argument("--cpu-requests", type=int, default=64, help="a path's requests a round")
     ap.add_argument("--cpu-rounds", type=int, default=16)
     ap.add_argument("--before", type=Path, help="an older checkout's tree, run beside ours")
+    smoke.add_flag(ap)
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.cpu_requests, a.cpu_rounds = 6, 32, 2
+    flush_s = 5.0  # the proxies' export interval (the SDK's OTEL_BSP_SCHEDULE_DELAY)
+    if a.smoke:  # one round of each part, short answers, an export every 0.5 s
+        a.rounds, a.cpu_requests, a.cpu_rounds, a.cpu_streams = 2, 8, 1, 4
+        a.tokens = a.latency_tokens = 16
+        os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "500"  # the proxies inherit it
+        flush_s = 0.5
     trees = ["ours"] + (["before"] if a.before else [])
     print(f"otel_overhead on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}; "
           f"load before: {os.getloadavg()[0]:.2f} (uptime's 1-minute average); "
@@ -380,7 +389,7 @@ def main() -> None:
         cpu = asyncio.run(
             measure_cpu(servers, names, a.cpu_streams, a.tokens, a.cpu_requests, a.cpu_rounds)
         )
-        time.sleep(6.0)  # the last batches leave (an export every 5 s)
+        time.sleep(flush_s + 1.0)  # the last batches leave (an export every flush_s)
         counts = {n: otel_counts(servers.paths[n]) for n in names if n.endswith(VARIANTS[1:])}
         took = time.monotonic() - t0
     finally:
@@ -394,7 +403,7 @@ def main() -> None:
     print("\n".join(latency_rows(lat, trees)))
     print()
     print("\n".join(cpu_rows(cpu, trees)))
-    ours, sdk = export_cpu_per_request(a.tokens)
+    ours, sdk = export_cpu_per_request(a.tokens, *((16, 1) if a.smoke else ()))
     base = median(cpu["ours"].total)
     print(f"\nexport's own CPU per request ({a.tokens} tokens; thread time, best of 5): "
           f"{ours:.1f} µs = {ours / a.tokens:.2f} µs a token, {ours / a.tokens / base:.1%} of "
@@ -412,6 +421,16 @@ def main() -> None:
               f", dropped {dead.get('infertop_otel_spans_dropped_total', 0):.0f}, failed "
               f"batches {dead.get('infertop_otel_export_failures_total', 0):.0f}")  # fmt: skip
         bad |= got != sent_each or bool(dead.get("infertop_otel_spans_exported_total", 0))
+        bad |= not dead.get("infertop_otel_spans_dropped_total", 0)
+    if a.smoke:
+        smoke.check(not bad, "every live request reached the receiver as a span, the dead "
+                    "collector took none and counted its drops (see the counts above)")  # fmt: skip
+        smoke.check(
+            all(cpu[n].tokens == a.cpu_requests * a.cpu_rounds * a.tokens for n in names),
+            "every path forwarded every token of the CPU phase",
+        )
+        smoke.passed(f"{len(names)} paths, {sent_each} requests each, spans counted")
+        return
     if bad:
         raise SystemExit("the workload did not happen as meant (see the counts above)")
 
