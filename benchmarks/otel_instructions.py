@@ -5,8 +5,10 @@ from the others (the export thread, executors) — with export off, off again (t
 proxy twice: the reproducibility), to a live receiver and to a dead port. Counts do not
 depend on the machine's load, as CPU time does (benchmarks/otel_overhead.py).
 
-All variants of a tree run at once against one pace server; the counters are zeroed
-after three warm-up requests and dumped when the load ends (``callgrind_control``).
+All variants of a tree run at once against one pace server; each proxy starts
+uninstrumented (``--instr-atstart=no``: its imports at a few times native speed), is
+instrumented and its counters zeroed after three warm-up requests, and dumped when the
+load ends (``callgrind_control``).
 ``--before DIR`` counts an older checkout's proxies too, after ours.
 
 Read it knowing that callgrind slows the proxy ~50×: the export thread's work on
@@ -59,7 +61,7 @@ def _valgrind_proxy(
     code: Path, pace: str, extra: list[str], out: Path, env_extra: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes",
+    cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--instr-atstart=no",
            f"--callgrind-out-file={out}", sys.executable, "-m", "tui", "proxy",
            "--upstream", pace, "--listen", f"127.0.0.1:{port}", "--kind", "openai",
            "--no-ledger", *extra]  # fmt: skip
@@ -92,8 +94,9 @@ async def _load(
 ) -> int:
     pool = Http1Pool({"User-Agent": "otel-instructions"}, TIMEOUTS)
     await _warm(url, pool, warm[0], tokens, warm[1])
-    await asyncio.to_thread(subprocess.run, ["callgrind_control", "-z", str(pid)],
-                            capture_output=True)  # fmt: skip
+    for ask in ("--instr=on", "-z"):  # counting from here (started uninstrumented: faster)
+        await asyncio.to_thread(subprocess.run, ["callgrind_control", ask, str(pid)],
+                                capture_output=True)  # fmt: skip
     seeds = list(range(requests))
 
     async def worker() -> int:
