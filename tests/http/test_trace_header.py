@@ -44,7 +44,7 @@ async def _send(url: str, request: GenerationRequest, via_httpx: bool = False) -
     if via_httpx:
         engine._plain = False  # (the lean client is for plain http://: take httpx instead)
     try:
-        async for _batch in engine.stream_batches(request, CancelToken()):
+        async for _event in engine.stream(request, CancelToken()):
             pass
     finally:
         await engine.close()

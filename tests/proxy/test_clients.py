@@ -13,7 +13,7 @@ import pytest
 from tests.proxy.proxy_support import raw_exchange, read_response, wait_until
 from tests.support import pace_server
 from tests.support.scripted_upstream import ScriptedUpstream
-from tui.proxy.client_conn import HIGH_WATER
+from tui.proxy.client_socket import HIGH_WATER
 from tui.transport.tcp import DRAIN_LIMIT, READ_SIZE
 
 

@@ -170,3 +170,19 @@ async def test_the_stall_timeout_holds_when_the_first_bytes_wait_in_the_connecti
         await resp.aclose()
     finally:
         pool.close()
+
+
+def test_a_servers_json_error_message_is_one_bounded_line() -> None:
+    """A 60 KiB JSON error message (or one of many lines) is kept as one line of 300."""
+    import json
+
+    from tui.transport.http_io import ERROR_MESSAGE_CHARS, error_message_from_body
+
+    huge = json.dumps({"error": {"message": "overloaded\n" + "x" * 60_000}}).encode()
+    msg = error_message_from_body(huge, "application/json")
+    assert msg.startswith("overloaded x") and len(msg) == ERROR_MESSAGE_CHARS
+    plain = error_message_from_body(b"busy\r\n\r\n" + b"y" * 60_000, "text/plain")
+    assert plain.startswith("busy y") and len(plain) == ERROR_MESSAGE_CHARS
+    assert error_message_from_body(b'{"error": {"message": "  "}}', "json") == (
+        '{"error": {"message": " "}}'
+    )

@@ -1,21 +1,18 @@
-"""One client connection of the proxy: reading its requests within bounds, writing its
-answers, and the limits that keep one client from costing the others.
+"""One client connection of the proxy: reading its requests within bounds and running
+each one's exchange. The socket under it — who the client is, its connection slot, the
+writing of its answers and their bounds, the deadline of the read in progress — is
+:class:`~tui.proxy.client_socket.ClientSocket`, which :class:`ClientConnection` extends.
 
-A connection (:class:`ClientConnection`, an asyncio Protocol) reads one request at a
-time: its head within :data:`~tui.transport.http_head.HEAD_LIMIT` bytes, its body within
-``max_body`` bytes (Content-Length or chunked), both within ``client_timeout`` seconds of
-the request's first byte (a drip does not restart the clock); a kept-alive connection may
-then wait ``idle_timeout`` for the next. Bytes a client sends while its answer streams (a
-pipelined request) are kept up to :data:`PIPELINE_LIMIT`, then its socket is not read
-until the answer ends. Its unsent answer bytes are bounded too: past :data:`HIGH_WATER`
-the upstream socket feeding it stops being read (TCP then slows that one upstream stream;
-nobody else's), and a client that reads nothing for ``client_stall`` seconds is dropped
-(its upstream request cancelled). What all clients together may hold (connections, per
-peer too — a loopback client's user, another's address —, and the bytes of request
-bodies) is in :mod:`tui.proxy.limits`: a body's bytes are held as they arrive, until the
-upstream has answered it (the request may be sent again until then); a connection idle
-between requests, or a body arriving that made no progress the longest, is closed to
-make room for another.
+A connection reads one request at a time: its head within
+:data:`~tui.transport.http_head.HEAD_LIMIT` bytes, its body within ``max_body`` bytes
+(Content-Length or chunked), both within ``client_timeout`` seconds of the request's
+first byte (a drip does not restart the clock); a kept-alive connection may then wait
+``idle_timeout`` for the next. Bytes a client sends while its answer streams (a pipelined
+request) are kept up to :data:`PIPELINE_LIMIT`, then its socket is not read until the
+answer ends. A body's bytes are held in the proxy's body budget (:mod:`tui.proxy.limits`)
+as they arrive, until the upstream has answered it (the request may be sent again until
+then); when the budget is full, the body arriving that made no progress the longest is
+dropped to make room for another (its client refused, 503).
 
 Paths under ``/infertop/`` are the proxy's own (:mod:`tui.proxy.own_routes`); every other
 request is forwarded: its :class:`~tui.proxy.exchange.Exchange` is made here, in one
@@ -24,28 +21,18 @@ kept-alive upstream connection where there is one, and then run as a task
 (:func:`tui.proxy.forward.forward`). A plain request (:mod:`tui.proxy.plain_head`) whole
 in the buffer, with a kept-alive upstream connection idle, is sent upstream before its
 head is parsed; the parse, the same as every request's, follows the send.
-
-A connection knows of the proxy only the parts it uses (:class:`ClientParts`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, cast
 
 from tui.proxy import own_routes
-from tui.proxy.book import WATCHER_BUFFER
-from tui.proxy.exchange import ClientRequest, Exchange, Forwarding, Sending, send_now
+from tui.proxy.client_socket import ClientParts, ClientSocket
+from tui.proxy.exchange import ClientRequest, Exchange, Sending, send_now
 from tui.proxy.forward import forward
-from tui.proxy.limits import ClientSlots, Hold, peer_key
-from tui.proxy.peer import format_peer, is_loopback, is_proxy_user, owner_now
-from tui.proxy.peer_process import LookupState, PeerProcess
 from tui.proxy.plain_head import match_plain, plain_upstream_head
-from tui.proxy.upstream import UpstreamConn
 from tui.proxy.wire import error_response
 from tui.transport.http_errors import FramingError
 from tui.transport.http_framing import Chunked
@@ -59,83 +46,25 @@ BODY_DROPPED = (
     "the proxy needed the room your request body held: of the bodies arriving when "
     "--body-budget-mb was full, yours had made no progress the longest"
 )
-HIGH_WATER = 1024 * 1024
-LOW_WATER = 256 * 1024
 PIPELINE_LIMIT = 64 * 1024
 OWN_PREFIX = own_routes.PREFIX.encode()
 
 
-@dataclass(frozen=True)
-class ClientParts:
-    """What a client connection uses of the proxy (seconds, bytes): its limits, the
-    slots and the set of open connections it joins, the exchanges' parts (the upstream,
-    the book, the body budget), and where an internal error is said."""
-
-    client_timeout: float  # a request's head and body, from its first byte
-    idle_timeout: float  # a kept-alive connection, between requests
-    client_stall: float  # a client that reads nothing of its answer this long
-    max_body: int  # one request's body
-    slots: ClientSlots
-    connections: set[ClientConnection]  # the open ones (the sweep checks their deadlines)
-    forwarding: Forwarding
-    note: Callable[[str], None]
-
-
-class ClientConnection(asyncio.Protocol):
+class ClientConnection(ClientSocket):
     """One client connection (see the module docstring)."""
 
     def __init__(self, parts: ClientParts) -> None:
-        self.parts = parts
-        self.fw = parts.forwarding
-        self.transport: asyncio.Transport | None = None
-        self.peer = "?"
-        self.loopback = False
-        self.closed = False
-        self.paused = False  # our unsent bytes passed HIGH_WATER
-        self.upstream: UpstreamConn | None = None
+        super().__init__(parts)
         self.buf = bytearray()
         self.head: RequestHead | None = None
         self.chunks: Chunked | None = None
         self.body: list[bytes] = []
         self.body_size = 0
-        self.task: asyncio.Task[None] | None = None  # the request's: forward, or own route
-        self.exchange: Exchange | None = None  # the request forwarded now, if one is
-        self.deadline = 0.0  # loop.time() past which the read in progress times out (0: none)
-        self.stall_timer: asyncio.TimerHandle | None = None
         self.reading = True
         self.started = False  # a request's first bytes came: its deadline runs
         self.eof = False  # the client half-closed: no request follows this one
-        self.dropped_for: str | None = None  # why the proxy dropped this client
-        self.addresses: tuple[Any, Any] = (None, None)  # (peer, ours), as the socket says
-        self.watch_ok: bool | None = None  # may_watch(), once asked
-        self.owner: int | None = None  # the uid owning a loopback peer's socket, if known
-        self.key = ""  # the peer it counts as (tui/proxy/limits.py: a user, an address)
-        self.slotted = False  # it holds a slot (parts.slots)
-        self.idle = False  # between requests: closed first to make room (parts.slots)
-        self.hold: Hold | None = None  # the body being read, in the body budget
-        self.process = PeerProcess()  # the local process owning the client's socket
 
     # -- asyncio.Protocol ---------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
-        t = self.transport
-        peer = t.get_extra_info("peername")
-        self.peer, self.loopback = format_peer(peer), is_loopback(peer)
-        self.addresses = (peer, t.get_extra_info("sockname"))
-        t.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-        if self.loopback:  # (any local user can connect from 127.0.0.2, .3, ...)
-            self.owner = owner_now(*self.addresses)
-        self.key = peer_key(peer, self.owner)
-        why = self.parts.slots.take(self)
-        if why is not None:
-            self.closed = True
-            t.write(error_response(503, "Service Unavailable", why, True))
-            t.close()
-            return
-        self.slotted = self.idle = True
-        self.parts.connections.add(self)
-        self._arm(self.parts.idle_timeout)
-
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
@@ -155,119 +84,12 @@ class ClientConnection(asyncio.Protocol):
             return False  # nothing in flight: close
         return True  # a half-closed client may still read its answer
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._disarm()
-        if self.stall_timer is not None:
-            self.stall_timer.cancel()
-        self.parts.connections.discard(self)
-        if self.slotted:
-            self.slotted = False
-            self.parts.slots.give(self)
-        if self.hold is not None:
-            self.hold.release()
-            self.hold = None
-        if self.exchange is not None:  # (ended here if its task has not run)
-            self.exchange.cancel()
-        if self.task is not None:
-            self.task.cancel()
-
-    def pause_writing(self) -> None:
-        self.paused = True
-        if self.upstream is not None:
-            self.upstream.pause_reading()
-        loop = asyncio.get_running_loop()
-        self.stall_timer = loop.call_later(self.parts.client_stall, self._too_slow)
-
-    def resume_writing(self) -> None:
-        self.paused = False
-        if self.stall_timer is not None:
-            self.stall_timer.cancel()
-            self.stall_timer = None
-        if self.upstream is not None:
-            self.upstream.resume_reading()
-
-    def evict(self) -> None:
-        """Closed to make room for another client: this connection was idle between
-        requests the longest (tui/proxy/limits.py; its slot is given already)."""
-        self.slotted = self.idle = False
-        self.dropped_for = "idle between requests: closed to make room for another client"
-        self.close()
-
-    # -- what forward and own_routes use ---------------------------------------------------
-    async def may_watch(self) -> bool:
-        """Whether this client may see other people's requests: a loopback client of the
-        user who runs the proxy. On Linux the peer socket's owner (tui/proxy/peer.py; the
-        one found when it connected, else asked now), refused when it cannot be
-        established; on a platform with no socket table to ask, any loopback client
-        (docs/proxy.md)."""
-        if not self.loopback:
-            return False
-        if self.watch_ok is None:
-            if self.owner is not None:
-                self.watch_ok = self.owner == os.getuid()
-            else:
-                self.watch_ok = await is_proxy_user(*self.addresses)
-        return self.watch_ok
-
-    def peer_process(self) -> PeerProcess:
-        """The local process owning the client's socket: looked up once, for a loopback
-        client when the proxy takes identities (tui/proxy/peer_process.py), on the
-        finder's thread; read when the request ends."""
-        finder = self.fw.finder
-        if finder is not None and self.loopback and self.process.state is LookupState.UNASKED:
-            finder.find(self.process, *self.addresses)
-        return self.process
-
-    def write(self, data: bytes) -> None:
-        t = self.transport
-        if t is not None and not self.closed and not t.is_closing():
-            t.write(data)
-
-    def close(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    def send(self, line: bytes) -> bool:
-        """A watcher's next line (chunk-framed); False once gone or too far behind."""
-        t = self.transport
-        if t is None or self.closed or t.is_closing():
-            return False
-        if t.get_write_buffer_size() > WATCHER_BUFFER:
-            self.dropped_for = "a watcher too far behind"
-            t.close()
-            return False
-        t.write(b"%x\r\n%s\r\n" % (len(line), line))
-        return True
-
     # -- reading a request -------------------------------------------------------------
-    def _arm(self, seconds: float) -> None:
-        """A deadline for the read in progress, checked by the proxy's sweep (one timer
-        for every connection, not one per request: a timer costs more than a request's
-        head takes to parse)."""
-        self.deadline = asyncio.get_running_loop().time() + seconds
-
-    def _disarm(self) -> None:
-        self.deadline = 0.0
-
-    def check_deadline(self, now: float) -> None:
-        """The sweep's call (about every :data:`~tui.proxy.server.SWEEP_S`)."""
-        if self.deadline and now >= self.deadline:
-            self.deadline = 0.0
-            self._timed_out()
-
     def _timed_out(self) -> None:
-        if self.task is not None or self.closed:
-            return
-        if self.head is not None or self.buf.strip():
+        """Past its deadline: a request begun and not yet whole is answered 408 first."""
+        if self.task is None and not self.closed and (self.head is not None or self.buf.strip()):
             self.write(error_response(408, "Request Timeout", "request not complete", True))
-        self.close()
-
-    def _too_slow(self) -> None:
-        self.stall_timer = None
-        self.dropped_for = f"the client read nothing for {self.parts.client_stall:g} s"
-        if self.transport is not None:
-            self.transport.abort()
+        super()._timed_out()
 
     def _hold(self, n: int) -> bool:
         """``n`` more bytes of the body being read came: held in the proxy's budget
@@ -286,14 +108,6 @@ class ClientConnection(asyncio.Protocol):
         self.hold = None
         self.buf, self.body = bytearray(), []
         self._refuse(503, "Service Unavailable", BODY_DROPPED)
-
-    def _refuse(self, status: int, reason: str, why: str) -> None:
-        self.write(error_response(status, reason, why, close=True))
-        self.close()
-        self.closed = True
-        if self.hold is not None:
-            self.hold.release()
-            self.hold = None
 
     def _advance(self) -> None:
         """Parse what came; start the exchange once a request is whole."""

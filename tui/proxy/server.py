@@ -1,7 +1,7 @@
 """The proxy itself: its listening socket, upstream pool, book, metrics and events, run
 on an event loop of its own (:class:`ProxyThread` for tests and embedding; the command
 runs it on the main thread). It makes the parts and hands each client connection
-(:mod:`tui.proxy.client_conn`) the ones it uses (:class:`~tui.proxy.client_conn.
+(:mod:`tui.proxy.client_conn`) the ones it uses (:class:`~tui.proxy.client_socket.
 ClientParts`, with the exchanges' :class:`~tui.proxy.exchange.Forwarding`); nothing the
 proxy runs refers back to it.
 """
@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 from tui.core.outcome import Outcomes
 from tui.core.trace_context import TraceMode
 from tui.proxy.book import TICK_S, RequestBook
-from tui.proxy.client_conn import ClientConnection, ClientParts
+from tui.proxy.client_conn import ClientConnection
+from tui.proxy.client_socket import ClientParts, ClientSocket
 from tui.proxy.events_file import EventsWriter
 from tui.proxy.exchange import Forwarding
 from tui.proxy.exposition import ProxyMetrics
@@ -96,7 +97,7 @@ class Proxy:
         )
         self.why = self.book.why = ProxyWhy(config.kind, config.upstream, config.engine_inside)
         self._inside: asyncio.Task[None] | None = None
-        self.connections: set[ClientConnection] = set()
+        self.connections: set[ClientSocket] = set()
         per_address = config.max_per_address or max(1, config.max_clients // 2)
         self.slots = ClientSlots(config.max_clients, per_address)
         per_peer = config.body_per_peer or max(config.max_body, config.body_budget // 2)

@@ -97,20 +97,32 @@ TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+ERROR_MESSAGE_CHARS = 300  # the most of a server's error text kept (one line of a screen)
+
+
 def error_message_from_body(body: bytes, content_type: str) -> str:
-    """The server's own error text from an error response body (JSON or plain)."""
+    """The server's own error text from an error response body (JSON or plain).
+
+    On one line (runs of whitespace made one space) and at most
+    :data:`ERROR_MESSAGE_CHARS` characters, whether it came from a JSON error object or
+    from plain text: a server's message is shown, logged and kept in records.
+    """
     text = body.decode("utf-8", errors="replace").strip()
     if "json" in content_type or text.startswith("{"):
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             obj = None
-        msg = _find_message(obj)
+        msg = _one_line(_find_message(obj) or "")
         if msg:
             return msg
     if "html" in content_type or text.lower().startswith(("<!doctype", "<html")):
         return "(an HTML page, not an API error: is this an LLM server?)"
-    return " ".join(text.split())[:300] or "(empty body)"
+    return _one_line(text) or "(empty body)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:ERROR_MESSAGE_CHARS]
 
 
 def _find_message(obj: Any, depth: int = 0) -> str | None:
