@@ -154,7 +154,7 @@ def test_captured_content_only_for_the_users_own_chat(sink) -> None:
 
 
 def test_the_rhythm_is_the_sdks_batch_processors() -> None:
-    from tui.otel.export import batch_settings
+    from tui.otel.rhythm import batch_settings
 
     assert batch_settings({}) == batch_settings({"OTEL_BSP_SCHEDULE_DELAY": "x"})
     d = batch_settings({})

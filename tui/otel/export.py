@@ -10,7 +10,7 @@ sooner when ``batch`` outcomes wait, or at :meth:`OtelExporter.flush`), turns th
 outcomes into metric points and spans (encoded as tui/otel/send.py says) and sends them,
 ``batch`` (512) to a request. A collector that is down, slow or refusing costs that
 thread its export timeout; the batch is dropped and counted (:attr:`stats`), never
-kept, and the next ones are dropped unbuilt for a back-off (:class:`Backoff`): memory
+kept, and the next ones are dropped unbuilt for a back-off (tui/otel/rhythm.py): memory
 stays bounded whatever the collector does, and a dead one costs a count, not an
 encoding. A collector down at start is no error — nothing is sent until a request ends.
 The metrics (cumulative histograms with the conventions' bucket boundaries) are kept by
@@ -41,13 +41,10 @@ from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
 from tui.otel.aggregate import HistogramTable
 from tui.otel.measures import BoundedModels, points_of
+from tui.otel.rhythm import Backoff, batch_settings
 from tui.otel.send import SpanSender, scope
 from tui.otel.spans import SpanData, span_of
 
-BATCH: Final = 512  # spans per export at most (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
-FLUSH_S: Final = 5.0  # an export every (OTEL_BSP_SCHEDULE_DELAY, in ms)
-QUEUE: Final = 4096  # finished requests waiting at most (OTEL_BSP_MAX_QUEUE_SIZE)
-BACKOFF_MAX_S: Final = 60.0
 CONTENT_KEPT: Final = 64  # requests whose captured content waits for its outcome
 EXTRA: Final = "pip install 'infertop[otel]'"
 SUPPORTED_PROTOCOL: Final = "http/protobuf"
@@ -108,54 +105,6 @@ def sdk_disabled(environ: dict[str, str] | None = None) -> bool:
     """``OTEL_SDK_DISABLED=true``: the user turned OpenTelemetry off everywhere."""
     env = os.environ if environ is None else environ
     return env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
-
-
-@dataclass(frozen=True)
-class BatchSettings:
-    flush_s: float
-    batch: int
-    queue: int
-
-
-def batch_settings(environ: dict[str, str] | None = None) -> BatchSettings:
-    """The export's rhythm from the SDK's batch processor variables, where set to a
-    positive whole number (else the default, as the SDK does): ``OTEL_BSP_SCHEDULE_DELAY``
-    (ms between exports; :data:`FLUSH_S`, the SDK's 5 s), ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``
-    (:data:`BATCH`, the SDK's 512), ``OTEL_BSP_MAX_QUEUE_SIZE`` (:data:`QUEUE`)."""
-    env = os.environ if environ is None else environ
-
-    def whole(name: str, default: int) -> int:
-        value = env.get(name, "").strip()
-        return int(value) if value.isdigit() and int(value) > 0 else default
-
-    return BatchSettings(
-        whole("OTEL_BSP_SCHEDULE_DELAY", round(FLUSH_S * 1000)) / 1000.0,
-        whole("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", BATCH),
-        whole("OTEL_BSP_MAX_QUEUE_SIZE", QUEUE),
-    )
-
-
-class Backoff:
-    """After a failed export, rest ``first`` seconds (the exporter's: one flush
-    interval, at least 1 s), doubling with each failure to :data:`BACKOFF_MAX_S`; a
-    success ends it. A failed export costs the SDK's retries within its timeout (~6
-    connection attempts, ~20-30 ms of CPU here), so a collector that stays dead is
-    asked once a minute, not at every flush."""
-
-    def __init__(self, first: float = 1.0) -> None:
-        self.first = first
-        self.seconds = 0.0
-        self.until = 0.0
-
-    def resting(self, now: float) -> bool:
-        return now < self.until
-
-    def failed(self, now: float) -> None:
-        self.seconds = min(BACKOFF_MAX_S, max(self.first, self.seconds * 2))
-        self.until = now + self.seconds
-
-    def reset(self) -> None:
-        self.seconds = self.until = 0.0
 
 
 class OtelExporter:
