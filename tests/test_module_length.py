@@ -16,7 +16,6 @@ LIMIT = 400
 STILL_LONG = {
     "tui/app/app.py",  # the Textual app: being changed
     "tui/chat/core.py",  # ChatCore: being changed
-    "tui/cli/run.py",  # `infertop run`: being changed
 }
 
 
