@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -21,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.app.app_support import SIZE, gen, submit, summary, turns
-from tests.support.builds import start_broken_build, stop_builds
+from tests.support.builds import fake_builder, start_broken_build, stop_builds
 from tui.app.widgets.engine_bar import EngineBar
 from tui.engines.files.build_state import (
-    BUILDER_MODULE,
     BuildState,
     BuildWatch,
     boot_id,
@@ -44,13 +42,8 @@ TUNED_LABEL = "llama.cpp built for this CPU"
 
 @pytest.fixture
 def builder() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(300)", BUILDER_MODULE],
-        stdin=subprocess.DEVNULL,
-    )
-    yield proc
-    proc.kill()
-    proc.wait()
+    with fake_builder() as proc:
+        yield proc
 
 
 def compiling(pid: int, log: Path, step: int) -> BuildState:

@@ -159,3 +159,28 @@ def test_weighted_percentile_rejects_bad_input():
     with pytest.raises(ValueError):
         weighted_percentile([1.0], [1.5], 50)  # type: ignore[list-item]
     assert summarize_weighted([], []).n == 0
+
+
+def test_several_weighted_percentiles_from_one_sort_are_each_ones():
+    """weighted_percentiles (one sort for p50 and p90 of a span) gives exactly what
+    weighted_percentile gives for each q: weights all 1 (the values' own sort) or not."""
+    import random
+
+    from tui.core.stats import weighted_percentile, weighted_percentiles
+
+    rng = random.Random(7)
+    qs = (0, 10, 50, 90, 99.9, 100)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        values = [rng.choice([1.0, 2.5, rng.random() * 10]) for _ in range(n)]
+        for weights in ([1] * n, [rng.randint(0, 4) or 1 for _ in range(n)]):
+            got = weighted_percentiles(values, weights, qs)
+            assert got == [weighted_percentile(values, weights, q) for q in qs]
+            if weights == [1] * n:
+                assert got == [percentile(values, q) for q in qs]
+    with pytest.raises(ValueError):
+        weighted_percentiles([1.0, 2.0], [1, True], (50,))  # a bool is no whole number here
+    with pytest.raises(ValueError):
+        weighted_percentiles([1.0], [1], (50, 101))
+    with pytest.raises(ValueError):
+        weighted_percentiles([], [], (50,))

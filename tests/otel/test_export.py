@@ -151,3 +151,32 @@ def test_captured_content_only_for_the_users_own_chat(sink) -> None:
     got = {s["attributes"][C.INFERTOP_REQUEST_ID]: s["attributes"] for s in sink.spans}
     assert got["r1"][C.GEN_AI_INPUT_MESSAGES] == '[{"role":"user"}]'
     assert C.GEN_AI_INPUT_MESSAGES not in got["r2"]
+
+
+def test_the_rhythm_is_the_sdks_batch_processors() -> None:
+    from tui.otel.rhythm import batch_settings
+
+    assert batch_settings({}) == batch_settings({"OTEL_BSP_SCHEDULE_DELAY": "x"})
+    d = batch_settings({})
+    assert (d.flush_s, d.batch, d.queue) == (5.0, 512, 4096)
+    s = batch_settings(
+        {"OTEL_BSP_SCHEDULE_DELAY": "250", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": " 64 ",
+         "OTEL_BSP_MAX_QUEUE_SIZE": "0"}
+    )  # fmt: skip
+    assert (s.flush_s, s.batch, s.queue) == (0.25, 64, 4096)  # 0: not positive, the default
+
+
+def test_failed_metrics_rest_too() -> None:
+    """A collector that refuses every export is asked again after 1 s, 2 s, 4 s, ... —
+    for the metrics as for the spans — not at every interval."""
+    sink = OtlpSink(status=500)
+    try:
+        ex = OtelExporter(sink.url, flush_s=0.05, timeout_s=0.5, metric_interval_s=0.05)
+        ex.publish(outcome(1))
+        time.sleep(2.5)
+        asked = sink.requests
+        ex.close(timeout_s=2)
+    finally:
+        sink.stop()
+    # a span batch, then the metrics at ~0, ~1 and ~3 s; every 0.05 s would be ~50
+    assert ex.stats.metric_failures >= 1 and 2 <= asked <= 5

@@ -103,8 +103,8 @@ def test_operations_by_route_and_dialect() -> None:
 def test_metric_points() -> None:
     pts = points_of(outcome(), BoundedModels())
     by = {}
-    for spec, values, attrs in pts:
-        by.setdefault((spec.name, attrs.get(C.GEN_AI_TOKEN_TYPE)), []).extend(values)
+    for p in pts:
+        by.setdefault((p.spec.name, p.attributes.get(C.GEN_AI_TOKEN_TYPE)), []).extend(p.scaled())
     assert by[("gen_ai.client.operation.duration", None)] == [1.0]
     assert by[("gen_ai.client.token.usage", "input")] == [12.0]
     assert by[("gen_ai.client.token.usage", "output")] == [30.0]
@@ -112,7 +112,7 @@ def test_metric_points() -> None:
     assert by[("gen_ai.client.operation.time_per_output_chunk", None)] == [0.01, 0.012, 0.014]
     assert by[("gen_ai.server.time_to_first_token", None)] == [0.25]
     assert by[("gen_ai.server.time_per_output_token", None)] == [0.025]
-    chat = {spec.name for spec, _, _ in points_of(outcome(source="chat"), BoundedModels())}
+    chat = {p.spec.name for p in points_of(outcome(source="chat"), BoundedModels())}
     assert not chat & {"gen_ai.server.time_to_first_token", "gen_ai.server.time_per_output_token"}
     failed = points_of(outcome(state="failed", error_kind="timeout"), BoundedModels())
     assert failed[0][2][C.ERROR_TYPE] == "timeout"

@@ -61,6 +61,8 @@ class OtlpSink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as collectors keep connections
+
             def log_message(self, *args: Any) -> None:
                 pass
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal, get_args
 
 from tui.core.events import EndReason
-from tui.core.stats import weighted_percentile
+from tui.core.stats import weighted_percentile, weighted_percentiles
 from tui.core.timeline import RequestTimeline
 
 NS_PER_MS = 1_000_000
@@ -122,6 +122,13 @@ class RequestMetrics:
             return None
         return weighted_percentile(self.itl_token_ms, self.itl_token_weights, q)
 
+    def itl_token_p50_p90(self) -> tuple[float | None, float | None]:
+        """(:attr:`itl_ms_p50`, :attr:`itl_ms_p90`) from one sort of the values."""
+        if not self.itl_token_ms:
+            return None, None
+        p50, p90 = weighted_percentiles(self.itl_token_ms, self.itl_token_weights, (50, 90))
+        return p50, p90
+
     def itl_token_recent(self, limit: int) -> list[float]:
         """The last per-token ITL values, each gap's repeated for its tokens, at most
         ``limit`` of them (a sparkline's; as :class:`tui.core.live.LiveCounts` keeps)."""
@@ -141,8 +148,7 @@ class RequestMetrics:
             d.pop("itl_chunk_ms")
             d.pop("itl_token_ms")
             d.pop("itl_token_weights")
-        d["itl_ms_p50"] = self.itl_ms_p50
-        d["itl_ms_p90"] = self.itl_ms_p90
+        d["itl_ms_p50"], d["itl_ms_p90"] = self.itl_token_p50_p90()
         d["output_tokens_estimated"] = self.output_tokens_estimated
         return d
 

@@ -101,12 +101,32 @@ def _weighted_at(xs: list[float], cum: list[int], q: float) -> float:
 def weighted_percentile(values: Sequence[float], weights: Sequence[int], q: float) -> float:
     """:func:`percentile` of the multiset in which ``values[i]`` appears ``weights[i]``
     times (the module docstring), never built; ValueError when it is empty."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    return weighted_percentiles(values, weights, (q,))[0]
+
+
+def weighted_percentiles(
+    values: Sequence[float], weights: Sequence[int], qs: Sequence[float]
+) -> list[float]:
+    """:func:`weighted_percentile` at each of ``qs``, from one sort. When every weight is 1
+    (a token per chunk, the common case) that is the values' own sort, and each value is
+    :func:`percentile`'s of the values, exactly (the same ranks, the same arithmetic)."""
+    for q in qs:
+        if not 0 <= q <= 100:
+            raise ValueError(f"percentile q must be within 0..100, got {q}")
+    n = len(values)
+    if n and n == len(weights) and weights.count(1) == n and set(map(type, weights)) == {int}:
+        xs = sorted(values)  # each value weighs 1: its rank is its index
+        out = []
+        for q in qs:
+            r = (n - 1) * q / 100.0
+            lo = math.floor(r)
+            hi = min(lo + 1, n - 1)
+            out.append(xs[lo] + (r - lo) * (xs[hi] - xs[lo]))
+        return out
     xs, cum = _by_value(values, weights)
     if not xs:
         raise ValueError("percentile of no values")
-    return _weighted_at(xs, cum, q)
+    return [_weighted_at(xs, cum, q) for q in qs]
 
 
 def summarize_weighted(values: Sequence[float], weights: Sequence[int]) -> Summary:

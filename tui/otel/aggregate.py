@@ -3,8 +3,10 @@
 The SDK's instruments cost several microseconds per recorded value (attributes turned
 into a key, a lock, views, per call); a request gives the time-per-output-chunk metric
 one value per chunk, and on the proxy that came to ~10 µs per forwarded token
-(benchmarks/otel_overhead.py). Here a value costs a bisect and two additions, on the
-exporter's own thread; every ``interval_s`` the table becomes the SDK's ``MetricsData``
+(benchmarks/otel_overhead.py). Here one value costs a bisect and a few additions, and a
+request's many chunk gaps one sort and a bisect per bucket bound (the values as the
+request holds them, in ms, divided only where a bound is settled), on the exporter's own
+thread; every ``interval_s`` the table becomes the SDK's ``MetricsData``
 (cumulative temporality, from the exporter's start) and goes to the OTLP/HTTP metric
 exporter — the same bytes on the wire as the SDK's own reader would send.
 
@@ -16,7 +18,8 @@ sets (tui/otel/measures.py bounds the model names a client can make).
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Any
 
 from tui.otel.conventions import MetricSpec
@@ -37,6 +40,18 @@ class _Series:
         self.attributes = attributes
 
 
+def _count_at_most(xs: list[float], bound: float, per: float) -> int:
+    """How many of sorted ``xs`` have ``x / per <= bound``: found near ``bound * per`` by
+    a binary search, then settled by the division itself (so a value on a bound lands in
+    the bucket its own quotient does, as one bisect of ``x / per`` would put it)."""
+    i = bisect_right(xs, bound * per)
+    while i < len(xs) and xs[i] / per <= bound:
+        i += 1
+    while i > 0 and xs[i - 1] / per > bound:
+        i -= 1
+    return i
+
+
 class HistogramTable:
     """Every histogram point recorded so far, per (metric, attributes). Used from one
     thread (the exporter's)."""
@@ -46,9 +61,12 @@ class HistogramTable:
         self.start_ns = time.time_ns()
         self._series: dict[Key, _Series] = {}
 
-    def record(self, spec: MetricSpec, values: list[float], attributes: Attributes) -> None:
-        """``values`` of one metric with one set of attributes (a request's chunk gaps:
-        the key is made once)."""
+    def record(
+        self, spec: MetricSpec, values: Sequence[float], attributes: Attributes, per: float = 1.0
+    ) -> None:
+        """``values[i] / per`` of one metric with one set of attributes (a request's chunk
+        gaps, in ms with ``per`` = 1000: the key is made once, and many values are sorted
+        once and counted by bound, not each divided and searched)."""
         if not values:
             return
         key = (spec.name, tuple(sorted(attributes.items())))
@@ -56,12 +74,25 @@ class HistogramTable:
         if series is None:
             series = self._series[key] = _Series(len(spec.buckets), dict(attributes))
         counts, bounds = series.counts, spec.buckets
-        for value in values:
+        if len(values) == 1:
+            value = values[0] / per
             counts[bisect_left(bounds, value)] += 1
-        series.sum += sum(values)
-        series.count += len(values)
-        series.min = min(series.min, min(values))
-        series.max = max(series.max, max(values))
+            series.sum += value
+            series.count += 1
+            series.min = min(series.min, value)
+            series.max = max(series.max, value)
+            return
+        xs = sorted(values)
+        below = 0  # values in the buckets so far
+        for i, bound in enumerate(bounds):
+            upto = _count_at_most(xs, bound, per)
+            counts[i] += upto - below
+            below = upto
+        counts[-1] += len(xs) - below
+        series.sum += sum(xs) / per
+        series.count += len(xs)
+        series.min = min(series.min, xs[0] / per)  # x ↦ x / per keeps the order
+        series.max = max(series.max, xs[-1] / per)
 
     def __len__(self) -> int:
         return len(self._series)

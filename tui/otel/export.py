@@ -4,14 +4,19 @@ with the OpenTelemetry SDK (the optional extra ``infertop[otel]``).
 
 Off the request path, bounded: :meth:`OtelExporter.publish` appends the outcome to a
 queue of at most ``queue_limit`` (past it the outcome is dropped and counted) and
-returns; one thread of its own builds the spans and metric points and exports a batch
-every ``flush_s`` (or sooner when :data:`BATCH` wait). A collector that is down, slow or
-refusing costs that thread its export timeout, and the batch is dropped and counted
-(:attr:`stats`), never kept: memory stays bounded whatever the collector does. A
-collector down at start is no error — nothing is sent until a request ends. The metrics
-(cumulative histograms with the conventions' bucket boundaries) are kept by infertop
-itself (tui/otel/aggregate.py says why) and sent by the same thread every
-``metric_interval_s``, and at a flush or the end.
+returns — nothing else is done per request, nothing per token, on the request's path.
+One thread of its own wakes every ``flush_s`` (5 s, the SDK's batch processor's delay;
+sooner when ``batch`` outcomes wait, or at :meth:`OtelExporter.flush`), turns the queued
+outcomes into metric points and spans (encoded as tui/otel/send.py says) and sends them,
+``batch`` (512) to a request. A collector that is down, slow or refusing costs that
+thread its export timeout; the batch is dropped and counted (:attr:`stats`), never
+kept, and the next ones are dropped unbuilt for a back-off (tui/otel/rhythm.py): memory
+stays bounded whatever the collector does, and a dead one costs a count, not an
+encoding. A collector down at start is no error — nothing is sent until a request ends.
+The metrics (cumulative histograms with the conventions' bucket boundaries) are kept by
+infertop itself (tui/otel/aggregate.py says why) and sent by the same thread every
+``metric_interval_s``, and at a flush or the end; a failed metrics export rests too
+(the next one carries the totals: nothing is lost by skipping one).
 
 Where: ``endpoint`` is the collector's base URL (``http://host:4318``: traces to
 ``/v1/traces``, metrics to ``/v1/metrics``), or ``"env"`` to take every endpoint from
@@ -36,9 +41,10 @@ from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
 from tui.otel.aggregate import HistogramTable
 from tui.otel.measures import BoundedModels, points_of
+from tui.otel.rhythm import Backoff, batch_settings
+from tui.otel.send import SpanSender, scope
 from tui.otel.spans import SpanData, span_of
 
-BATCH: Final = 256  # spans per export at most
 CONTENT_KEPT: Final = 64  # requests whose captured content waits for its outcome
 EXTRA: Final = "pip install 'infertop[otel]'"
 SUPPORTED_PROTOCOL: Final = "http/protobuf"
@@ -111,8 +117,9 @@ class OtelExporter:
         endpoint: str,
         *,
         capture_content: bool = False,
-        queue_limit: int = 4096,
-        flush_s: float = 1.0,
+        queue_limit: int | None = None,
+        flush_s: float | None = None,
+        batch: int | None = None,
         metric_interval_s: float = 10.0,
         timeout_s: float = 5.0,
         metrics: bool = True,
@@ -121,9 +128,7 @@ class OtelExporter:
         check_protocol()
         traces_url, metrics_url = signal_endpoints(endpoint)
         try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-                OTLPSpanExporter,
-            )
+            import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
             from opentelemetry.sdk.resources import Resource
         except ImportError:
             raise OtelUnavailable(
@@ -136,8 +141,10 @@ class OtelExporter:
 
         self.endpoint = endpoint
         self.capture_content = capture_content
-        self.queue_limit = queue_limit
-        self.flush_s = flush_s
+        env = batch_settings()
+        self.queue_limit = env.queue if queue_limit is None else queue_limit
+        self.flush_s = env.flush_s if flush_s is None else flush_s
+        self.batch = env.batch if batch is None else batch
         self.stats = ExportStats()
         self.note = note
         self._noted_failure = False
@@ -145,12 +152,14 @@ class OtelExporter:
             {"service.name": os.environ.get("OTEL_SERVICE_NAME") or "infertop",
              "service.version": __version__}
         )  # fmt: skip
-        self._spans = OTLPSpanExporter(endpoint=traces_url, timeout=timeout_s)
+        self._sender = SpanSender(traces_url, timeout_s, self.resource)
         self._queue: deque[RequestOutcome] = deque()
         self._content: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._flush_waiters: list[threading.Event] = []
-        self._backoff = 0.0  # seconds the export rests after a failed batch (doubling)
-        self._retry_at = 0.0
+        first = max(1.0, self.flush_s)
+        self._spans_rest = Backoff(first)  # after a batch of spans the collector refused
+        self._metrics_rest = Backoff(first)  # after metrics it refused (or failed)
+        self._unreachable = Backoff(first)  # after no answer at all: both signals rest
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -177,7 +186,7 @@ class OtelExporter:
                 self.stats.spans_dropped += 1
                 return
             self._queue.append(outcome)
-            if len(self._queue) >= BATCH:
+            if len(self._queue) >= self.batch:
                 self._wake.set()
 
     def attach_content(self, request_id: str, input_json: str, output_json: str) -> None:
@@ -202,7 +211,7 @@ class OtelExporter:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
-        for exporter in (self._spans, self._metrics):
+        for exporter in (self._sender, self._metrics):
             try:
                 if exporter is not None:
                     exporter.shutdown()
@@ -228,7 +237,8 @@ class OtelExporter:
             waiters: list[threading.Event] = []
             while True:
                 with self._lock:
-                    batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                    n = min(self.batch, len(self._queue))
+                    batch = [self._queue.popleft() for _ in range(n)]
                     waiters += self._flush_waiters
                     self._flush_waiters = []
                     content = {o.id: self._content.pop(o.id, None) for o in batch}
@@ -237,10 +247,12 @@ class OtelExporter:
                 with self._lock:
                     if not self._queue:
                         break
-            if self._table is not None and (
-                stopping or waiters or time.monotonic() >= self._next_metrics
-            ):
-                self._next_metrics = time.monotonic() + self.metric_interval_s
+            now = time.monotonic()
+            due = now >= self._next_metrics and not (
+                self._metrics_rest.resting(now) or self._unreachable.resting(now)
+            )
+            if self._table is not None and (stopping or waiters or due):
+                self._next_metrics = now + self.metric_interval_s
                 self._export_metrics()
             for w in waiters:
                 w.set()
@@ -254,13 +266,15 @@ class OtelExporter:
         assert self._table is not None
         if not len(self._table):
             return
-        data = self._table.metrics_data(self.resource, self._scope(), C.SCHEMA_URL)
+        data = self._table.metrics_data(self.resource, scope(), C.SCHEMA_URL)
         try:
             result = self._metrics.export(data)
         except Exception:  # noqa: BLE001 - counted as a failure, as a batch of spans is
             result = None
         if result == MetricExportResult.SUCCESS:
+            self._metrics_rest.reset()
             return
+        self._metrics_rest.failed(time.monotonic())
         self.stats.metric_failures += 1
         if self.stats.metric_failures == 1 and self.note is not None:
             self.note(
@@ -271,16 +285,24 @@ class OtelExporter:
     def _export(self, batch: list[RequestOutcome], content: dict[str, Any]) -> None:
         # after a failed batch, the next ones are dropped unbuilt until the back-off ends
         # (1 s, doubling to 60 s): a dead collector costs no encoding, only a count
-        resting = time.monotonic() < self._retry_at
-        spans = []
+        now = time.monotonic()
+        resting = self._spans_rest.resting(now) or self._unreachable.resting(now)
+        encodes = self._sender.encodes
+        spans: list[SpanData] = []
+        encoded: list[bytes] = []
         for o in batch:
             try:
                 if self._table is not None:
-                    for spec, values, attrs in points_of(o, self._models):
-                        self._table.record(spec, values, attrs)
+                    for p in points_of(o, self._models):
+                        self._table.record(p.spec, p.values, p.attributes, p.per)
                 if not resting:
                     own = o.source in ("chat", "run") and self.capture_content
-                    spans.append(self._readable(span_of(o, content.get(o.id) if own else None)))
+                    span = span_of(o, content.get(o.id) if own else None)
+                    span.trace_id = span.trace_id or new_trace_id()
+                    span.span_id = span.span_id or new_span_id()
+                    if encodes:
+                        encoded.append(self._sender.encode(span))
+                    spans.append(span)
             except Exception as e:  # noqa: BLE001 - one bad outcome must not stop export
                 log.warning("could not export request %s: %s", o.id, e)
         if resting:
@@ -288,65 +310,25 @@ class OtelExporter:
             return
         if not spans:
             return
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        try:
-            result = self._spans.export(spans)
-        except Exception as e:  # noqa: BLE001 - the exporter's own faults are counted too
-            result, why = None, f"{type(e).__name__}: {e}"
-        else:
-            why = "the collector did not take the batch"
-        if result == SpanExportResult.SUCCESS:
+        failure = self._sender.send(spans, encoded)
+        if failure is None:
             self.stats.spans_exported += len(spans)
             self.stats.last_error = None
-            self._backoff = 0.0
+            self._spans_rest.reset()
+            self._unreachable.reset()
             return
+        why = failure.why
         self.stats.spans_dropped += len(spans)
         self.stats.batches_failed += 1
         self.stats.last_error = why
-        self._backoff = min(60.0, max(1.0, self._backoff * 2))
-        self._retry_at = time.monotonic() + self._backoff
+        rest = self._unreachable if failure.unreachable else self._spans_rest
+        rest.failed(time.monotonic())
         if not self._noted_failure and self.note is not None:
             self._noted_failure = True
             self.note(
                 f"OTLP export to {self.endpoint} failed ({why}); batches are dropped and "
                 "counted while it fails"
             )
-
-    def _readable(self, span: SpanData) -> Any:
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-        trace_id = int(span.trace_id or new_trace_id(), 16)
-        flags = TraceFlags(TraceFlags.SAMPLED)
-        context = SpanContext(trace_id, int(span.span_id or new_span_id(), 16), False, flags)
-        parent = (
-            SpanContext(trace_id, int(span.parent_id, 16), True, flags) if span.parent_id else None
-        )
-        status = (
-            Status(StatusCode.ERROR, span.status_message)
-            if span.status == "error"
-            else Status(StatusCode.UNSET)
-        )
-        return ReadableSpan(
-            name=span.name,
-            context=context,
-            parent=parent,
-            resource=self.resource,
-            attributes=span.attributes,
-            kind=SpanKind.CLIENT,
-            status=status,
-            start_time=span.start_ns,
-            end_time=span.end_ns,
-            instrumentation_scope=self._scope(),
-        )
-
-    def _scope(self) -> Any:
-        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-
-        from tui import __version__
-
-        return InstrumentationScope(C.INSTRUMENTATION_SCOPE, __version__, C.SCHEMA_URL)
 
     def exposition(self) -> str:
         """The exporter's counts in the Prometheus text format (for /infertop/metrics)."""

@@ -22,6 +22,7 @@ cannot grow the exporter's memory by naming models.
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 from tui.core.outcome import RequestOutcome
 from tui.otel import conventions as C
@@ -29,9 +30,23 @@ from tui.otel.spans import server_of
 
 MAX_MODELS = 32
 MODEL_CHARS = 64
+MS: float = 1000.0  # ``per`` of values in milliseconds, as a request's metrics hold them
 Attributes = dict[str, str | int]
-# a metric, its values from one request (the chunk gaps are many), their attributes
-Point = tuple[C.MetricSpec, list[float], Attributes]
+
+
+class Point(NamedTuple):
+    """A metric's values from one request (the chunk gaps are many) with their attributes:
+    the metric's values are ``values[i] / per`` (``per`` = :data:`MS` for times kept in
+    milliseconds: the table divides where it must, not each value up front)."""
+
+    spec: C.MetricSpec
+    values: list[float]
+    attributes: Attributes
+    per: float = 1.0
+
+    def scaled(self) -> list[float]:
+        """The metric's values, in its unit."""
+        return [v / self.per for v in self.values]
 
 
 class BoundedModels:
@@ -69,22 +84,21 @@ def points_of(o: RequestOutcome, models: BoundedModels) -> list[Point]:
     duration = dict(base)
     if o.state == "failed":
         duration[C.ERROR_TYPE] = o.error_kind or "_OTHER"
-    out: list[Point] = [(C.CLIENT_DURATION, [o.e2e_s], duration)]
+    out = [Point(C.CLIENT_DURATION, [o.e2e_s], duration)]
     if m.prompt_tokens is not None:
-        out.append((C.CLIENT_TOKEN_USAGE, [float(m.prompt_tokens)], _typed(base, "input")))
+        out.append(Point(C.CLIENT_TOKEN_USAGE, [float(m.prompt_tokens)], _typed(base, "input")))
     if m.output_tokens is not None and not m.output_tokens_estimated:
-        out.append((C.CLIENT_TOKEN_USAGE, [float(m.output_tokens)], _typed(base, "output")))
+        out.append(Point(C.CLIENT_TOKEN_USAGE, [float(m.output_tokens)], _typed(base, "output")))
     streamed = o.streamed is not False
     if streamed and m.ttft_ms is not None:
-        out.append((C.CLIENT_TIME_TO_FIRST_CHUNK, [m.ttft_ms / 1000.0], base))
-    if streamed and m.itl_chunk_ms:
-        gaps = [gap / 1000.0 for gap in m.itl_chunk_ms]
-        out.append((C.CLIENT_TIME_PER_OUTPUT_CHUNK, gaps, base))
+        out.append(Point(C.CLIENT_TIME_TO_FIRST_CHUNK, [m.ttft_ms], base, MS))
+    if streamed and m.itl_chunk_ms:  # one per chunk: left in ms (the table scales)
+        out.append(Point(C.CLIENT_TIME_PER_OUTPUT_CHUNK, m.itl_chunk_ms, base, MS))
     if o.source == "proxy" and o.state == "done" and streamed:
         if m.ttft_ms is not None:
-            out.append((C.SERVER_TIME_TO_FIRST_TOKEN, [m.ttft_ms / 1000.0], base))
+            out.append(Point(C.SERVER_TIME_TO_FIRST_TOKEN, [m.ttft_ms], base, MS))
         if m.tpot_ms is not None and not m.output_tokens_estimated:
-            out.append((C.SERVER_TIME_PER_OUTPUT_TOKEN, [m.tpot_ms / 1000.0], base))
+            out.append(Point(C.SERVER_TIME_PER_OUTPUT_TOKEN, [m.tpot_ms], base, MS))
     return out
 
 

@@ -21,6 +21,7 @@ No text of a request is ever in it, except where :func:`span_of` is given ``cont
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -51,6 +52,7 @@ class SpanData:
     kind: Literal["client"] = "client"
 
 
+@functools.lru_cache(maxsize=64)  # a front end has one upstream, or a few: parsed once
 def server_of(upstream: str) -> tuple[str | None, int | None]:
     """(server.address, server.port) of an upstream URL; (None, None) for an engine name."""
     if "://" not in upstream:
@@ -154,11 +156,12 @@ def _times(a: dict[str, AttrValue], o: RequestOutcome) -> None:
     if streamed and ttft is not None:
         a[C.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ttft
         a[C.INFERTOP_TTFT] = ttft
+    itl_p50, itl_p90 = m.itl_token_p50_p90()  # one sort for both
     extras: tuple[tuple[str, float | None], ...] = (
         (C.INFERTOP_TTFO, _seconds(m.ttfo_ms) if streamed else None),
         (C.INFERTOP_THINKING, _seconds(m.thinking_ms)),
-        (C.INFERTOP_ITL_P50, _seconds(m.itl_ms_p50)),
-        (C.INFERTOP_ITL_P90, _seconds(m.itl_ms_p90)),
+        (C.INFERTOP_ITL_P50, _seconds(itl_p50)),
+        (C.INFERTOP_ITL_P90, _seconds(itl_p90)),
         (C.INFERTOP_DECODE_TPS, m.decode_tps),
         (C.INFERTOP_PREFILL_TPS, m.prefill_tps),
     )
