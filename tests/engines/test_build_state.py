@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
+from tests.support.builds import fake_builder
 from tui.engines.files import build_state
 from tui.engines.files.build_state import (
-    BUILDER_MODULE,
     DISTURBED,
     MAX_STATE_BYTES,
     BuildState,
@@ -45,15 +45,10 @@ def state(**kw: object) -> BuildState:
 
 
 @pytest.fixture
-def builder() -> object:
+def builder() -> Iterator[subprocess.Popen[bytes]]:
     """A live process that /proc names as a builder (the state's pid must be one)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)", BUILDER_MODULE],
-        stdin=subprocess.DEVNULL,
-    )
-    yield proc
-    proc.kill()
-    proc.wait()
+    with fake_builder() as proc:
+        yield proc
 
 
 def test_a_finished_build_ran_exactly_over_its_interval() -> None:

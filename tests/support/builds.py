@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,7 +90,20 @@ def fake_builder() -> Iterator[subprocess.Popen[bytes]]:
         stdin=subprocess.DEVNULL,
     )
     try:
+        _await_exec(proc.pid)  # until then /proc shows the forked test process
         yield proc
     finally:
         proc.kill()
         proc.wait()
+
+
+def _await_exec(pid: int, timeout_s: float = 30.0) -> None:
+    """Wait until ``pid`` runs its own command line (Popen returns at the fork)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if BUILDER_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return
+        except OSError:
+            return  # no /proc (macOS): nothing reads the command line there
+        time.sleep(0.01)
