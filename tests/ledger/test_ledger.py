@@ -80,9 +80,10 @@ def test_nothing_but_numbers_and_names_reaches_the_file(tmp_path: Path) -> None:
 def test_a_full_queue_drops_and_says_so_once(tmp_path: Path) -> None:
     notes: list[str] = []
     sink = LedgerSink(tmp_path / "l.sqlite3", note=notes.append, queue_limit=5)
-    other = sqlite3.connect(str(tmp_path / "l.sqlite3"), timeout=0, isolation_level=None)
+    # (a busy timeout: the writer's thread may hold the file a moment as it starts)
+    other = sqlite3.connect(str(tmp_path / "l.sqlite3"), timeout=30, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holds the file: the writer waits
     try:
-        other.execute("BEGIN EXCLUSIVE")  # another process holds the file: the writer waits
         for _ in range(50):
             sink.publish(outcome())
         assert 40 <= sink.dropped <= 45
