@@ -40,7 +40,7 @@ from tui.core.outcome import RequestOutcome
 from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
 from tui.otel.aggregate import HistogramTable
-from tui.otel.measures import BoundedModels, points_of
+from tui.otel.measures import AttributeSets, points_of
 from tui.otel.rhythm import Backoff, batch_settings
 from tui.otel.send import SpanSender, scope
 from tui.otel.spans import SpanData, span_of
@@ -163,7 +163,7 @@ class OtelExporter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._models = BoundedModels()
+        self._sets = AttributeSets()
         self._table: HistogramTable | None = None
         self._metrics: Any = None  # the OTLP/HTTP metric exporter
         self.metric_interval_s = metric_interval_s
@@ -293,8 +293,8 @@ class OtelExporter:
         for o in batch:
             try:
                 if self._table is not None:
-                    for p in points_of(o, self._models):
-                        self._table.record(p.spec, p.values, p.attributes, p.per)
+                    for p in points_of(o, self._sets):
+                        self._table.record(p.spec, p.values, p.attributes, p.per, p.key)
                 if not resting:
                     own = o.source in ("chat", "run") and self.capture_content
                     span = span_of(o, content.get(o.id) if own else None)

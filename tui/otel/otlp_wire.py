@@ -53,6 +53,10 @@ _double = struct.Struct("<d").pack
 _fixed64 = struct.Struct("<Q").pack
 _fixed32 = struct.Struct("<I").pack
 _SMALL = [bytes([n]) for n in range(128)]
+_KIND_CLIENT: Final = b"\x30" + bytes([SPAN_KIND_CLIENT])
+_STATUS_UNSET: Final = b"\x7a\x00"  # a set, empty Status
+_FLAGS_LOCAL: Final = b"\x85\x01" + _fixed32(FLAG_HAS_IS_REMOTE)
+_FLAGS_REMOTE_PARENT: Final = b"\x85\x01" + _fixed32(FLAG_HAS_IS_REMOTE | FLAG_IS_REMOTE)
 
 
 def varint(n: int) -> bytes:
@@ -101,6 +105,13 @@ def any_value(value: object) -> bytes:
     raise TypeError(f"an attribute of type {type(value).__name__}")
 
 
+def _double_head(tag: bytes, key: str) -> bytes:
+    """A double attribute's ``KeyValue`` field with ``tag`` up to the value's 8 bytes (its
+    length does not depend on the value)."""
+    key_field = _field(b"\x0a", _utf8(key))
+    return tag + varint(len(key_field) + 11) + key_field + b"\x12\x09\x21"
+
+
 def key_value(key: str, value: object) -> bytes:
     """A ``KeyValue`` message's bytes."""
     return _field(b"\x0a", _utf8(key)) + _field(b"\x12", any_value(value))
@@ -119,7 +130,12 @@ class TraceEncoder:
         scope_schema_url: str = "",
         resource_schema_url: str = "",
     ) -> None:
-        self._pairs: dict[tuple[str, type, object], bytes] = {}
+        # per field tag (a resource's attributes and a span's are different fields):
+        # the encodings of repeated (key, value) pairs, and the encoded head of a key's
+        # field up to its value (a double's: its length is the key's alone)
+        self._pairs: dict[bytes, dict[tuple[str, type, object], bytes]] = {}
+        self._double_heads: dict[bytes, dict[str, bytes]] = {}
+        self._names: dict[str, bytes] = {}  # span names' fields (few: operation, model)
         resource = self.attributes(b"\x0a", resource_attributes)
         scope = _field(b"\x0a", _utf8(scope_name))
         if scope_version:
@@ -134,11 +150,24 @@ class TraceEncoder:
     def attributes(self, tag: bytes, attributes: Mapping[str, object]) -> bytes:
         """Each attribute as a ``KeyValue`` field with ``tag``, in the mapping's order;
         one OTLP cannot hold is left out. The encodings of repeated (key, value) pairs —
-        names, kinds, routes, small counts — are kept and reused."""
-        pairs = self._pairs
+        names, kinds, routes, small counts — are kept and reused, and a double's is its
+        key's kept head and its 8 bytes."""
+        pairs = self._pairs.get(tag)
+        if pairs is None:
+            pairs = self._pairs[tag] = {}
+            self._double_heads[tag] = {}
+        heads = self._double_heads[tag]
         out = []
         for key, value in attributes.items():
             kind = type(value)
+            if kind is float:
+                head = heads.get(key)
+                if head is None:
+                    if len(heads) >= CACHED_PAIRS:
+                        heads.clear()
+                    head = heads[key] = _double_head(tag, key)
+                out.append(head + _double(value))
+                continue
             cacheable = (
                 kind is bool
                 or kind is int
@@ -164,28 +193,38 @@ class TraceEncoder:
         """One ``Span`` message's bytes; ``span`` must have its ids (hex)."""
         if span.trace_id is None or span.span_id is None:
             raise ValueError("a span needs its trace and span ids")
-        parts = [
-            b"\x0a\x10" + bytes.fromhex(span.trace_id),
-            b"\x12\x08" + bytes.fromhex(span.span_id),
-        ]
-        if span.parent_id:
-            parts.append(b"\x22\x08" + bytes.fromhex(span.parent_id))
-        parts += [
-            _field(b"\x2a", _utf8(span.name)),
-            b"\x30" + varint(SPAN_KIND_CLIENT),
-            b"\x39" + _fixed64(span.start_ns),
-            b"\x41" + _fixed64(span.end_ns),
-            self.attributes(b"\x4a", span.attributes),
-        ]
-        status = b""
+        name = self._names.get(span.name)
+        if name is None:
+            name = _field(b"\x2a", _utf8(span.name))
+            if len(span.name) <= CACHED_CHARS:
+                if len(self._names) >= CACHED_PAIRS:
+                    self._names.clear()
+                self._names[span.name] = name
         if span.status == "error":
+            status = b""
             if span.status_message:
                 status += _field(b"\x12", _utf8(span.status_message))
-            status += b"\x18" + varint(STATUS_CODE_ERROR)
-        parts.append(_field(b"\x7a", status))
-        flags = FLAG_HAS_IS_REMOTE | (FLAG_IS_REMOTE if span.parent_id else 0)
-        parts.append(b"\x85\x01" + _fixed32(flags))
-        return b"".join(parts)
+            status = _field(b"\x7a", status + b"\x18" + varint(STATUS_CODE_ERROR))
+        else:
+            status = _STATUS_UNSET
+        return b"".join(
+            (
+                b"\x0a\x10",
+                bytes.fromhex(span.trace_id),
+                b"\x12\x08",
+                bytes.fromhex(span.span_id),
+                b"\x22\x08" + bytes.fromhex(span.parent_id) if span.parent_id else b"",
+                name,
+                _KIND_CLIENT,
+                b"\x39",
+                _fixed64(span.start_ns),
+                b"\x41",
+                _fixed64(span.end_ns),
+                self.attributes(b"\x4a", span.attributes),
+                status,
+                _FLAGS_REMOTE_PARENT if span.parent_id else _FLAGS_LOCAL,
+            )
+        )
 
     def request(self, spans: Sequence[bytes]) -> bytes:
         """The ``ExportTraceServiceRequest`` of encoded spans (:meth:`span`)."""
