@@ -22,6 +22,7 @@ cannot grow the exporter's memory by naming models.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from tui.core.outcome import RequestOutcome
@@ -32,7 +33,9 @@ MAX_MODELS = 32
 MODEL_CHARS = 64
 MS: float = 1000.0  # ``per`` of values in milliseconds, as a request's metrics hold them
 Attributes = dict[str, str | int]
-AttributeKey = tuple[tuple[str, str | int], ...]  # an attribute set's items, sorted
+# an attribute set as the histogram table keys it: the repr of its sorted items (one
+# string, whose hash Python keeps: a kept set's key costs no hashing per request)
+AttributeKey = str
 
 
 class Point(NamedTuple):
@@ -74,8 +77,9 @@ SETS_KEPT: Final = 1024  # attribute sets kept (routes and upstreams are few; pa
 
 
 def sorted_key(attributes: Attributes) -> AttributeKey:
-    """An attribute set as the histogram table keys it (tui/otel/aggregate.py)."""
-    return tuple(sorted(attributes.items()))
+    """An attribute set as the histogram table keys it (tui/otel/aggregate.py): the
+    repr of its sorted items (a str's and an int's repr tell them apart)."""
+    return repr(sorted(attributes.items()))
 
 
 class _Sets(NamedTuple):
@@ -137,26 +141,31 @@ class AttributeSets:
 
 def points_of(o: RequestOutcome, sets: AttributeSets) -> list[Point]:
     """The metric points of one finished request (see the module docstring)."""
+    out: list[Point] = []
+    each_point(o, sets, lambda *p: out.append(Point(*p)))
+    return out
+
+
+def each_point(o: RequestOutcome, sets: AttributeSets, emit: Callable[..., object]) -> None:
+    """:func:`points_of`, each point handed to ``emit(spec, values, attributes, per,
+    key)`` as it is made (the exporter records them so, with no Point in between)."""
     m = o.metrics
     a = sets.of(o)
     base, key = a.base, a.base_key
-    out = [Point(C.CLIENT_DURATION, [o.e2e_s], a.duration, 1.0, a.duration_key)]
+    emit(C.CLIENT_DURATION, [o.e2e_s], a.duration, 1.0, a.duration_key)
     if m.prompt_tokens is not None:
-        out.append(Point(C.CLIENT_TOKEN_USAGE, [float(m.prompt_tokens)], a.input, 1.0, a.input_key))
+        emit(C.CLIENT_TOKEN_USAGE, [float(m.prompt_tokens)], a.input, 1.0, a.input_key)
     estimated = m.output_tokens_estimated
     if m.output_tokens is not None and not estimated:
-        out.append(
-            Point(C.CLIENT_TOKEN_USAGE, [float(m.output_tokens)], a.output, 1.0, a.output_key)
-        )
+        emit(C.CLIENT_TOKEN_USAGE, [float(m.output_tokens)], a.output, 1.0, a.output_key)
     if o.streamed is False:
-        return out
+        return
     if m.ttft_ms is not None:
-        out.append(Point(C.CLIENT_TIME_TO_FIRST_CHUNK, [m.ttft_ms], base, MS, key))
+        emit(C.CLIENT_TIME_TO_FIRST_CHUNK, [m.ttft_ms], base, MS, key)
     if m.itl_chunk_ms:  # one per chunk: left in ms (the table scales)
-        out.append(Point(C.CLIENT_TIME_PER_OUTPUT_CHUNK, m.itl_chunk_ms, base, MS, key))
+        emit(C.CLIENT_TIME_PER_OUTPUT_CHUNK, m.itl_chunk_ms, base, MS, key)
     if o.source == "proxy" and o.state == "done":
         if m.ttft_ms is not None:
-            out.append(Point(C.SERVER_TIME_TO_FIRST_TOKEN, [m.ttft_ms], base, MS, key))
+            emit(C.SERVER_TIME_TO_FIRST_TOKEN, [m.ttft_ms], base, MS, key)
         if m.tpot_ms is not None and not estimated:
-            out.append(Point(C.SERVER_TIME_PER_OUTPUT_TOKEN, [m.tpot_ms], base, MS, key))
-    return out
+            emit(C.SERVER_TIME_PER_OUTPUT_TOKEN, [m.tpot_ms], base, MS, key)

@@ -117,6 +117,51 @@ def key_value(key: str, value: object) -> bytes:
     return _field(b"\x0a", _utf8(key)) + _field(b"\x12", any_value(value))
 
 
+_NONE: Final[dict[str, bytes]] = {}  # (never filled: a key with no value kept yet)
+
+
+class _Kept:
+    """One field tag's kept encodings (at most :data:`CACHED_PAIRS` of each kind; then
+    they start afresh): ``KeyValue`` fields by key and string value (a string longer
+    than :data:`CACHED_CHARS` is not kept), by (key, type, value) for ints and bools
+    (``b""``: an int outside int64, left out), and a double's head by key."""
+
+    __slots__ = ("tag", "strings", "n_strings", "pairs", "double_heads")
+
+    def __init__(self, tag: bytes) -> None:
+        self.tag = tag
+        self.strings: dict[str, dict[str, bytes]] = {}
+        self.n_strings = 0
+        self.pairs: dict[tuple[str, type, object], bytes] = {}
+        self.double_heads: dict[str, bytes] = {}
+
+    def string(self, key: str, value: str) -> bytes:
+        encoded = _field(self.tag, key_value(key, value))
+        if len(value) <= CACHED_CHARS:
+            if self.n_strings >= CACHED_PAIRS:
+                self.strings.clear()
+                self.n_strings = 0
+            self.strings.setdefault(key, {})[value] = encoded
+            self.n_strings += 1
+        return encoded
+
+    def scalar(self, key: str, kind: type, value: object) -> bytes:
+        try:
+            encoded = _field(self.tag, key_value(key, value))
+        except ValueError:  # outside int64
+            encoded = b""
+        if len(self.pairs) >= CACHED_PAIRS:
+            self.pairs.clear()
+        self.pairs[(key, kind, value)] = encoded
+        return encoded
+
+    def double_head(self, key: str) -> bytes:
+        if len(self.double_heads) >= CACHED_PAIRS:
+            self.double_heads.clear()
+        head = self.double_heads[key] = _double_head(self.tag, key)
+        return head
+
+
 class TraceEncoder:
     """Spans to the bytes of one ``ExportTraceServiceRequest`` (the module docstring),
     for one resource and one instrumentation scope, encoded once here. Used from one
@@ -130,11 +175,8 @@ class TraceEncoder:
         scope_schema_url: str = "",
         resource_schema_url: str = "",
     ) -> None:
-        # per field tag (a resource's attributes and a span's are different fields):
-        # the encodings of repeated (key, value) pairs, and the encoded head of a key's
-        # field up to its value (a double's: its length is the key's alone)
-        self._pairs: dict[bytes, dict[tuple[str, type, object], bytes]] = {}
-        self._double_heads: dict[bytes, dict[str, bytes]] = {}
+        # per field tag (a resource's attributes and a span's are different fields)
+        self._kept: dict[bytes, _Kept] = {}
         self._names: dict[str, bytes] = {}  # span names' fields (few: operation, model)
         resource = self.attributes(b"\x0a", resource_attributes)
         scope = _field(b"\x0a", _utf8(scope_name))
@@ -150,43 +192,36 @@ class TraceEncoder:
     def attributes(self, tag: bytes, attributes: Mapping[str, object]) -> bytes:
         """Each attribute as a ``KeyValue`` field with ``tag``, in the mapping's order;
         one OTLP cannot hold is left out. The encodings of repeated (key, value) pairs —
-        names, kinds, routes, small counts — are kept and reused, and a double's is its
-        key's kept head and its 8 bytes."""
-        pairs = self._pairs.get(tag)
-        if pairs is None:
-            pairs = self._pairs[tag] = {}
-            self._double_heads[tag] = {}
-        heads = self._double_heads[tag]
+        names, kinds, routes, small counts — are kept and reused (:class:`_Kept`), and a
+        double's is its key's kept head and its 8 bytes."""
+        kept = self._kept.get(tag)
+        if kept is None:
+            kept = self._kept[tag] = _Kept(tag)
+        strings, heads, pairs = kept.strings, kept.double_heads, kept.pairs
         out = []
         for key, value in attributes.items():
             kind = type(value)
-            if kind is float:
+            if kind is str:
+                found = strings.get(key, _NONE).get(value)  # type: ignore[call-overload]
+                if found is None:
+                    found = kept.string(key, value)  # type: ignore[arg-type]
+                out.append(found)
+            elif kind is float:
                 head = heads.get(key)
                 if head is None:
-                    if len(heads) >= CACHED_PAIRS:
-                        heads.clear()
-                    head = heads[key] = _double_head(tag, key)
+                    head = kept.double_head(key)
                 out.append(head + _double(value))
-                continue
-            cacheable = (
-                kind is bool
-                or kind is int
-                or (isinstance(value, str) and len(value) <= CACHED_CHARS)
-            )
-            if cacheable:
+            elif kind is bool or kind is int:
                 found = pairs.get((key, kind, value))
-                if found is not None:
+                if found is None:
+                    found = kept.scalar(key, kind, value)
+                if found:
                     out.append(found)
+            else:  # a list, bytes, a str or float subclass; what OTLP cannot hold: b""
+                try:
+                    out.append(_field(tag, key_value(key, value)))
+                except (TypeError, ValueError):
                     continue
-            try:
-                encoded = _field(tag, key_value(key, value))
-            except (TypeError, ValueError):
-                continue
-            if cacheable:
-                if len(pairs) >= CACHED_PAIRS:
-                    pairs.clear()
-                pairs[(key, kind, value)] = encoded
-            out.append(encoded)
         return b"".join(out)
 
     def span(self, span: SpanData) -> bytes:
