@@ -30,6 +30,9 @@ HEADLESS = [
     "tui.config",
     "tui.config_trust",
     "tui.config_keys",
+    "tui.config_sections",
+    "tui.config_schema",
+    "tui.config_checks",
     "tui.chat",
     "tui.chat.core",
     "tui.chat.hardware",
@@ -89,8 +92,8 @@ def test_every_headless_module_file_is_checked():
 # measuring other clients' traffic) needs only core, transport and the engines' stream
 # readers; ledger (the request ledger's file and queries) needs only core; app (Textual)
 # draws on top; cli, at the very top, may use anything. Every
-# package of tui/ is listed (a test below checks it); tui.config_trust and tui.config_keys
-# are config's.
+# package of tui/ is listed (a test below checks it); tui.config_trust, tui.config_keys,
+# tui.config_sections, tui.config_schema and tui.config_checks are config's.
 BASE = {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.config"}
 LAYERS = {
     "tui.core": set(),
@@ -121,7 +124,13 @@ LAYERS = {
 }
 
 
-CONFIG_PARTS = {"tui.config_trust", "tui.config_keys"}
+CONFIG_PARTS = {
+    "tui.config_trust",
+    "tui.config_keys",
+    "tui.config_sections",
+    "tui.config_schema",
+    "tui.config_checks",
+}
 
 
 def layer_of(module: str) -> str:

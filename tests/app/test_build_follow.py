@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -21,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.app.app_support import SIZE, gen, submit, summary, turns
-from tests.support.builds import start_broken_build, stop_builds
+from tests.support.builds import fake_builder, start_broken_build, stop_builds
 from tui.app.widgets.engine_bar import EngineBar
 from tui.engines.files.build_state import (
-    BUILDER_MODULE,
     BuildState,
     BuildWatch,
     boot_id,
@@ -44,13 +42,8 @@ TUNED_LABEL = "llama.cpp built for this CPU"
 
 @pytest.fixture
 def builder() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(300)", BUILDER_MODULE],
-        stdin=subprocess.DEVNULL,
-    )
-    yield proc
-    proc.kill()
-    proc.wait()
+    with fake_builder() as proc:
+        yield proc
 
 
 def compiling(pid: int, log: Path, step: int) -> BuildState:
@@ -109,6 +102,7 @@ async def test_the_build_shows_marks_and_hands_over_to_the_tuned_engine(
         builder.kill()
         write_build_state(states, ended(state, "done"))
         await wait_for(pilot, lambda: app.core.slot_engine["A"] == "local", 10)
+        await wait_for(pilot, lambda: "was built" in " ".join(notes(app)), 30)
         said = " ".join(notes(app))
         assert "llama.cpp for this CPU was built" in said and "the next prompt runs on it" in said
         assert list(app.config.engines) == ["local", "prebuilt"]  # the prebuilt stays: A/B
@@ -137,6 +131,8 @@ async def test_a_failed_build_says_why_and_the_prebuilt_keeps_answering(
         await wait_for(pilot, lambda: "ready" in bar(app))
         failed = "building llama.cpp for this CPU failed"
         await wait_for(pilot, lambda: failed in line(app), 300)
+        # a notification is a message the app handles after the line is drawn
+        await wait_for(pilot, lambda: failed in " ".join(notes(app)), 30)
         said = " ".join(notes(app))
         why = 'CMake Error: The C compiler "' + str(tmp_path / "broken-bin")
         assert failed in said and why in said, said

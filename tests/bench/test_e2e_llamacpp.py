@@ -77,4 +77,5 @@ def test_bench_llamacpp_end_to_end(infertop_cmd, cli_env, tmp_path, model_path, 
     rows = list(csv.DictReader((out / "report.csv").open()))
     assert len(rows) == len(eng["records"])
     md = (out / "report.md").read_text()
-    assert "| local | llamacpp | SmolLM2" in md and "## Cold vs warm" in md
+    assert "| local | llamacpp (llama.cpp built for this CPU) | SmolLM2" in md  # the build named
+    assert "## Cold vs warm" in md

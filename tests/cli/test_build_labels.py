@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.builds import fake_builder
 from tui.__main__ import main
 from tui.engines.files import build_state
-from tui.engines.files.build_state import BUILDER_MODULE, BuildState, boot_id, write_build_state
+from tui.engines.files.build_state import BuildState, boot_id, write_build_state
 
 PREBUILT = (
     'default_engine = "prebuilt"\n[engines.prebuilt]\nkind = "llamacpp-prebuilt"\n'
@@ -44,13 +44,8 @@ def builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def builder() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(300)", BUILDER_MODULE],
-        stdin=subprocess.DEVNULL,
-    )
-    yield proc
-    proc.kill()
-    proc.wait()
+    with fake_builder() as proc:
+        yield proc
 
 
 def compiling(pid: int) -> BuildState:

@@ -158,6 +158,9 @@ def test_start_detaches_runs_once_and_stops_on_sigterm(tmp_path: Path) -> None:
     first = subprocess.run(start, env=env, capture_output=True, text=True, timeout=60)
     assert first.returncode == 0 and "in the background" in first.stdout
     state_dir = venv_state_dir(str(venv))
+    # start returns once the builder wrote its state: an app started next follows it
+    written = read_build_state(state_dir)
+    assert written is not None and written.running() and str(written.pid) in first.stdout
     running = _wait(lambda: (s := read_build_state(state_dir)) and s.running() and s)
     assert running.phase in ("starting", "compiling")
     assert os.getpgid(running.pid) == running.pid  # a session of its own: outlives the terminal

@@ -29,8 +29,10 @@ from hypothesis import given, settings
 
 from tests.fuzz.config_documents import PATH, Doc, inject, valid_doc
 from tests.fuzz.fuzz_support import FUZZ, MIN_CASES, SEEDS, CaseCount
-from tui.config import Config, ConfigError, load_config, parse_config
+from tui.config import Config, ConfigError, builtin_engines, load_config, parse_config
 from tui.config_keys import key_text
+
+BUILT_IN = builtin_engines()[0]  # with no engine in a document: the llama.cpp builds installed
 
 
 def check_error(e: ConfigError) -> str:
@@ -41,7 +43,7 @@ def check_error(e: ConfigError) -> str:
 
 def check_valid(cfg: Config, doc: Doc) -> None:
     engines = {p[1] for p in doc.where if p[0] == "engines"}
-    assert set(cfg.engines) == (engines or {"local"})
+    assert set(cfg.engines) == (engines or set(BUILT_IN))
     for path, want in doc.values.items():
         if want is None:
             continue

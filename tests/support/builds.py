@@ -10,10 +10,12 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tui.core.child_python import child_env
-from tui.engines.files.build_state import read_build_state
+from tui.engines.files.build_state import BUILDER_MODULE, read_build_state
 
 BROKEN_CC = '#!/bin/sh\necho "broken compiler (test): $0 refuses to compile" >&2\nexit 1\n'
 
@@ -76,3 +78,18 @@ def stop_builds(tmp: Path) -> None:
         state = read_build_state(state_dir)
         if state is not None and state.running():
             os.killpg(state.pid, signal.SIGKILL)
+
+
+@contextmanager
+def fake_builder() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process whose command line names the builder module: what a running build
+    looks like to those who read its state (a sleeper, not a compile); killed at the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)", BUILDER_MODULE],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,4 +1,12 @@
-"""InfertopApp and ``create_app``: the one factory the CLI and the tests use."""
+"""InfertopApp and ``create_app``: the one factory the CLI and the tests use.
+
+The app here is its screens, its start and stop (the sampler, the GIL's switch
+interval, a crash said on the restored terminal) and the one notify filter; its other
+parts are its bases, one job each: the engines found on this machine and slot A's engine
+at start (tui/app/found_engines.py), the fleet screen (tui/app/fleet_link.py), themes,
+keys and the remembered state (tui/app/preferences.py), and where finished answers go
+besides the screen — ledger, OTLP export, alerts (tui/app/outcome_sinks.py).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +19,20 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
-from textual.worker import Worker, WorkerState
 
 from tui.app.commands import EngineCommands, GgufCommands
-from tui.app.discovery import PortOwners
-from tui.app.keys import checked_keymap
+from tui.app.fleet_link import FleetLink
+from tui.app.found_engines import FoundEngines
 from tui.app.ledger_commands import LedgerCommands
-from tui.app.ledger_link import AppLedger, thread_note
 from tui.app.listeners import ListenerWatch
-from tui.app.messages import ModelsListed, ServersFound, SideNote, TelemetrySampled
+from tui.app.messages import TelemetrySampled
+from tui.app.outcome_sinks import OutcomeSinks
+from tui.app.preferences import Preferences
 from tui.app.screens.chat import ChatScreen
-from tui.app.screens.chat_engines import EngineChosen
-from tui.app.screens.fleet import FleetScreen, FleetSource
-from tui.app.state import UIState, default_state_path, load_state, save_state
+from tui.app.screens.fleet import FleetSource
+from tui.app.state import default_state_path, load_state
 from tui.app.textual_private import decide
-from tui.app.themes import builtin_theme_dir, load_themes, user_theme_dir
+from tui.app.themes import builtin_theme_dir, user_theme_dir
 from tui.chat.catalog import Catalog, is_discovered_name
 from tui.chat.core import ChatCore
 from tui.chat.hardware import HardwareWatch
@@ -35,18 +42,16 @@ from tui.core.safe_text import markup_safe, terminal_label, terminal_safe
 from tui.core.session import SessionRecorder, default_session_path
 from tui.engines.files.build_state import BuildWatch
 from tui.engines.placement import ui_engine_spec
-from tui.fleet.build import NoFleet, adopt_endpoint, build_fleet
 from tui.telemetry.sampler import TelemetrySample
 
 if TYPE_CHECKING:
     from tui.app.app_api import DiscoveryHost
     from tui.app.screens.requests import RequestsFeed, RequestsScreen
-    from tui.engines.files.gguf_scan import GgufFile, GgufScan
+    from tui.engines.files.gguf_scan import GgufScan
     from tui.engines.servers.port_owner import PortOwner
-    from tui.fleet.rows import EndpointRow
 
 
-class InfertopApp(App[None]):
+class InfertopApp(FoundEngines, FleetLink, Preferences, OutcomeSinks):
     CSS_PATH = "app.tcss"
     TITLE = "infertop"
     COMMANDS = App.COMMANDS | {EngineCommands, GgufCommands, LedgerCommands}
@@ -159,60 +164,6 @@ class InfertopApp(App[None]):
         self._own_fleet = False
         self._themes_and_keys(config)
 
-    @staticmethod
-    def _initial_engine(config: Config, engine: str | None, remembered: str | None) -> str:
-        """Slot A's engine: the one asked for (``infertop --url``), else the one used
-        last if it is still configured, else the default."""
-        if engine is not None and engine in config.engines:
-            return engine
-        return remembered if remembered in config.engines else config.default_engine
-
-    def _open_ledger(self, ledger: Path | None, config: Config) -> None:
-        """The request ledger: every answer (and bench request) kept, numbers only."""
-        self.ledger = AppLedger(ledger, config.ledger)
-        sink = self.ledger.open(thread_note(self))
-        if sink is not None:
-            self.core.outcomes.add(sink)
-        elif self.ledger.error:
-            self.startup_notes.append((self.ledger.error, "warning"))
-
-    def _themes_and_keys(self, config: Config) -> None:
-        """Ours and the user's themes, and the user's keys (what is wrong with either is
-        said at start)."""
-        registered, notes = load_themes(self, self.theme_dirs, self.state.theme or config.ui.theme)
-        self.our_themes += registered
-        keymap, key_notes = checked_keymap(config.ui.keys)
-        self.startup_notes += [(n, "warning") for n in notes + key_notes]
-        if keymap:
-            self.set_keymap(keymap)
-
-    def _attach_handoff(self, handoff: Any) -> None:
-        """OTLP export and alert rules (tui/cli/handoff.py): their sinks take every
-        finished answer, each request gets its trace context, an alert is a line here."""
-        from tui.core.trace_context import TraceMode
-
-        for sink in handoff.sinks:
-            self.core.outcomes.add(sink)
-        mode: TraceMode = "propagate" if handoff.propagate else "record"
-        self.core.trace = mode if handoff.recording else "off"
-        exporter = handoff.exporter
-        if exporter is not None and exporter.capture_content:
-            from tui.otel.spans import answer_json, messages_json
-
-            def tap(rid: str, msgs: list[dict[str, str]], text: str, finish: str | None) -> None:
-                exporter.attach_content(rid, messages_json(msgs), answer_json(text, finish))
-
-            self.core.content_tap = tap
-        if exporter is not None:
-            exporter.note = lambda text: self.post_message(SideNote(text, False))
-        if handoff.notifier is not None:
-            handoff.notifier.on_line = lambda text, bell: self.post_message(SideNote(text, bell))
-
-    def on_side_note(self, msg: SideNote) -> None:
-        self.notify(msg.text, severity="warning", timeout=10)
-        if msg.bell:
-            self.bell()
-
     # -- start / stop ----------------------------------------------------------------
     def notify(
         self,
@@ -267,90 +218,6 @@ class InfertopApp(App[None]):
         if self.discovery_on:
             self.call_after_refresh(self._start_discovery)
 
-    def _start_discovery(self) -> None:
-        from tui.app.discovery import discover_in_thread
-        from tui.engines.servers.discovery import loopback_urls
-
-        skip = loopback_urls(list(self.config.engines.values()))
-        self.run_worker(
-            lambda: discover_in_thread(self.config.discovery, skip, self.post_message),
-            thread=True,
-            group="discovery",
-            exclusive=True,
-            exit_on_error=False,
-            description="discover local servers",
-        )
-
-    def rediscover(self) -> None:
-        """The palette's "Discover local servers again": a server started since is added
-        (the ones known stay as they are)."""
-        if any(w.group == "discovery" and not w.is_finished for w in self.workers):
-            return
-        self.discovery_done = False
-        self.rediscovering = True
-        self._start_discovery()
-
-    def on_servers_found(self, msg: ServersFound) -> None:
-        from tui.app.discovery import found_note
-        from tui.engines.servers.discovery import FOUND
-
-        added = self.catalog.add_found(self.config, msg.findings)
-        self.listeners.found |= {f.port for f in msg.findings if f.status == FOUND}
-        self.discovery_done = True
-        if added:
-            self.notify(found_note(added), timeout=6)
-        elif self.rediscovering:
-            self.notify("no new local server found", timeout=3)
-        self.rediscovering = False
-        self._take_remembered()
-
-    def on_port_owners(self, msg: PortOwners) -> None:
-        self.port_owners.update(msg.owners)
-
-    def _take_remembered(self) -> None:
-        """After discovery (or when it failed): slot A on the server used last if it was
-        found again on a port the user's own process listens on, else its engine loads
-        as usual (a server found there under another owner is named in a notification,
-        and used only once the user chooses it)."""
-        name, self.awaiting_remembered = self.awaiting_remembered, None
-        if name is None:
-            return
-        if name in self.config.engines and not self.chat.busy:
-            owner = self.port_owners.get(int(name.rsplit(":", 1)[1]))
-            if owner is not None and owner.is_yours():
-                self.chat.use_engine("A", name)
-                self.listeners.trust(owner)  # the user's own: each prompt checks it still is
-                return
-            from tui.app.discovery import remembered_note
-
-            self.notify(remembered_note(name, owner), severity="warning", timeout=12)
-        self.chat.ensure_loaded("A")
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "discovery" and event.state == WorkerState.ERROR:
-            self.discovery_done = True
-            self._take_remembered()  # never left waiting on a discovery that failed
-
-    def on_models_listed(self, msg: ModelsListed) -> None:
-        self.catalog.models[msg.engine] = msg.models
-
-    # -- GGUF files on this machine ----------------------------------------------------
-    def scan_ggufs(self) -> GgufScan:
-        """Scan the GGUF folders (blocking, bounded: in a thread) and keep the result."""
-        from tui.engines.files.gguf_scan import scan_ggufs
-
-        self.gguf_scan = scan_ggufs(self.config.discovery.gguf_roots())
-        return self.gguf_scan
-
-    def open_gguf(self, found: GgufFile) -> None:
-        """Slot A runs ``found`` in-process (an engine ``gguf:NAME`` joins the config)."""
-        from tui.chat.catalog import gguf_engine
-
-        name = gguf_engine(self.config, found.path, found.name)
-        self.chat.use_engine("A", name)
-        if self.chat.slot_engine["A"] == name:
-            self.notify(f"loading {found.name} ({found.details()}) in-process…", timeout=4)
-
     def _start_sampler(self) -> None:
         self.ledger.start_energy(self.hardware.sampler.energy, self.core)
         self.run_worker(
@@ -382,40 +249,7 @@ class InfertopApp(App[None]):
         if self.requests_screen is not None:
             self.requests_screen.post_message(TelemetrySampled(sample))
 
-    def on_engine_chosen(self, msg: EngineChosen) -> None:
-        self.remember(engine=msg.engine)
-
-    # -- themes, state, bench ----------------------------------------------------------
-    def remember(self, engine: str | None = None, theme: str | None = None) -> None:
-        if engine:
-            self.state.engine = engine
-        if theme:
-            self.state.theme = theme
-        save_state(self.state_path, UIState(self.state.engine, self.state.theme))
-
-    def action_next_theme(self) -> None:
-        names = self.our_themes or sorted(self.available_themes)
-        i = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(i + 1) % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
-
-    def watch_theme(self, theme: str) -> None:
-        if self.is_running:
-            self.remember(theme=theme)
-
-    def action_toggle_help(self) -> None:
-        """F1: the app's keys, grouped, as remapped (tui/app/screens/help.py)."""
-        from tui.app.screens.help import HelpScreen
-
-        if isinstance(self.screen, HelpScreen):
-            self.screen.dismiss(None)
-            return
-        bound: dict[str, str] = {}
-        for key, active in self.active_bindings.items():
-            if active.binding.id and active.binding.id not in bound:
-                bound[active.binding.id] = key
-        self.push_screen(HelpScreen(bound))
-
+    # -- bench -------------------------------------------------------------------------
     def action_bench(self) -> None:
         try:
             from tui.app.screens.bench import BenchScreen
@@ -423,53 +257,6 @@ class InfertopApp(App[None]):
             self.notify("bench screen not available", severity="warning")
             return
         self.push_screen(BenchScreen(self.config))
-
-    # -- the fleet ---------------------------------------------------------------------
-    def action_fleet(self) -> None:
-        """F3: the fleet screen (kept while the chat is shown, so F3 returns to it)."""
-        if isinstance(self.screen, FleetScreen):
-            return
-        if self.fleet_source is None:
-            try:
-                self.fleet_source = build_fleet(self.config)
-            except NoFleet as e:
-                self.notify(str(e), severity="warning", timeout=8)
-                return
-            self._own_fleet = True
-        if not self.is_screen_installed("fleet"):
-            self.install_screen(FleetScreen(self.fleet_source, self.fleet_interval_s), "fleet")
-        self.push_screen("fleet")
-
-    def on_fleet_screen_endpoint_chosen(self, msg: FleetScreen.EndpointChosen) -> None:
-        self.open_endpoint(msg.row)
-
-    def on_fleet_screen_back_to_chat(self, msg: FleetScreen.BackToChat) -> None:
-        self.show_chat()
-
-    def show_chat(self) -> None:
-        """Back from the fleet to the chat (its engine loads now if it has not)."""
-        if isinstance(self.screen, FleetScreen):
-            self.pop_screen()
-        self.chat.ensure_loaded("A")
-
-    def open_endpoint(self, row: EndpointRow) -> None:
-        """Enter on a fleet row: slot A of the chat talks to that endpoint now (its spec
-        joins the running config), so our TTFT shows beside the server's."""
-        if row.url is None:
-            self.notify(f"{row.name}: no URL known for this endpoint", severity="warning")
-            return
-        if self.chat.busy:
-            self.notify("an answer is still streaming — Esc cancels it first", severity="warning")
-            return
-        name = adopt_endpoint(self.config, self.fleet_source, row).name
-        if isinstance(self.screen, FleetScreen):
-            self.pop_screen()
-        if self.chat.slot_engine["A"] == name:
-            self.chat.ensure_loaded("A")  # already this slot's engine (not loaded: fleet mode)
-        else:
-            self.chat.use_engine("A", name)
-        kind = self.config.engines[name].kind
-        self.notify(f"chat on {name} ({kind}) — F3 returns to the fleet", timeout=5)
 
 
 if TYPE_CHECKING:  # the palette and the chat screen reach the app as this type

@@ -58,6 +58,7 @@ from tui.engines.files.build_state import (
 
 SOURCE_ENV = "INFERTOP_TUNED_WHEELS"
 PROBE_TIMEOUT_S = 600.0
+FIRST_STATE_S = 30.0  # `start` waits this long at most for the builder's first state
 SAFE_PATH_FLAG = ["-P"] if sys.version_info >= (3, 11) else []
 # what a failed build's log says first, in the order they are looked for
 _FAILURE_LINES = (
@@ -325,10 +326,22 @@ def start_build(args: argparse.Namespace) -> int:
             env=env,
             cwd=os.path.abspath(os.sep),
         )
+    _await_first_state(state_dir, proc)
     log = Path(args.venv) / f"build-{args.dist}.log"
     print(f"building llama.cpp for this CPU in the background (process {proc.pid}, nice 19)")
     print(f"the prebuilt llama.cpp answers meanwhile; the app switches when ready; log: {log}")
     return 0
+
+
+def _await_first_state(state_dir: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Return once the builder wrote its first state (or ended, or after
+    :data:`FIRST_STATE_S`): whoever starts next (the TUI) finds the build it follows."""
+    deadline = time.monotonic() + FIRST_STATE_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        state = read_build_state(state_dir)
+        if state is not None and state.pid == proc.pid:
+            return
+        time.sleep(0.05)
 
 
 def _build_args(args: argparse.Namespace) -> dict[str, str]:
