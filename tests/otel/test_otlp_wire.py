@@ -118,6 +118,18 @@ def test_any_attributes_encode_as_the_sdk_encodes_them(attributes) -> None:
         s.shutdown()
 
 
+def test_a_span_attribute_equal_to_a_resource_attribute_is_a_span_attribute(sender) -> None:
+    # the kept encodings are per field: the resource's service.name is field 1 of its
+    # Resource, the same pair on a span field 9 of its Span (and a double's kept head too)
+    span = _with_ids(span_of(outcome(1)), 1)
+    span.attributes["service.name"] = "infertop"
+    span.attributes["service.version"] = "0.test"
+    ours, sdks = _both(sender, [span, span])
+    assert ours == sdks
+    got = ExportTraceServiceRequest.FromString(ours).resource_spans[0].scope_spans[0].spans[0]
+    assert {kv.key: kv.value.string_value for kv in got.attributes}["service.name"] == "infertop"
+
+
 def test_hostile_strings_and_values_cost_an_attribute_never_the_batch(sender) -> None:
     # a lone surrogate (JSON's "\\ud800" makes one): the SDK cannot encode the batch at all
     bad = _with_ids(span_of(replace(outcome(1), model="m\ud800x")), 1)

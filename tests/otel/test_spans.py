@@ -9,7 +9,7 @@ from dataclasses import replace
 from tests.support.made_outcomes import metrics, outcome
 from tui.core.trace_context import continue_or_start
 from tui.otel import conventions as C
-from tui.otel.measures import MAX_MODELS, BoundedModels, points_of
+from tui.otel.measures import MAX_MODELS, AttributeSets, points_of
 from tui.otel.spans import server_of, span_of
 
 
@@ -50,7 +50,7 @@ def test_estimates_are_never_usage() -> None:
     )
     kinds = {
         (p[0].name, p[2].get(C.GEN_AI_TOKEN_TYPE))
-        for p in points_of(outcome(metrics=m), BoundedModels())
+        for p in points_of(outcome(metrics=m), AttributeSets())
     }
     assert ("gen_ai.client.token.usage", "output") not in kinds
 
@@ -101,7 +101,7 @@ def test_operations_by_route_and_dialect() -> None:
 
 
 def test_metric_points() -> None:
-    pts = points_of(outcome(), BoundedModels())
+    pts = points_of(outcome(), AttributeSets())
     by = {}
     for p in pts:
         by.setdefault((p.spec.name, p.attributes.get(C.GEN_AI_TOKEN_TYPE)), []).extend(p.scaled())
@@ -112,14 +112,14 @@ def test_metric_points() -> None:
     assert by[("gen_ai.client.operation.time_per_output_chunk", None)] == [0.01, 0.012, 0.014]
     assert by[("gen_ai.server.time_to_first_token", None)] == [0.25]
     assert by[("gen_ai.server.time_per_output_token", None)] == [0.025]
-    chat = {p.spec.name for p in points_of(outcome(source="chat"), BoundedModels())}
+    chat = {p.spec.name for p in points_of(outcome(source="chat"), AttributeSets())}
     assert not chat & {"gen_ai.server.time_to_first_token", "gen_ai.server.time_per_output_token"}
-    failed = points_of(outcome(state="failed", error_kind="timeout"), BoundedModels())
+    failed = points_of(outcome(state="failed", error_kind="timeout"), AttributeSets())
     assert failed[0][2][C.ERROR_TYPE] == "timeout"
 
 
 def test_client_chosen_models_stay_bounded() -> None:
-    models = BoundedModels()
+    models = AttributeSets()
     labels = {
         points_of(replace(outcome(), model=f"m{i}" + "x" * 500), models)[0][2][
             C.GEN_AI_REQUEST_MODEL

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui.otel.conventions import MetricSpec
-from tui.otel.measures import Attributes
+from tui.otel.measures import AttributeKey, Attributes, sorted_key
 
-Key = tuple[str, tuple[tuple[str, str | int], ...]]
+Key = tuple[str, AttributeKey]
 
 
 class _Series:
@@ -62,37 +62,53 @@ class HistogramTable:
         self._series: dict[Key, _Series] = {}
 
     def record(
-        self, spec: MetricSpec, values: Sequence[float], attributes: Attributes, per: float = 1.0
+        self,
+        spec: MetricSpec,
+        values: Sequence[float],
+        attributes: Attributes,
+        per: float = 1.0,
+        key: AttributeKey | None = None,
     ) -> None:
         """``values[i] / per`` of one metric with one set of attributes (a request's chunk
-        gaps, in ms with ``per`` = 1000: the key is made once, and many values are sorted
-        once and counted by bound, not each divided and searched)."""
+        gaps, in ms with ``per`` = 1000: many values are sorted once and counted by bound,
+        not each divided and searched). ``key``: the attributes' :func:`sorted_key`, where
+        the caller keeps it (tui/otel/measures.py does), else made here."""
         if not values:
             return
-        key = (spec.name, tuple(sorted(attributes.items())))
-        series = self._series.get(key)
+        series = self._series.get((spec.name, key or sorted_key(attributes)))
         if series is None:
-            series = self._series[key] = _Series(len(spec.buckets), dict(attributes))
+            series = self._series[(spec.name, key or sorted_key(attributes))] = _Series(
+                len(spec.buckets), dict(attributes)
+            )
         counts, bounds = series.counts, spec.buckets
         if len(values) == 1:
             value = values[0] / per
             counts[bisect_left(bounds, value)] += 1
             series.sum += value
             series.count += 1
-            series.min = min(series.min, value)
-            series.max = max(series.max, value)
+            if value < series.min:
+                series.min = value
+            if value > series.max:
+                series.max = value
             return
         xs = sorted(values)
+        n, low, high = len(xs), xs[0] / per, xs[-1] / per  # x ↦ x / per keeps the order
+        # the bounds below the least value count none of them; from the first bound that
+        # holds them all, the rest count none either: only the bounds between are searched
         below = 0  # values in the buckets so far
-        for i, bound in enumerate(bounds):
-            upto = _count_at_most(xs, bound, per)
+        for i in range(bisect_left(bounds, low), len(bounds)):
+            upto = _count_at_most(xs, bounds[i], per)
             counts[i] += upto - below
             below = upto
-        counts[-1] += len(xs) - below
+            if below == n:
+                break
+        counts[-1] += n - below
         series.sum += sum(xs) / per
-        series.count += len(xs)
-        series.min = min(series.min, xs[0] / per)  # x ↦ x / per keeps the order
-        series.max = max(series.max, xs[-1] / per)
+        series.count += n
+        if low < series.min:
+            series.min = low
+        if high > series.max:
+            series.max = high
 
     def __len__(self) -> int:
         return len(self._series)

@@ -40,7 +40,7 @@ from tui.core.outcome import RequestOutcome
 from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
 from tui.otel.aggregate import HistogramTable
-from tui.otel.measures import BoundedModels, points_of
+from tui.otel.measures import AttributeSets, each_point
 from tui.otel.rhythm import Backoff, batch_settings
 from tui.otel.send import SpanSender, scope
 from tui.otel.spans import SpanData, span_of
@@ -163,7 +163,7 @@ class OtelExporter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._models = BoundedModels()
+        self._sets = AttributeSets()
         self._table: HistogramTable | None = None
         self._metrics: Any = None  # the OTLP/HTTP metric exporter
         self.metric_interval_s = metric_interval_s
@@ -287,21 +287,21 @@ class OtelExporter:
         # (1 s, doubling to 60 s): a dead collector costs no encoding, only a count
         now = time.monotonic()
         resting = self._spans_rest.resting(now) or self._unreachable.resting(now)
-        encodes = self._sender.encodes
+        encode = self._sender.encode if self._sender.encodes else None
+        record = None if self._table is None else self._table.record
         spans: list[SpanData] = []
         encoded: list[bytes] = []
         for o in batch:
             try:
-                if self._table is not None:
-                    for p in points_of(o, self._models):
-                        self._table.record(p.spec, p.values, p.attributes, p.per)
+                if record is not None:
+                    each_point(o, self._sets, record)
                 if not resting:
-                    own = o.source in ("chat", "run") and self.capture_content
+                    own = self.capture_content and o.source in ("chat", "run")
                     span = span_of(o, content.get(o.id) if own else None)
                     span.trace_id = span.trace_id or new_trace_id()
                     span.span_id = span.span_id or new_span_id()
-                    if encodes:
-                        encoded.append(self._sender.encode(span))
+                    if encode is not None:
+                        encoded.append(encode(span))
                     spans.append(span)
             except Exception as e:  # noqa: BLE001 - one bad outcome must not stop export
                 log.warning("could not export request %s: %s", o.id, e)

@@ -53,6 +53,10 @@ _double = struct.Struct("<d").pack
 _fixed64 = struct.Struct("<Q").pack
 _fixed32 = struct.Struct("<I").pack
 _SMALL = [bytes([n]) for n in range(128)]
+_KIND_CLIENT: Final = b"\x30" + bytes([SPAN_KIND_CLIENT])
+_STATUS_UNSET: Final = b"\x7a\x00"  # a set, empty Status
+_FLAGS_LOCAL: Final = b"\x85\x01" + _fixed32(FLAG_HAS_IS_REMOTE)
+_FLAGS_REMOTE_PARENT: Final = b"\x85\x01" + _fixed32(FLAG_HAS_IS_REMOTE | FLAG_IS_REMOTE)
 
 
 def varint(n: int) -> bytes:
@@ -101,9 +105,61 @@ def any_value(value: object) -> bytes:
     raise TypeError(f"an attribute of type {type(value).__name__}")
 
 
+def _double_head(tag: bytes, key: str) -> bytes:
+    """A double attribute's ``KeyValue`` field with ``tag`` up to the value's 8 bytes (its
+    length does not depend on the value)."""
+    key_field = _field(b"\x0a", _utf8(key))
+    return tag + varint(len(key_field) + 11) + key_field + b"\x12\x09\x21"
+
+
 def key_value(key: str, value: object) -> bytes:
     """A ``KeyValue`` message's bytes."""
     return _field(b"\x0a", _utf8(key)) + _field(b"\x12", any_value(value))
+
+
+_NONE: Final[dict[str, bytes]] = {}  # (never filled: a key with no value kept yet)
+
+
+class _Kept:
+    """One field tag's kept encodings (at most :data:`CACHED_PAIRS` of each kind; then
+    they start afresh): ``KeyValue`` fields by key and string value (a string longer
+    than :data:`CACHED_CHARS` is not kept), by (key, type, value) for ints and bools
+    (``b""``: an int outside int64, left out), and a double's head by key."""
+
+    __slots__ = ("tag", "strings", "n_strings", "pairs", "double_heads")
+
+    def __init__(self, tag: bytes) -> None:
+        self.tag = tag
+        self.strings: dict[str, dict[str, bytes]] = {}
+        self.n_strings = 0
+        self.pairs: dict[tuple[str, type, object], bytes] = {}
+        self.double_heads: dict[str, bytes] = {}
+
+    def string(self, key: str, value: str) -> bytes:
+        encoded = _field(self.tag, key_value(key, value))
+        if len(value) <= CACHED_CHARS:
+            if self.n_strings >= CACHED_PAIRS:
+                self.strings.clear()
+                self.n_strings = 0
+            self.strings.setdefault(key, {})[value] = encoded
+            self.n_strings += 1
+        return encoded
+
+    def scalar(self, key: str, kind: type, value: object) -> bytes:
+        try:
+            encoded = _field(self.tag, key_value(key, value))
+        except ValueError:  # outside int64
+            encoded = b""
+        if len(self.pairs) >= CACHED_PAIRS:
+            self.pairs.clear()
+        self.pairs[(key, kind, value)] = encoded
+        return encoded
+
+    def double_head(self, key: str) -> bytes:
+        if len(self.double_heads) >= CACHED_PAIRS:
+            self.double_heads.clear()
+        head = self.double_heads[key] = _double_head(self.tag, key)
+        return head
 
 
 class TraceEncoder:
@@ -119,7 +175,9 @@ class TraceEncoder:
         scope_schema_url: str = "",
         resource_schema_url: str = "",
     ) -> None:
-        self._pairs: dict[tuple[str, type, object], bytes] = {}
+        # per field tag (a resource's attributes and a span's are different fields)
+        self._kept: dict[bytes, _Kept] = {}
+        self._names: dict[str, bytes] = {}  # span names' fields (few: operation, model)
         resource = self.attributes(b"\x0a", resource_attributes)
         scope = _field(b"\x0a", _utf8(scope_name))
         if scope_version:
@@ -134,58 +192,74 @@ class TraceEncoder:
     def attributes(self, tag: bytes, attributes: Mapping[str, object]) -> bytes:
         """Each attribute as a ``KeyValue`` field with ``tag``, in the mapping's order;
         one OTLP cannot hold is left out. The encodings of repeated (key, value) pairs —
-        names, kinds, routes, small counts — are kept and reused."""
-        pairs = self._pairs
+        names, kinds, routes, small counts — are kept and reused (:class:`_Kept`), and a
+        double's is its key's kept head and its 8 bytes."""
+        kept = self._kept.get(tag)
+        if kept is None:
+            kept = self._kept[tag] = _Kept(tag)
+        strings, heads, pairs = kept.strings, kept.double_heads, kept.pairs
         out = []
         for key, value in attributes.items():
             kind = type(value)
-            cacheable = (
-                kind is bool
-                or kind is int
-                or (isinstance(value, str) and len(value) <= CACHED_CHARS)
-            )
-            if cacheable:
+            if kind is str:
+                found = strings.get(key, _NONE).get(value)  # type: ignore[call-overload]
+                if found is None:
+                    found = kept.string(key, value)  # type: ignore[arg-type]
+                out.append(found)
+            elif kind is float:
+                head = heads.get(key)
+                if head is None:
+                    head = kept.double_head(key)
+                out.append(head + _double(value))
+            elif kind is bool or kind is int:
                 found = pairs.get((key, kind, value))
-                if found is not None:
+                if found is None:
+                    found = kept.scalar(key, kind, value)
+                if found:
                     out.append(found)
+            else:  # a list, bytes, a str or float subclass; what OTLP cannot hold: b""
+                try:
+                    out.append(_field(tag, key_value(key, value)))
+                except (TypeError, ValueError):
                     continue
-            try:
-                encoded = _field(tag, key_value(key, value))
-            except (TypeError, ValueError):
-                continue
-            if cacheable:
-                if len(pairs) >= CACHED_PAIRS:
-                    pairs.clear()
-                pairs[(key, kind, value)] = encoded
-            out.append(encoded)
         return b"".join(out)
 
     def span(self, span: SpanData) -> bytes:
         """One ``Span`` message's bytes; ``span`` must have its ids (hex)."""
         if span.trace_id is None or span.span_id is None:
             raise ValueError("a span needs its trace and span ids")
-        parts = [
-            b"\x0a\x10" + bytes.fromhex(span.trace_id),
-            b"\x12\x08" + bytes.fromhex(span.span_id),
-        ]
-        if span.parent_id:
-            parts.append(b"\x22\x08" + bytes.fromhex(span.parent_id))
-        parts += [
-            _field(b"\x2a", _utf8(span.name)),
-            b"\x30" + varint(SPAN_KIND_CLIENT),
-            b"\x39" + _fixed64(span.start_ns),
-            b"\x41" + _fixed64(span.end_ns),
-            self.attributes(b"\x4a", span.attributes),
-        ]
-        status = b""
+        name = self._names.get(span.name)
+        if name is None:
+            name = _field(b"\x2a", _utf8(span.name))
+            if len(span.name) <= CACHED_CHARS:
+                if len(self._names) >= CACHED_PAIRS:
+                    self._names.clear()
+                self._names[span.name] = name
         if span.status == "error":
+            status = b""
             if span.status_message:
                 status += _field(b"\x12", _utf8(span.status_message))
-            status += b"\x18" + varint(STATUS_CODE_ERROR)
-        parts.append(_field(b"\x7a", status))
-        flags = FLAG_HAS_IS_REMOTE | (FLAG_IS_REMOTE if span.parent_id else 0)
-        parts.append(b"\x85\x01" + _fixed32(flags))
-        return b"".join(parts)
+            status = _field(b"\x7a", status + b"\x18" + varint(STATUS_CODE_ERROR))
+        else:
+            status = _STATUS_UNSET
+        return b"".join(
+            (
+                b"\x0a\x10",
+                bytes.fromhex(span.trace_id),
+                b"\x12\x08",
+                bytes.fromhex(span.span_id),
+                b"\x22\x08" + bytes.fromhex(span.parent_id) if span.parent_id else b"",
+                name,
+                _KIND_CLIENT,
+                b"\x39",
+                _fixed64(span.start_ns),
+                b"\x41",
+                _fixed64(span.end_ns),
+                self.attributes(b"\x4a", span.attributes),
+                status,
+                _FLAGS_REMOTE_PARENT if span.parent_id else _FLAGS_LOCAL,
+            )
+        )
 
     def request(self, spans: Sequence[bytes]) -> bytes:
         """The ``ExportTraceServiceRequest`` of encoded spans (:meth:`span`)."""

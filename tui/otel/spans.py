@@ -69,10 +69,6 @@ def server_of(upstream: str) -> tuple[str | None, int | None]:
     return parts.hostname, port
 
 
-def _seconds(ms: float | None) -> float | None:
-    return None if ms is None else ms / 1000.0
-
-
 def span_of(o: RequestOutcome, content: dict[str, str] | None = None) -> SpanData:
     """The span of one finished request (see the module docstring). ``content``: the
     input and output messages, as JSON text, for ``gen_ai.input.messages`` /
@@ -152,22 +148,23 @@ def _usage(a: dict[str, AttrValue], o: RequestOutcome) -> None:
 def _times(a: dict[str, AttrValue], o: RequestOutcome) -> None:
     m = o.metrics
     streamed = o.streamed is not False
-    ttft = _seconds(m.ttft_ms)
+    ttft = m.ttft_ms
     if streamed and ttft is not None:
-        a[C.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ttft
-        a[C.INFERTOP_TTFT] = ttft
-    itl_p50, itl_p90 = m.itl_token_p50_p90()  # one sort for both
-    extras: tuple[tuple[str, float | None], ...] = (
-        (C.INFERTOP_TTFO, _seconds(m.ttfo_ms) if streamed else None),
-        (C.INFERTOP_THINKING, _seconds(m.thinking_ms)),
-        (C.INFERTOP_ITL_P50, _seconds(itl_p50)),
-        (C.INFERTOP_ITL_P90, _seconds(itl_p90)),
-        (C.INFERTOP_DECODE_TPS, m.decode_tps),
-        (C.INFERTOP_PREFILL_TPS, m.prefill_tps),
-    )
-    for key, value in extras:
-        if value is not None:
-            a[key] = value
+        a[C.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = a[C.INFERTOP_TTFT] = ttft / 1000.0
+    if streamed and m.ttfo_ms is not None:
+        a[C.INFERTOP_TTFO] = m.ttfo_ms / 1000.0
+    if m.thinking_ms is not None:
+        a[C.INFERTOP_THINKING] = m.thinking_ms / 1000.0
+    if m.itl_token_ms:
+        itl_p50, itl_p90 = m.itl_token_p50_p90()  # one sort for both
+        if itl_p50 is not None:
+            a[C.INFERTOP_ITL_P50] = itl_p50 / 1000.0
+        if itl_p90 is not None:
+            a[C.INFERTOP_ITL_P90] = itl_p90 / 1000.0
+    if m.decode_tps is not None:
+        a[C.INFERTOP_DECODE_TPS] = m.decode_tps
+    if m.prefill_tps is not None:
+        a[C.INFERTOP_PREFILL_TPS] = m.prefill_tps
     if m.itl_token_ms:
         a[C.INFERTOP_ITL_ESTIMATED] = m.itl_token_estimated
 
