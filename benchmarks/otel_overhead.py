@@ -57,8 +57,7 @@ from pathlib import Path
 
 from benchmarks import smoke
 from benchmarks.proxy_overhead import TIMEOUTS, Result, latency_round, stream_once
-from benchmarks.proxy_paths import Servers, cpu_s, free_port, wait_up
-from tests.support.fake_server import support_command, support_env
+from benchmarks.proxy_paths import Servers, cpu_s, free_port, start_pace, wait_up
 from tests.support.otlp_sink import OtlpSink
 from tui.core.stats import bootstrap_ci, median, percentile
 from tui.transport.http1 import Http1Pool
@@ -100,28 +99,7 @@ def start(
     interval_ms: float, concurrency: int, sinks: dict[str, OtlpSink], before: Path | None
 ) -> Servers:
     procs: list[subprocess.Popen[bytes]] = []
-    pace_port = free_port()
-    procs.append(
-        subprocess.Popen(
-            [
-                *support_command("pace_server"),
-                "--port",
-                str(pace_port),
-                "--interval-ms",
-                str(interval_ms),
-                "--ttft-ms",
-                "20",
-                "--concurrency",
-                str(concurrency),
-                "--stamps-kept",
-                "4096",
-            ],
-            stdout=subprocess.DEVNULL,
-            env=support_env(),
-        )  # fmt: skip
-    )
-    pace = f"http://127.0.0.1:{pace_port}"
-    wait_up(pace + "/health")
+    pace = start_pace(interval_ms, concurrency, procs)
     paths, pids = {"direct": pace}, {}
     trees = [("ours", ROOT)] + ([("before", before)] if before is not None else [])
     for tree, code in trees:

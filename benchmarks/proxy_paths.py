@@ -67,6 +67,35 @@ def get_json(url: str) -> Any:
         return json.loads(r.read())
 
 
+def start_pace(interval_ms: float, concurrency: int, procs: list[subprocess.Popen[bytes]]) -> str:
+    """The pace server (tests/support/pace_server.py: 20 ms to the first token, then a
+    token every ``interval_ms``) on a free port; its URL once it answers. Its process
+    joins ``procs``."""
+    port = free_port()
+    procs.append(
+        subprocess.Popen(
+            [
+                *support_command("pace_server"),
+                "--port",
+                str(port),
+                "--interval-ms",
+                str(interval_ms),
+                "--ttft-ms",
+                "20",
+                "--concurrency",
+                str(concurrency),
+                "--stamps-kept",
+                "4096",
+            ],
+            stdout=subprocess.DEVNULL,
+            env=support_env(),
+        )  # fmt: skip
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_up(url + "/health")
+    return url
+
+
 def wait_up(url: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -165,28 +194,8 @@ def start_servers(
     is the same proxy with ``--no-ledger``."""
     work = Path(tempfile.mkdtemp(prefix="proxy-overhead-"))
     procs: list[subprocess.Popen[bytes]] = []
-    pace_port = free_port()
-    procs.append(
-        subprocess.Popen(
-            [
-                *support_command("pace_server"),
-                "--port",
-                str(pace_port),
-                "--interval-ms",
-                str(interval_ms),
-                "--ttft-ms",
-                "20",
-                "--concurrency",
-                str(concurrency),
-                "--stamps-kept",
-                "4096",
-            ],
-            stdout=subprocess.DEVNULL,
-            env=support_env(),
-        )  # fmt: skip
-    )
-    pace = f"http://127.0.0.1:{pace_port}"
-    wait_up(pace + "/health")
+    pace = start_pace(interval_ms, concurrency, procs)
+    pace_port = int(pace.rsplit(":", 1)[1])
     paths = {"direct": pace}
     cpu_pids: dict[str, list[int]] = {}
     nginx = shutil.which("nginx") or (

@@ -45,7 +45,7 @@ list is in docs/engine-inside.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
@@ -65,20 +65,7 @@ VerdictKind = Literal[
     "decode-bound",
     "unknown",
 ]
-VERDICT_KINDS: Final[tuple[VerdictKind, ...]] = (
-    "failed",
-    "cancelled",
-    "preempted",
-    "queued",
-    "slow-start",
-    "prefill-bound",
-    "cache-hit",
-    "spec-slower",
-    "spec-low",
-    "decode-shared",
-    "decode-bound",
-    "unknown",
-)
+VERDICT_KINDS: Final[tuple[VerdictKind, ...]] = get_args(VerdictKind)  # in that order
 QueueSource = Literal["engine", "before prefill"]
 
 QUEUE_MIN_MS: Final = 100.0  # a wait shorter than this is no queue worth naming
