@@ -100,7 +100,7 @@ LAYERS = {
     "tui.transport": {"tui.core"},
     "tui.engines": {"tui.core", "tui.transport"},
     "tui.telemetry": {"tui.core", "tui.transport"},
-    "tui.otel": {"tui.core"},
+    "tui.otel": {"tui.core", "tui.transport"},
     "tui.alerts": {"tui.core", "tui.transport", "tui.telemetry"},
     "tui.config": {"tui.core", "tui.transport", "tui.engines", "tui.telemetry", "tui.alerts"},
     "tui.fleet": BASE,

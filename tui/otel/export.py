@@ -41,6 +41,7 @@ from tui.core.trace_context import new_span_id, new_trace_id
 from tui.otel import conventions as C
 from tui.otel.aggregate import HistogramTable
 from tui.otel.measures import AttributeSets, each_point
+from tui.otel.plain_post import use_plain_post
 from tui.otel.rhythm import Backoff, batch_settings
 from tui.otel.send import SpanSender, scope
 from tui.otel.spans import SpanData, span_of
@@ -175,6 +176,7 @@ class OtelExporter:
 
             self._table = HistogramTable(C.METRICS)
             self._metrics = OTLPMetricExporter(endpoint=metrics_url, timeout=timeout_s)
+            use_plain_post(self._metrics)
         self._thread = threading.Thread(target=self._run, name="infertop-otlp", daemon=True)
         self._thread.start()
 

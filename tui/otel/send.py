@@ -12,7 +12,10 @@ headers, compression, TLS, timeout and retries from its arguments and the standa
 - with an SDK that has no such client, the SDK's own way: a ``ReadableSpan`` each, and
   the exporter's ``export(spans)`` encodes them.
 
-Either way a batch over :data:`MAX_REQUEST_BYTES` is not sent (the SDK's own limit).
+Either way a batch over :data:`MAX_REQUEST_BYTES` is not sent (the SDK's own limit). To a
+plain ``http://`` collector with no proxy in the way, the exporter's client sends through
+tui/otel/plain_post.py instead of ``requests`` (~5× less CPU a POST; the SDK's retries,
+headers and compression kept).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Final
 
 from tui.otel import conventions as C
 from tui.otel.otlp_wire import TraceEncoder
+from tui.otel.plain_post import use_plain_post
 from tui.otel.spans import SpanData
 
 MAX_REQUEST_BYTES: Final = 64 << 20  # an encoded batch at most (the SDK's own default)
@@ -69,6 +73,7 @@ class SpanSender:
 
         self.resource = resource
         self.exporter: Any = OTLPSpanExporter(endpoint=traces_url, timeout=timeout_s)
+        self.plain_post = use_plain_post(self.exporter)
         self.post = encoded_sender(self.exporter)
         self.wire = TraceEncoder(
             dict(resource.attributes),
