@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tui.bench.run.loads import RequestDriver, prompt_counter, run_concurrency
-from tui.bench.run.plan import BenchError, BenchPlan, check_fits  # noqa: F401 - depth's rule
+from tui.bench.run.plan import BenchError, BenchPlan, check_fits
 from tui.bench.run.prompts import WORDS_PER_TOKEN_GUESS, PromptShape, calibrate, filler
 from tui.bench.run.records import DepthContext, LevelRun
 from tui.core.pauses import settle_heap, streaming
@@ -72,6 +72,25 @@ def parse_depths(text: str) -> list[int]:
             )
         levels.append(int(part))
     return sorted(set(levels))
+
+
+def depths_refused(plan: BenchPlan, run: EngineRun) -> str | None:
+    """Why the engine is refused before any request (also its ``run.error``): its n_ctx
+    cannot hold the deepest depth; None when it can, or when it does not say its n_ctx
+    (a warning on the run then)."""
+    n_ctx = run.info.get("context_size")
+    if not isinstance(n_ctx, int):
+        run.warnings.append(
+            f"{run.name} does not report its context size: --depth was not checked "
+            "against it (a request that does not fit fails)"
+        )
+        return None
+    try:
+        check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, run.name)
+    except BenchError as e:
+        run.error = str(e)
+        return run.error
+    return None
 
 
 def check_spec_contexts(plan: BenchPlan, specs: list[EngineSpec]) -> None:
@@ -162,6 +181,7 @@ class DepthSweep:
             self.run.depth_levels.append(level)  # listed before it runs (checkpoints)
             with streaming():
                 await run_concurrency(self.driver, 1, runs, self._maker(ctx, shape), level)
+            self.driver.level_ended()
 
     def c1_level(self) -> LevelRun | None:
         """The engine's complete concurrency-1 level, when the bench measured one."""

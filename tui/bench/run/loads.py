@@ -15,6 +15,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tui.bench.run import hooks
 from tui.bench.run.prompts import Counter
@@ -23,14 +24,16 @@ from tui.bench.run.records import (
     RequestPhase,
     RequestRecord,
     classify,
-    record_outcome,
 )
 from tui.core.cancel import CancelToken
 from tui.core.metrics import compute_metrics
-from tui.core.outcome import Outcomes, Where
+from tui.core.outcome import Where
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceMode, continue_or_start
 from tui.engines.base import Engine, GenerationRequest, stream_guarded
+
+if TYPE_CHECKING:
+    from tui.bench.run.published import HeldOutcomes
 
 MakeRequest = Callable[[int], GenerationRequest]
 STOP_POLL_S = 0.05
@@ -50,15 +53,16 @@ class RequestDriver:
         t0_ns: int,
         stop: threading.Event,
         on_record: Callable[[RequestRecord], None] | None = None,
-        outcomes: Outcomes | None = None,
+        held: HeldOutcomes | None = None,
     ) -> None:
         self.engine = engine
         self.engine_name = engine_name
         self.t0_ns = t0_ns
         self.stop = stop
         self.on_record = on_record
-        # every request sent, calibration and warm-up too, is published here
-        self.outcomes = outcomes
+        # every request sent, calibration and warm-up too, is held here and published
+        # with its verdict when its level ends (tui/bench/run/published.py)
+        self.held = held
         self.where: Where | None = None
         self._active: set[CancelToken] = set()
         # request id -> (its cancel token, its timeline so far): open-loop levels watch
@@ -165,16 +169,16 @@ class RequestDriver:
         )
         if into is not None:
             into.append(record)
-        if self.outcomes is not None:
+        if self.held is not None:
             self.publish(record)
         if notify and self.on_record is not None:
             self.on_record(record)
         return record
 
     def publish(self, record: RequestRecord) -> None:
-        """A finished request's outcome to :attr:`outcomes` (a worker process's record
-        too: the runner publishes those through its driver)."""
-        if self.outcomes is None:
+        """A finished request to :attr:`held` (a worker process's record too: the runner
+        hands those to its driver), published when its level ends."""
+        if self.held is None:
             return
         if self.where is None:
             try:
@@ -182,9 +186,13 @@ class RequestDriver:
             except Exception:  # noqa: BLE001 - a name is not worth failing a request
                 model = None
             self.where = self.engine.where(model)
-        outcome = record_outcome(record, self.where)
-        if outcome is not None:
-            self.outcomes.publish(outcome)
+        self.held.hold(record, self.where)
+
+    def level_ended(self) -> None:
+        """The level (or calibration, warm-up, cold starts) ended: its requests get their
+        verdicts and are published."""
+        if self.held is not None:
+            self.held.level_ended(self.engine_name)
 
 
 async def run_sequential(

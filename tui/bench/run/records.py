@@ -11,6 +11,7 @@ from tui.core.metrics import RequestMetrics, compute_metrics
 from tui.core.outcome import INFERTOP_ITSELF, RequestOutcome, Where, outcome_of
 from tui.core.timeline import RequestTimeline
 from tui.core.trace_context import TraceContext
+from tui.core.verdict import Verdict
 
 
 def finite(x: Any) -> Any:
@@ -81,6 +82,9 @@ class RequestRecord:
     turn: int | None = None  # and its turn number in it, from 1
     trace_id: str | None = None  # its span's W3C trace (with OTLP export or propagation)
     span_id: str | None = None
+    # why it took its time (tui/core/verdict.py), given once when its level ended
+    # (tui/bench/run/published.py); report.json writes it beside the record
+    verdict: Verdict | None = field(default=None, compare=False)
     _parts: tuple[Any, Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -252,7 +256,7 @@ class DepthContext:
 def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None:
     """A bench request's outcome (tui/core/outcome.py; None: it was never sent): source
     "bench", the client infertop itself; a request the bench cancelled or cut is
-    cancelled, else as its timeline ended."""
+    cancelled, else as its timeline ended; its verdict, where it has one."""
     cut = record.status in ("cancelled", "cut")
     return outcome_of(
         record.request_id,
@@ -265,4 +269,5 @@ def record_outcome(record: RequestRecord, where: Where) -> RequestOutcome | None
         trace=None
         if record.trace_id is None or record.span_id is None
         else TraceContext(record.trace_id, record.span_id),
+        verdict=record.verdict,
     )

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from tui.bench.run import hooks
-from tui.bench.run.depth import DepthSweep
+from tui.bench.run.depth import DepthSweep, depths_refused
 from tui.bench.run.fairness import check_fairness
 from tui.bench.run.level_truth import LevelTruth, pause_between
 from tui.bench.run.loads import (
@@ -28,7 +28,8 @@ from tui.bench.run.loads import (
     run_sequential,
 )
 from tui.bench.run.open_levels import run_open_levels
-from tui.bench.run.plan import BenchError, BenchPlan, check_fits
+from tui.bench.run.plan import BenchPlan
+from tui.bench.run.published import HeldOutcomes
 from tui.bench.run.records import LevelRun, RequestRecord
 from tui.bench.run.results import (
     BenchResult,
@@ -86,6 +87,8 @@ class BenchRunner:
         self.on_update = on_update
         self.engine_factory = engine_factory
         self.result = BenchResult(plan=plan, started_at=utc_now(), environment=environment or {})
+        # ... each when its level ends, with its verdict (tui/bench/run/published.py)
+        self.held = HeldOutcomes(self.outcomes, self.result.engines, specs)
         self._stop = threading.Event()
         self._stop_reason = "interrupted"
         self._driver: RequestDriver | None = None
@@ -162,7 +165,10 @@ class BenchRunner:
         # HTTP engines read on this loop: nothing else runs here, and a hand-off to a
         # reader thread per read cost more CPU than the parsing (tui/transport/reader_loop)
         with HttpReader.on_running_loop():
-            return await self._run_all()
+            try:
+                return await self._run_all()
+            finally:
+                self.held.close()
 
     async def _run_all(self) -> BenchResult:
         own = ProcessCpuWindow()
@@ -199,7 +205,7 @@ class BenchRunner:
             self._emit(message=f"{spec.name}: {run.error}")
             return
         driver = RequestDriver(
-            engine, spec.name, self._t0_ns, self._stop, self._on_record, self.outcomes
+            engine, spec.name, self._t0_ns, self._stop, self._on_record, self.held
         )
         driver.trace = self.trace
         self._driver = driver
@@ -208,12 +214,14 @@ class BenchRunner:
                 run.info = engine.info().to_dict()
             except Exception as e:  # noqa: BLE001
                 run.warnings.append(f"engine info unavailable: {e}")
-            if self.plan.depths and not self._depths_fit(run):
+            if self.plan.depths and (refused := depths_refused(self.plan, run)):
+                self._emit(message=f"{run.name}: {refused}")
                 return
             self._stage = (run.name, "fairness checks")
             await check_fairness(
                 engine, run, driver, self.plan, self._request, lambda: self.stopped
             )
+            driver.level_ended()  # the calibration probes
             if self.plan.cold and not self.stopped:
                 await self._cold(engine, run, driver)
             self._stage = (spec.name, "warm-up")
@@ -221,6 +229,7 @@ class BenchRunner:
                 run.warmup = await run_sequential(
                     driver, self.plan.warmup, self._maker(run, "warmup"), "warmup", "warmup"
                 )
+            driver.level_ended()
             run.setup_requests = setup_requests(engine, run)
             for c in self.plan.concurrency:
                 if self.stopped:
@@ -250,6 +259,7 @@ class BenchRunner:
                 await sweep.run_all(self.plan.depths, self.plan.runs)
         finally:
             self._driver = None
+            self.held.engine_ended(spec.name)
             if self.before_close is not None:
                 try:
                     await self.before_close(engine, run)
@@ -266,6 +276,7 @@ class BenchRunner:
         out of the level's wall time (tui/bench/level_truth.py)."""
         finished = sum(1 for r in level.records if r.status not in ("cancelled", "cut"))
         level.engine_truth, level.extra_requests = await truth.end(finished)
+        self.held.level_ended(level.engine)  # its requests' verdicts, then their outcomes
         level_scrapes = 2 if level.engine_truth is not None else 0
         per_request = level.extra_requests.get("GET /metrics", 0) - level_scrapes
         if level.concurrency == 1 and per_request > 0:
@@ -332,25 +343,6 @@ class BenchRunner:
             key = f"{call} (worker processes)"
             level.extra_requests[key] = level.extra_requests.get(key, 0) + n
 
-    def _depths_fit(self, run: EngineRun) -> bool:
-        """Refuse the engine before any request when its n_ctx cannot hold the deepest
-        depth (run.error names n_ctx); warn when it does not say its n_ctx."""
-        n_ctx = run.info.get("context_size")
-        if not isinstance(n_ctx, int):
-            run.warnings.append(
-                f"{run.name} does not report its context size: --depth was not checked "
-                "against it (a request that does not fit fails)"
-            )
-            return True
-        plan = self.plan
-        try:
-            check_fits(plan.depths, plan.prompt_tokens, plan.max_tokens, n_ctx, run.name)
-        except BenchError as e:
-            run.error = str(e)
-            self._emit(message=f"{run.name}: {e}")
-            return False
-        return True
-
     def _request(self, text: str, max_tokens: int | None = None) -> GenerationRequest:
         return GenerationRequest.from_prompt(
             text,
@@ -388,6 +380,7 @@ class BenchRunner:
                 rec.load_ms = rec.timeline.truth.load_ms  # reported by the engine (Ollama)
             level.records.append(rec)
         level.complete = not self.stopped
+        driver.level_ended()
 
 
 def run_bench(runner: BenchRunner) -> BenchResult:

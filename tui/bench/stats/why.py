@@ -78,11 +78,20 @@ def verdicts(
     records: list[RequestRecord], info: dict[str, Any], baseline: dict[str, float] | None = None
 ) -> dict[int, Verdict]:
     """id(record) → its verdict, for one engine's records (``baseline``: level label →
-    the no-speculation twin's median decode tok/s)."""
+    the no-speculation twin's median decode tok/s). A record that has its verdict already
+    keeps it: the bench gives each its verdict once, when its level ends, by this same
+    function over the level's records, and publishes it with the request's outcome
+    (tui/bench/run/published.py); the report reads that one, so the two cannot differ.
+    Levels run one after another, so a level's overlaps are the ones the whole engine's
+    records give it."""
+    out: dict[int, Verdict] = {id(r): r.verdict for r in records if r.verdict is not None}
+    if len(out) == len(records):
+        return out
     seen_around = overlaps([r for r in records if r.phase in ("cold", "warm")])
     slots = _slots(info)
-    out: dict[int, Verdict] = {}
     for r in records:
+        if id(r) in out:
+            continue
         at_send, most = seen_around.get(id(r), (0, 0))
         base = (baseline or {}).get(r.level)
         seen = Seen(at_send, most, slots, spec_baseline_tps=base)
@@ -141,21 +150,25 @@ def spec_levels(
     return out
 
 
+def without_spec(spec: dict[str, Any]) -> tuple[Any, ...]:
+    """An engine's spec (as the report keeps it) less its name and ``spec_type``: two
+    engines with the same key are twins but for speculation."""
+    options = dict(spec.get("options") or {})
+    options.pop("spec_type", None)
+    rest = {k: v for k, v in spec.items() if k not in ("name", "options")}
+    return (repr(sorted(rest.items())), repr(sorted(options.items())))
+
+
+def spec_type(spec: dict[str, Any]) -> str:
+    """The spec's ``options.spec_type``, "none" where it has none."""
+    v = (spec.get("options") or {}).get("spec_type")
+    return v if isinstance(v, str) else "none"
+
+
 def twin_baselines(runs: list[Any]) -> dict[str, dict[str, float]]:
     """Engine name → (level → median decode tok/s of its no-speculation twin): the
     engine in the same run whose spec is the same but for ``spec_type`` "none" (or no
     spec_type at all)."""
-
-    def without_spec(spec: dict[str, Any]) -> tuple[Any, ...]:
-        options = dict(spec.get("options") or {})
-        options.pop("spec_type", None)
-        rest = {k: v for k, v in spec.items() if k not in ("name", "options")}
-        return (repr(sorted(rest.items())), repr(sorted(options.items())))
-
-    def spec_type(spec: dict[str, Any]) -> str:
-        v = (spec.get("options") or {}).get("spec_type")
-        return v if isinstance(v, str) else "none"
-
     out: dict[str, dict[str, float]] = {}
     plain = {without_spec(run.spec): run for run in runs if spec_type(run.spec) == "none"}
     for run in runs:
