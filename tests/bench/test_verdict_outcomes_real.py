@@ -1,13 +1,16 @@
 """A bench against the real llama-server with one slot (``-np 1``, SmolLM2) at c=2: the
-outcomes it publishes (what the ledger and OpenTelemetry get) carry each request's
-verdict — "queued … behind 1 busy slot (-np 1)" for the requests that waited — equal to
-the report's verdict for the same request id, published once the level has ended."""
+outcomes it publishes (what the ledger and OpenTelemetry get) and the ledger's rows carry
+each request's verdict — "queued … behind 1 busy slot (-np 1)" for the requests that
+waited — equal to the report's verdict for the same request id, published once the level
+has ended."""
 
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +20,7 @@ from tui.bench.run.runner import BenchRunner
 from tui.bench.stats.why import verdicts
 from tui.core.outcome import Outcomes, RequestOutcome
 from tui.engines.base import EngineSpec
+from tui.ledger.writer import LedgerSink
 
 pytestmark = pytest.mark.engine
 
@@ -45,7 +49,9 @@ class Stamped:
         pass
 
 
-async def test_queued_requests_are_published_with_the_reports_verdicts(one_slot_url: str) -> None:
+async def test_queued_requests_are_published_with_the_reports_verdicts(
+    one_slot_url: str, tmp_path: Path
+) -> None:
     plan = BenchPlan(
         engines=["ls"], runs=2, warmup=1, prompt_tokens=32, max_tokens=24, concurrency=[2]
     )
@@ -53,8 +59,13 @@ async def test_queued_requests_are_published_with_the_reports_verdicts(one_slot_
     sink = Stamped()
     outcomes = Outcomes()
     outcomes.add(sink)
+    ledger = LedgerSink(tmp_path / "ledger.sqlite3")
+    outcomes.add(ledger)
     spec = EngineSpec("ls", "llama-server", url=one_slot_url)
-    res = await BenchRunner(plan, [spec], outcomes=outcomes).run()
+    try:
+        res = await BenchRunner(plan, [spec], outcomes=outcomes).run()
+    finally:
+        ledger.close()
     run = res.engines[0]
     assert run.error is None and not res.partial
     (level,) = run.levels
@@ -69,6 +80,11 @@ async def test_queued_requests_are_published_with_the_reports_verdicts(one_slot_
     for rec in report["engines"][0]["records"]:
         got = published[rec["request_id"]][1].verdict
         assert got is not None and got.to_dict() == rec["verdict"], rec["request_id"]
+    # ... and the ledger's row of each keeps its kind
+    con = sqlite3.connect(str(tmp_path / "ledger.sqlite3"))
+    rows = dict(con.execute("SELECT rid, verdict FROM requests WHERE source = 'bench'"))
+    con.close()
+    assert rows == {o.id: o.verdict.kind for _t, o in sink.seen if o.verdict}
     # ... and to the one computed afresh over the whole engine's records, as before
     fresh = [dataclasses.replace(r, verdict=None) for r in run.records()]
     again = verdicts(fresh, run.info)
@@ -80,6 +96,7 @@ async def test_queued_requests_are_published_with_the_reports_verdicts(one_slot_
     said = [published[r.request_id][1].verdict for r in level.records]
     queued = [v for v in said if v is not None and v.kind == "queued"]
     assert len(queued) >= 2, said
+    assert [rows[r.request_id] for r in level.records].count("queued") == len(queued)
     for v in queued:
         assert "behind 1 busy slot (-np 1)" in v.text
         assert v.breakdown.queue_ms is not None and v.breakdown.queue_ms >= 100

@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
 
 from tui.core.events import EngineTruth
 from tui.core.metrics import RequestMetrics
 from tui.core.outcome import ClientIdentity, OutcomeState, RequestOutcome, Source
 
 _ids = itertools.count(1)
+
+
+@contextmanager
+def writing_as_version_3() -> Iterator[None]:
+    """The writer as schema versions 2 and 3 wrote rows (no ``verdict`` column, the last
+    one): for tests that make an older file and upgrade it."""
+    from tui.ledger import columns, writer
+
+    names = columns.NAMES[:-1]
+    assert columns.NAMES[-1] == "verdict"
+    insert = f"INSERT INTO requests ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer, "INSERT", insert)
+        mp.setattr(writer, "row_of", lambda o: columns.row_of(o)[:-1])
+        yield
 
 
 def outcome(

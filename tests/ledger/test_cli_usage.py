@@ -10,7 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.ledger.ledger_support import outcome
+from tests.ledger.ledger_support import outcome, writing_as_version_3
 from tui.core.outcome import ClientIdentity
 from tui.ledger.writer import LedgerSink
 
@@ -120,7 +120,8 @@ def test_usage_packs_an_upgraded_ledger_and_answers_the_same(infertop_cmd, cli_e
                 e2e_s=rng.uniform(0.1, 900), output=rng.randint(0, 99))
         for _ in range(400)
     ]  # fmt: skip
-    write_batch(raw, items)  # type: ignore[arg-type]
+    with writing_as_version_3():
+        write_batch(raw, items)  # type: ignore[arg-type]
     raw.close()
     path.chmod(0o600)
     r = _cli(infertop_cmd, cli_env, ["usage", "--ledger", str(path), "--since", "2d", "--json"])

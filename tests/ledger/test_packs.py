@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.ledger.ledger_support import outcome
+from tests.ledger.ledger_support import outcome, writing_as_version_3
 from tests.ledger.reference import reference
 from tui.core.outcome import RequestOutcome
 from tui.ledger import packs
@@ -283,7 +283,8 @@ def test_a_schema_2_file_is_upgraded_and_packed(tmp_path: Path):
     rng = random.Random(5)
     base = (hour_of(time.time()) - 50) * HOUR_S
     items = [_request(rng, base, 40) for _ in range(300)] + _spans(rng, base, 40)
-    write_batch(raw, items)  # the rows as infertop's schema 2 wrote them
+    with writing_as_version_3():
+        write_batch(raw, items)  # the rows as infertop's schema 2 wrote them
     raw.execute(  # and one without an upstream or an end, as an older writer could
         "INSERT INTO requests (rid, source, state, client, t0, output_tokens) "
         "VALUES ('old', 'run', 'done', 1, ?, 7)",
@@ -292,7 +293,7 @@ def test_a_schema_2_file_is_upgraded_and_packed(tmp_path: Path):
     want = reference(raw, base - 1, base + 45 * 3600)
     raw.close()
     con = connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert con.execute("SELECT COUNT(*) FROM hours").fetchone()[0] > 30
     assert con.execute("SELECT COUNT(*) FROM packs").fetchone()[0] == 0
     _same(_by_client(con, base - 1, base + 45 * 3600), want)  # from the rows

@@ -11,6 +11,9 @@ none: never estimated); ``output_tokens`` and ``reasoning_tokens`` are the engin
 counted from chunks where it gave none, and then ``output_est`` / ``reasoning_est`` is 1
 (an estimate). ``truth_*`` is the engine's own account where it gave one (its source, its
 prefill time, the prompt tokens it evaluated, its output count and decode rate).
+``verdict`` is why the request took its time: its verdict's kind (tui/core/verdict.py:
+queued, prefill-bound, cache-hit, ...) where its place gave one (the bench's at the end
+of the request's level: tui/bench/run/published.py), else None.
 
 Names (route, api, upstream, model, the client's parts, error kind, truth source) are
 stored once in ``texts`` and referred to by id: a name repeated over a million rows costs
@@ -60,6 +63,7 @@ COLUMNS: Final[tuple[tuple[str, bool], ...]] = (
     ("truth_prompt_eval", False),
     ("truth_output", False),
     ("truth_decode_tps", False),
+    ("verdict", False),
 )
 NAMES: Final = tuple(name for name, _text in COLUMNS)
 TEXT_AT: Final = tuple(i for i, (_n, text) in enumerate(COLUMNS) if text)
@@ -119,5 +123,6 @@ def row_of(o: RequestOutcome) -> list[Any]:
             None if truth is None else truth.prompt_eval_tokens,
             None if truth is None else truth.output_tokens,
             None if truth is None else truth.decode_tps,
+            None if o.verdict is None else o.verdict.kind,
         ]
     )

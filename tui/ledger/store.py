@@ -29,7 +29,7 @@ from typing import Final
 
 from tui.core.session import open_private
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 BUSY_TIMEOUT_MS: Final = 10_000
 LEDGER_FILE: Final = "ledger.sqlite3"
 SECRET_FILE: Final = "client-secret"
@@ -152,7 +152,9 @@ _V3: Final = (
     + _drop_packs("", "OLD.t0", "OLD.t1")
     + "END;\n"
 )
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)  # MIGRATIONS[k] takes version k to k + 1
+# Version 4: each request's verdict kind (tui/core/verdict.py), where its place gave one.
+_V4: Final = "ALTER TABLE requests ADD COLUMN verdict TEXT;\n"
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)  # MIGRATIONS[k] takes version k to k + 1
 
 
 class LedgerError(Exception):

@@ -82,6 +82,9 @@ INFERTOP_ITL_ESTIMATED: Final = "infertop.itl.estimated"
 INFERTOP_CLIENT: Final = "infertop.client"  # the client's label (never a key)
 INFERTOP_ENGINE_PREFIX: Final = "infertop.engine."  # + an EngineTruth number's name
 INFERTOP_ENGINE_SOURCE: Final = "infertop.engine.source"
+# why the request took its time (tui/core/verdict.py), where its place gave a verdict
+INFERTOP_VERDICT: Final = "infertop.verdict"  # queued | prefill-bound | ... | unknown
+INFERTOP_VERDICT_TEXT: Final = "infertop.verdict.text"  # the one line people read
 
 # --- metrics ---------------------------------------------------------------------------
 Instrument = Literal["histogram"]

@@ -12,6 +12,9 @@ never the time of export), the ids of its trace context, and the attributes of
   text, reasoning included − request sent), the same stamps as every TTFT infertop shows.
 - ``server.address`` / ``server.port``: the server behind the proxy (the upstream), or
   the chat's and bench's server; absent for an engine in infertop's own process.
+- ``infertop.verdict`` / ``infertop.verdict.text``: why it took its time (the
+  request's verdict kind and its line, tui/core/verdict.py: numbers and fixed words
+  only), where its place gave one.
 - ``error.type``: a failed request's kind (``connect``, ``timeout``, ``http``,
   ``protocol``, ``engine``, ...); a cancelled one is no error (``infertop.state``).
 
@@ -104,6 +107,9 @@ def span_of(o: RequestOutcome, content: dict[str, str] | None = None) -> SpanDat
     if label != "unknown":
         a[C.INFERTOP_CLIENT] = label
     _truth(a, o)
+    if o.verdict is not None:
+        a[C.INFERTOP_VERDICT] = o.verdict.kind
+        a[C.INFERTOP_VERDICT_TEXT] = o.verdict.text[:300]
     if content is not None:
         for key in (C.GEN_AI_INPUT_MESSAGES, C.GEN_AI_OUTPUT_MESSAGES):
             if key in content:

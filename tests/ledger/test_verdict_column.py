@@ -1,0 +1,45 @@
+"""Each ledger row keeps its request's verdict kind (schema version 4), where its place
+gave one; a file of version 3 gains the column, its rows without one."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from tests.ledger.ledger_support import outcome
+from tui.core.verdict import Breakdown, Verdict
+from tui.ledger.store import MIGRATIONS, SCHEMA_VERSION, connect
+from tui.ledger.writer import LedgerSink
+
+
+def test_a_row_keeps_the_verdict_kind(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite3"
+    sink = LedgerSink(path)
+    queued = Verdict("queued", "queued 1.3 s behind 1 busy slot (-np 1)", Breakdown())
+    sink.publish(replace(outcome(source="bench"), id="waited", verdict=queued))
+    sink.publish(replace(outcome(), id="none"))
+    sink.close()
+    con = sqlite3.connect(str(path))
+    rows = dict(con.execute("SELECT rid, verdict FROM requests").fetchall())
+    assert rows == {"waited": "queued", "none": None}
+
+
+def test_a_version_3_file_gains_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    raw = sqlite3.connect(str(path))
+    for step in MIGRATIONS[:3]:
+        raw.executescript(step)
+    raw.execute("INSERT INTO texts (text) VALUES ('alice')")
+    raw.execute(
+        "INSERT INTO requests (rid, source, state, client, t0) "
+        "VALUES ('r1', 'proxy', 'done', 1, ?)",
+        (time.time() - 10,),
+    )
+    raw.execute("PRAGMA user_version = 3")
+    raw.commit()
+    raw.close()
+    con = connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert con.execute("SELECT rid, verdict FROM requests").fetchall() == [("r1", None)]
