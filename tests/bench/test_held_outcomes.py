@@ -158,3 +158,15 @@ def test_a_stopped_bench_still_publishes_what_it_held() -> None:
     assert keep.seen == []
     held.close()
     assert [o.id for o in keep.seen] == ["s1"] and keep.seen[0].verdict is s1.verdict
+
+
+def test_a_cut_request_is_cancelled_in_its_outcome_and_its_verdict() -> None:
+    s = spec("ls")
+    result, held, keep = bench(s)
+    a = record("ls", "a", 0, 50.0, 1000.0, level="rate=4")
+    engine_run(result, s, [a])
+    held.hold(a, WHERE)
+    a.status = "cut"  # the open-loop level cuts what its limit left in flight, after it ended
+    held.level_ended("ls")
+    (o,) = keep.seen
+    assert o.state == "cancelled" and o.verdict is not None and o.verdict.kind == "cancelled"

@@ -71,7 +71,9 @@ def _slots(info: dict[str, Any]) -> int | None:
 
 
 def _state(r: RequestRecord) -> Any:
-    return {"ok": "done", "cancelled": "cancelled"}.get(r.status, "failed")
+    """How the request ended, for its verdict: as its outcome says (a request the bench
+    cut at a level's limit is cancelled there too: tui/bench/run/records.record_outcome)."""
+    return {"ok": "done", "cancelled": "cancelled", "cut": "cancelled"}.get(r.status, "failed")
 
 
 def verdicts(
