@@ -97,6 +97,7 @@ def result_dict(
         "finish_reason": m.finish_reason,
         "error": m.error,
         "stamp_source": tl.stamp_source,
+        "response_model": tl.response_model,  # the model the server's answer named
         "engine_truth": tl.truth.to_dict() if tl.truth else None,
         "vs_engine": {
             "ttft_minus_engine_prefill_ms": m.ttft_minus_engine_prefill_ms,
