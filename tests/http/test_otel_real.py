@@ -1,9 +1,10 @@
 """OpenTelemetry export against real servers and a real receiver: requests through
 ``infertop proxy`` to a real llama-server (chat, Responses, Messages) and ``infertop
 run``'s own request land in Arize Phoenix (started by the tests on loopback) as GenAI
-spans; read back through Phoenix's REST API, each says the model, the operation, the
-server's own token counts, ``time_to_first_chunk`` equal to the proxy's TTFT (the same
-stamps), the stream flag, the finish reasons and the server's address. Metrics go to an
+spans; read back through Phoenix's REST API, each says the model (asked for, and the one
+the server's answer named), the operation, the server's own token counts,
+``time_to_first_chunk`` equal to the proxy's TTFT (the same stamps), the stream flag, the
+finish reasons and the server's address. Metrics go to an
 OTLP receiver decoding ExportMetricsServiceRequest, scraped by a real Prometheus: the
 duration histogram with the advised bounds and a count equal to the requests sent."""
 
@@ -149,6 +150,17 @@ def _epoch_ns(iso: str) -> int:
     return int(dt.timestamp()) * 10**9 + dt.microsecond * 1000
 
 
+def answered_model(url: str) -> str:
+    """The ``model`` field llama-server writes in its streamed answer, read from the
+    server's own bytes (one request, as ``infertop run`` sends it: no model named)."""
+    body = {k: v for k, v in BODIES["/v1/chat/completions"].items() if k != "model"}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    named = {d["model"] for _, d in ts.sse_events(r.content) if isinstance(d, dict)}
+    assert len(named) == 1, named
+    return named.pop()
+
+
 def test_infertop_runs_own_request_lands_in_phoenix(llama_server, phoenix, cli_env) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tui", "run", "--url", llama_server.url, "--prompt",
@@ -171,6 +183,8 @@ def test_infertop_runs_own_request_lands_in_phoenix(llama_server, phoenix, cli_e
     assert a[C.GEN_AI_RESPONSE_FINISH_REASONS] == [out["finish_reason"]]
     assert a[C.SERVER_PORT] == urlsplit(llama_server.url).port
     assert C.GEN_AI_INPUT_MESSAGES not in a  # no text unless asked for
+    # the model the server's answer named, as llama-server writes it
+    assert a[C.GEN_AI_RESPONSE_MODEL] == out["response_model"] == answered_model(llama_server.url)
 
 
 def test_metrics_reach_a_real_prometheus(llama_server, tmp_path) -> None:
