@@ -111,6 +111,42 @@ async def test_two_workers_merge_records_stamped_against_the_servers_send_times(
     assert res.plan.to_dict()["workers"] == 2
 
 
+async def test_worker_processes_carry_the_benchs_trace_context():
+    """With ``--trace-propagation`` every request a worker process sends carries its own
+    traceparent, and its record and outcome the same trace and span ids (the spans
+    exported for them are the requests the server saw)."""
+    from tests.support import pace_server
+
+    port, server, stop = pace_server.start_in_thread(pace_server.PaceConfig(interval_ms=1.0))
+    try:
+        spec = EngineSpec(
+            name="pace", kind="openai", url=f"http://127.0.0.1:{port}", endpoint="completions"
+        )
+        plan = BenchPlan(
+            engines=["pace"], runs=2, warmup=0, concurrency=[4], prompt_tokens=16,
+            max_tokens=4, workers=2,
+        )  # fmt: skip
+        keep = KeepOutcomes()
+        outcomes = Outcomes()
+        outcomes.add(keep)
+        runner = BenchRunner(plan, [spec], outcomes=outcomes)
+        runner.trace = "propagate"
+        res = await runner.run()
+    finally:
+        stop()
+    (level,) = res.engines[0].levels
+    assert level.complete and sorted(r.worker for r in level.records) == [1] * 4 + [2] * 4
+    sent = {tp.split("-")[1]: tp.split("-")[2] for tp in server.traceparents if tp}
+    assert len(server.traceparents) == len(sent) == len(keep.seen)  # each its own trace
+    for r in level.records:
+        assert r.trace_id is not None and sent[r.trace_id] == r.span_id
+    by_id = {o.id: o for o in keep.seen}
+    assert all(
+        (by_id[r.request_id].trace_id, by_id[r.request_id].span_id) == (r.trace_id, r.span_id)
+        for r in level.records
+    )
+
+
 @pytest.mark.parametrize("value", ["0", "-1"])
 def test_bad_workers_is_a_usage_error(infertop_cmd, cli_env, tmp_path, value):
     import subprocess

@@ -304,6 +304,7 @@ class BenchRunner:
                     plan.temperature,
                     plan.seed,
                     run.prompt,
+                    driver.trace,
                 )
             )
         try:
