@@ -1,7 +1,8 @@
 """The chat's outcomes say the model the server's answer named (``response_model``, the
 span's ``gen_ai.response.model``): from bytes real servers sent, over each wire API;
 never the model asked for; kept when the stream is cut short; None from an in-process
-engine, which has no answer to name one."""
+engine with no server inside, which has no answer to name one (tests/engines/
+test_llamacpp_prebuilt.py: llama.cpp's C API, None; the prebuilt's own server, its GGUF)."""
 
 from __future__ import annotations
 
