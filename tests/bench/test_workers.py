@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.run.workers import default_workers, max_workers, split_streams
 from tui.core.outcome import Outcomes, RequestOutcome
+from tui.core.trace_context import TraceMode
 from tui.engines.base import EngineSpec
 
 
@@ -51,25 +53,38 @@ def test_streams_split_evenly_and_never_to_an_empty_worker():
     assert default_workers(10_000) == max_workers()
 
 
-async def test_two_workers_merge_records_stamped_against_the_servers_send_times():
+async def bench_in_two_workers(
+    cfg: Any, runs: int, max_tokens: int, trace: TraceMode = "off"
+) -> tuple[Any, Any, int, BenchPlan, KeepOutcomes]:
+    """Level c = 4 in two worker processes against a pace server of ``cfg``: the
+    result, the server, its port, the plan and the outcomes published."""
     from tests.support import pace_server
 
-    cfg = pace_server.PaceConfig(interval_ms=2.0, ttft_ms=5.0, stamps_kept=64)
     port, server, stop = pace_server.start_in_thread(cfg)
     try:
         spec = EngineSpec(
             name="pace", kind="openai", url=f"http://127.0.0.1:{port}", endpoint="completions"
         )
         plan = BenchPlan(
-            engines=["pace"], runs=3, warmup=0, concurrency=[4], prompt_tokens=16,
-            max_tokens=12, workers=2,
+            engines=["pace"], runs=runs, warmup=0, concurrency=[4], prompt_tokens=16,
+            max_tokens=max_tokens, workers=2,
         )  # fmt: skip
         keep = KeepOutcomes()
         outcomes = Outcomes()
         outcomes.add(keep)
-        res = await BenchRunner(plan, [spec], outcomes=outcomes).run()
+        runner = BenchRunner(plan, [spec], outcomes=outcomes)
+        runner.trace = trace
+        res = await runner.run()
     finally:
         stop()
+    return res, server, port, plan, keep
+
+
+async def test_two_workers_merge_records_stamped_against_the_servers_send_times():
+    from tests.support import pace_server
+
+    cfg = pace_server.PaceConfig(interval_ms=2.0, ttft_ms=5.0, stamps_kept=64)
+    res, server, port, plan, keep = await bench_in_two_workers(cfg, runs=3, max_tokens=12)
     run = res.engines[0]
     assert run.error is None and not res.partial
     (level,) = run.levels
@@ -109,6 +124,27 @@ async def test_two_workers_merge_records_stamped_against_the_servers_send_times(
     assert min(r.t_start_s for r in w2) < max(r.t_end_s for r in w1)
     assert min(r.t_start_s for r in w1) < max(r.t_end_s for r in w2)
     assert res.plan.to_dict()["workers"] == 2
+
+
+async def test_worker_processes_carry_the_benchs_trace_context():
+    """With ``--trace-propagation`` every request a worker process sends carries its own
+    traceparent, and its record and outcome the same trace and span ids (the spans
+    exported for them are the requests the server saw)."""
+    from tests.support import pace_server
+
+    cfg = pace_server.PaceConfig(interval_ms=1.0)
+    res, server, _, _, keep = await bench_in_two_workers(cfg, 2, 4, trace="propagate")
+    (level,) = res.engines[0].levels
+    assert level.complete and sorted(r.worker for r in level.records) == [1] * 4 + [2] * 4
+    sent = {tp.split("-")[1]: tp.split("-")[2] for tp in server.traceparents if tp}
+    assert len(server.traceparents) == len(sent) == len(keep.seen)  # each its own trace
+    for r in level.records:
+        assert r.trace_id is not None and sent[r.trace_id] == r.span_id
+    by_id = {o.id: o for o in keep.seen}
+    assert all(
+        (by_id[r.request_id].trace_id, by_id[r.request_id].span_id) == (r.trace_id, r.span_id)
+        for r in level.records
+    )
 
 
 @pytest.mark.parametrize("value", ["0", "-1"])

@@ -77,6 +77,12 @@ async def test_both_builds_report_alike(kind: str, model_path: Path) -> None:
         assert len(fills) >= 3 and fills[0].tokens >= truth.prompt_tokens - 1
         assert [f.tokens for f in fills] == sorted(f.tokens for f in fills)
         assert fills[-1].tokens == truth.prompt_tokens + 24 - 1 and fills[-1].n_ctx == 2048
+        # the model the answer named: the prebuilt's own llama.cpp server names its GGUF;
+        # the tuned build (llama.cpp's C API) gives no answer to name one in
+        if kind == PREBUILT_KIND:
+            assert tl.response_model == str(model_path)
+        else:
+            assert tl.response_model is None
         # stamped in the worker, as the tokens came
         assert tl.stamp_source is not None and "engine worker process" in tl.stamp_source
         assert len([ev for ev in events if isinstance(ev, TextChunk)]) >= 20

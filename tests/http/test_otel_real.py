@@ -1,9 +1,10 @@
 """OpenTelemetry export against real servers and a real receiver: requests through
 ``infertop proxy`` to a real llama-server (chat, Responses, Messages) and ``infertop
 run``'s own request land in Arize Phoenix (started by the tests on loopback) as GenAI
-spans; read back through Phoenix's REST API, each says the model, the operation, the
-server's own token counts, ``time_to_first_chunk`` equal to the proxy's TTFT (the same
-stamps), the stream flag, the finish reasons and the server's address. Metrics go to an
+spans; read back through Phoenix's REST API, each says the model (asked for, and the one
+the server's answer named), the operation, the server's own token counts,
+``time_to_first_chunk`` equal to the proxy's TTFT (the same stamps), the stream flag, the
+finish reasons and the server's address. Metrics go to an
 OTLP receiver decoding ExportMetricsServiceRequest, scraped by a real Prometheus: the
 duration histogram with the advised bounds and a count equal to the requests sent."""
 
@@ -149,10 +150,24 @@ def _epoch_ns(iso: str) -> int:
     return int(dt.timestamp()) * 10**9 + dt.microsecond * 1000
 
 
+def answered_model(url: str, asked: str) -> str:
+    """The ``model`` field llama-server writes in its streamed answer to a request that
+    asks for ``asked``, read from the server's own bytes. (llama-server 11434 names its
+    own model, the GGUF's path, whatever was asked; a server that echoed the name asked
+    for would be read as it answered, too.)"""
+    body = {**BODIES["/v1/chat/completions"], "model": asked}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    named = {d["model"] for _, d in ts.sse_events(r.content) if isinstance(d, dict)}
+    assert len(named) == 1, named
+    return named.pop()
+
+
 def test_infertop_runs_own_request_lands_in_phoenix(llama_server, phoenix, cli_env) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tui", "run", "--url", llama_server.url, "--prompt",
-         "Say hello.", "--max-tokens", "8", "--otlp", phoenix.url, "--json"],
+         "Say hello.", "--max-tokens", "8", "--otlp", phoenix.url, "--json",
+         "--model", "asked-for"],
         capture_output=True, text=True, env=cli_env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -171,6 +186,10 @@ def test_infertop_runs_own_request_lands_in_phoenix(llama_server, phoenix, cli_e
     assert a[C.GEN_AI_RESPONSE_FINISH_REASONS] == [out["finish_reason"]]
     assert a[C.SERVER_PORT] == urlsplit(llama_server.url).port
     assert C.GEN_AI_INPUT_MESSAGES not in a  # no text unless asked for
+    # the model asked for, and the one the server's answer named, as llama-server wrote it
+    assert a[C.GEN_AI_REQUEST_MODEL] == out["model"] == "asked-for"
+    answered = answered_model(llama_server.url, "asked-for")
+    assert a[C.GEN_AI_RESPONSE_MODEL] == out["response_model"] == answered
 
 
 def test_metrics_reach_a_real_prometheus(llama_server, tmp_path) -> None:

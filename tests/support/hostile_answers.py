@@ -7,7 +7,9 @@ and 5), as OpenAI chat streams (SSE bodies, no HTTP head). Standard library only
   ``<think>`` block and an answer (a splitter that re-reads what it holds is quadratic);
 - :func:`fat_fields`: a short answer whose last chunk carries llama-server ``timings`` of
   ``keys`` numeric keys beside its documented ones, a finish reason of ``reason_chars``
-  characters, and an extra field of the same size.
+  characters, and an extra field of the same size;
+- :func:`hostile_model`: "hi" from a server whose every chunk names a model of terminal
+  control sequences and ``size`` more characters (the answer's ``model`` field).
 """
 
 from __future__ import annotations
@@ -69,3 +71,21 @@ def fat_fields(keys: int, reason_chars: int) -> list[bytes]:
         '"usage":{"prompt_tokens":3,"completion_tokens":2}}'
     )
     return [sse(_delta("hi")), sse(last.encode()), sse(b"[DONE]")]
+
+
+# What a hostile model name starts with: an OSC 52 clipboard write, a screen clear, a
+# C1 CSI, a BEL, a NUL, a bare CR, a DEL
+HOSTILE_MODEL_HEAD = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x9b31m\x07\x00\rX\x7f"
+
+
+def hostile_model(size: int) -> list[bytes]:
+    """ "hi" whose chunks name the model :data:`HOSTILE_MODEL_HEAD` + ``size`` "M"s
+    (JSON-escaped on the wire, as a server must: raw controls are not JSON)."""
+    model = HOSTILE_MODEL_HEAD + "M" * size
+    usage = {"prompt_tokens": 3, "completion_tokens": 2}
+    return [
+        sse({**_delta("h"), "model": model}),
+        sse({**_delta("i", "stop"), "model": model}),
+        sse({"choices": [], "usage": usage, "model": model}),
+        sse(b"[DONE]"),
+    ]

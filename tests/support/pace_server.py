@@ -150,6 +150,7 @@ class PaceServer(FakeServer):
         self.received_ns: dict[str, int] = {}  # response id -> request read whole (alike)
         self.write_ns: dict[str, list[int]] = {}  # response id -> before each token's write
         self._bursts: dict[tuple[bool, int, bool, int, bool], bytes] = {}  # prebuilt answers
+        self.traceparents: list[str | None] = []  # each generation request's, as it came
 
     async def start(
         self, host: str = "127.0.0.1", port: int = 0, ssl: Any = None, **listen: Any
@@ -211,6 +212,7 @@ class PaceServer(FakeServer):
                 err = {"error": {"message": "request body is not a JSON object", "code": 400}}
                 return await self._json(writer, "400 Bad Request", err, ka)
             chat = req.path.endswith("chat/completions")
+            self.traceparents.append(req.headers.get("traceparent"))
             return await self._generate(chat, body, writer, ka, req.received_ns)
         err = {"error": {"message": f"no route {req.method} {req.path}", "code": 404}}
         await self._json(writer, "404 Not Found", err, ka)

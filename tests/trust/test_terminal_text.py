@@ -36,6 +36,17 @@ def test_label_is_one_line_and_short() -> None:
     assert len(label) == 20 and label.endswith("…")
 
 
+def test_label_turns_bidi_controls_into_replacement_characters() -> None:
+    """A right-to-left override in a name would reverse what follows it on the line;
+    in a label every explicit embedding, override and isolate is U+FFFD. An answer's
+    text keeps them (it is the writer's own line)."""
+    controls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    label = terminal_label(f"model{controls} · 123 tok/s")
+    assert label == "model" + "\ufffd" * 9 + " · 123 tok/s"
+    assert terminal_label("שלום \u200f marks stay") == "שלום \u200f marks stay"
+    assert terminal_safe("\u202eעברית\u202c\n") == "\u202eעברית\u202c\n"
+
+
 def _run_in_pty(
     argv: list[str], env: dict[str, str], timeout: float = 60.0
 ) -> tuple[str, str, int]:

@@ -136,7 +136,11 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print()
-        print(format_summary(info, load_ms, metrics, timeline.stamp_source, disturbed))
+        print(
+            format_summary(
+                info, load_ms, metrics, timeline.stamp_source, disturbed, timeline.response_model
+            )
+        )
         if trace_id is not None:
             print(f"trace: {trace_id}")
         if verdict is not None:

@@ -97,6 +97,7 @@ def result_dict(
         "finish_reason": m.finish_reason,
         "error": m.error,
         "stamp_source": tl.stamp_source,
+        "response_model": tl.response_model,  # the model the server's answer named
         "engine_truth": tl.truth.to_dict() if tl.truth else None,
         "vs_engine": {
             "ttft_minus_engine_prefill_ms": m.ttft_minus_engine_prefill_ms,
@@ -115,18 +116,25 @@ def format_summary(
     m: RequestMetrics,
     stamp_source: str | None = None,
     disturbed: str | None = None,
+    answered: str | None = None,
 ) -> str:
     """A few human lines; estimates say so. What the engine named (model, finish reason,
     stamps) is shown terminal-safe. The build of the engine that ran (the llama.cpp
-    kinds: prebuilt or built for this CPU) heads them; what disturbed the request (a
-    build compiling beside it) ends them."""
+    kinds: prebuilt or built for this CPU) heads them, and ``answered``, the model the
+    server's answer named, where it is not the one asked for; what disturbed the request
+    (a build compiling beside it) ends them."""
     quant = f" {terminal_label(info.quantisation, 40)}" if info.quantisation else ""
     prefill_note = " (engine)" if m.prefill_tps_source == "engine" else " (estimate)"
     tokens_note = " (estimate: chunk count)" if m.output_tokens_estimated else ""
     build = f" ({terminal_label(info.build)})" if info.build else ""
+    by = (
+        f" · answered by {terminal_label(answered, 80)}"
+        if answered not in (None, info.model)
+        else ""
+    )
     lines = [
         f"── {terminal_label(info.engine)} · {terminal_label(info.kind)}{build} · "
-        f"{terminal_label(info.model)}{quant} ──",
+        f"{terminal_label(info.model)}{quant}{by} ──",
         f"TTFT {_f(m.ttft_ms, 'ms')}   TTFR {_f(m.ttfr_ms, 'ms')}   e2e {_f(m.e2e_ms, 'ms')}"
         f"   load {_f(load_ms, 'ms')}",
         f"decode {_f(m.decode_tps, 'tok/s')}   prefill {_f(m.prefill_tps, 'tok/s')}"

@@ -32,6 +32,7 @@ EngineWord = NewType("EngineWord", str)
 FinishReason = OwnReason | EngineWord
 EndReason = FinishReason | Literal["error"]  # a timeline's: "error" when it Failed
 WORD_CHARS: Final = 40  # characters of an engine's word kept
+MODEL_CHARS: Final = 200  # the longest model name kept from an answer (Finished.model)
 
 
 def engine_word(v: object) -> EngineWord | None:
@@ -45,6 +46,13 @@ def engine_word(v: object) -> EngineWord | None:
     if type(v) in (int, float, bool):
         return EngineWord(str(v)[:WORD_CHARS])
     return EngineWord(type(v).__name__)  # a list or an object: its kind, not its contents
+
+
+def model_name(value: object) -> str | None:
+    """A model name an answer gave (its ``model`` field), as kept: at most
+    :data:`MODEL_CHARS` characters; None when it is not a name (absent, empty, not text).
+    Server text: whatever shows it passes :func:`tui.core.safe_text.terminal_safe`."""
+    return value[:MODEL_CHARS] if type(value) is str and value else None
 
 
 def part_of(v: object) -> Part:
@@ -214,10 +222,13 @@ class ContextFill:
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The stream ended normally. ``reason``: stop, length, cancelled, tool_calls, or the
-    engine's own word (bounded: :func:`engine_word`)."""
+    engine's own word (bounded: :func:`engine_word`). ``model``: the model the server's
+    answer named (its ``model`` field, bounded: :func:`model_name`), None where it named
+    none — an in-process engine, a server that does not say, a stop before it said."""
 
     t_ns: int
     reason: FinishReason = "stop"
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,11 +237,13 @@ class Failed:
 
     ``kind`` is a short machine-readable class: connect, http, protocol, timeout, load,
     engine, cancelled, internal (a bug in infertop, not a fault of the engine).
+    ``model``: as :attr:`Finished.model`, where the answer named one before it failed.
     """
 
     t_ns: int
     message: str
     kind: FailureKind = "engine"
+    model: str | None = None
 
 
 StreamEvent = (

@@ -177,7 +177,8 @@ def outcome_of(
     its timeline; None when it was never sent (an engine that did not load, a cancel
     before the start): no server saw it. ``state``: the caller's, else the timeline's.
     ``trace``: the request's trace context (``GenerationRequest.trace``), where it had
-    one."""
+    one. ``response_model`` is the model the server's answer named (the timeline's, from
+    its Finished or Failed), never the one asked for."""
     t0 = tl.t_sent_ns
     if t0 is None:
         return None
@@ -203,6 +204,7 @@ def outcome_of(
         span_id=trace.span_id if trace is not None else None,
         parent_span_id=trace.parent_id if trace is not None else None,
         kind=where.kind,
+        response_model=tl.response_model,
         verdict=verdict,
     )
 

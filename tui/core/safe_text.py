@@ -16,7 +16,13 @@ shown:
 Everything else passes unchanged, in one ``str.translate`` (linear in the text's length;
 each character is judged on its own, so a sequence split across stream chunks is made
 safe piece by piece). :func:`terminal_label` also folds newlines and tabs to spaces and
-cuts the text short, for one-line places (names, reasons, table cells).
+cuts the text short, for one-line places (names, reasons, table cells), and turns the
+explicit bidirectional controls (embeddings, overrides and isolates: U+202A–U+202E,
+U+2066–U+2069) into U+FFFD: in a terminal that lays out bidirectional text, a right-to-left
+override in a server's model name would run to the end of the line and show infertop's
+own words and numbers after it reversed (``123 tok/s`` as ``s/kot 321``). A model's answer
+(:func:`terminal_safe`) keeps them: there they are text a writer of Arabic or Hebrew may
+use, and they end with the answer's line.
 
 Textual reads markup in most places text reaches it: a notification, a ``Static`` or
 ``Label``, a border title, an option list's line, a command palette line. There a server's
@@ -41,7 +47,13 @@ _PICTURES = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)}
 _PICTURES[0x7F] = 0x2421  # ␡
 _C1 = dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
 _TABLE: dict[int, int] = {**_PICTURES, **_C1}
-_LABEL_TABLE: dict[int, int] = {**_TABLE, 0x09: 0x20, 0x0A: 0x20}
+_BIDI_CONTROLS = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_LABEL_TABLE: dict[int, int] = {
+    **_TABLE,
+    0x09: 0x20,
+    0x0A: 0x20,
+    **dict.fromkeys(_BIDI_CONTROLS, 0xFFFD),
+}
 _UNSAFE = frozenset(chr(c) for c in _TABLE)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from tui.core.events import PARTS, TRUTH_NUMBERS
 
 MAX_NS = 10**15  # ~11.6 days: a recorded time past this is no request's
-_TEXT_FIELDS = ("finish_reason", "error", "error_kind", "stamp_source")
+_TEXT_FIELDS = ("finish_reason", "error", "error_kind", "stamp_source", "response_model")
 
 
 def _is_number(x: Any) -> bool:

@@ -23,6 +23,7 @@ from tui.core.events import (
     Usage,
     end_reason_of,
     failure_kind_of,
+    model_name,
     part_of,
 )
 
@@ -57,6 +58,8 @@ class RequestTimeline:
     error: str | None = None
     error_kind: FailureKind | None = None
     stamp_source: str | None = None  # how the stamps were taken (see StampSource)
+    # the model the server's answer named (Finished.model / Failed.model), bounded
+    response_model: str | None = None
 
     def add(self, event: StreamEvent) -> None:
         """Record one event. Events must come in the order the engine produced them."""
@@ -90,8 +93,10 @@ class RequestTimeline:
         elif isinstance(event, Finished):
             self.t_end_ns = event.t_ns
             self.finish_reason = event.reason
+            self.response_model = event.model
         elif isinstance(event, Failed):
             self.t_end_ns = event.t_ns
+            self.response_model = event.model
             self.error = event.message
             self.error_kind = event.kind
             self.finish_reason = "error"
@@ -182,6 +187,7 @@ class RequestTimeline:
             "error": self.error,
             "error_kind": self.error_kind,
             "stamp_source": self.stamp_source,
+            "response_model": self.response_model,
         }
 
     @classmethod
@@ -205,4 +211,5 @@ class RequestTimeline:
             error=d.get("error"),
             error_kind=failure_kind_of(d.get("error_kind")),
             stamp_source=d.get("stamp_source"),
+            response_model=model_name(d.get("response_model")),
         )

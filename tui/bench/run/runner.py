@@ -315,6 +315,7 @@ class BenchRunner:
                     plan.temperature,
                     plan.seed,
                     run.prompt,
+                    driver.trace,
                 )
             )
         try:

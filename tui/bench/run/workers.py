@@ -31,6 +31,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from tui.core.trace_context import TraceMode
+
 STREAMS_PER_WORKER = 32  # the default: one worker per this many concurrent streams
 STOP_POLL_S = 0.05
 SEND_EVERY_S = 0.2  # a worker sends its ended requests' records at most this often
@@ -71,6 +73,7 @@ class WorkerJob:
     temperature: float
     seed: int
     shape: Any  # PromptShape
+    trace: TraceMode = "off"  # each request's trace context, as the bench's (driver.trace)
 
 
 def worker_main(job: WorkerJob, conn: Any) -> None:
@@ -133,6 +136,7 @@ async def _work(job: WorkerJob, conn: Any) -> None:
 
         driver = RequestDriver(engine, job.engine_name, job.t0_ns, stopped, on_record)
         driver._next_index = job.first_index
+        driver.trace = job.trace
 
         def make(i: int) -> GenerationRequest:  # as BenchRunner._maker
             req = GenerationRequest.from_prompt(

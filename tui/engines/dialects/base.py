@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from tui.core.events import (
     ANSWER,
+    MODEL_CHARS,
     REASONING,
     TOOL,
     Failed,
@@ -38,6 +39,7 @@ from tui.core.events import (
     StreamEvent,
     TextChunk,
     Usage,
+    model_name,
 )
 from tui.engines.dialects.errors import StreamProtocolError
 from tui.engines.dialects.fields import (
@@ -76,14 +78,6 @@ def count(v: Any) -> int | None:
 
 def text_of(data: str | bytes) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-
-
-MODEL_CHARS = 200  # the longest model name a decoder keeps
-
-
-def model_name(value: Any) -> str | None:
-    """A model name an answer gave, bounded (None: not a name)."""
-    return value[:MODEL_CHARS] if type(value) is str and value else None
 
 
 def parse_object(data: str | bytes) -> dict[str, Any]:
@@ -188,10 +182,10 @@ class StreamDecoder:
 
     def end(self, t_ns: int) -> StreamEvent:
         """The last event: Finished at the last payload, or Failed when the server never
-        said the answer was over."""
+        said the answer was over; either names the model the answer named, if it did."""
         if not self.complete and self.finish_reason is None:
-            return Failed(t_ns, CUT_SHORT, "protocol")
-        return Finished(self.last_t_ns or t_ns, self.finish_reason or "stop")
+            return Failed(t_ns, CUT_SHORT, "protocol", self.response_model)
+        return Finished(self.last_t_ns or t_ns, self.finish_reason or "stop", self.response_model)
 
     # --- what a payload says ----------------------------------------------------------
     def payload(self, data: str | bytes, t_ns: int, emit: Emit) -> None:
@@ -260,6 +254,7 @@ class StreamDecoder:
 __all__ = [
     "ANSWER",
     "CONTENT_TYPES",
+    "MODEL_CHARS",
     "CUT_SHORT",
     "Emit",
     "Framing",
@@ -267,6 +262,7 @@ __all__ = [
     "ToolCallText",
     "count",
     "json_loads",
+    "model_name",
     "parse_object",
     "text_of",
 ]

@@ -172,4 +172,4 @@ def finish_whole(dec: StreamDecoder, t_ns: int, emit: Emit) -> None:
         emit(usage)
     for ev in timings_events(dec, t_ns):
         emit(ev)
-    emit(Finished(t_ns, dec.finish_reason or "stop"))
+    emit(Finished(t_ns, dec.finish_reason or "stop", dec.response_model))

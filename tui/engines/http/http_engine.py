@@ -26,6 +26,7 @@ checked per event (:meth:`read_body`).
 from __future__ import annotations
 
 import abc
+import dataclasses
 import time
 from collections import Counter
 from functools import partial
@@ -222,17 +223,14 @@ class HttpStreamEngine(Engine):
             for ev in await self.finish(state, context):
                 emit(ev)
         except StreamProtocolError as e:
-            self.emit_partial(state, emit)
-            emit(Failed(time.perf_counter_ns(), str(e), "protocol"))
+            self.fail_partial(state, emit, Failed(time.perf_counter_ns(), str(e), "protocol"))
         except EventTooLarge as e:
-            self.emit_partial(state, emit)
-            emit(Failed(time.perf_counter_ns(), f"{self.base} sent {e}", "protocol"))
+            sent = f"{self.base} sent {e}"
+            self.fail_partial(state, emit, Failed(time.perf_counter_ns(), sent, "protocol"))
         except StreamServerError as e:
-            self.emit_partial(state, emit)
-            emit(Failed(time.perf_counter_ns(), str(e), "engine"))
+            self.fail_partial(state, emit, Failed(time.perf_counter_ns(), str(e), "engine"))
         except TRANSPORT_ERRORS as e:
-            self.emit_partial(state, emit)
-            emit(describe_transport_error(e, self.base, self.timeouts))
+            self.fail_partial(state, emit, describe_transport_error(e, self.base, self.timeouts))
         finally:
             await resp.aclose()
 
@@ -290,9 +288,13 @@ class HttpStreamEngine(Engine):
     async def finish(self, state: Any, context: Any) -> list[StreamEvent]:
         """After the body: the last events, ending with exactly one Finished or Failed."""
 
-    def emit_partial(self, state: StreamDecoder, emit: Emit) -> None:
-        """Before a Failed: pass on the token counts the server already gave (unless the
-        decoder's close already did)."""
+    def fail_partial(self, state: StreamDecoder, emit: Emit, failed: Failed) -> None:
+        """A stream that failed after its body began: the token counts the server already
+        gave (unless the decoder's close already did), then ``failed``, naming the model
+        the answer named before it failed."""
         usage = None if state.closed else state.usage_event()
         if usage is not None:
             emit(usage)
+        if state.response_model is not None and failed.model is None:
+            failed = dataclasses.replace(failed, model=state.response_model)
+        emit(failed)

@@ -130,5 +130,6 @@ class OllamaEngine(HttpStreamEngine):
                 "the stream ended before the server finished (no done: true line): "
                 "the connection was closed mid-stream",
                 "protocol",
+                end.model,
             )
         return [end]
