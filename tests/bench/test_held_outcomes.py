@@ -4,6 +4,7 @@ gives each request (tui/bench/run/published.py), on records made by hand."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from tests.support.made_outcomes import metrics
 from tui.bench.report.files import build_report
@@ -170,3 +171,34 @@ def test_a_cut_request_is_cancelled_in_its_outcome_and_its_verdict() -> None:
     held.level_ended("ls")
     (o,) = keep.seen
     assert o.state == "cancelled" and o.verdict is not None and o.verdict.kind == "cancelled"
+
+
+def test_a_level_larger_than_a_sinks_queue_is_kept_whole(tmp_path: Path) -> None:
+    """300 requests end in one level; the real ledger and OTLP exporter hold 50 each:
+    every one is written and exported as they drain, none dropped (published one by one
+    they would drop 250)."""
+    from tests.support.otlp_sink import OtlpSink
+    from tui.ledger.writer import LedgerSink
+    from tui.otel.export import OtelExporter
+
+    s = spec("big")
+    result, held, keep = bench(s)
+    ledger = LedgerSink(tmp_path / "ledger.sqlite", queue_limit=50)
+    collector = OtlpSink()
+    otel = OtelExporter(collector.url, metrics=False, queue_limit=50, batch=20, flush_s=0.05)
+    held.outcomes.add(ledger)
+    held.outcomes.add(otel)
+    records = [record("big", f"r{i}", 2 * i, 30.0, 40.0) for i in range(300)]
+    engine_run(result, s, records)
+    try:
+        for r in records:
+            held.hold(r, WHERE)
+        held.level_ended("big")
+        assert otel.flush(timeout_s=10)
+    finally:
+        held.outcomes.close()
+        collector.stop()
+    assert len(keep.seen) == 300
+    assert (ledger.written, ledger.dropped) == (300, 0)
+    assert (otel.stats.spans_exported, otel.stats.spans_dropped) == (300, 0)
+    assert len(collector.spans) == 300

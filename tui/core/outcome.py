@@ -14,6 +14,10 @@ passes it through :func:`tui.core.safe_text.terminal_safe`.
 ``publish`` runs on the request's own path (the proxy's forwarding loop, the chat's UI
 loop, a bench worker): a sink's ``publish`` must return at once — hand the outcome to
 its own thread or queue, bounded, and drop (counting the drop) rather than block or grow.
+A bounded sink also says how many more it takes before it drops (``room()``), so that
+:meth:`Outcomes.publish_many` — many outcomes at once, off every request's path (a bench
+level's, when it ends) — can wait for the sink to drain instead of losing a burst larger
+than its queue.
 """
 
 from __future__ import annotations
@@ -225,6 +229,10 @@ class OutcomeSink(Protocol):
         """Flush what is pending within a bounded time, then stop."""
 
 
+BURST_WAIT_S: Final = 30.0  # publish_many waits at most this long in all for room
+ROOM_POLL_S: Final = 0.01
+
+
 class Outcomes:
     """The fan-out every measuring place publishes to. A sink that raises is logged once
     and the others still get the outcome: keeping or exporting a request never fails the
@@ -247,6 +255,28 @@ class Outcomes:
                 if id(sink) not in self._failed:
                     self._failed.add(id(sink))
                     log.exception("an outcome sink failed: %r", sink)
+
+    def publish_many(self, outcomes: list[RequestOutcome], wait_s: float = BURST_WAIT_S) -> None:
+        """Many outcomes at once, off every request's path (a bench level's, at its end):
+        before each, while a bounded sink has no room (``room()`` ≤ 0), wait — ``wait_s``
+        in all at most — for it to drain, so a burst larger than its queue is kept, not
+        dropped. A sink that stays full past that (a stalled disk, a hung collector)
+        drops and counts, as :meth:`publish` would."""
+        deadline = time.monotonic() + wait_s
+        for outcome in outcomes:
+            while self._full() and time.monotonic() < deadline:
+                time.sleep(ROOM_POLL_S)
+            self.publish(outcome)
+
+    def _full(self) -> bool:
+        for sink in self._sinks:
+            room = getattr(sink, "room", None)
+            try:
+                if callable(room) and room() <= 0:
+                    return True
+            except Exception:  # noqa: BLE001 - a sink that cannot say is not waited for
+                continue
+        return False
 
     def close(self) -> None:
         with self._lock:

@@ -145,6 +145,11 @@ class LedgerSink:
     def publish(self, outcome: RequestOutcome) -> None:
         self._put(outcome)
 
+    def room(self) -> int:
+        """How many more outcomes the queue takes before it drops (Outcomes.publish_many
+        waits on it)."""
+        return self.queue_limit - len(self._queue)
+
     def energy(self, span: EnergySpan) -> None:
         """A span of the device's energy (any thread)."""
         self._put(span)

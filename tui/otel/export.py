@@ -191,6 +191,11 @@ class OtelExporter:
             if len(self._queue) >= self.batch:
                 self._wake.set()
 
+    def room(self) -> int:
+        """How many more outcomes the queue takes before it drops (Outcomes.publish_many
+        waits on it)."""
+        return self.queue_limit - len(self._queue)
+
     def attach_content(self, request_id: str, input_json: str, output_json: str) -> None:
         """The prompt and answer of the user's own request ``request_id`` (chat, run), as
         the conventions' message JSON; used only with ``capture_content`` on, and only for

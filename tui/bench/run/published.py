@@ -12,10 +12,12 @@ report.json, report.csv and report.md then read — and publishes their outcomes
 ended.
 
 What a consumer sees: a bench request's ledger row or span appears when its level ends
-(calibration probes and warm-up at the end of that phase), not when the request ends. An
-engine measured with speculation whose no-speculation twin runs later in the same bench
-(``--sweep spec_type=ngram-simple,none``) holds its outcomes until the twin has run, so
-its "spec-slower" verdicts are the report's. A bench that is stopped or fails still
+(calibration probes and warm-up at the end of that phase), not when the request ends; a
+level of more requests than a sink's queue holds (4096) is published as the sink drains
+(``Outcomes.publish_many``, 30 s at most), between levels. An engine measured with
+speculation whose no-speculation twin runs later in the same bench (``--sweep
+spec_type=ngram-simple,none``) holds its outcomes until the twin has run, so its
+"spec-slower" verdicts are the report's. A bench that is stopped or fails still
 publishes what it held, with the verdicts known by then.
 """
 
@@ -87,9 +89,11 @@ class HeldOutcomes:
         baseline = twin_baselines(self.engines).get(engine) if run is not None else None
         records = [r for r, _w in held]
         why = verdicts(records, info, baseline)
+        ready = []
         for record, where in held:
             if record.verdict is None:
                 record.verdict = why[id(record)]
             outcome = record_outcome(record, where)
             if outcome is not None:
-                self.outcomes.publish(outcome)
+                ready.append(outcome)
+        self.outcomes.publish_many(ready)  # a level larger than a sink's queue waits for it
