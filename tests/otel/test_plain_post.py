@@ -291,3 +291,13 @@ def test_a_header_that_would_split_the_request_is_not_sent(
         time.sleep(0.1)
         assert r.connections == 0 and r.requests == []
         ex.shutdown()
+
+
+def test_doctor_says_which_post_a_collector_gets(no_proxy_env: pytest.MonkeyPatch) -> None:
+    from tui.otel.plain_post import post_said
+
+    assert "infertop's POST" in post_said()
+    no_proxy_env.setenv("HTTP_PROXY", "http://10.9.9.9:3128")
+    assert "a proxy from the environment applies" in post_said()
+    no_proxy_env.setenv("NO_PROXY", "127.0.0.1")
+    assert "infertop's POST" in post_said()

@@ -246,6 +246,9 @@ def _check_optional() -> None:
     )
     if sdk and exporter:
         _line(OK, "OTLP export", f"opentelemetry-sdk {sdk}, OTLP/HTTP exporter {exporter} (--otlp)")
+        from tui.otel.plain_post import post_said
+
+        _line(INFO, "OTLP POST", post_said())
     else:
         _line(INFO, "OTLP export", "not installed (pip install 'infertop[otel]' for --otlp)")
 

@@ -208,3 +208,21 @@ def use_plain_post(exporter: Any) -> bool:
     if callable(close):
         close()
     return True
+
+
+def post_said(url: str = "http://127.0.0.1:4318/v1/traces") -> str:
+    """For ``infertop doctor``: which POST a collector at ``url`` gets with this SDK and
+    this environment's proxy settings, in words."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter: Any = OTLPSpanExporter(endpoint=url)
+        plain = use_plain_post(exporter)
+        exporter.shutdown()
+    except Exception as e:  # noqa: BLE001 - a doctor's line, never a crash
+        return f"could not tell: {type(e).__name__}: {e}"
+    if plain:
+        return f"{url}: infertop's POST (https or a proxy: the SDK's requests)"
+    if proxied(url):
+        return f"{url}: the SDK's requests (a proxy from the environment applies)"
+    return f"{url}: the SDK's requests (this exporter has no transport slot)"
