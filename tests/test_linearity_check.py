@@ -27,7 +27,7 @@ def test_a_quadratic_loop_fails_within_a_few_segments() -> None:
 
     with pytest.raises(AssertionError, match="not linear"):
         segment_costs(60_000, rejoin)
-    assert len(done) < 30_000  # stopped in the first half
+    assert len(done) < 40_000  # stopped within four of the six segments (here: in the third)
 
 
 def test_size_ratio_tells_linear_from_quadratic() -> None:
