@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chat.test_core_outcomes import Keep
+from tests.support.made_outcomes import KeptOutcomes
 from tests.support.recorded_upstream import models_named, recorded, serving
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.records import RequestRecord
@@ -25,7 +25,7 @@ async def test_bench_outcomes_and_records_name_the_model_the_server_answered(wor
     body = recorded("vllm_chat_reasoning_example.sse")
     (named,) = models_named(body)
     up = serving(body)
-    keep, outcomes = Keep(), Outcomes()
+    keep, outcomes = KeptOutcomes(), Outcomes()
     outcomes.add(keep)
     c = 1 if workers is None else 2
     plan = BenchPlan(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tests.support.made_outcomes import metrics
+from tests.support.made_outcomes import KeptOutcomes, metrics
 from tui.bench.report.files import build_report
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.published import HeldOutcomes
@@ -14,23 +14,12 @@ from tui.bench.run.records import LevelRun, RequestRecord
 from tui.bench.run.results import BenchResult, EngineRun, spec_for_report
 from tui.bench.stats.why import verdicts
 from tui.core.events import EngineTruth
-from tui.core.outcome import Outcomes, RequestOutcome, Where
+from tui.core.outcome import Outcomes, Where
 from tui.core.timeline import RequestTimeline
 from tui.engines.base import EngineSpec
 
 WHERE = Where("/v1/chat/completions", "openai-chat", "http://127.0.0.1:8080", "m", "llama-server")
 MS = 1_000_000
-
-
-class Keep:
-    def __init__(self) -> None:
-        self.seen: list[RequestOutcome] = []
-
-    def publish(self, outcome: RequestOutcome) -> None:
-        self.seen.append(outcome)
-
-    def close(self) -> None:
-        pass
 
 
 def record(
@@ -52,8 +41,8 @@ def spec(name: str, spec_type: str | None = None) -> EngineSpec:
     return EngineSpec(name, "llama-server", model="/m.gguf", options=options)
 
 
-def bench(*specs: EngineSpec) -> tuple[BenchResult, HeldOutcomes, Keep]:
-    keep = Keep()
+def bench(*specs: EngineSpec) -> tuple[BenchResult, HeldOutcomes, KeptOutcomes]:
+    keep = KeptOutcomes()
     outcomes = Outcomes()
     outcomes.add(keep)
     result = BenchResult(plan=BenchPlan(engines=[s.name for s in specs]), started_at="now")

@@ -10,23 +10,13 @@ from typing import Any
 import pytest
 
 from tests.support.clock_child import send_stamp
+from tests.support.made_outcomes import KeptOutcomes
 from tui.bench.run.plan import BenchPlan
 from tui.bench.run.runner import BenchRunner
 from tui.bench.run.workers import default_workers, max_workers, split_streams
-from tui.core.outcome import Outcomes, RequestOutcome
+from tui.core.outcome import Outcomes
 from tui.core.trace_context import TraceMode
 from tui.engines.base import EngineSpec
-
-
-class KeepOutcomes:
-    def __init__(self) -> None:
-        self.seen: list[RequestOutcome] = []
-
-    def publish(self, outcome: RequestOutcome) -> None:
-        self.seen.append(outcome)
-
-    def close(self) -> None:
-        pass
 
 
 def test_perf_counter_is_one_clock_across_processes():
@@ -55,7 +45,7 @@ def test_streams_split_evenly_and_never_to_an_empty_worker():
 
 async def bench_in_two_workers(
     cfg: Any, runs: int, max_tokens: int, trace: TraceMode = "off"
-) -> tuple[Any, Any, int, BenchPlan, KeepOutcomes]:
+) -> tuple[Any, Any, int, BenchPlan, KeptOutcomes]:
     """Level c = 4 in two worker processes against a pace server of ``cfg``: the
     result, the server, its port, the plan and the outcomes published."""
     from tests.support import pace_server
@@ -69,7 +59,7 @@ async def bench_in_two_workers(
             engines=["pace"], runs=runs, warmup=0, concurrency=[4], prompt_tokens=16,
             max_tokens=max_tokens, workers=2,
         )  # fmt: skip
-        keep = KeepOutcomes()
+        keep = KeptOutcomes()
         outcomes = Outcomes()
         outcomes.add(keep)
         runner = BenchRunner(plan, [spec], outcomes=outcomes)

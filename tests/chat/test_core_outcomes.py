@@ -5,22 +5,12 @@ from __future__ import annotations
 
 import time
 
-from tui.core.outcome import INFERTOP_ITSELF, Outcomes, RequestOutcome
-
-
-class Keep:
-    def __init__(self) -> None:
-        self.seen: list[RequestOutcome] = []
-
-    def publish(self, outcome: RequestOutcome) -> None:
-        self.seen.append(outcome)
-
-    def close(self) -> None:
-        pass
+from tests.support.made_outcomes import KeptOutcomes
+from tui.core.outcome import INFERTOP_ITSELF, Outcomes
 
 
 async def test_each_answer_sent_is_one_outcome(chat, two):
-    keep, outcomes = Keep(), Outcomes()
+    keep, outcomes = KeptOutcomes(), Outcomes()
     outcomes.add(keep)
     core, _events = chat(outcomes=outcomes, source="run")
     t_before = time.time()
@@ -38,7 +28,7 @@ async def test_each_answer_sent_is_one_outcome(chat, two):
 
 
 async def test_an_engine_that_never_loaded_publishes_nothing(chat, two):
-    keep, outcomes = Keep(), Outcomes()
+    keep, outcomes = KeptOutcomes(), Outcomes()
     outcomes.add(keep)
     text = two.replace("ttft_ms = 5 }", 'ttft_ms = 5, fail_load = "no such model" }', 1)
     core, _events = chat(text, outcomes=outcomes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chat.test_core_outcomes import Keep
+from tests.support.made_outcomes import KeptOutcomes
 from tests.support.recorded_upstream import models_named, recorded, serving
 from tui.core.outcome import Outcomes
 
@@ -37,7 +37,7 @@ async def test_the_chat_outcome_names_the_model_the_server_answered(chat, stream
     (named,) = models_named(body)
     up = serving(body)
     try:
-        keep, outcomes = Keep(), Outcomes()
+        keep, outcomes = KeptOutcomes(), Outcomes()
         outcomes.add(keep)
         core, _events = chat(config(up.url, kind, endpoint), outcomes=outcomes)
         await core.run_turn(core.start_turn("hello"))
@@ -56,7 +56,7 @@ async def test_a_stream_cut_short_still_names_its_model(chat):
     cut = b"\n\n".join(body.split(b"\n\n")[:4]) + b"\n\n"  # three events, no [DONE]
     up = serving(cut)
     try:
-        keep, outcomes = Keep(), Outcomes()
+        keep, outcomes = KeptOutcomes(), Outcomes()
         outcomes.add(keep)
         core, _events = chat(config(up.url), outcomes=outcomes)
         await core.run_turn(core.start_turn("hello"))
@@ -68,7 +68,7 @@ async def test_a_stream_cut_short_still_names_its_model(chat):
 
 
 async def test_an_in_process_engine_names_no_model(chat, two):
-    keep, outcomes = Keep(), Outcomes()
+    keep, outcomes = KeptOutcomes(), Outcomes()
     outcomes.add(keep)
     core, _events = chat(two, outcomes=outcomes)
     await core.run_turn(core.start_turn("hello"))

@@ -10,28 +10,15 @@ import httpx
 
 from tests.proxy.proxy_support import wait_until
 from tests.support import fault_server
-from tui.core.outcome import Outcomes, RequestOutcome
+from tests.support.made_outcomes import KeptOutcomes
+from tui.core.outcome import Outcomes
 
 CHAT = {"model": "pace", "messages": [{"role": "user", "content": "one two three"}]}
 
 
-class Keep:
-    """A sink that keeps what it is given (on the proxy's loop)."""
-
-    def __init__(self) -> None:
-        self.seen: list[RequestOutcome] = []
-        self.closed = False
-
-    def publish(self, outcome: RequestOutcome) -> None:
-        self.seen.append(outcome)
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def test_done_failed_and_cancelled_each_publish_one_outcome(pace, start_proxy) -> None:
     url, _server = pace
-    keep = Keep()
+    keep = KeptOutcomes()
     outcomes = Outcomes()
     outcomes.add(keep)
     proxy = start_proxy(url, outcomes=outcomes)
@@ -80,7 +67,7 @@ def test_who_sent_it_fingerprint_user_program_and_process(pace, start_proxy) -> 
     url, _server = pace
     keys = ClientKeys(b"s" * 32, {})
     keys.names[keys.fingerprint(b"sk-alice")] = "alice"
-    keep = Keep()
+    keep = KeptOutcomes()
     outcomes = Outcomes()
     outcomes.add(keep)
     proxy = start_proxy(url, outcomes=outcomes, client_keys=keys, find_processes=True)

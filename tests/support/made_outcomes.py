@@ -1,5 +1,5 @@
 """RequestOutcomes built by hand for the OTel and alert tests (what a measuring place
-would publish)."""
+would publish), and :class:`KeptOutcomes`, a sink that keeps what it is given."""
 
 from __future__ import annotations
 
@@ -51,3 +51,17 @@ def outcome(n: int = 1, **kw: Any) -> RequestOutcome:
         truth=EngineTruth(cached_tokens=4, prompt_ms=20.0, source="llama-server timings"),
     )
     return replace(o, **kw)
+
+
+class KeptOutcomes:
+    """An OutcomeSink that keeps every outcome published to it, in order."""
+
+    def __init__(self) -> None:
+        self.seen: list[RequestOutcome] = []
+        self.closed = False
+
+    def publish(self, outcome: RequestOutcome) -> None:
+        self.seen.append(outcome)
+
+    def close(self) -> None:
+        self.closed = True
