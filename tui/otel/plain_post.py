@@ -10,9 +10,10 @@ does the same POST for ~0.15 ms. It is only the transport: the SDK's client
 compresses, retries (connection errors once at once, 429/502/503/504 with back-off and
 Retry-After) and keeps the deadline; this sends the bytes and reads the answer.
 
-Where it is used (:func:`use_plain_post`): a plain ``http://`` endpoint that no proxy
-from the environment applies to (``HTTP_PROXY``/``ALL_PROXY`` less ``NO_PROXY``, as
-``requests`` reads them), in an SDK whose client has the transport slot. Anything else —
+Where it is used (:func:`use_plain_post`): where infertop's own HTTP client takes its fast
+path (tui/transport/http1.py ``fast_path_ok``: plain ``http://``, no credentials in the
+URL, no proxy from the environment — ``HTTP_PROXY``/``ALL_PROXY`` less ``NO_PROXY``), in
+an SDK whose client has the transport slot. Anything else —
 ``https`` (certificates, client keys), a proxy, another SDK — keeps the SDK's transport.
 
 The collector is untrusted: one deadline for the whole exchange (connect, send, head,
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from tui.transport.http1 import fast_path_ok
 from tui.transport.http_errors import ProtocolError
 from tui.transport.http_head import HEAD_LIMIT, framing_for, parse_response_head
 
@@ -87,7 +89,7 @@ class PlainPost:
             raise ValueError(f"not a plain http:// endpoint: {url!r}")
         self.url = url
         self.address = (parts.hostname, parts.port or 80)
-        self.host = parts.netloc.rpartition("@")[2]
+        self.host = parts.netloc
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._sock: socket.socket | None = None
 
@@ -176,28 +178,13 @@ def _recv(sock: socket.socket, deadline: float, what: str, eof_ok: bool = False)
     return data
 
 
-def proxied(url: str) -> bool:
-    """Whether a proxy from the environment applies to ``url``, as ``requests`` reads it
-    (its scheme's ``*_PROXY`` or ``ALL_PROXY``, less ``NO_PROXY``)."""
-    import urllib.request
-
-    proxies = urllib.request.getproxies_environment()
-    if not (proxies.get("http") or proxies.get("all")):
-        return False
-    host = urlsplit(url).netloc.rpartition("@")[2]
-    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-    return not bypass(host, proxies)
-
-
 def use_plain_post(exporter: Any) -> bool:
     """Puts a :class:`PlainPost` in the SDK exporter's client where it serves (see the
     module docstring); True when it did."""
     client = getattr(exporter, "_client", None)
     url = getattr(client, "_endpoint", None)
     old = getattr(client, "_transport", None)
-    if client is None or old is None or not isinstance(url, str) or not url.startswith("http://"):
-        return False
-    if proxied(url):
+    if client is None or old is None or not isinstance(url, str) or not fast_path_ok(url):
         return False
     try:
         plain = PlainPost(url)
@@ -223,6 +210,9 @@ def post_said(url: str = "http://127.0.0.1:4318/v1/traces") -> str:
         return f"could not tell: {type(e).__name__}: {e}"
     if plain:
         return f"{url}: infertop's POST (https or a proxy: the SDK's requests)"
-    if proxied(url):
-        return f"{url}: the SDK's requests (a proxy from the environment applies)"
+    if not fast_path_ok(url):
+        return (
+            f"{url}: the SDK's requests (not plain http://, credentials in it, or a proxy "
+            "from the environment applies)"
+        )
     return f"{url}: the SDK's requests (this exporter has no transport slot)"
