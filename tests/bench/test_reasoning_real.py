@@ -7,6 +7,10 @@ opens ``<think>`` for the answer (as Qwen3's does), ``--reasoning-format deepsee
 server streams what comes before ``</think>`` as reasoning, and ``--reasoning-budget 6`` so
 it closes the thinking after 6 tokens and the model answers. Both APIs then stream real
 reasoning deltas (``response.reasoning_text.delta``; ``thinking_delta``) before the answer.
+``--ignore-eos`` makes the answer certain: the bench samples at temperature 0.7, and the
+model sometimes ends its turn right after the forced ``</think>`` (1 in 40 answers here,
+9 tokens, all reasoning: CI met one); with end-of-generation tokens banned every answer
+is the full ``MAX_TOKENS``, 6 of reasoning (at most) and the rest answer.
 
 Checked against the server's own account: its ``llamacpp:tokens_predicted_total`` grows
 by exactly the output tokens the bench reports over every request it made (calibration
@@ -59,7 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     template.write_text(THINK_TEMPLATE)
     args = ["--jinja", "--chat-template-file", str(template), "--reasoning-format", "deepseek"]
     args += ["--reasoning-budget", str(BUDGET), "--cache-ram", "0"]
-    args += ["--api-key", servers.TEST_API_KEY]
+    args += ["--api-key", servers.TEST_API_KEY, "--ignore-eos"]
     with servers.running_llama_server(model, root, args, what="llama-server (reasoning)") as sp:
         yield sp
 
@@ -115,6 +119,7 @@ def test_bench_responses_and_messages_engines_measure_reasoning(server, tmp_path
         if rec["phase"] != "warm":
             continue
         who = f"{rec['engine']} {rec['request_id']}"
+        assert m["output_tokens"] == MAX_TOKENS, who  # --ignore-eos: no early end
         chunks = [c for c in tl["chunks"] if c[1]]
         thought = [c for c in chunks if c[3:] == ["reasoning"]]
         answer = [c for c in chunks if c[3:] != ["reasoning"]]
