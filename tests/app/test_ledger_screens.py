@@ -8,6 +8,7 @@ clients chose are shown terminal-safe."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tui.app.screens.history import HistoryScreen, PastRequestScreen
 from tui.app.screens.requests import RequestsScreen
 from tui.app.screens.usage import UsageScreen
 from tui.core.outcome import ClientIdentity
+from tui.core.verdict import Breakdown, Verdict
 from tui.ledger.writer import LedgerSink
 
 EVIL = "mallory\x1b]0;owned\x07"
@@ -27,8 +29,10 @@ EVIL = "mallory\x1b]0;owned\x07"
 def _fill(path: Path) -> None:
     sink = LedgerSink(path)
     now = time.time()
+    queued = Verdict("queued", "queued 1.3 s behind 1 busy slot (-np 1)", Breakdown())
     for i in range(6):
-        sink.publish(outcome("alice", t0=now - 600 + i, prompt=100, output=50, model="qwen3"))
+        o = outcome("alice", t0=now - 600 + i, prompt=100, output=50, model="qwen3")
+        sink.publish(replace(o, verdict=queued) if i < 2 else o)
     sink.publish(outcome(ClientIdentity(user=EVIL), t0=now - 300, prompt=7, output=3))
     sink.publish(outcome("bob", t0=now - 200, state="failed", output=None, model="qwen3"))
     sink.publish(outcome("bob", t0=now - 3 * 86_400, prompt=1, output=1))  # last week only
@@ -63,6 +67,14 @@ async def test_usage_screen_from_the_requests_view_at_80x24(
         clients = {g.key[0]: g for g in screen.result["clients"].groups}
         assert clients["alice"].output_tokens == 300 and clients["bob"].failed == 1
         assert sum(screen.result["series"]["all"]) == 6 * 150 + 10 + 10
+        await pilot.press("v")  # the second table per verdict, and back per model
+        await wait_for(pilot, lambda: "queued" in screen_text(app))
+        verdicts = {g.key[0]: g.requests for g in screen.result["verdicts"].groups}
+        assert verdicts == {"queued": 2, "(none)": 6}
+        assert "qwen3" not in screen_text(app)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: "qwen3" in screen_text(app))
+        assert "queued" not in screen_text(app)
         await pilot.press("w")  # the week: bob's older request too
         await wait_for(pilot, lambda: "last week: 9 requests" in screen_text(app))
         await pilot.press("h")

@@ -16,9 +16,13 @@ from tui.core.stats import percentile
 _SQL = (
     "SELECT r.id, r.t0, MAX(COALESCE(r.e2e_s, 0), 0), COALESCE(r.upstream, -1), t.text, "
     "r.state, r.prompt_tokens, r.cached_tokens, r.output_tokens, r.output_est, "
-    "r.reasoning_tokens, r.reasoning_est, r.ttft_s, r.ttfo_s, r.decode_tps "
+    "r.reasoning_tokens, r.reasoning_est, r.ttft_s, r.ttfo_s, r.decode_tps, {verdict} "
     "FROM requests r LEFT JOIN texts t ON t.id = r.client"
 )
+VERDICTS = (  # tui/core/verdict.py's kinds, written out again
+    "failed", "cancelled", "preempted", "queued", "slow-start", "prefill-bound", "cache-hit",
+    "spec-slower", "spec-low", "decode-shared", "decode-bound", "unknown",
+)  # fmt: skip
 
 
 def _whole(x: float, unit: float) -> float:
@@ -62,17 +66,25 @@ def shares(con: sqlite3.Connection) -> dict[int, tuple[float, float, float]]:
     return out
 
 
-def reference(con: sqlite3.Connection, since: float, until: float) -> dict[str, dict[str, Any]]:
-    """Per client label, the window's numbers as ``Group.to_dict`` names them."""
+def reference(
+    con: sqlite3.Connection, since: float, until: float, by: str = "client"
+) -> dict[str, dict[str, Any]]:
+    """Per client label (``by="verdict"``: per verdict kind, ``(none)`` for none or a kind
+    not ours), the window's numbers as ``Group.to_dict`` names them."""
     share = shares(con)
     groups: dict[str, dict[str, Any]] = {}
     values: dict[str, dict[str, list[float]]] = {}
-    for row in con.execute(_SQL):
+    columns = {c[1] for c in con.execute("PRAGMA table_info(requests)")}
+    verdict_column = "r.verdict" if "verdict" in columns else "NULL"  # schema 4 added it
+    for row in con.execute(_SQL.format(verdict=verdict_column)):
         rid, t0, _e2e, _up, client, state, prompt, cached, output, o_est = row[:10]
-        reasoning, r_est, ttft, ttfo, tps = row[10:]
+        reasoning, r_est, ttft, ttfo, tps, verdict = row[10:]
         if not since <= t0 < until:
             continue
-        key = client if client is not None else "(none)"
+        if by == "verdict":
+            key = verdict if verdict in VERDICTS else "(none)"
+        else:
+            key = client if client is not None else "(none)"
         g = groups.setdefault(key, defaultdict(int))
         v = values.setdefault(key, defaultdict(list))
         g["requests"] += 1

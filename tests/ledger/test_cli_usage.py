@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 from tests.ledger.ledger_support import outcome, writing_as_version_3
@@ -29,8 +30,10 @@ def test_run_and_bench_are_recorded_and_usage_adds_them_up(infertop_cmd, cli_env
     cfg.write_text(CONFIG)
     ledger = tmp_path / "l.sqlite3"
     base = ["--config", str(cfg)]
-    r = _cli(infertop_cmd, cli_env, [*base, "run", "--prompt", "hi", "--ledger", str(ledger)])
+    r = _cli(infertop_cmd, cli_env, [*base, "run", "--prompt", "hi", "--ledger", str(ledger),
+                                      "--json"])  # fmt: skip
     assert r.returncode == 0, r.stderr
+    run_verdict = json.loads(r.stdout)["verdict"]["kind"]
     r = _cli(infertop_cmd, cli_env, [*base, "run", "--prompt", "hi", "--no-ledger"])
     assert r.returncode == 0, r.stderr
     out = tmp_path / "bench"
@@ -54,6 +57,16 @@ def test_run_and_bench_are_recorded_and_usage_adds_them_up(infertop_cmd, cli_env
     assert got["bench"]["requests"] == sent >= 4
     records = [r for e in report["engines"] for r in e["records"]]
     assert got["bench"]["output_tokens"] == sum(r["metrics"]["output_tokens"] for r in records)
+    # by verdict: each request under the verdict its report (bench) or --json (run) gave
+    r = _cli(
+        infertop_cmd, cli_env, [*base, "usage", "--ledger", str(ledger), "--by", "source,verdict",
+                                "--json"],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    groups = json.loads(r.stdout)["groups"]
+    got = {(g["source"], g["verdict"]): g["requests"] for g in groups}
+    want = Counter(("bench", rec["verdict"]["kind"]) for rec in records)
+    assert got == {**want, ("run", run_verdict): 1}
 
 
 def test_outputs_agree_and_hostile_names_are_harmless(infertop_cmd, cli_env, tmp_path):

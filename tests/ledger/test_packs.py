@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from tests.ledger.ledger_support import outcome, writing_as_version_3
 from tests.ledger.reference import reference
 from tui.core.outcome import RequestOutcome
+from tui.core.verdict import VERDICT_KINDS, Breakdown, Verdict
 from tui.ledger import packs
 from tui.ledger.packs import HOUR_S, hour_of
 from tui.ledger.retention import Retention, prune
@@ -64,6 +66,8 @@ def _request(rng: random.Random, base: float, span_h: float) -> RequestOutcome:
         o.metrics.reasoning_tokens_source = rng.choice(["usage", "chunk-count-estimate"])
     if rng.random() < 0.3:
         o.metrics.ttfo_ms = (o.metrics.ttft_ms or 0.0) + 31.0  # reasoning came first
+    if rng.random() < 0.5:
+        o = replace(o, verdict=Verdict(rng.choice(VERDICT_KINDS), "why", Breakdown()))
     return o
 
 
@@ -113,8 +117,10 @@ def _same(got: dict[str, Any], want: dict[str, Any]) -> None:
             assert g["joules"] == pytest.approx(w["joules"], rel=1e-9, abs=1e-6), key
 
 
-def _by_client(con: sqlite3.Connection, since: float, until: float) -> dict[str, Any]:
-    u = usage(con, since, until, ("client",))
+def _by_client(
+    con: sqlite3.Connection, since: float, until: float, by: str = "client"
+) -> dict[str, Any]:
+    u = usage(con, since, until, (by,))  # type: ignore[arg-type]
     return {g.key[0]: g.to_dict(u.by) for g in u.groups}
 
 
@@ -134,6 +140,8 @@ def test_usage_from_packs_and_rows_equals_the_rows_in_plain_python(tmp_path: Pat
         since = base - 600 + rng.uniform(0, 21 * 3600)
         until = since + rng.choice([rng.uniform(1, 3600), rng.uniform(3600, 30 * 3600)])
         _same(_by_client(con, since, until), reference(con, since, until))
+        by = "verdict"
+        _same(_by_client(con, since, until, by), reference(con, since, until, by))
         w = window_of(con, since, until)
         packed += w.packed_requests
         from_rows += w.row_requests
@@ -205,7 +213,7 @@ def test_a_damaged_or_foreign_pack_is_read_from_the_rows(tmp_path: Path):
     pack_due(con)
     want = reference(con, h * HOUR_S, (h + 5) * HOUR_S)
     con.execute("UPDATE packs SET data = substr(data, 1, 30) WHERE hour = ?", (h + 1,))
-    con.execute("UPDATE packs SET data = X'4c5002' || substr(data, 4) WHERE hour = ?", (h + 2,))
+    con.execute("UPDATE packs SET data = X'4c50ff' || substr(data, 4) WHERE hour = ?", (h + 2,))
     w = window_of(con, h * HOUR_S, (h + 5) * HOUR_S)
     assert (w.packed_hours, w.row_requests) == (3, 2)
     _same(_by_client(con, h * HOUR_S, (h + 5) * HOUR_S), want)

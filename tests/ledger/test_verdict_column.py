@@ -43,3 +43,23 @@ def test_a_version_3_file_gains_the_column(tmp_path: Path) -> None:
     con = connect(path)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert con.execute("SELECT rid, verdict FROM requests").fetchall() == [("r1", None)]
+
+
+def test_usage_groups_by_verdict_and_a_kind_not_ours_is_none(tmp_path: Path) -> None:
+    """``--by verdict``: each kind of tui/core/verdict.py is its group; a row without one,
+    or with a text no infertop wrote (a file from someone else), falls under ``(none)`` —
+    never shown as it is."""
+    from tui.ledger.usage import usage
+
+    path = tmp_path / "l.sqlite3"
+    sink = LedgerSink(path)
+    queued = Verdict("queued", "queued 1.3 s behind 1 busy slot (-np 1)", Breakdown())
+    hit = Verdict("cache-hit", "cache hit", Breakdown())
+    for i, v in enumerate([queued, queued, hit, None, None]):
+        sink.publish(replace(outcome(source="bench", output=10 + i), id=f"r{i}", verdict=v))
+    sink.close()
+    con = connect(path)
+    con.execute("UPDATE requests SET verdict = ? WHERE rid = 'r4'", ("\x1b[2Jqueued",))
+    u = usage(con, time.time() - 3600, time.time() + 1, ("verdict",))
+    got = {g.key: (g.requests, g.output_tokens) for g in u.groups}
+    assert got == {("queued",): (2, 21), ("cache-hit",): (1, 12), ("(none)",): (2, 27)}

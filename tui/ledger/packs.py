@@ -27,7 +27,7 @@ import functools
 import struct
 from typing import Any, Final, Literal
 
-FORMAT: Final = 1
+FORMAT: Final = 2  # 2: the verdict field
 HOUR_S: Final = 3600
 Kind = Literal["f", "i"]  # float64, or an integer column (stored narrow)
 # the columns of a pack (and of a window read: tui/ledger/shares.py), in order
@@ -39,6 +39,7 @@ FIELDS: Final[tuple[tuple[str, Kind], ...]] = (
     ("upstream", "i"),
     ("source", "i"),  # tui/ledger/shares.py's SOURCE_CODES index, -1 another
     ("flags", "i"),  # failed 1, cancelled 2; + 4 output counted, + 8 reasoning counted
+    ("verdict", "i"),  # 1 + its kind's index in tui/core/verdict.py's VERDICT_KINDS, 0 none
     ("prompt", "i"),  # token counts (none: 0)
     ("cached", "i"),
     ("output", "i"),

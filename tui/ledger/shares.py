@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tui.core.attribution import request_shares
+from tui.core.verdict import VERDICT_KINDS
 from tui.ledger import packs
 from tui.ledger.packs import FORMAT, HOUR_S, hour_of
 
@@ -39,6 +40,8 @@ LAG_S: Final = 600.0
 PACK_RUN_HOURS: Final = 24  # hours packed in one transaction, at most
 PACK_RUN_S: Final = 0.25  # and about this long
 SOURCE_CODES: Final = ("proxy", "chat", "run", "bench")
+# a verdict's code in packs and windows: 0 none (or a kind not ours), else 1 + its index
+VERDICT_CODES: Final = ("(none)", *VERDICT_KINDS)
 
 # the numbers of a request as packs keep them (tui/ledger/packs.py's FIELDS), and its end
 READ_SQL: Final = (
@@ -50,7 +53,9 @@ READ_SQL: Final = (
     "CAST(COALESCE(prompt_tokens, 0) AS INTEGER), CAST(COALESCE(cached_tokens, 0) AS INTEGER), "
     "CAST(COALESCE(output_tokens, 0) AS INTEGER), "
     "CAST(COALESCE(reasoning_tokens, 0) AS INTEGER), "
-    "COALESCE(ttft_s, -1.0), COALESCE(ttfo_s, -1.0), COALESCE(decode_tps, -1.0) "
+    "COALESCE(ttft_s, -1.0), COALESCE(ttfo_s, -1.0), COALESCE(decode_tps, -1.0), CASE verdict "
+    + " ".join(f"WHEN '{v}' THEN {i}" for i, v in enumerate(VERDICT_KINDS, start=1))
+    + " ELSE 0 END "
     "FROM requests WHERE t0 >= ? AND t0 < ? ORDER BY t0, id"
 )
 PACKS_SQL: Final = (
@@ -88,7 +93,7 @@ def _read_rows(con: sqlite3.Connection, lo: float, hi: float) -> tuple[dict[str,
     import numpy as np
 
     rows = con.execute(READ_SQL, (lo, hi)).fetchall()
-    c = list(zip(*rows)) if rows else [()] * 15
+    c = list(zip(*rows)) if rows else [()] * 16
     cols: dict[str, Any] = {"t0": np.array(c[0], np.float64)}
     t1 = cols["t0"] + np.array(c[1], np.float64)
     for i, name in enumerate((*_INTS, *_TOKENS), start=2):
@@ -96,6 +101,7 @@ def _read_rows(con: sqlite3.Connection, lo: float, hi: float) -> tuple[dict[str,
     cols["ttft_us"] = _quantized(np.array(c[12], np.float64), 1e6)
     cols["ttfo_us"] = _quantized(np.array(c[13], np.float64), 1e6)
     cols["decode_mtps"] = _quantized(np.array(c[14], np.float64), 1e3)
+    cols["verdict"] = np.array(c[15], np.int64)
     for name in ("busy", "joules", "covered"):
         cols[name] = np.zeros(len(rows))
     return cols, t1

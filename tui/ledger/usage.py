@@ -1,6 +1,8 @@
 """Usage: the ledger's requests in a time window, grouped, with their totals.
 
-Per group (``by``: any of :data:`DIMENSIONS`, combined; none: one group of everything):
+Per group (``by``: any of :data:`DIMENSIONS`, combined; none: one group of everything;
+``verdict`` groups by the kind of each request's verdict — tui/core/verdict.py — and
+``(none)`` where its place gave none):
 
 - ``requests``, ``failed``, ``cancelled``;
 - ``prompt_tokens``, ``cached_tokens`` (the engine's counts: requests whose engine gave
@@ -37,15 +39,23 @@ from tui.ledger.grouping import (
     local_codes,
     percentile_of_all,
 )
-from tui.ledger.shares import PACKS_SQL, READ_SQL, SOURCE_CODES, Window, read_window
+from tui.ledger.shares import (
+    PACKS_SQL,
+    READ_SQL,
+    SOURCE_CODES,
+    VERDICT_CODES,
+    Window,
+    read_window,
+)
 
-Dimension = Literal["client", "model", "route", "upstream", "source", "day", "hour"]
+Dimension = Literal["client", "model", "route", "upstream", "source", "verdict", "day", "hour"]
 DIMENSIONS: Final[tuple[Dimension, ...]] = (
     "client",
     "model",
     "route",
     "upstream",
     "source",
+    "verdict",
     "day",
     "hour",
 )
@@ -165,8 +175,8 @@ def window_of(
 
 
 def dimension(window: Window, d: Dimension) -> Any:
-    """Each request's value in dimension ``d``: a name's id, a source's code, a local
-    day (YYYYMMDD) or hour (YYYYMMDDHH)."""
+    """Each request's value in dimension ``d``: a name's id, a source's or verdict's
+    code, a local day (YYYYMMDD) or hour (YYYYMMDDHH)."""
     if d in ("day", "hour"):
         return local_codes(window.cols["t0"], d)
     return window.cols[d]
@@ -268,6 +278,8 @@ def _label(dims: Sequence[Dimension], key: Any, names: dict[int, str]) -> tuple[
             out.append(names.get(v, "(unknown)") if v >= 0 else "(none)")
         elif d == "source":
             out.append(SOURCE_CODES[v] if 0 <= v < len(SOURCE_CODES) else "(other)")
+        elif d == "verdict":
+            out.append(VERDICT_CODES[v] if 0 <= v < len(VERDICT_CODES) else "(none)")
         elif d == "day":
             out.append(f"{v // 10000:04d}-{v // 100 % 100:02d}-{v % 100:02d}")
         else:

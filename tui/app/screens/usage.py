@@ -1,4 +1,5 @@
-"""UsageScreen: who used the servers, from the request ledger — per client and per model
+"""UsageScreen: who used the servers, from the request ledger — per client, and per model
+or per verdict (``v`` switches: why the requests took their time, tui/core/verdict.py)
 over the last hour, day or week, with tokens over time as sparklines.
 
 Opened with ``u`` from the requests view, or the palette ("Usage: …"; the chat's "this
@@ -25,6 +26,8 @@ from tui.core.safe_text import terminal_label
 WINDOWS: Final = {"hour": 3600.0, "day": 86_400.0, "week": 7 * 86_400.0}
 SPARK_KEYS: Final = ("all", "top1", "top2", "top3")
 COLUMNS: Final = ("reqs", "fail", "prompt", "output", "TTFT p50", "tok/s", "busy s")
+# the second table's grouping: its first column's title and read_usage's key
+SECOND: Final = {"model": "models", "verdict": "verdicts"}
 
 
 class UsageRead(Message):
@@ -36,7 +39,8 @@ class UsageRead(Message):
 
 
 def read_usage(ledger: Any, since: float, until: float, upstream: str | None) -> dict[str, Any]:
-    """In a thread: the window's usage per client and per model, and tokens over time."""
+    """In a thread: the window's usage per client, per model and per verdict, and
+    tokens over time."""
     from tui.ledger.history import over_time_of
     from tui.ledger.usage import summarize, texts_of, window_of
 
@@ -46,6 +50,7 @@ def read_usage(ledger: Any, since: float, until: float, upstream: str | None) ->
         return {
             "clients": summarize(window, names, ("client",)),
             "models": summarize(window, names, ("model",)),
+            "verdicts": summarize(window, names, ("verdict",)),
             "series": over_time_of(window, names, 60, 3),
         }
 
@@ -83,6 +88,7 @@ class UsageScreen(Screen[None]):
         Binding("h", "window('hour')", "Hour", id="usage_hour"),
         Binding("d", "window('day')", "Day", id="usage_day"),
         Binding("w", "window('week')", "Week", id="usage_week"),
+        Binding("v", "second", "Model/verdict", id="usage_second"),
         Binding("r", "reload", "Reload", id="usage_reload"),
         Binding("escape", "app.pop_screen", "Back", id="usage_back"),
     ]
@@ -91,6 +97,7 @@ class UsageScreen(Screen[None]):
         super().__init__(id="usage")
         self.window = window if window in WINDOWS else "day"
         self.upstream = upstream
+        self.second = "model"  # the second table: per model or per verdict (SECOND)
         self.result: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
@@ -106,12 +113,24 @@ class UsageScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        for table_id, first in (("#usage-clients", "client"), ("#usage-models", "model")):
-            table = self.query_one(table_id, DataTable)
-            table.add_column(first, key="name", width=22)
-            for c in COLUMNS:
-                table.add_column(c, key=c)
+        for table_id, first in (("#usage-clients", "client"), ("#usage-models", self.second)):
+            self._columns(self.query_one(table_id, DataTable), first)
         self.action_reload()
+
+    @staticmethod
+    def _columns(table: DataTable[str], first: str) -> None:
+        table.add_column(first, key="name", width=22)
+        for c in COLUMNS:
+            table.add_column(c, key=c)
+
+    def action_second(self) -> None:
+        """v: the second table per model, or per verdict (no new read: both are read)."""
+        self.second = "verdict" if self.second == "model" else "model"
+        table = self.query_one("#usage-models", DataTable)
+        table.clear(columns=True)
+        self._columns(table, self.second)
+        if self.result is not None:
+            self._fill(table, self.result[SECOND[self.second]])
 
     def action_window(self, window: str) -> None:
         self.window = window
@@ -142,7 +161,7 @@ class UsageScreen(Screen[None]):
             status.update(terminal_label(f"usage: {msg.error}", 400))
             return
         self.result = msg.result
-        clients, models = msg.result["clients"], msg.result["models"]
+        clients = msg.result["clients"]
         where = f" · {self.upstream}" if self.upstream else ""
         total = clients.total
         status.update(
@@ -153,12 +172,8 @@ class UsageScreen(Screen[None]):
                 400,
             )
         )
-        for table_id, u in (("#usage-clients", clients), ("#usage-models", models)):
-            table = self.query_one(table_id, DataTable)
-            table.clear()
-            for g in u.groups:
-                name = terminal_label(g.key[0], 22)
-                table.add_row(name, *group_cells(g))
+        self._fill(self.query_one("#usage-clients", DataTable), clients)
+        self._fill(self.query_one("#usage-models", DataTable), msg.result[SECOND[self.second]])
         lines = self.query_one(MetricLines)
         series: dict[str, list[float]] = msg.result["series"]
         names = [k for k in series if k != "all"]
@@ -169,3 +184,9 @@ class UsageScreen(Screen[None]):
             data = series.get(who, []) if who is not None else []
             lines.relabel(key, terminal_label(who or "", 14))
             lines.show(key, data, f"{sum(data):,.0f} tok" if data else "–")
+
+    @staticmethod
+    def _fill(table: DataTable[str], u: Any) -> None:
+        table.clear()
+        for g in u.groups:
+            table.add_row(terminal_label(g.key[0], 22), *group_cells(g))
