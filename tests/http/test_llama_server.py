@@ -115,6 +115,10 @@ async def test_cancel_frees_the_slot(llama_server) -> None:
             if n == 5:
                 cancel.cancel()
     assert events[-1].reason == "cancelled"  # type: ignore[union-attr]
+    # it names the model the server's chunks named, as a whole answer's end does
+    whole = [ev async for ev in e.stream(req(2), None)]
+    named = whole[-1].model  # type: ignore[union-attr]
+    assert named and events[-1].model == named  # type: ignore[union-attr]
     sample = LlamaServerMetrics(llama_server.url).sample()
     for _ in range(20):
         if sample.busy_slots == 0:

@@ -70,6 +70,8 @@ async def test_cancel_keeps_partial_text_and_stops_the_server(pace: str) -> None
         if sum(isinstance(x, TextChunk) for x in events) == 3:
             cancel.cancel()
     assert isinstance(events[-1], Finished) and events[-1].reason == "cancelled"
+    assert events[-1].model == "pace"  # the model its chunks named, though it was cut
+    assert sum(isinstance(x, Finished) for x in events) == 1
     texts = [x.text for x in events if isinstance(x, TextChunk)]
     assert texts[:3] == ["tok0 ", "tok1 ", "tok2 "] and len(texts) < 20
     await asyncio.sleep(0.2)

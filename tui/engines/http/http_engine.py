@@ -26,6 +26,7 @@ checked per event (:meth:`read_body`).
 from __future__ import annotations
 
 import abc
+import asyncio
 import dataclasses
 import time
 from collections import Counter
@@ -36,7 +37,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from tui.core.cancel import CancelToken
-from tui.core.events import Failed, FirstByte, RequestSent, StampSource, StreamEvent
+from tui.core.events import Failed, Finished, FirstByte, RequestSent, StampSource, StreamEvent
 from tui.core.outcome import Where
 from tui.engines.base import (
     Engine,
@@ -188,9 +189,11 @@ class HttpStreamEngine(Engine):
             for ev in refused(str(e)):
                 sink(ev)
             return
-        await relay_into(self.reader, partial(self._run, request), cancel, sink)
+        await relay_into(self.reader, partial(self._run, request, cancel), cancel, sink)
 
-    async def _run(self, request: GenerationRequest, emit: Emit) -> None:
+    async def _run(
+        self, request: GenerationRequest, cancel: CancelToken | None, emit: Emit
+    ) -> None:
         """Reader loop: send, stamp, parse, emit; always ends with Finished or Failed."""
         try:
             client, pool = await self._clients()
@@ -222,6 +225,10 @@ class HttpStreamEngine(Engine):
             await self.read_body(resp, state, emit)
             for ev in await self.finish(state, context):
                 emit(ev)
+        except asyncio.CancelledError:
+            if cancel is not None and cancel.cancelled:  # the token stopped it mid-answer
+                emit(Finished(time.perf_counter_ns(), "cancelled", state.response_model))
+            raise  # (the relay keeps the first ending: its own Finished "cancelled" is dropped)
         except StreamProtocolError as e:
             self.fail_partial(state, emit, Failed(time.perf_counter_ns(), str(e), "protocol"))
         except EventTooLarge as e:
