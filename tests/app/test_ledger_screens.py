@@ -111,8 +111,20 @@ async def test_history_filters_and_opens_a_requests_numbers(
         assert "no prompt, answer or chunk times" in text
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        screen.query_one("#history-filter").focus()  # by verdict: the two that queued
+        await pilot.press(*(["backspace"] * 30), *"verdict=queued", "enter")
+        await wait_for(pilot, lambda: len(screen.rows) == 2)
+        assert {(r.client, r.verdict) for r in screen.rows} == {("alice", "queued")}
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PastRequestScreen))
+        assert "done · verdict queued" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
         screen.query_one("#history-filter").focus()
-        await pilot.press(*" nonsense", "enter")
+        await pilot.press(*" verdict=slow", "enter")
+        await wait_for(pilot, lambda: "verdict is one of failed" in screen_text(app))
+        screen.query_one("#history-filter").focus()
+        await pilot.press(*(["backspace"] * 40), *"nonsense", "enter")
         await wait_for(pilot, lambda: "is not client=" in screen_text(app))
 
 

@@ -63,3 +63,21 @@ def test_usage_groups_by_verdict_and_a_kind_not_ours_is_none(tmp_path: Path) -> 
     u = usage(con, time.time() - 3600, time.time() + 1, ("verdict",))
     got = {g.key: (g.requests, g.output_tokens) for g in u.groups}
     assert got == {("queued",): (2, 21), ("cache-hit",): (1, 12), ("(none)",): (2, 27)}
+
+
+def test_history_filters_by_verdict_and_reads_a_foreign_kind_as_none(tmp_path: Path) -> None:
+    from tui.ledger.history import history
+
+    path = tmp_path / "l.sqlite3"
+    sink = LedgerSink(path)
+    queued = Verdict("queued", "queued 1.3 s behind 1 busy slot (-np 1)", Breakdown())
+    for i, v in enumerate([queued, None, queued]):
+        sink.publish(replace(outcome(t0=time.time() - 60 + i), id=f"r{i}", verdict=v))
+    sink.close()
+    con = connect(path)
+    con.execute("UPDATE requests SET verdict = ? WHERE rid = 'r2'", ("\x1b[2Jqueued",))
+    assert {(r.rid, r.verdict) for r in history(con)} == {
+        ("r0", "queued"), ("r1", None), ("r2", None),
+    }  # fmt: skip
+    assert [r.rid for r in history(con, verdict="queued")] == ["r0"]
+    assert history(con, verdict="\x1b[2Jqueued") == []  # not a kind of ours: nothing

@@ -2,7 +2,8 @@
 
 :func:`history` gives one :class:`PastRequest` per row (its numbers and names, as
 :mod:`tui.ledger.columns` stores them), filtered by client, model and state, at most
-``limit`` of them, read through the ``requests_t0`` index newest first. :func:`over_time`
+``limit`` of them, read through the ``requests_t0`` index newest first; and by verdict
+kind (tui/core/verdict.py: a kind infertop did not write is read as none). :func:`over_time`
 gives the tokens (prompt + output) per time bucket of a window, in all and for the
 busiest clients: what the usage screen's sparklines draw.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tui.core.outcome import OUTCOME_STATES
+from tui.core.verdict import VERDICT_KINDS
 from tui.ledger.shares import Window
 from tui.ledger.usage import texts_of, window_of
 
@@ -23,7 +25,7 @@ _HISTORY: Final = (
     "c_user, c_key, c_program, c_process, c_address, t0, e2e_s, ttft_s, ttfo_s, streamed, "
     "decode_tps, itl_p50_s, itl_p90_s, prompt_tokens, cached_tokens, output_tokens, "
     "output_est, reasoning_tokens, reasoning_est, truth_source, truth_prompt_ms, "
-    "truth_prompt_eval, truth_output, truth_decode_tps FROM requests"
+    "truth_prompt_eval, truth_output, truth_decode_tps, verdict FROM requests"
 )
 _NAMED: Final = (
     "error_kind", "route", "api", "upstream", "model", "client", "c_name", "c_user", "c_key",
@@ -71,6 +73,7 @@ class PastRequest:
     truth_prompt_eval: int | None
     truth_output: int | None
     truth_decode_tps: float | None
+    verdict: str | None = None  # its verdict's kind, where its place gave one
 
 
 def _id_of(con: sqlite3.Connection, text: str) -> int | None:
@@ -85,9 +88,10 @@ def history(
     state: str | None = None,
     upstream: str | None = None,
     limit: int = HISTORY_LIMIT,
+    verdict: str | None = None,
 ) -> list[PastRequest]:
     """The newest ``limit`` requests matching every filter given (exact names; a name the
-    ledger never saw matches nothing)."""
+    ledger never saw, a state or verdict kind not infertop's, matches nothing)."""
     where: list[str] = []
     args: list[Any] = []
     for column, value in (("client", client), ("model", model), ("upstream", upstream)):
@@ -102,6 +106,11 @@ def history(
             return []
         where.append("state = ?")
         args.append(state)
+    if verdict:
+        if verdict not in VERDICT_KINDS:
+            return []
+        where.append("verdict = ?")
+        args.append(verdict)
     sql = _HISTORY + (f" WHERE {' AND '.join(where)}" if where else "")
     sql += " ORDER BY t0 DESC LIMIT ?"
     rows = con.execute(sql, (*args, limit)).fetchall()
@@ -114,6 +123,8 @@ def history(
         d["streamed"] = None if d["streamed"] is None else bool(d["streamed"])
         d["output_estimated"] = bool(d.pop("output_est"))
         d["reasoning_estimated"] = bool(d.pop("reasoning_est"))
+        if d["verdict"] not in VERDICT_KINDS:  # none, or a text no infertop wrote
+            d["verdict"] = None
         out.append(PastRequest(**d))
     return out
 
@@ -124,7 +135,7 @@ _FIELDS: Final = (
     "e2e_s", "ttft_s", "ttfo_s", "streamed", "decode_tps", "itl_p50_s", "itl_p90_s",
     "prompt_tokens", "cached_tokens", "output_tokens", "output_est", "reasoning_tokens",
     "reasoning_est", "truth_source", "truth_prompt_ms", "truth_prompt_eval", "truth_output",
-    "truth_decode_tps",
+    "truth_decode_tps", "verdict",
 )  # fmt: skip
 
 

@@ -1,10 +1,11 @@
 """HistoryScreen: past requests from the request ledger, newest first, filtered by client,
-model and state; Enter opens one request's numbers (:class:`PastRequestScreen`), as the
+model, state and verdict; Enter opens one request's numbers (:class:`PastRequestScreen`), as the
 requests view's timeline shows a live one's — without its chunks or text, which the
 ledger never keeps.
 
 Opened from the palette ("History: past requests"). The filter line takes
-``client=NAME model=NAME state=done|failed|cancelled`` (any of them, exact names); the
+``client=NAME model=NAME state=done|failed|cancelled verdict=KIND`` (any of them, exact
+names; KIND as tui/core/verdict.py names them: queued, prefill-bound, cache-hit, ...); the
 ledger is read in a thread worker. Every name shown passes the terminal-safe filter.
 """
 
@@ -24,8 +25,9 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.core.outcome import OUTCOME_STATES
 from tui.core.safe_text import terminal_label
+from tui.core.verdict import VERDICT_KINDS
 
-FILTER_KEYS: Final = ("client", "model", "state")
+FILTER_KEYS: Final = ("client", "model", "state", "verdict")
 COLUMNS: Final = (
     ("when", 14),
     ("client", 18),
@@ -36,6 +38,7 @@ COLUMNS: Final = (
     ("TTFT", 7),
     ("tok/s", 6),
     ("e2e", 7),
+    ("why", 13),
 )
 
 
@@ -46,7 +49,7 @@ class HistoryRead(Message):
 
 
 def parse_filter(text: str) -> tuple[dict[str, str], str | None]:
-    """``client=… model=… state=…`` → the filters, or (what was read, why not)."""
+    """``client=… model=… state=… verdict=…`` → the filters, or (what was read, why not)."""
     try:
         words = shlex.split(text)
     except ValueError as e:
@@ -55,9 +58,11 @@ def parse_filter(text: str) -> tuple[dict[str, str], str | None]:
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or key not in FILTER_KEYS:
-            return out, f"filter: {word!r} is not client=, model= or state="
+            return out, f"filter: {word!r} is not client=, model=, state= or verdict="
         if key == "state" and value not in OUTCOME_STATES:
             return out, f"filter: state is one of {', '.join(OUTCOME_STATES)}"
+        if key == "verdict" and value not in VERDICT_KINDS:
+            return out, f"filter: verdict is one of {', '.join(VERDICT_KINDS)}"
         out[key] = value
     return out, None
 
@@ -82,6 +87,7 @@ def row_cells(r: Any) -> list[str]:
         _ms(r.ttft_s),
         "–" if r.decode_tps is None else f"{r.decode_tps:.1f}",
         _ms(r.e2e_s),
+        r.verdict or "–",
     ]
 
 
@@ -106,7 +112,8 @@ def numbers_text(r: Any) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.t0))
     lines = [
         f"{name(r.rid)} · {r.source} · {r.state}"
-        + (f" ({name(r.error_kind)})" if r.error_kind else ""),
+        + (f" ({name(r.error_kind)})" if r.error_kind else "")
+        + (f" · verdict {r.verdict}" if r.verdict else ""),
         f"sent {when} · {name(r.route)} ({name(r.api)}) → {name(r.upstream)}"
         f" · model {name(r.model)}",
         f"client {name(r.client)}" + (f" — {', '.join(who)}" if who else ""),
@@ -170,7 +177,7 @@ class HistoryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Input(
             self.filters,
-            placeholder="filter: client=NAME model=NAME state=failed (Enter)",
+            placeholder="filter: client=NAME model=NAME state=failed verdict=queued (Enter)",
             id="history-filter",
         )
         yield Static("reading the ledger…", id="history-status", markup=False)
@@ -203,7 +210,11 @@ class HistoryScreen(Screen[None]):
                     raise RuntimeError("this app keeps no ledger")
                 rows = ledger.read(
                     lambda con: history(
-                        con, filters.get("client"), filters.get("model"), filters.get("state")
+                        con,
+                        filters.get("client"),
+                        filters.get("model"),
+                        filters.get("state"),
+                        verdict=filters.get("verdict"),
                     )
                 )
             except Exception as e:  # noqa: BLE001 - said on the screen
