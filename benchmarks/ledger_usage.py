@@ -8,8 +8,10 @@ schema's triggers firing) — with --rows requests spread evenly over --days day
 default 1,000,000 over the 90 days the ledger keeps by default: ~11,000 a day; with
 ``--days 7``, a busy shared server's week), from --clients clients (a Zipf-like mix: a
 few busy, many rare), 4 models, 2 upstreams, 3 routes, half of them with an API-key
-fingerprint. Its hours are then packed (tui/ledger/shares.py's ``pack_due``: what the
-writer does an hour at a time, and once for a file upgraded from schema 2).
+fingerprint; --verdicts of them (a share, 0 by default) with a verdict kind, a mix of
+tui/core/verdict.py's kinds (what the bench's rows carry). Its hours are then packed
+(tui/ledger/shares.py's ``pack_due``: what the writer does an hour at a time, and once
+for a file upgraded from schema 2).
 
 Measured, in one run, with the load average beside:
 
@@ -48,6 +50,7 @@ from benchmarks import smoke
 from tui.core.metrics import RequestMetrics
 from tui.core.outcome import ClientIdentity, RequestOutcome
 from tui.core.stats import percentile
+from tui.core.verdict import VERDICT_KINDS, Breakdown, Verdict
 from tui.ledger.shares import pack_due, read_window
 from tui.ledger.store import connect
 from tui.ledger.usage import query_plan, summarize, texts_of
@@ -79,7 +82,9 @@ def clients(n: int, rng: random.Random) -> list[ClientIdentity]:
     return out
 
 
-def outcome(i: int, t0: float, who: ClientIdentity, rng: random.Random) -> RequestOutcome:
+def outcome(
+    i: int, t0: float, who: ClientIdentity, rng: random.Random, verdicts: float = 0.0
+) -> RequestOutcome:
     m = RequestMetrics(ttft_ms=rng.uniform(40, 900), ttfr_ms=None, e2e_ms=None)
     out = rng.randint(16, 1024)
     m.prompt_tokens = rng.randint(20, 8000)
@@ -105,10 +110,15 @@ def outcome(i: int, t0: float, who: ClientIdentity, rng: random.Random) -> Reque
         t_end_ns=int(e2e * 1e9),
         metrics=m,
         streamed=True,
+        verdict=Verdict(rng.choice(VERDICT_KINDS), "", Breakdown())
+        if rng.random() < verdicts
+        else None,
     )
 
 
-def workload(rows: int, days: float, n_clients: int, seed: int, now: float) -> Any:
+def workload(
+    rows: int, days: float, n_clients: int, seed: int, now: float, verdicts: float = 0.0
+) -> Any:
     """The requests, in batches of 512, as the writer would write them."""
     rng = random.Random(seed)
     who = clients(n_clients, rng)
@@ -117,7 +127,7 @@ def workload(rows: int, days: float, n_clients: int, seed: int, now: float) -> A
     span = days * 86_400
     batch: list[RequestOutcome] = []
     for i in range(rows):
-        batch.append(outcome(i, now - span + span * i / rows, picks[i], rng))
+        batch.append(outcome(i, now - span + span * i / rows, picks[i], rng, verdicts))
         if len(batch) == 512:
             yield batch
             batch = []
@@ -148,10 +158,18 @@ def write_cost(work: Path, rows: int, now: float) -> None:
     )
 
 
-def fill(path: Path, rows: int, days: float, n_clients: int, seed: int, now: float) -> float:
+def fill(
+    path: Path,
+    rows: int,
+    days: float,
+    n_clients: int,
+    seed: int,
+    now: float,
+    verdicts: float = 0.0,
+) -> float:
     con = connect(path)
     t = time.perf_counter()
-    for batch in workload(rows, days, n_clients, seed, now):
+    for batch in workload(rows, days, n_clients, seed, now, verdicts):
         write_batch(con, batch)  # type: ignore[arg-type]
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
@@ -261,6 +279,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--write-rows", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--verdicts", type=float, default=0.0, help="share of rows with a verdict")
     ap.add_argument("--keep", type=Path, help="fill this file (kept; reused if it exists)")
     smoke.add_flag(ap)
     args = ap.parse_args()
@@ -271,13 +290,14 @@ def main() -> int:
     load = os.getloadavg()
     print(
         f"ledger_usage.py: {args.rows:,} requests over {args.days:g} days, {args.clients} "
-        f"clients; {os.cpu_count()} cores, load {load[0]:.2f} {load[1]:.2f}; "
+        f"clients, {args.verdicts:.0%} with a verdict; {os.cpu_count()} cores, "
+        f"load {load[0]:.2f} {load[1]:.2f}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
     now = time.time()
     write_cost(work, args.write_rows, now)
     if not path.exists():
-        filled = fill(path, args.rows, args.days, args.clients, args.seed, now)
+        filled = fill(path, args.rows, args.days, args.clients, args.seed, now, args.verdicts)
         print(
             f"filled in {filled:.1f} s ({args.rows / filled:,.0f} requests/s through write_batch)"
         )
