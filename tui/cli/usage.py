@@ -24,7 +24,9 @@ split equally among them, so a client's busy seconds add up, with everyone else'
 time the engine was busy. Joules are shown only where the ledger holds the device's energy.
 Fingerprints (k:…) are keyed hashes of API keys with this installation's secret: never the
 key, and not comparable across installations. Name them in config: [clients] "k:…" = "alice"
-(`infertop usage --fingerprint < keyfile` gives a key's).
+(`infertop usage --fingerprint < keyfile` gives a key's). --by verdict groups by why each
+request took its time (queued, prefill-bound, cache-hit, ...: docs/engine-inside.md);
+(none) where its place gave no verdict.
 """
 
 SINCE_UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
