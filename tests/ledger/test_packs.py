@@ -386,3 +386,25 @@ def test_absurd_rates_and_times_from_a_hostile_server_stay_in_range(tmp_path: Pa
     write_batch(con, [sane, absurd])
     u = usage(con, t - 1, t + 10)
     assert u.groups[0].quantiles[("decode_tps", 50)] == pytest.approx((50.0 + 2**62 / 1e3) / 2)
+
+
+def test_packs_of_the_older_format_are_read_from_the_rows_and_packed_again(tmp_path: Path):
+    """A ledger packed before packs held verdicts (format 1): its hours are read from the
+    rows — the verdicts there — until packed again, each hour's old pack replaced."""
+    rng = random.Random(8)
+    con = connect(tmp_path / "l.sqlite3")
+    base = (hour_of(time.time()) - 30) * HOUR_S
+    write_batch(con, [_request(rng, base, 20) for _ in range(200)])  # type: ignore[arg-type]
+    hours = pack_due(con)
+    assert hours > 10
+    con.execute("UPDATE packs SET format = 1, data = X'4c5001' || substr(data, 4)")
+    since, until = base - 3600, base + 30 * 3600
+    w = window_of(con, since, until)
+    assert w.packed_hours == 0 and w.row_requests == 200
+    by = "verdict"
+    _same(_by_client(con, since, until, by), reference(con, since, until, by))
+    assert pack_due(con) == hours
+    assert con.execute("SELECT COUNT(*), MIN(format) FROM packs").fetchone() == (hours, 2)
+    assert window_of(con, since, until).packed_requests == 200
+    _same(_by_client(con, since, until, by), reference(con, since, until, by))
+    assert assert_packs_match_rows(con) == hours
