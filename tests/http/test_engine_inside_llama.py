@@ -140,6 +140,8 @@ def test_a_long_prompt_twice_prefill_bound_then_a_cache_hit(
 ) -> None:
     prompt = "Summarise this ledger in one line.\n" + two_thousand_tokens(np1.url)
     before = count(proxy)
+    page = proxy.url + "/infertop/metrics"
+    counted = fetch(page)
     t1 = chat(proxy.url, prompt, 8)
     t2 = chat(proxy.url, prompt, 8)
     first, second = finished(proxy, 2)
@@ -158,6 +160,12 @@ def test_a_long_prompt_twice_prefill_bound_then_a_cache_hit(
     assert v2.text.startswith(
         f"cache hit: {t2['cache_n'] / 1000:.1f}k of {total / 1000:.1f}k reused"
     )
+    # and the proxy's page counts them, one each
+    now = fetch(page)
+    name = "infertop_proxy_verdicts_total"
+    for kind in ("prefill-bound", "cache-hit"):
+        assert now.total(name, verdict=kind) == (counted.total(name, verdict=kind) or 0) + 1
+    assert now.total(name) == (counted.total(name) or 0) + 2
 
 
 def cached_total(url: str) -> float:

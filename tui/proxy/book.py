@@ -214,6 +214,8 @@ class RequestBook:
         m = rec.finalize()
         rec.observer = None  # its reads are all in: no cycle left for the collector
         verdict = self.why.finish(rec, self) if self.why is not None else None
+        if verdict is not None:
+            self.metrics.verdict_given(verdict.kind)
         self.ended += 1
         if rec.state == RequestState.FAILED:
             self.failed += 1

@@ -28,6 +28,9 @@ Counted per (upstream, model, route); labels are bounded (:mod:`tui.proxy.routes
   tui/core/outcome.py's ``ClientIdentity.label``), bounded by :class:`ClientLabels`: at
   most ``top_clients`` clients have series of their own, the busiest by tokens, and the
   rest are ``client="other"``; every series only grows (see ClientLabels).
+- ``infertop_proxy_verdicts_total`` — generation requests ended, per verdict kind
+  (``verdict``: tui/core/verdict.py's kinds, every one written from the start at 0): why
+  each took its time, as the requests view and the ledger say it.
 
 Histograms, ITL and token counters are updated when a request ends; the gauge when one
 starts and ends. A (model, route)'s series are written at 0 from the moment its first
@@ -44,6 +47,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from tui.core.metrics import RequestMetrics
+from tui.core.verdict import VERDICT_KINDS
 from tui.proxy.routes import OTHER, ModelLabels, route_label
 from tui.proxy.rows import RequestState
 
@@ -166,6 +170,7 @@ class ProxyMetrics:
         self.itl: dict[Key, Histogram] = {}
         self.e2e: dict[Key, Histogram] = {}
         self.in_flight = 0
+        self.verdicts: dict[str, int] = dict.fromkeys(VERDICT_KINDS, 0)
         # more series for the same page, by the parts the command adds (OTLP export's
         # counts, alert states): each returns whole lines of the text format
         self.extra: list[Callable[[], str]] = []
@@ -251,6 +256,11 @@ class ProxyMetrics:
         if m.e2e_ms is not None:
             _hist(self.e2e, key, E2E_BUCKETS).observe(m.e2e_ms / 1000.0)
 
+    def verdict_given(self, kind: str) -> None:
+        """A generation request's verdict (one of tui/core/verdict.py's kinds)."""
+        if kind in self.verdicts:
+            self.verdicts[kind] += 1
+
     def render(self) -> bytes:
         """Every series, in the text exposition format."""
         up = f'upstream="{escape(self.upstream)}"'
@@ -307,6 +317,11 @@ class ProxyMetrics:
                 f'{PREFIX}{name}{{{up},client="{escape(c)}"}} {v}'
                 for c, v in sorted(per_client.items())
             ]
+        out += _head("verdicts_total", "counter", "Generation requests ended, per verdict.")
+        out += [
+            f'{PREFIX}verdicts_total{{{up},verdict="{kind}"}} {n}'
+            for kind, n in self.verdicts.items()
+        ]
         for name, hists, text in (
             ("ttft_seconds", self.ttft, "Time to first token of streamed requests."),
             ("ttfo_seconds", self.ttfo, "Time to first answer token of streamed requests."),
