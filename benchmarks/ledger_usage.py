@@ -111,7 +111,7 @@ def outcome(
         metrics=m,
         streamed=True,
         verdict=Verdict(rng.choice(VERDICT_KINDS), "", Breakdown())
-        if rng.random() < verdicts
+        if verdicts and rng.random() < verdicts  # none: the same draws as before --verdicts
         else None,
     )
 
